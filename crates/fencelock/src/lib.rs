@@ -1,1 +1,74 @@
-pub fn x(){}
+//! # fencelock — fenced distributed locks on Redis
+//!
+//! A lock on Redis is a **lease, not a mutex**: if the holder stalls for longer than the lease
+//! (a long pause, a stopped VM, a slow network), the lease runs out and another process can take
+//! the lock while the first still believes it holds it. No client library can prevent that.
+//! fencelock does the three things that can be done:
+//!
+//! 1. **Make it rare.** A watchdog renews every held lock at a third of its lease, and the
+//!    holder's deadline is conservative (measured on the monotonic clock from *before* the
+//!    request was sent, minus a clock-drift margin).
+//! 2. **Tell the holder.** A [`LockGuard`] knows its [`deadline`](LockGuard::deadline) and
+//!    offers a [`lost`](LockGuard::lost) signal that fires as soon as Redis says the lock is gone
+//!    or the deadline passes without a confirmed renewal, so the work can be cancelled.
+//! 3. **Let the resource refuse a stale holder.** Every acquisition returns a
+//!    [`fence`](LockGuard::fence), strictly larger than every earlier one for that lock name. A
+//!    resource that remembers the largest fence it has seen can refuse writes carrying a smaller
+//!    one — in SQL: `UPDATE t SET ..., fence = $fence WHERE id = $id AND fence <= $fence`.
+//!
+//! Assumptions: clocks on the client and the server advance at roughly the same rate (the
+//! drift margin covers 1 % + 2 ms by default), and the server's wall clock does not step back
+//! by more than an outage. Fences are `max(last fence + 1, server time in µs)`, so they keep
+//! growing even when Redis loses the counter (a restart without persistence, a failover to a
+//! replica that lagged, a flush).
+//!
+//! ```no_run
+//! use std::time::Duration;
+//!
+//! # async fn example() -> fencelock::Result<()> {
+//! let client = fencelock::Client::open("redis://127.0.0.1:6379")?;
+//! let guard = client
+//!     .lock("reports/nightly")
+//!     .ttl(Duration::from_secs(10)) // renewed automatically while the guard lives
+//!     .wait_up_to(Duration::from_secs(30))
+//!     .acquire()
+//!     .await?;
+//!
+//! let fence = guard.fence(); // pass it to the resource with every write
+//! tokio::select! {
+//!     reason = guard.lost() => eprintln!("lock lost: {reason}; stopping"),
+//!     () = write_report(fence) => {}
+//! }
+//! guard.release().await?;
+//! # Ok(()) }
+//! # async fn write_report(_fence: u64) {}
+//! ```
+//!
+//! ## Protocol
+//!
+//! Each operation is one round trip: a Lua script run by SHA (reloaded when Redis answers
+//! `NOSCRIPT`). Acquire sets `PREFIX:{NAME}` to `token:fence` with `PX ttl` if it is free, or
+//! returns the holder's remaining lease; it is idempotent for one owner token, so a retry after a
+//! lost reply neither strands the lock nor hands out a second fence. Release deletes only the
+//! caller's own hold and publishes on `PREFIX:{NAME}:released`; extend re-arms only the caller's
+//! own lease. Owner tokens are 128 bits from the operating system's CSPRNG. Waiters subscribe to
+//! the release channel (one pub/sub connection per client) and also wake when the holder's lease
+//! would run out, so a lost message costs a bounded delay, never a hang.
+
+mod client;
+mod connection;
+mod error;
+mod keys;
+mod lease;
+mod lock;
+mod notify;
+mod token;
+mod watchdog;
+
+pub mod blocking;
+
+pub use client::{Client, ClientBuilder, DEFAULT_COMMAND_TIMEOUT, DEFAULT_PREFIX, Holder, LockInfo};
+pub use error::{Error, LostReason, Result};
+pub use keys::MAX_NAME_LEN;
+pub use lease::{ClockDrift, LostSignal};
+pub use lock::{DEFAULT_TTL, LockGuard, LockRequest, MAX_TTL, MIN_TTL, WaitPolicy};

@@ -1,0 +1,199 @@
+//! A blocking facade for programs that are not async: the same locks, with the same semantics,
+//! driven by a small runtime that this client owns.
+//!
+//! ```no_run
+//! # fn main() -> fencelock::Result<()> {
+//! let client = fencelock::blocking::Client::open("redis://127.0.0.1:6379")?;
+//! let guard = client.lock("nightly-report").acquire()?;
+//! println!("fence {}", guard.fence());
+//! guard.release()?;
+//! # Ok(()) }
+//! ```
+//!
+//! Do not use it from inside an async runtime (its calls block the calling thread); use the async
+//! [`Client`](crate::Client) there.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::error::{Error, LostReason, Result};
+use crate::lock::WaitPolicy;
+
+/// A blocking client. Cheap to clone.
+#[derive(Clone, Debug)]
+pub struct Client {
+    runtime: Arc<tokio::runtime::Runtime>,
+    inner: crate::Client,
+}
+
+impl Client {
+    /// A client for the server at `url`, with the default options.
+    pub fn open(url: &str) -> Result<Client> {
+        Self::from_builder(crate::Client::builder(url))
+    }
+
+    /// A client from a configured async builder (key prefix, timeouts, drift).
+    pub fn from_builder(builder: crate::ClientBuilder) -> Result<Client> {
+        // One worker thread runs the watchdog and the release listener while the caller's
+        // thread does its own work.
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("fencelock")
+            .enable_all()
+            .build()
+            .map_err(|e| Error::Config {
+                reason: format!("cannot start the fencelock runtime: {e}"),
+            })?;
+        let inner = {
+            let _entered = runtime.enter();
+            builder.build()?
+        };
+        Ok(Client {
+            runtime: Arc::new(runtime),
+            inner,
+        })
+    }
+
+    /// The async client underneath.
+    pub fn as_async(&self) -> &crate::Client {
+        &self.inner
+    }
+
+    /// Starts a request for lock `name`.
+    pub fn lock(&self, name: impl Into<String>) -> LockRequest {
+        LockRequest {
+            runtime: self.runtime.clone(),
+            inner: self.inner.lock(name),
+        }
+    }
+
+    /// Takes lock `name` if it is free now; `Ok(None)` if another owner holds it.
+    pub fn try_lock(&self, name: impl Into<String>) -> Result<Option<LockGuard>> {
+        self.lock(name).try_acquire()
+    }
+
+    /// See [`crate::Client::inspect`].
+    pub fn inspect(&self, name: &str) -> Result<crate::LockInfo> {
+        self.runtime.block_on(self.inner.inspect(name))
+    }
+
+    /// See [`crate::Client::force_release`].
+    pub fn force_release(&self, name: &str) -> Result<bool> {
+        self.runtime.block_on(self.inner.force_release(name))
+    }
+}
+
+/// A blocking lock request; see [`crate::LockRequest`] for each option.
+#[derive(Debug)]
+#[must_use = "a lock request does nothing until acquired"]
+pub struct LockRequest {
+    runtime: Arc<tokio::runtime::Runtime>,
+    inner: crate::LockRequest,
+}
+
+impl LockRequest {
+    /// See [`crate::LockRequest::ttl`].
+    pub fn ttl(mut self, ttl: Duration) -> Self {
+        self.inner = self.inner.ttl(ttl);
+        self
+    }
+    /// See [`crate::LockRequest::wait`].
+    pub fn wait(mut self, wait: WaitPolicy) -> Self {
+        self.inner = self.inner.wait(wait);
+        self
+    }
+    /// See [`crate::LockRequest::no_wait`].
+    pub fn no_wait(self) -> Self {
+        self.wait(WaitPolicy::NoWait)
+    }
+    /// See [`crate::LockRequest::wait_up_to`].
+    pub fn wait_up_to(self, limit: Duration) -> Self {
+        self.wait(WaitPolicy::UpTo(limit))
+    }
+    /// See [`crate::LockRequest::auto_renew`].
+    pub fn auto_renew(mut self, on: bool) -> Self {
+        self.inner = self.inner.auto_renew(on);
+        self
+    }
+    /// See [`crate::LockRequest::max_hold`].
+    pub fn max_hold(mut self, limit: Duration) -> Self {
+        self.inner = self.inner.max_hold(limit);
+        self
+    }
+
+    /// Takes the lock, blocking as the wait policy allows.
+    pub fn acquire(self) -> Result<LockGuard> {
+        let inner = self.runtime.block_on(self.inner.acquire())?;
+        Ok(LockGuard {
+            runtime: self.runtime,
+            inner: Some(inner),
+        })
+    }
+
+    /// Takes the lock if it is free now; `Ok(None)` if another owner holds it.
+    pub fn try_acquire(self) -> Result<Option<LockGuard>> {
+        let runtime = self.runtime;
+        let inner = runtime.block_on(self.inner.try_acquire())?;
+        Ok(inner.map(|inner| LockGuard {
+            runtime,
+            inner: Some(inner),
+        }))
+    }
+}
+
+/// A held lock (blocking); see [`crate::LockGuard`]. Dropping it releases the lock in the
+/// background.
+#[derive(Debug)]
+#[must_use = "dropping the guard releases the lock at once"]
+pub struct LockGuard {
+    runtime: Arc<tokio::runtime::Runtime>,
+    // Always `Some` until `release` takes it.
+    inner: Option<crate::LockGuard>,
+}
+
+impl LockGuard {
+    fn guard(&self) -> &crate::LockGuard {
+        match &self.inner {
+            Some(guard) => guard,
+            None => unreachable!("the guard is only taken by release, which consumes self"),
+        }
+    }
+
+    /// See [`crate::LockGuard::name`].
+    pub fn name(&self) -> &str {
+        self.guard().name()
+    }
+    /// See [`crate::LockGuard::fence`].
+    pub fn fence(&self) -> u64 {
+        self.guard().fence()
+    }
+    /// See [`crate::LockGuard::deadline`].
+    pub fn deadline(&self) -> std::time::Instant {
+        self.guard().deadline().into_std()
+    }
+    /// See [`crate::LockGuard::remaining`].
+    pub fn remaining(&self) -> Duration {
+        self.guard().remaining()
+    }
+    /// See [`crate::LockGuard::is_held`].
+    pub fn is_held(&self) -> bool {
+        self.guard().is_held()
+    }
+    /// Blocks until the lock is lost, or `limit` passes (`None`).
+    pub fn wait_lost(&self, limit: Duration) -> Option<LostReason> {
+        let signal = self.guard().lost();
+        self.runtime
+            .block_on(async { tokio::time::timeout(limit, signal.wait()).await.ok() })
+    }
+    /// See [`crate::LockGuard::extend`].
+    pub fn extend(&self, ttl: Duration) -> Result<()> {
+        self.runtime.block_on(self.guard().extend(ttl))
+    }
+    /// See [`crate::LockGuard::release`].
+    pub fn release(mut self) -> Result<bool> {
+        match self.inner.take() {
+            Some(guard) => self.runtime.block_on(guard.release()),
+            None => Ok(false),
+        }
+    }
+}

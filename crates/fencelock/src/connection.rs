@@ -1,0 +1,119 @@
+//! One Redis server as fencelock talks to it: a multiplexed, automatically reconnecting
+//! connection, a per-command time limit, and the mapping of Redis errors to [`Error`].
+
+use std::time::Duration;
+
+use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
+use redis::{FromRedisValue, RedisError, ScriptInvocation};
+
+use crate::error::Error;
+
+/// A Redis server: its connection and its printable address (`host:port`, never credentials).
+#[derive(Clone)]
+pub(crate) struct Server {
+    conn: ConnectionManager,
+    pub(crate) addr: String,
+    pub(crate) command_timeout: Duration,
+}
+
+impl std::fmt::Debug for Server {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Server").field("addr", &self.addr).finish()
+    }
+}
+
+impl Server {
+    /// Prepares the connection; nothing is sent until the first command. Must run inside a
+    /// Tokio runtime.
+    pub(crate) fn new(client: redis::Client, command_timeout: Duration) -> redis::RedisResult<Self> {
+        let addr = client.get_connection_info().addr().to_string();
+        let config = ConnectionManagerConfig::new()
+            .set_response_timeout(Some(command_timeout))
+            .set_connection_timeout(Some(command_timeout))
+            .set_number_of_retries(2)
+            .set_max_delay(Duration::from_millis(500));
+        let conn = ConnectionManager::new_lazy_with_config(client, config)?;
+        Ok(Server {
+            conn,
+            addr,
+            command_timeout,
+        })
+    }
+
+    /// Runs a script by SHA (loading it on `NOSCRIPT`), within the command time limit.
+    pub(crate) async fn invoke<T: FromRedisValue>(
+        &self,
+        invocation: &ScriptInvocation<'_>,
+    ) -> redis::RedisResult<T> {
+        let mut conn = self.conn.clone();
+        self.within_limit(invocation.invoke_async(&mut conn)).await
+    }
+
+    /// Sends a pipeline within the command time limit.
+    pub(crate) async fn pipeline<T: FromRedisValue>(
+        &self,
+        pipe: &redis::Pipeline,
+        limit: Duration,
+    ) -> redis::RedisResult<T> {
+        let mut conn = self.conn.clone();
+        within(limit, async move { pipe.query_async(&mut conn).await }).await
+    }
+
+    /// Sends one command within the command time limit.
+    pub(crate) async fn command<T: FromRedisValue>(&self, cmd: &redis::Cmd) -> redis::RedisResult<T> {
+        let mut conn = self.conn.clone();
+        self.within_limit(async move {
+            let value = conn.req_packed_command(cmd).await?;
+            redis::from_redis_value(value).map_err(RedisError::from)
+        })
+        .await
+    }
+
+    async fn within_limit<T>(
+        &self,
+        fut: impl Future<Output = redis::RedisResult<T>>,
+    ) -> redis::RedisResult<T> {
+        within(self.command_timeout, fut).await
+    }
+
+    /// Turns a Redis error into fencelock's error for `lock`, naming this server.
+    pub(crate) fn error(&self, lock: &str, command: &'static str, err: RedisError) -> Error {
+        if is_unreachable(&err) {
+            Error::Unreachable {
+                lock: lock.to_owned(),
+                server: self.addr.clone(),
+                source: err,
+            }
+        } else {
+            Error::Redis {
+                lock: lock.to_owned(),
+                server: self.addr.clone(),
+                command,
+                source: err,
+            }
+        }
+    }
+}
+
+/// Runs `fut`, failing with a timeout error (an I/O error of kind `TimedOut`) after `limit`.
+pub(crate) async fn within<T>(
+    limit: Duration,
+    fut: impl Future<Output = redis::RedisResult<T>>,
+) -> redis::RedisResult<T> {
+    match tokio::time::timeout(limit, fut).await {
+        Ok(result) => result,
+        Err(_) => Err(RedisError::from(std::io::Error::new(
+            std::io::ErrorKind::TimedOut,
+            format!("no reply within {limit:?}"),
+        ))),
+    }
+}
+
+/// Whether an error means the server could not be reached (as opposed to a refusal).
+pub(crate) fn is_unreachable(err: &RedisError) -> bool {
+    err.is_io_error()
+        || err.is_timeout()
+        || err.is_connection_dropped()
+        || err.is_connection_refusal()
+        || err.is_unrecoverable_error()
+}

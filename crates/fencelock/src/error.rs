@@ -1,0 +1,162 @@
+//! The one error type of fencelock, and the reasons a held lock can be lost.
+
+use std::fmt;
+use std::time::Duration;
+
+/// Everything that can go wrong with a fencelock operation.
+///
+/// Every variant that concerns a lock names it, and every variant that concerns a server names it
+/// (as `host:port`, never with credentials), so that a message read in a log says what happened
+/// to what.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// An argument was refused before anything was sent to Redis.
+    #[error("invalid argument for lock {lock:?}: {reason}")]
+    InvalidArgument {
+        /// The lock the call was about.
+        lock: String,
+        /// What was wrong with it.
+        reason: String,
+    },
+
+    /// The client could not be configured (bad URL, bad option).
+    #[error("invalid fencelock configuration: {reason}")]
+    Config {
+        /// What was wrong.
+        reason: String,
+    },
+
+    /// The lock was still held by another owner when the caller's wait limit ran out.
+    #[error("timed out after {waited:?} waiting for lock {lock:?}")]
+    TimedOut {
+        /// The lock waited for.
+        lock: String,
+        /// How long the caller waited.
+        waited: Duration,
+    },
+
+    /// The lock is held by another owner and the caller chose not to wait.
+    #[error("lock {lock:?} is held by another owner{}", fmt_remaining(*remaining))]
+    Busy {
+        /// The lock.
+        lock: String,
+        /// The holder's remaining lease, when Redis reported one.
+        remaining: Option<Duration>,
+    },
+
+    /// The caller no longer holds the lock (for `extend`): the lease ran out or another owner has it.
+    #[error("lock {lock:?} is no longer held: {reason}")]
+    NotHeld {
+        /// The lock.
+        lock: String,
+        /// Why it is no longer held.
+        reason: LostReason,
+    },
+
+    /// Redis did not answer in time, or the connection failed.
+    #[error("Redis at {server} is unreachable for lock {lock:?}: {source}")]
+    Unreachable {
+        /// The lock.
+        lock: String,
+        /// The server, as `host:port`.
+        server: String,
+        /// The underlying error (a timeout, a refused or dropped connection).
+        #[source]
+        source: redis::RedisError,
+    },
+
+    /// Redis answered with an error (for instance `NOAUTH`, `NOPERM`, `READONLY`).
+    #[error("Redis at {server} refused {command} for lock {lock:?}: {source}")]
+    Redis {
+        /// The lock.
+        lock: String,
+        /// The server, as `host:port`.
+        server: String,
+        /// What fencelock was doing (`acquire`, `release`, `extend`, ...).
+        command: &'static str,
+        /// The error Redis returned.
+        #[source]
+        source: redis::RedisError,
+    },
+
+    /// A key that fencelock uses for this lock holds something fencelock did not put there.
+    /// Nothing was written; the key was left as it was.
+    #[error("key {key:?} of lock {lock:?} holds {found}; it is not a fencelock lock and was left untouched")]
+    WrongType {
+        /// The lock.
+        lock: String,
+        /// The Redis key in question.
+        key: String,
+        /// What was found there.
+        found: String,
+    },
+}
+
+fn fmt_remaining(remaining: Option<Duration>) -> String {
+    match remaining {
+        Some(d) => format!(" (its lease has {d:?} left)"),
+        None => String::new(),
+    }
+}
+
+impl Error {
+    /// The lock this error is about, if it is about one.
+    pub fn lock_name(&self) -> Option<&str> {
+        match self {
+            Error::InvalidArgument { lock, .. }
+            | Error::TimedOut { lock, .. }
+            | Error::Busy { lock, .. }
+            | Error::NotHeld { lock, .. }
+            | Error::Unreachable { lock, .. }
+            | Error::Redis { lock, .. }
+            | Error::WrongType { lock, .. } => Some(lock),
+            Error::Config { .. } => None,
+        }
+    }
+
+    pub(crate) fn invalid(lock: &str, reason: impl Into<String>) -> Self {
+        Error::InvalidArgument {
+            lock: lock.to_owned(),
+            reason: reason.into(),
+        }
+    }
+}
+
+/// A `Result` with fencelock's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Why a guard stopped holding its lock.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum LostReason {
+    /// Redis answered that the key no longer carries this owner's token: it was deleted
+    /// (for instance by an operator's force-release) or it expired and another owner took it.
+    NotOwner,
+    /// The local deadline passed without a confirmed renewal: the lease may have expired on the
+    /// server. `last_error` tells why the renewals failed, when they did.
+    Expired {
+        /// The last renewal error, if any renewal was attempted and failed.
+        last_error: Option<String>,
+    },
+    /// Renewal stopped because the lock reached its `max_hold` cap, and the lease then ran out.
+    MaxHoldReached,
+    /// The guard released the lock (or was dropped).
+    Released,
+}
+
+impl fmt::Display for LostReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LostReason::NotOwner => f.write_str("Redis says another owner has it, or the key was deleted"),
+            LostReason::Expired { last_error: None } => {
+                f.write_str("the lease ran out before it was renewed")
+            }
+            LostReason::Expired {
+                last_error: Some(e),
+            } => write!(f, "the lease ran out before it could be renewed ({e})"),
+            LostReason::MaxHoldReached => f.write_str("the maximum hold time was reached"),
+            LostReason::Released => f.write_str("it was released"),
+        }
+    }
+}

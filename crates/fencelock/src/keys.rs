@@ -1,0 +1,91 @@
+//! Where a lock lives in Redis: key names, the release channel, and name validation.
+//!
+//! For lock `NAME` under prefix `P` (default `fencelock`):
+//! - `P:{NAME}` holds the lock: `<owner token>:<fence>`, with the lease as its TTL;
+//! - `P:{NAME}:fence` holds the last fence handed out for `NAME`; it never expires;
+//! - `P:{NAME}:released` is the channel a release is published on.
+//!
+//! The braces are a Redis Cluster hash tag: every key of one lock lives in one slot.
+
+use crate::error::{Error, Result};
+
+/// The longest lock name accepted, in bytes.
+pub const MAX_NAME_LEN: usize = 1024;
+
+/// The Redis names of one lock.
+#[derive(Debug, Clone)]
+pub(crate) struct LockKeys {
+    pub(crate) lock: String,
+    pub(crate) fence: String,
+    pub(crate) channel: String,
+}
+
+impl LockKeys {
+    pub(crate) fn new(prefix: &str, name: &str) -> Self {
+        let lock = format!("{prefix}:{{{name}}}");
+        LockKeys {
+            fence: format!("{lock}:fence"),
+            channel: format!("{lock}:released"),
+            lock,
+        }
+    }
+}
+
+/// Checks a lock name: not empty, not too long, no braces (they would break the hash tag that
+/// keeps a lock's keys in one cluster slot), no control characters.
+pub(crate) fn validate_name(name: &str) -> Result<()> {
+    if name.is_empty() {
+        return Err(Error::invalid(name, "the lock name is empty"));
+    }
+    if name.len() > MAX_NAME_LEN {
+        return Err(Error::invalid(
+            name,
+            format!(
+                "the lock name is {} bytes long; at most {MAX_NAME_LEN} are allowed",
+                name.len()
+            ),
+        ));
+    }
+    if let Some(c) = name
+        .chars()
+        .find(|c| *c == '{' || *c == '}' || c.is_control())
+    {
+        return Err(Error::invalid(
+            name,
+            format!("the lock name contains {c:?}; braces and control characters are not allowed"),
+        ));
+    }
+    Ok(())
+}
+
+/// Checks a key prefix with the same rules as a name (it may not be empty either).
+pub(crate) fn validate_prefix(prefix: &str) -> Result<()> {
+    validate_name(prefix).map_err(|e| Error::Config {
+        reason: format!("bad key prefix {prefix:?}: {e}"),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_share_one_hash_tag() {
+        let k = LockKeys::new("fencelock", "jobs/nightly");
+        assert_eq!(k.lock, "fencelock:{jobs/nightly}");
+        assert_eq!(k.fence, "fencelock:{jobs/nightly}:fence");
+        assert_eq!(k.channel, "fencelock:{jobs/nightly}:released");
+    }
+
+    #[test]
+    fn bad_names_are_refused_with_the_reason() {
+        assert!(validate_name("ok-name.1").is_ok());
+        let e = validate_name("").unwrap_err().to_string();
+        assert!(e.contains("empty"), "{e}");
+        let e = validate_name("a{b").unwrap_err().to_string();
+        assert!(e.contains("\"a{b\"") && e.contains("braces"), "{e}");
+        assert!(validate_name("a\nb").is_err());
+        assert!(validate_name(&"x".repeat(MAX_NAME_LEN + 1)).is_err());
+        assert!(validate_prefix("").is_err());
+    }
+}

@@ -1,0 +1,224 @@
+//! The holder's local view of its lease: a conservative deadline, and the signal that fires
+//! when the lock is lost.
+//!
+//! A lease is confirmed by an operation sent at instant `sent_at` (read on the monotonic clock
+//! *before* the request left) that set a TTL of `ttl` on the server. The server cannot have
+//! expired the key before `sent_at + ttl`, as long as both clocks advance at roughly the same
+//! rate; the local deadline subtracts a drift margin on top: `sent_at + ttl - drift(ttl)`.
+
+use std::future::{Future, IntoFuture};
+use std::pin::Pin;
+use std::time::Duration;
+
+use tokio::sync::watch;
+use tokio::time::Instant;
+
+use crate::error::LostReason;
+
+/// How much to subtract from a lease for clock drift: `ttl * factor + min`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ClockDrift {
+    /// The proportional part (default 0.01, as the Redlock description suggests).
+    pub factor: f64,
+    /// The constant part (default 2 ms).
+    pub min: Duration,
+}
+
+impl Default for ClockDrift {
+    fn default() -> Self {
+        ClockDrift {
+            factor: 0.01,
+            min: Duration::from_millis(2),
+        }
+    }
+}
+
+impl ClockDrift {
+    /// The margin for a lease of `ttl`.
+    pub fn margin(&self, ttl: Duration) -> Duration {
+        ttl.mul_f64(self.factor) + self.min
+    }
+
+    /// The local deadline of a lease of `ttl` confirmed by a request sent at `sent_at`
+    /// (`sent_at` itself if the margin eats the whole lease).
+    pub(crate) fn deadline(&self, sent_at: Instant, ttl: Duration) -> Instant {
+        sent_at + ttl.saturating_sub(self.margin(ttl))
+    }
+}
+
+/// What a guard knows about its lease. Shared between the guard, its lost signals and the
+/// watchdog through a `watch` channel.
+#[derive(Debug, Clone)]
+pub(crate) struct LeaseState {
+    /// The lease length the last confirmation set (and the watchdog renews with).
+    pub(crate) ttl: Duration,
+    /// When the request that confirmed the current deadline was sent.
+    pub(crate) confirmed_at: Instant,
+    /// The conservative local deadline.
+    pub(crate) deadline: Instant,
+    /// Set once the lock is known lost (or released); never cleared.
+    pub(crate) lost: Option<LostReason>,
+    /// The reason to report if the deadline passes with nothing else known.
+    pub(crate) expiry_reason: LostReason,
+}
+
+impl LeaseState {
+    pub(crate) fn new(sent_at: Instant, ttl: Duration, drift: &ClockDrift) -> Self {
+        LeaseState {
+            ttl,
+            confirmed_at: sent_at,
+            deadline: drift.deadline(sent_at, ttl),
+            lost: None,
+            expiry_reason: LostReason::Expired { last_error: None },
+        }
+    }
+
+    /// Why the lock is lost at `now`, or `None` while it is held.
+    pub(crate) fn lost_at(&self, now: Instant) -> Option<LostReason> {
+        match &self.lost {
+            Some(r) => Some(r.clone()),
+            None if now >= self.deadline => Some(self.expiry_reason.clone()),
+            None => None,
+        }
+    }
+}
+
+/// The shared, updatable lease of one guard.
+pub(crate) type Lease = std::sync::Arc<watch::Sender<LeaseState>>;
+
+/// Records a confirmation (acquire, extend or renewal) sent at `sent_at` that set the lease to
+/// `ttl`. A confirmation older than the current one is ignored; a lost lease stays lost.
+pub(crate) fn confirm(lease: &Lease, sent_at: Instant, ttl: Duration, drift: &ClockDrift) {
+    lease.send_if_modified(|s| {
+        if s.lost.is_some() || sent_at < s.confirmed_at {
+            return false;
+        }
+        s.ttl = ttl;
+        s.confirmed_at = sent_at;
+        s.deadline = drift.deadline(sent_at, ttl);
+        true
+    });
+}
+
+/// Marks the lease lost, unless it already was. Returns true if this call marked it.
+pub(crate) fn mark_lost(lease: &Lease, reason: LostReason) -> bool {
+    lease.send_if_modified(|s| {
+        if s.lost.is_some() {
+            return false;
+        }
+        s.lost = Some(reason);
+        true
+    })
+}
+
+/// Resolves when a lock is no longer held by its guard: Redis said so, the local deadline passed
+/// without a confirmed renewal, or the guard released it.
+///
+/// It is cheap to clone and `'static`, so it can be moved into the task doing the protected work
+/// and raced against it:
+///
+/// ```no_run
+/// # async fn example(client: fencelock::Client) -> fencelock::Result<()> {
+/// let guard = client.lock("reports/nightly").acquire().await?;
+/// let lost = guard.lost();
+/// tokio::select! {
+///     reason = lost => eprintln!("stopping: lock lost ({reason})"),
+///     () = do_the_work(guard.fence()) => {}
+/// }
+/// guard.release().await?;
+/// # Ok(()) }
+/// # async fn do_the_work(_fence: u64) {}
+/// ```
+#[derive(Debug, Clone)]
+pub struct LostSignal {
+    rx: watch::Receiver<LeaseState>,
+}
+
+impl LostSignal {
+    pub(crate) fn new(lease: &Lease) -> Self {
+        LostSignal {
+            rx: lease.subscribe(),
+        }
+    }
+
+    /// Whether the lock is already lost (or released), judged now.
+    pub fn is_lost(&self) -> bool {
+        self.rx.borrow().lost_at(Instant::now()).is_some()
+    }
+
+    /// Waits until the lock is lost and says why.
+    pub async fn wait(&self) -> LostReason {
+        let mut rx = self.rx.clone();
+        loop {
+            let deadline = {
+                let state = rx.borrow_and_update();
+                if let Some(reason) = state.lost_at(Instant::now()) {
+                    return reason;
+                }
+                state.deadline
+            };
+            tokio::select! {
+                changed = rx.changed() => {
+                    if changed.is_err() {
+                        // The guard and the watchdog are gone: the lock was released.
+                        return rx.borrow().lost.clone().unwrap_or(LostReason::Released);
+                    }
+                }
+                () = tokio::time::sleep_until(deadline) => {}
+            }
+        }
+    }
+}
+
+impl IntoFuture for LostSignal {
+    type Output = LostReason;
+    type IntoFuture = Pin<Box<dyn Future<Output = LostReason> + Send>>;
+
+    fn into_future(self) -> Self::IntoFuture {
+        Box::pin(async move { self.wait().await })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    #[test]
+    fn drift_margin_matches_redlock_convention() {
+        let d = ClockDrift::default();
+        assert_eq!(d.margin(Duration::from_secs(10)), Duration::from_millis(102));
+        let now = Instant::now();
+        assert_eq!(d.deadline(now, Duration::from_millis(1)), now);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn signal_fires_at_deadline_and_older_confirmations_are_ignored() {
+        let drift = ClockDrift::default();
+        let t0 = Instant::now();
+        let lease: Lease = Arc::new(watch::channel(LeaseState::new(t0, Duration::from_millis(1000), &drift)).0);
+        let sig = LostSignal::new(&lease);
+        assert!(!sig.is_lost());
+        tokio::time::advance(Duration::from_millis(500)).await;
+        confirm(&lease, Instant::now(), Duration::from_millis(1000), &drift);
+        // A confirmation sent before the current one must not move the deadline back.
+        confirm(&lease, t0, Duration::from_millis(10), &drift);
+        let expected = Instant::now() + Duration::from_millis(1000 - 12);
+        assert_eq!(lease.borrow().deadline, expected);
+        let reason = sig.wait().await;
+        assert_eq!(Instant::now(), expected);
+        assert_eq!(reason, LostReason::Expired { last_error: None });
+    }
+
+    #[tokio::test]
+    async fn lost_is_sticky() {
+        let drift = ClockDrift::default();
+        let lease: Lease = Arc::new(
+            watch::channel(LeaseState::new(Instant::now(), Duration::from_secs(10), &drift)).0,
+        );
+        assert!(mark_lost(&lease, LostReason::NotOwner));
+        assert!(!mark_lost(&lease, LostReason::Released));
+        confirm(&lease, Instant::now(), Duration::from_secs(10), &drift);
+        assert_eq!(LostSignal::new(&lease).await, LostReason::NotOwner);
+    }
+}

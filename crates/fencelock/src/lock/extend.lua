@@ -1,0 +1,9 @@
+-- Re-arm the lease only if this owner holds the lock.
+-- KEYS[1] the lock key; ARGV[1] the owner token, ARGV[2] the lease in milliseconds
+-- Reply: 1 extended, 0 not held by this owner (nothing touched)
+local value = redis.pcall('get', KEYS[1])
+local mine = ARGV[1] .. ':'
+if type(value) == 'string' and string.sub(value, 1, #mine) == mine then
+  return redis.call('pexpire', KEYS[1], ARGV[2])
+end
+return 0

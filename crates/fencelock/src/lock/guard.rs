@@ -1,0 +1,191 @@
+//! The guard of a held lock: its fence, its deadline, its lost signal; extend and release.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use crate::client::Client;
+use crate::error::{Error, LostReason, Result};
+use crate::keys::LockKeys;
+use crate::lease::{Lease, LostSignal, confirm, mark_lost};
+use crate::lock::{protocol, validate_ttl};
+use crate::token::OwnerToken;
+use crate::watchdog::{Abandoned, Command};
+
+/// Proof of holding a lock, for as long as its lease lasts.
+///
+/// A lock on Redis is a lease: if this process stalls longer than the lease (a long GC-like
+/// pause, a stopped VM, a slow network), another process can take the lock while this guard
+/// still exists. The guard therefore offers:
+/// - [`fence`](Self::fence): a number larger than every earlier holder's, to hand to the
+///   protected resource so that it can refuse a stale holder;
+/// - [`deadline`](Self::deadline) / [`is_held`](Self::is_held): a conservative local view of
+///   the lease;
+/// - [`lost`](Self::lost): a signal that fires when the lock is lost.
+///
+/// Dropping a guard releases the lock in the background (it never blocks); prefer
+/// [`release`](Self::release), which says whether the lock was still held.
+#[must_use = "dropping the guard releases the lock at once"]
+pub struct LockGuard {
+    client: Client,
+    name: Arc<str>,
+    keys: Arc<LockKeys>,
+    token: OwnerToken,
+    fence: u64,
+    lease: Lease,
+    renewal_id: Option<u64>,
+    finished: bool,
+}
+
+impl std::fmt::Debug for LockGuard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LockGuard")
+            .field("name", &self.name)
+            .field("fence", &self.fence)
+            .field("token", &self.token)
+            .field("is_held", &self.is_held())
+            .finish()
+    }
+}
+
+impl LockGuard {
+    pub(crate) fn new(
+        client: Client,
+        name: Arc<str>,
+        keys: Arc<LockKeys>,
+        token: OwnerToken,
+        fence: u64,
+        lease: Lease,
+        renewal_id: Option<u64>,
+    ) -> Self {
+        LockGuard {
+            client,
+            name,
+            keys,
+            token,
+            fence,
+            lease,
+            renewal_id,
+            finished: false,
+        }
+    }
+
+    /// The lock's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The fencing token of this acquisition: strictly larger than that of every earlier
+    /// acquisition of this lock name (also across a Redis restart or flush, see the crate docs).
+    pub fn fence(&self) -> u64 {
+        self.fence
+    }
+
+    /// The local deadline of the lease: the instant, on this process's monotonic clock, before
+    /// which the lease cannot have run out on the server (measured from before the request that
+    /// confirmed it was sent, minus the clock-drift margin). It moves forward on each renewal.
+    pub fn deadline(&self) -> Instant {
+        self.lease.borrow().deadline
+    }
+
+    /// How long until [`deadline`](Self::deadline) (zero once it has passed).
+    pub fn remaining(&self) -> Duration {
+        self.deadline().saturating_duration_since(Instant::now())
+    }
+
+    /// Whether the lock is still held, as far as this process can tell now: not reported lost,
+    /// and the deadline not passed.
+    pub fn is_held(&self) -> bool {
+        self.lease.borrow().lost_at(Instant::now()).is_none()
+    }
+
+    /// A signal that resolves when the lock is lost (see [`LostSignal`]).
+    pub fn lost(&self) -> LostSignal {
+        LostSignal::new(&self.lease)
+    }
+
+    /// Re-arms the lease to `ttl` from now (if automatic renewal is on, it goes on with this
+    /// lease length). Fails with [`Error::NotHeld`] if the lock is no longer held; the guard then
+    /// reports it lost.
+    pub async fn extend(&self, ttl: Duration) -> Result<()> {
+        validate_ttl(&self.name, ttl)?;
+        let now = Instant::now();
+        if let Some(reason) = self.lease.borrow().lost_at(now) {
+            return Err(self.not_held(reason));
+        }
+        let shared = &self.client.shared;
+        let held = protocol::extend(&shared.server, &self.keys, &self.token, ttl)
+            .await
+            .map_err(|e| shared.server.error(&self.name, "extend", e))?;
+        if held {
+            confirm(&self.lease, now, ttl, &shared.drift);
+            Ok(())
+        } else {
+            mark_lost(&self.lease, LostReason::NotOwner);
+            Err(self.not_held(LostReason::NotOwner))
+        }
+    }
+
+    /// Releases the lock. Returns `true` if it was still held, `false` if it had already been
+    /// lost (the lease ran out, or an operator force-released it). Only this guard's own hold is
+    /// ever deleted.
+    ///
+    /// If Redis cannot be reached, the release is retried in the background and the error is
+    /// returned; the lease runs out on its own if it never gets through.
+    pub async fn release(mut self) -> Result<bool> {
+        self.finished = true;
+        let shared = self.client.shared.clone();
+        if let Some(id) = self.renewal_id.take() {
+            shared.watchdog.send(Command::Stop { id });
+        }
+        let result = protocol::release(&shared.server, &self.keys, &self.token).await;
+        mark_lost(&self.lease, LostReason::Released);
+        match result {
+            Ok(held) => {
+                tracing::debug!(lock = %self.name, fence = self.fence, held, "lock released");
+                Ok(held)
+            }
+            Err(err) => {
+                let unreachable = crate::connection::is_unreachable(&err);
+                let error = shared.server.error(&self.name, "release", err);
+                if unreachable {
+                    self.release_in_background(None);
+                }
+                Err(error)
+            }
+        }
+    }
+
+    fn not_held(&self, reason: LostReason) -> Error {
+        Error::NotHeld {
+            lock: self.name.to_string(),
+            reason,
+        }
+    }
+
+    fn release_in_background(&self, renewal_id: Option<u64>) {
+        let sent = self.client.shared.watchdog.send(Command::Release {
+            id: renewal_id,
+            lock: Abandoned {
+                name: self.name.clone(),
+                keys: self.keys.clone(),
+                token: self.token.clone(),
+            },
+        });
+        if !sent {
+            tracing::debug!(lock = %self.name, "client is gone; the lease will run out on its own");
+        }
+    }
+}
+
+impl Drop for LockGuard {
+    fn drop(&mut self) {
+        if self.finished {
+            return;
+        }
+        mark_lost(&self.lease, LostReason::Released);
+        let renewal_id = self.renewal_id.take();
+        self.release_in_background(renewal_id);
+    }
+}

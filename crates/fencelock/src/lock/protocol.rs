@@ -1,0 +1,240 @@
+//! The plain lock's protocol: one round trip per operation, each a Lua script run by SHA
+//! (re-loaded transparently when the server answers `NOSCRIPT`). This is the one place that says
+//! how a lock is acquired, released, extended and inspected.
+
+use std::sync::LazyLock;
+use std::time::Duration;
+
+use redis::{RedisError, Script, Value};
+
+use crate::connection::Server;
+use crate::keys::LockKeys;
+use crate::token::OwnerToken;
+
+static ACQUIRE: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("acquire.lua")));
+static RELEASE: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("release.lua")));
+static EXTEND: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("extend.lua")));
+static INSPECT: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("inspect.lua")));
+static FORCE_RELEASE: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("force_release.lua")));
+
+/// What Redis said to an acquire.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum AcquireReply {
+    /// The lock is ours, with this fence.
+    Granted { fence: u64 },
+    /// Another owner holds it; `remaining` is its lease (`None`: the key has no expiry).
+    Held { remaining: Option<Duration> },
+    /// A key holds something that is not a fencelock lock.
+    Foreign { key: String, found: String },
+}
+
+/// The lease as Redis wants it: whole milliseconds, at least one.
+pub(crate) fn lease_millis(ttl: Duration) -> u64 {
+    u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX).max(1)
+}
+
+pub(crate) async fn acquire(
+    server: &Server,
+    keys: &LockKeys,
+    token: &OwnerToken,
+    ttl: Duration,
+) -> redis::RedisResult<AcquireReply> {
+    let mut invocation = ACQUIRE.prepare_invoke();
+    invocation
+        .key(&keys.lock)
+        .key(&keys.fence)
+        .arg(token.as_str())
+        .arg(lease_millis(ttl));
+    let reply: Vec<Value> = server.invoke(&invocation).await?;
+    match reply.as_slice() {
+        [Value::Int(1), fence] => Ok(AcquireReply::Granted {
+            fence: as_u64(fence)?,
+        }),
+        [Value::Int(0), Value::Int(pttl)] => Ok(AcquireReply::Held {
+            remaining: u64::try_from(*pttl).ok().map(Duration::from_millis),
+        }),
+        [Value::Int(-1), key, found] => Ok(AcquireReply::Foreign {
+            key: as_string(key)?,
+            found: describe_type(&as_string(found)?),
+        }),
+        _ => Err(unexpected("acquire", &reply)),
+    }
+}
+
+/// Deletes the lock if `token` holds it, publishing on the release channel. True if it was held.
+pub(crate) async fn release(
+    server: &Server,
+    keys: &LockKeys,
+    token: &OwnerToken,
+) -> redis::RedisResult<bool> {
+    let mut invocation = RELEASE.prepare_invoke();
+    invocation
+        .key(&keys.lock)
+        .arg(token.as_str())
+        .arg(&keys.channel);
+    let released: i64 = server.invoke(&invocation).await?;
+    Ok(released == 1)
+}
+
+/// Re-arms the lease to `ttl` if `token` holds the lock. True if it was held.
+pub(crate) async fn extend(
+    server: &Server,
+    keys: &LockKeys,
+    token: &OwnerToken,
+    ttl: Duration,
+) -> redis::RedisResult<bool> {
+    let mut invocation = EXTEND.prepare_invoke();
+    invocation
+        .key(&keys.lock)
+        .arg(token.as_str())
+        .arg(lease_millis(ttl));
+    let extended: i64 = server.invoke(&invocation).await?;
+    Ok(extended == 1)
+}
+
+/// One lease to re-arm in a batch.
+pub(crate) struct ExtendItem<'a> {
+    pub(crate) key: &'a str,
+    pub(crate) token: &'a OwnerToken,
+    pub(crate) ttl: Duration,
+}
+
+/// Re-arms many leases in one round trip (a pipeline of the extend script). Each item gets its
+/// own answer: held (true), not held (false), or an error. The whole call fails only when the
+/// pipeline itself does (the server is unreachable).
+pub(crate) async fn extend_many(
+    server: &Server,
+    items: &[ExtendItem<'_>],
+    limit: Duration,
+) -> redis::RedisResult<Vec<redis::RedisResult<bool>>> {
+    let build = || {
+        let mut pipe = redis::pipe();
+        pipe.ignore_errors();
+        for item in items {
+            pipe.cmd("EVALSHA")
+                .arg(EXTEND.get_hash())
+                .arg(1)
+                .arg(item.key)
+                .arg(item.token.as_str())
+                .arg(lease_millis(item.ttl));
+        }
+        pipe
+    };
+    let mut replies: Vec<redis::RedisResult<i64>> = server.pipeline(&build(), limit).await?;
+    let missing_script = replies.iter().any(|r| {
+        r.as_ref()
+            .is_err_and(|e| e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript))
+    });
+    if missing_script {
+        // The server lost its script cache (restart, failover, SCRIPT FLUSH): load and resend.
+        let mut load = redis::cmd("SCRIPT");
+        load.arg("LOAD").arg(include_str!("extend.lua"));
+        let _: String = server.command(&load).await?;
+        replies = server.pipeline(&build(), limit).await?;
+    }
+    Ok(replies.into_iter().map(|r| r.map(|n| n == 1)).collect())
+}
+
+/// A lock's state as stored in Redis.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum StoredState {
+    Lock {
+        /// The holder's value (`token:fence`), if held.
+        value: Option<String>,
+        /// The key's PTTL (-2: no key, -1: no expiry).
+        pttl: i64,
+        /// The last fence handed out, if any.
+        last_fence: Option<u64>,
+    },
+    Foreign {
+        key: String,
+        found: String,
+    },
+}
+
+pub(crate) async fn inspect(server: &Server, keys: &LockKeys) -> redis::RedisResult<StoredState> {
+    let mut invocation = INSPECT.prepare_invoke();
+    invocation.key(&keys.lock).key(&keys.fence);
+    let reply: Vec<Value> = server.invoke(&invocation).await?;
+    match reply.as_slice() {
+        [Value::Int(1), value, Value::Int(pttl), fence] => {
+            let value = as_string(value)?;
+            let fence = as_string(fence)?;
+            Ok(StoredState::Lock {
+                value: (!value.is_empty()).then_some(value),
+                pttl: *pttl,
+                last_fence: fence.parse().ok(),
+            })
+        }
+        [Value::Int(-1), key, found] => Ok(StoredState::Foreign {
+            key: as_string(key)?,
+            found: describe_type(&as_string(found)?),
+        }),
+        _ => Err(unexpected("inspect", &reply)),
+    }
+}
+
+/// What an operator's force-release found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum ForceReleaseReply {
+    Released,
+    WasFree,
+    Foreign { key: String, found: String },
+}
+
+pub(crate) async fn force_release(
+    server: &Server,
+    keys: &LockKeys,
+) -> redis::RedisResult<ForceReleaseReply> {
+    let mut invocation = FORCE_RELEASE.prepare_invoke();
+    invocation.key(&keys.lock).arg(&keys.channel);
+    let reply: Vec<Value> = server.invoke(&invocation).await?;
+    match reply.as_slice() {
+        [Value::Int(1)] => Ok(ForceReleaseReply::Released),
+        [Value::Int(0)] => Ok(ForceReleaseReply::WasFree),
+        [Value::Int(-1), key, found] => Ok(ForceReleaseReply::Foreign {
+            key: as_string(key)?,
+            found: describe_type(&as_string(found)?),
+        }),
+        _ => Err(unexpected("force-release", &reply)),
+    }
+}
+
+fn describe_type(found: &str) -> String {
+    match found {
+        "string" | "list" | "set" | "zset" | "hash" | "stream" => format!("a {found}"),
+        other => other.to_owned(),
+    }
+}
+
+fn as_u64(value: &Value) -> redis::RedisResult<u64> {
+    match value {
+        Value::Int(n) => u64::try_from(*n).map_err(|_| unexpected_value("a fence", value)),
+        _ => Err(unexpected_value("a fence", value)),
+    }
+}
+
+fn as_string(value: &Value) -> redis::RedisResult<String> {
+    match value {
+        Value::BulkString(bytes) => Ok(String::from_utf8_lossy(bytes).into_owned()),
+        Value::SimpleString(s) => Ok(s.clone()),
+        _ => Err(unexpected_value("a string", value)),
+    }
+}
+
+fn unexpected(script: &str, reply: &[Value]) -> RedisError {
+    RedisError::from((
+        redis::ErrorKind::UnexpectedReturnType,
+        "unexpected reply from fencelock script",
+        format!("{script}: {reply:?}"),
+    ))
+}
+
+fn unexpected_value(what: &str, value: &Value) -> RedisError {
+    RedisError::from((
+        redis::ErrorKind::UnexpectedReturnType,
+        "unexpected value in fencelock script reply",
+        format!("expected {what}, got {value:?}"),
+    ))
+}

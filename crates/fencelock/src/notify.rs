@@ -1,0 +1,278 @@
+//! Release notifications: one pub/sub connection per client serves every waiter of every lock.
+//!
+//! A waiter registers interest in a lock's release channel and gets a [`Subscription`]. The
+//! listener task subscribes the channel on the server (once, however many local waiters it has),
+//! wakes one local waiter per release message, and unsubscribes when the last waiter of a channel
+//! goes away. When the pub/sub connection drops, it wakes every waiter (a release may have been
+//! missed), reconnects with backoff and resubscribes. A waiter never depends on a message alone:
+//! it also wakes when the holder's lease would have run out, so a lost message costs a bounded
+//! delay, never a hang.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use redis::aio::{PubSubSink, PubSubStream};
+use tokio::sync::{Notify, mpsc, oneshot};
+
+use crate::connection::within;
+
+/// The waiters of one channel on this client.
+struct Channel {
+    notify: Arc<Notify>,
+    subscriptions: usize,
+}
+
+type Registry = Arc<Mutex<HashMap<String, Channel>>>;
+
+fn lock(registry: &Registry) -> std::sync::MutexGuard<'_, HashMap<String, Channel>> {
+    registry.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+enum Request {
+    Subscribe {
+        channel: String,
+        confirmed: oneshot::Sender<bool>,
+    },
+    Unsubscribe {
+        channel: String,
+    },
+}
+
+/// The client's release listener (cheap to clone).
+#[derive(Clone)]
+pub(crate) struct ReleaseNotifier {
+    registry: Registry,
+    requests: mpsc::UnboundedSender<Request>,
+}
+
+/// A waiter's interest in one channel; dropping it withdraws the interest.
+pub(crate) struct Subscription {
+    registry: Registry,
+    requests: mpsc::UnboundedSender<Request>,
+    channel: String,
+    notify: Arc<Notify>,
+}
+
+impl ReleaseNotifier {
+    /// Starts the listener task (inside the current Tokio runtime). Nothing is sent until the
+    /// first subscription.
+    pub(crate) fn start(client: redis::Client, command_timeout: Duration) -> Self {
+        let registry: Registry = Arc::default();
+        let (requests, rx) = mpsc::unbounded_channel();
+        let listener = Listener {
+            client,
+            command_timeout,
+            registry: registry.clone(),
+            connection: None,
+            backoff: RECONNECT_MIN,
+            retry_at: None,
+        };
+        tokio::spawn(listener.run(rx));
+        ReleaseNotifier { registry, requests }
+    }
+
+    /// Registers a waiter for `channel` and waits until the server confirmed the subscription
+    /// (bounded by the command time limit). If it could not be confirmed, the interest still
+    /// counts and is subscribed when the connection comes back; meanwhile the waiter relies on
+    /// its timer.
+    pub(crate) async fn subscribe(&self, channel: &str) -> Subscription {
+        let notify = {
+            let mut registry = lock(&self.registry);
+            let entry = registry
+                .entry(channel.to_owned())
+                .or_insert_with(|| Channel {
+                    notify: Arc::default(),
+                    subscriptions: 0,
+                });
+            entry.subscriptions += 1;
+            entry.notify.clone()
+        };
+        let subscription = Subscription {
+            registry: self.registry.clone(),
+            requests: self.requests.clone(),
+            channel: channel.to_owned(),
+            notify,
+        };
+        let (confirmed, reply) = oneshot::channel();
+        let request = Request::Subscribe {
+            channel: channel.to_owned(),
+            confirmed,
+        };
+        if self.requests.send(request).is_err() || !matches!(reply.await, Ok(true)) {
+            tracing::debug!(channel, "release notifications unavailable; waiting on the lease timer");
+        }
+        subscription
+    }
+}
+
+impl Subscription {
+    /// Resolves at the next release message for this channel (at once if one arrived since the
+    /// last call), or when the pub/sub connection was lost.
+    pub(crate) async fn released(&self) {
+        self.notify.notified().await;
+    }
+}
+
+impl Drop for Subscription {
+    fn drop(&mut self) {
+        let mut registry = lock(&self.registry);
+        let Some(entry) = registry.get_mut(&self.channel) else {
+            return;
+        };
+        entry.subscriptions = entry.subscriptions.saturating_sub(1);
+        if entry.subscriptions == 0 {
+            registry.remove(&self.channel);
+            drop(registry);
+            let _ = self.requests.send(Request::Unsubscribe {
+                channel: std::mem::take(&mut self.channel),
+            });
+        }
+    }
+}
+
+/// The task that owns the pub/sub connection.
+struct Listener {
+    client: redis::Client,
+    command_timeout: Duration,
+    registry: Registry,
+    connection: Option<(PubSubSink, PubSubStream)>,
+    /// The delay before the next reconnection attempt, doubled after each failure.
+    backoff: Duration,
+    /// When to try to reconnect (`None`: at once, if anyone is waiting).
+    retry_at: Option<tokio::time::Instant>,
+}
+
+const RECONNECT_MIN: Duration = Duration::from_millis(50);
+const RECONNECT_MAX: Duration = Duration::from_secs(2);
+
+impl Listener {
+    async fn run(mut self, mut requests: mpsc::UnboundedReceiver<Request>) {
+        loop {
+            let reconnect = self.connection.is_none() && !lock(&self.registry).is_empty();
+            tokio::select! {
+                request = requests.recv() => {
+                    let Some(request) = request else { return };
+                    self.handle(request).await;
+                }
+                message = next_message(&mut self.connection) => match message {
+                    Some(message) => self.deliver(message.get_channel_name()),
+                    None => {
+                        tracing::debug!("release listener: pub/sub connection lost");
+                        self.disconnected();
+                        self.wake_everyone();
+                    }
+                },
+                () = sleep_until(self.retry_at), if reconnect => {
+                    if self.connect_and_resubscribe().await {
+                        // Waiters may have missed a release while the connection was down.
+                        self.wake_everyone();
+                    }
+                }
+            }
+        }
+    }
+
+    /// Forgets the connection and schedules the next attempt, backing off.
+    fn disconnected(&mut self) {
+        self.connection = None;
+        self.retry_at = Some(tokio::time::Instant::now() + self.backoff);
+        self.backoff = (self.backoff * 2).min(RECONNECT_MAX);
+    }
+
+    async fn handle(&mut self, request: Request) {
+        match request {
+            Request::Subscribe { channel, confirmed } => {
+                let ok = self.subscribe(&channel).await;
+                let _ = confirmed.send(ok);
+            }
+            Request::Unsubscribe { channel } => {
+                if lock(&self.registry).contains_key(&channel) {
+                    return; // a new waiter came in meanwhile
+                }
+                if let Some((sink, _)) = &mut self.connection {
+                    let result = within(self.command_timeout, sink.unsubscribe(&channel)).await;
+                    if result.is_err() {
+                        self.disconnected();
+                    }
+                }
+            }
+        }
+    }
+
+    /// Subscribes one channel, connecting first if needed. False if it could not.
+    async fn subscribe(&mut self, channel: &str) -> bool {
+        if self.connection.is_none() {
+            // Connecting subscribes every channel with waiters, this one included. While a
+            // reconnection is being backed off, do not hammer the server.
+            if self.retry_at.is_some_and(|at| at > tokio::time::Instant::now()) {
+                return false;
+            }
+            return self.connect_and_resubscribe().await;
+        }
+        let Some((sink, _)) = &mut self.connection else {
+            return false;
+        };
+        match within(self.command_timeout, sink.subscribe(channel)).await {
+            Ok(()) => true,
+            Err(err) => {
+                tracing::debug!(channel, %err, "release listener: subscribe failed");
+                self.disconnected();
+                false
+            }
+        }
+    }
+
+    /// Opens the pub/sub connection and subscribes every channel that has waiters.
+    async fn connect_and_resubscribe(&mut self) -> bool {
+        let connected = within(self.command_timeout, self.client.get_async_pubsub()).await;
+        let (mut sink, stream) = match connected {
+            Ok(pubsub) => pubsub.split(),
+            Err(err) => {
+                tracing::debug!(%err, "release listener: cannot connect");
+                self.disconnected();
+                return false;
+            }
+        };
+        let channels: Vec<String> = lock(&self.registry).keys().cloned().collect();
+        if !channels.is_empty() {
+            if let Err(err) = within(self.command_timeout, sink.subscribe(&channels)).await {
+                tracing::debug!(%err, "release listener: resubscribe failed");
+                self.disconnected();
+                return false;
+            }
+        }
+        self.connection = Some((sink, stream));
+        self.backoff = RECONNECT_MIN;
+        self.retry_at = None;
+        true
+    }
+
+    /// Wakes one local waiter of the channel that was released.
+    fn deliver(&self, channel: &str) {
+        if let Some(entry) = lock(&self.registry).get(channel) {
+            entry.notify.notify_one();
+        }
+    }
+
+    fn wake_everyone(&self) {
+        for entry in lock(&self.registry).values() {
+            entry.notify.notify_waiters();
+        }
+    }
+}
+
+async fn next_message(connection: &mut Option<(PubSubSink, PubSubStream)>) -> Option<redis::Msg> {
+    match connection {
+        Some((_, stream)) => stream.next().await,
+        None => std::future::pending().await,
+    }
+}
+
+async fn sleep_until(at: Option<tokio::time::Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => tokio::time::sleep(Duration::ZERO).await,
+    }
+}
