@@ -1,1 +1,59 @@
-pub fn x(){}
+//! Test support for `fencelock`: real `redis-server` processes on free ports,
+//! fault injection (pause, kill, restart, `CLIENT PAUSE`, `DEBUG SLEEP`), a
+//! user-space TCP fault proxy, and re-running the current test binary as a
+//! child process.
+//!
+//! # Rules this crate follows
+//!
+//! * Every `redis-server` is started by the test process itself, in the
+//!   foreground, on a free `127.0.0.1` port, with its own temporary directory
+//!   and no persistence. Nothing assumes a fixed port.
+//! * Servers are stopped when their [`RedisServer`] handle is dropped, also
+//!   when the test panics. Each server runs under a tiny `sh` wrapper that
+//!   holds a pipe from the test process on its stdin: if the test process
+//!   dies (even by `SIGKILL`), the pipe closes and the wrapper kills the
+//!   server, so orphans cannot survive.
+//! * Only processes this crate started are ever signalled, by PID.
+//! * All traffic goes to `127.0.0.1`.
+//!
+//! Fallible operations return [`std::io::Result`] or [`redis::RedisResult`];
+//! nothing here panics on conditions the OS or Redis controls.
+//!
+//! # Example
+//!
+//! ```no_run
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use fencelock_testkit::RedisServer;
+//!
+//! let server = RedisServer::start()?;
+//! server.cmd(&["SET", "k", "v"])?;
+//! let client = redis::Client::open(server.url())?;
+//! # let _ = client;
+//! server.pause()?; // SIGSTOP: the server stops answering
+//! server.resume()?; // SIGCONT
+//! // Dropping `server` kills the process.
+//! # Ok(())
+//! # }
+//! ```
+
+#![warn(missing_docs)]
+
+mod child;
+mod proc;
+mod proxy;
+mod server;
+
+pub use child::{CHILD_ENV, ChildGuard, is_test_child, spawn_test_child};
+pub use proc::pid_alive;
+pub use proxy::FaultProxy;
+pub use server::{RedisServer, redis_server_available};
+
+/// A free TCP port on `127.0.0.1`: binds a listener on port 0 and drops it.
+///
+/// The port is free at the moment of the call; another process may take it
+/// before the caller binds it, so callers must be ready to retry (as
+/// [`RedisServer::start`] does).
+pub fn free_port() -> std::io::Result<u16> {
+    let listener = std::net::TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, 0))?;
+    Ok(listener.local_addr()?.port())
+}

@@ -1,0 +1,508 @@
+//! The fenced lock against real redis-server processes.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use fencelock::{Error, LostReason, WaitPolicy};
+use fencelock_testkit::{is_test_child, spawn_test_child};
+use tokio::time::Instant;
+
+use common::{client, keys, server};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sixteen_tasks_are_mutually_exclusive_and_fences_grow_in_grant_order() {
+    let redis = server();
+    let clients: Vec<_> = (0..4).map(|_| client(&redis.url())).collect();
+    let counter_client = redis::Client::open(redis.url()).unwrap();
+    let counter = counter_client.get_multiplexed_async_connection().await.unwrap();
+    let fences = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let mut tasks = Vec::new();
+    for task in 0..16 {
+        let client = clients[task % 4].clone();
+        let mut counter = counter.clone();
+        let fences = fences.clone();
+        tasks.push(tokio::spawn(async move {
+            for _ in 0..8 {
+                let guard = client
+                    .lock("exclusive")
+                    .ttl(Duration::from_secs(5))
+                    .acquire()
+                    .await
+                    .unwrap();
+                fences.lock().unwrap().push(guard.fence());
+                // Read, yield, write: two holders at once would lose an increment.
+                let n: i64 = redis::cmd("GET")
+                    .arg("counter")
+                    .query_async::<Option<i64>>(&mut counter)
+                    .await
+                    .unwrap()
+                    .unwrap_or(0);
+                tokio::time::sleep(Duration::from_millis(1)).await;
+                let _: () = redis::cmd("SET")
+                    .arg("counter")
+                    .arg(n + 1)
+                    .query_async(&mut counter)
+                    .await
+                    .unwrap();
+                assert!(guard.release().await.unwrap(), "the lock was lost mid-way");
+            }
+        }));
+    }
+    for task in tasks {
+        task.await.unwrap();
+    }
+    let count: i64 = redis::cmd("GET")
+        .arg("counter")
+        .query_async(&mut counter.clone())
+        .await
+        .unwrap();
+    let fences = fences.lock().unwrap().clone();
+    assert_eq!(count, 16 * 8, "lost updates: mutual exclusion broken");
+    assert_eq!(fences.len(), 16 * 8);
+    assert!(
+        fences.windows(2).all(|w| w[0] < w[1]),
+        "fences not strictly increasing in grant order: {fences:?}"
+    );
+}
+
+#[tokio::test]
+async fn fences_grow_across_flushall_restart_and_a_lost_counter() {
+    let mut redis = server();
+    let client = client(&redis.url());
+    let mut fences = Vec::new();
+    let take = async |client: &fencelock::Client| {
+        let guard = client.lock("fenced").acquire().await.unwrap();
+        let fence = guard.fence();
+        assert!(guard.release().await.unwrap());
+        fence
+    };
+    fences.push(take(&client).await);
+    fences.push(take(&client).await);
+    redis.flushall().unwrap();
+    fences.push(take(&client).await);
+    // Only the counter is lost (an eviction, say).
+    redis.cmd(&["DEL", "fencelock:{fenced}:fence"]).unwrap();
+    fences.push(take(&client).await);
+    redis.restart().unwrap();
+    // The client reconnects by itself; a fresh client sees the same.
+    fences.push(take(&client).await);
+    fences.push(take(&common::client(&redis.url())).await);
+    assert!(
+        fences.windows(2).all(|w| w[0] < w[1]),
+        "fences went backwards: {fences:?}"
+    );
+}
+
+#[tokio::test]
+async fn only_the_owner_can_release_or_extend() {
+    let redis = server();
+    let a = client(&redis.url());
+    let b = client(&redis.url());
+    let first = a
+        .lock("owned")
+        .ttl(Duration::from_millis(200))
+        .auto_renew(false)
+        .acquire()
+        .await
+        .unwrap();
+    assert!(b.try_lock("owned").await.unwrap().is_none());
+    // The lease runs out; another owner takes the lock.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(!first.is_held());
+    let second = b.lock("owned").no_wait().acquire().await.unwrap();
+    assert!(second.fence() > first.fence());
+    // The first owner can neither extend nor release the second owner's lock.
+    match first.extend(Duration::from_secs(5)).await {
+        Err(Error::NotHeld { lock, .. }) => assert_eq!(lock, "owned"),
+        other => panic!("expected NotHeld, got {other:?}"),
+    }
+    assert!(!first.release().await.unwrap());
+    let info = b.inspect("owned").await.unwrap();
+    let holder = info.holder.expect("still held by the second owner");
+    assert_eq!(holder.fence, Some(second.fence()));
+    assert!(second.is_held());
+    second.extend(Duration::from_secs(2)).await.unwrap();
+    assert!(second.release().await.unwrap());
+    assert!(b.inspect("owned").await.unwrap().holder.is_none());
+}
+
+#[tokio::test]
+async fn the_watchdog_keeps_a_lock_for_three_times_its_lease() {
+    let redis = server();
+    let a = client(&redis.url());
+    let b = client(&redis.url());
+    let ttl = Duration::from_millis(300);
+    let guard = a.lock("kept").ttl(ttl).acquire().await.unwrap();
+    let until = Instant::now() + ttl * 4;
+    while Instant::now() < until {
+        assert!(guard.is_held());
+        assert!(b.try_lock("kept").await.unwrap().is_none(), "someone else got a renewed lock");
+        tokio::time::sleep(ttl / 4).await;
+    }
+    assert!(guard.release().await.unwrap());
+}
+
+#[tokio::test]
+async fn the_lost_signal_fires_when_the_key_is_deleted_behind_the_holders_back() {
+    let redis = server();
+    let a = client(&redis.url());
+    let ttl = Duration::from_millis(600);
+    let guard = a.lock("deleted").ttl(ttl).acquire().await.unwrap();
+    let lost = guard.lost();
+    assert!(!lost.is_lost());
+    redis.cmd(&["DEL", "fencelock:{deleted}"]).unwrap();
+    // The next renewal (a third of the lease after the last) finds the key gone.
+    let reason = tokio::time::timeout(ttl, lost.wait()).await.expect("lost signal did not fire");
+    assert_eq!(reason, LostReason::NotOwner);
+    assert!(!guard.is_held());
+    assert!(!guard.release().await.unwrap());
+}
+
+#[tokio::test]
+async fn the_lost_signal_fires_when_redis_stays_unreachable_past_the_deadline() {
+    let redis = server();
+    let a = client(&redis.url());
+    let ttl = Duration::from_millis(800);
+    let guard = a.lock("stalled").ttl(ttl).acquire().await.unwrap();
+    redis.pause().unwrap();
+    let started = Instant::now();
+    let reason = tokio::time::timeout(ttl * 2, guard.lost()).await;
+    let waited = started.elapsed();
+    redis.resume().unwrap();
+    let reason = reason.expect("lost signal did not fire while Redis was stopped");
+    assert!(matches!(reason, LostReason::Expired { .. }), "{reason:?}");
+    assert!(waited <= ttl, "the deadline must come before the lease ends: {waited:?}");
+    assert!(!guard.is_held());
+}
+
+#[tokio::test]
+async fn the_max_hold_cap_stops_renewal() {
+    let redis = server();
+    let a = client(&redis.url());
+    let ttl = Duration::from_millis(200);
+    let guard = a
+        .lock("capped")
+        .ttl(ttl)
+        .max_hold(Duration::from_millis(400))
+        .acquire()
+        .await
+        .unwrap();
+    let reason = tokio::time::timeout(Duration::from_secs(2), guard.lost())
+        .await
+        .expect("a capped lock must be lost");
+    assert_eq!(reason, LostReason::MaxHoldReached);
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert!(a.try_lock("capped").await.unwrap().is_some());
+}
+
+#[tokio::test]
+async fn script_flush_and_a_restart_are_survived() {
+    let mut redis = server();
+    let a = client(&redis.url());
+    let ttl = Duration::from_millis(300);
+    let guard = a.lock("flushed").ttl(ttl).acquire().await.unwrap();
+    redis.script_flush().unwrap();
+    // Renewals (pipelined EVALSHA) must reload the script and keep the lock.
+    tokio::time::sleep(ttl * 3).await;
+    assert!(guard.is_held(), "renewal did not survive SCRIPT FLUSH");
+    redis.script_flush().unwrap();
+    assert!(guard.release().await.unwrap());
+    redis.script_flush().unwrap();
+    let guard = a.lock("flushed").acquire().await.unwrap();
+    guard.release().await.unwrap();
+
+    redis.restart().unwrap();
+    let guard = a.lock("restarted").ttl(ttl).acquire().await.unwrap();
+    assert!(guard.is_held());
+    tokio::time::sleep(ttl * 2).await;
+    assert!(guard.is_held());
+    assert!(guard.release().await.unwrap());
+}
+
+#[tokio::test]
+async fn a_restart_during_a_hold_is_reported_as_lost() {
+    let mut redis = server();
+    let a = client(&redis.url());
+    let ttl = Duration::from_millis(600);
+    let guard = a.lock("forgotten").ttl(ttl).acquire().await.unwrap();
+    redis.restart().unwrap();
+    let reason = tokio::time::timeout(ttl * 2, guard.lost())
+        .await
+        .expect("the holder must learn that the restarted server forgot its lock");
+    assert!(
+        matches!(reason, LostReason::NotOwner | LostReason::Expired { .. }),
+        "{reason:?}"
+    );
+}
+
+#[tokio::test]
+async fn keys_of_the_wrong_type_give_a_clear_error_and_are_left_untouched() {
+    let redis = server();
+    let a = client(&redis.url());
+    redis.cmd(&["HSET", "fencelock:{hashed}", "field", "value"]).unwrap();
+    let err = a.lock("hashed").no_wait().acquire().await.unwrap_err();
+    let text = err.to_string();
+    assert!(matches!(err, Error::WrongType { .. }), "{err:?}");
+    assert!(text.contains("\"hashed\"") && text.contains("a hash"), "{text}");
+    let err = a.inspect("hashed").await.unwrap_err();
+    assert!(matches!(err, Error::WrongType { .. }), "{err:?}");
+    let err = a.force_release("hashed").await.unwrap_err();
+    assert!(matches!(err, Error::WrongType { .. }), "{err:?}");
+
+    redis.cmd(&["SADD", "fencelock:{badfence}:fence", "x"]).unwrap();
+    let err = a.lock("badfence").acquire().await.unwrap_err();
+    assert!(err.to_string().contains("fencelock:{badfence}:fence"), "{err}");
+
+    redis.cmd(&["SET", "fencelock:{textfence}:fence", "hello"]).unwrap();
+    let err = a.lock("textfence").acquire().await.unwrap_err();
+    assert!(err.to_string().contains("not a number"), "{err}");
+
+    redis.cmd(&["SET", "fencelock:{persistent}", "somebody else's"]).unwrap();
+    let err = a.lock("persistent").wait_up_to(Duration::from_secs(5)).acquire().await;
+    assert!(matches!(err, Err(Error::WrongType { .. })), "{err:?}");
+
+    // Nothing was written or changed.
+    assert_eq!(
+        keys(&redis),
+        vec![
+            "fencelock:{badfence}:fence",
+            "fencelock:{hashed}",
+            "fencelock:{persistent}",
+            "fencelock:{textfence}:fence",
+        ]
+    );
+    assert_eq!(
+        redis.cmd(&["HGET", "fencelock:{hashed}", "field"]).unwrap(),
+        redis::Value::BulkString(b"value".to_vec())
+    );
+    assert_eq!(
+        redis.cmd(&["GET", "fencelock:{textfence}:fence"]).unwrap(),
+        redis::Value::BulkString(b"hello".to_vec())
+    );
+}
+
+#[tokio::test]
+async fn bad_input_is_refused_before_anything_is_sent() {
+    let redis = server();
+    let a = client(&redis.url());
+    let cases = [
+        (a.lock(""), "empty"),
+        (a.lock("x").ttl(Duration::ZERO), "shorter than the minimum"),
+        (a.lock("x").ttl(Duration::from_secs(u64::MAX / 4)), "longer than the maximum"),
+        (a.lock("x{y}"), "braces"),
+        (
+            a.lock("x").ttl(Duration::from_secs(10)).max_hold(Duration::from_secs(1)),
+            "max_hold",
+        ),
+    ];
+    for (request, expected) in cases {
+        let err = request.acquire().await.unwrap_err();
+        assert!(matches!(err, Error::InvalidArgument { .. }), "{err:?}");
+        assert!(err.to_string().contains(expected), "{err} lacks {expected:?}");
+    }
+    let err = fencelock::Client::builder(&redis.url())
+        .key_prefix("")
+        .build()
+        .unwrap_err();
+    assert!(matches!(err, Error::Config { .. }), "{err:?}");
+    assert!(keys(&redis).is_empty(), "something was written");
+}
+
+#[tokio::test]
+async fn an_unreachable_server_is_a_prompt_error_naming_lock_and_server() {
+    let port = fencelock_testkit::free_port().unwrap();
+    let a = client(&format!("redis://127.0.0.1:{port}"));
+    let started = Instant::now();
+    let err = a.lock("nowhere").acquire().await.unwrap_err();
+    assert!(started.elapsed() < Duration::from_secs(5), "took {:?}", started.elapsed());
+    assert!(matches!(err, Error::Unreachable { .. }), "{err:?}");
+    let text = err.to_string();
+    assert!(text.contains("nowhere") && text.contains(&format!("127.0.0.1:{port}")), "{text}");
+}
+
+#[tokio::test]
+async fn a_waiter_is_woken_promptly_by_a_release() {
+    let redis = server();
+    let a = client(&redis.url());
+    let b = client(&redis.url());
+    for _ in 0..5 {
+        let held = a.lock("handoff").ttl(Duration::from_secs(10)).acquire().await.unwrap();
+        let waiter = {
+            let b = b.clone();
+            tokio::spawn(async move {
+                let guard = b.lock("handoff").acquire().await.unwrap();
+                let at = Instant::now();
+                guard.release().await.unwrap();
+                at
+            })
+        };
+        // Let the waiter subscribe and settle into its wait.
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let released_at = Instant::now();
+        assert!(held.release().await.unwrap());
+        let granted_at = waiter.await.unwrap();
+        let delay = granted_at - released_at;
+        // A behaviour check, not a benchmark: the waiter was woken by the release message, not
+        // by the holder's 10 s lease running out.
+        assert!(delay < Duration::from_millis(50), "waiter woke after {delay:?}");
+    }
+}
+
+#[tokio::test]
+async fn waiting_is_bounded_by_the_callers_limit() {
+    let redis = server();
+    let a = client(&redis.url());
+    let held = a.lock("busy").acquire().await.unwrap();
+    let err = a.lock("busy").no_wait().acquire().await.unwrap_err();
+    assert!(matches!(err, Error::Busy { remaining: Some(_), .. }), "{err:?}");
+    let started = Instant::now();
+    let err = a
+        .lock("busy")
+        .wait(WaitPolicy::UpTo(Duration::from_millis(300)))
+        .acquire()
+        .await
+        .unwrap_err();
+    let waited = started.elapsed();
+    assert!(matches!(err, Error::TimedOut { .. }), "{err:?}");
+    assert!(err.to_string().contains("\"busy\""), "{err}");
+    assert!(waited >= Duration::from_millis(300) && waited < Duration::from_secs(2), "{waited:?}");
+    held.release().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_waiter_gets_an_abandoned_lock_when_its_lease_runs_out() {
+    let redis = server();
+    let a = client(&redis.url());
+    let ttl = Duration::from_millis(400);
+    let held = a.lock("abandoned").ttl(ttl).auto_renew(false).acquire().await.unwrap();
+    let started = Instant::now();
+    let next = a.lock("abandoned").acquire().await.unwrap();
+    let waited = started.elapsed();
+    assert!(next.fence() > held.fence());
+    assert!(waited < ttl + Duration::from_millis(200), "{waited:?}");
+    std::mem::forget(held); // as if the holder had vanished
+    next.release().await.unwrap();
+}
+
+#[tokio::test]
+async fn dropping_a_guard_releases_the_lock_in_the_background() {
+    let redis = server();
+    let a = client(&redis.url());
+    let guard = a.lock("dropped").acquire().await.unwrap();
+    drop(guard);
+    let started = Instant::now();
+    let again = a.lock("dropped").wait_up_to(Duration::from_secs(5)).acquire().await.unwrap();
+    assert!(started.elapsed() < Duration::from_secs(1), "the 30 s lease was waited out");
+    again.release().await.unwrap();
+    assert_eq!(keys(&redis), vec!["fencelock:{dropped}:fence"]);
+}
+
+#[tokio::test]
+async fn a_custom_prefix_keeps_locks_apart() {
+    let redis = server();
+    let a = fencelock::Client::builder(&redis.url()).key_prefix("app1").build().unwrap();
+    let b = fencelock::Client::builder(&redis.url()).key_prefix("app2").build().unwrap();
+    let one = a.lock("shared-name").acquire().await.unwrap();
+    let two = b.lock("shared-name").no_wait().acquire().await.unwrap();
+    assert!(keys(&redis).contains(&"app1:{shared-name}".to_string()));
+    assert!(keys(&redis).contains(&"app2:{shared-name}".to_string()));
+    one.release().await.unwrap();
+    two.release().await.unwrap();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Holder processes: the test binary re-runs itself as a child that holds a lock.
+
+const URL_ENV: &str = "FENCELOCK_TEST_URL";
+const TTL_ENV: &str = "FENCELOCK_TEST_TTL_MS";
+
+/// Child role: acquire, report the fence, report when the lock is lost, then try to release.
+#[test]
+fn child_holder() {
+    if !is_test_child() {
+        return;
+    }
+    let url = std::env::var(URL_ENV).unwrap();
+    let ttl = Duration::from_millis(std::env::var(TTL_ENV).unwrap().parse().unwrap());
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async {
+        let client = client(&url);
+        let guard = client.lock("process-held").ttl(ttl).acquire().await.unwrap();
+        println!("ACQUIRED {}", guard.fence());
+        match tokio::time::timeout(Duration::from_secs(30), guard.lost()).await {
+            Ok(reason) => println!("LOST {reason}"),
+            Err(_) => println!("STILL-HELD"),
+        }
+        println!("RELEASED {}", guard.release().await.unwrap());
+    });
+}
+
+fn fence_of(line: &str) -> u64 {
+    line.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+#[tokio::test]
+async fn a_killed_holder_frees_the_lock_after_its_lease() {
+    let redis = server();
+    let ttl = Duration::from_millis(1000);
+    let ttl_ms = ttl.as_millis().to_string();
+    let mut child =
+        spawn_test_child("child_holder", &[(URL_ENV, &redis.url()), (TTL_ENV, &ttl_ms)]).unwrap();
+    let fence = fence_of(&child.wait_for_line("ACQUIRED", Duration::from_secs(20)).unwrap());
+    child.kill().unwrap();
+    let killed_at = Instant::now();
+    let a = client(&redis.url());
+    let guard = a.lock("process-held").wait_up_to(Duration::from_secs(10)).acquire().await.unwrap();
+    let waited = killed_at.elapsed();
+    assert!(guard.fence() > fence);
+    // The dead holder's lease ran out on its own (it was renewed at most a third of a lease ago).
+    assert!(waited >= ttl / 2 && waited < ttl + Duration::from_millis(500), "{waited:?}");
+    guard.release().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_paused_holder_loses_to_a_larger_fence_and_learns_it_on_waking() {
+    let redis = server();
+    let ttl = Duration::from_millis(600);
+    let ttl_ms = ttl.as_millis().to_string();
+    let mut child =
+        spawn_test_child("child_holder", &[(URL_ENV, &redis.url()), (TTL_ENV, &ttl_ms)]).unwrap();
+    let paused_fence = fence_of(&child.wait_for_line("ACQUIRED", Duration::from_secs(20)).unwrap());
+    child.pause().unwrap();
+    let a = client(&redis.url());
+    let guard = a.lock("process-held").wait_up_to(Duration::from_secs(5)).acquire().await.unwrap();
+    assert!(guard.fence() > paused_fence, "the new holder must carry a larger fence");
+    child.resume().unwrap();
+    let lost = child.wait_for_line("LOST", Duration::from_secs(5)).unwrap();
+    // Whichever it noticed first: its deadline had passed, or Redis said the key is not its own.
+    assert!(lost.contains("lease ran out") || lost.contains("another owner"), "{lost}");
+    let released = child.wait_for_line("RELEASED", Duration::from_secs(5)).unwrap();
+    assert_eq!(released, "RELEASED false", "the stale holder must not release the new holder's lock");
+    assert!(guard.is_held());
+    let info = a.inspect("process-held").await.unwrap();
+    assert_eq!(info.holder.and_then(|h| h.fence), Some(guard.fence()));
+    assert!(guard.release().await.unwrap());
+}
+
+#[tokio::test]
+async fn fences_grow_across_processes() {
+    let redis = server();
+    let a = client(&redis.url());
+    let mut fences = Vec::new();
+    for _ in 0..3 {
+        let guard = a.lock("process-held").acquire().await.unwrap();
+        fences.push(guard.fence());
+        guard.release().await.unwrap();
+        let mut child = spawn_test_child(
+            "child_holder",
+            &[(URL_ENV, &redis.url()), (TTL_ENV, "5000")],
+        )
+        .unwrap();
+        fences.push(fence_of(&child.wait_for_line("ACQUIRED", Duration::from_secs(20)).unwrap()));
+        assert!(a.force_release("process-held").await.unwrap());
+        child.wait_for_line("LOST", Duration::from_secs(5)).unwrap();
+    }
+    assert!(fences.windows(2).all(|w| w[0] < w[1]), "{fences:?}");
+}
