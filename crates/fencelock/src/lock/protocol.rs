@@ -238,3 +238,68 @@ fn unexpected_value(what: &str, value: &Value) -> RedisError {
         format!("expected {what}, got {value:?}"),
     ))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use fencelock_testkit::RedisServer;
+
+    fn server_for(redis: &RedisServer) -> Server {
+        let client = redis::Client::open(redis.url()).unwrap();
+        Server::new(client, Duration::from_secs(2)).unwrap()
+    }
+
+    #[tokio::test]
+    async fn acquire_is_idempotent_for_one_token() {
+        let redis = RedisServer::start().unwrap();
+        let server = server_for(&redis);
+        let keys = LockKeys::new("fencelock", "idem");
+        let token = OwnerToken::generate().unwrap();
+        let first = acquire(&server, &keys, &token, Duration::from_secs(1)).await.unwrap();
+        let AcquireReply::Granted { fence } = first else {
+            panic!("{first:?}")
+        };
+        // A retry with the same token (as after a lost reply) confirms the same fence and
+        // re-arms the lease.
+        redis.cmd(&["PEXPIRE", &keys.lock, "100"]).unwrap();
+        let again = acquire(&server, &keys, &token, Duration::from_secs(5)).await.unwrap();
+        assert_eq!(again, AcquireReply::Granted { fence });
+        let redis::Value::Int(pttl) = redis.cmd(&["PTTL", &keys.lock]).unwrap() else {
+            panic!("PTTL")
+        };
+        assert!(pttl > 4000, "lease not re-armed: {pttl}");
+        // Another token is refused and told the remaining lease.
+        let other = OwnerToken::generate().unwrap();
+        let held = acquire(&server, &keys, &other, Duration::from_secs(1)).await.unwrap();
+        assert!(
+            matches!(held, AcquireReply::Held { remaining: Some(r) } if r > Duration::from_secs(4)),
+            "{held:?}"
+        );
+        // Only the owner's token releases; the fence key stays.
+        assert!(!release(&server, &keys, &other).await.unwrap());
+        assert!(release(&server, &keys, &token).await.unwrap());
+        assert!(!release(&server, &keys, &token).await.unwrap());
+        let mut left = redis.keys().unwrap();
+        left.sort();
+        assert_eq!(left, vec![keys.fence.clone()]);
+    }
+
+    #[tokio::test]
+    async fn extend_many_answers_per_lock_in_one_pipeline() {
+        let redis = RedisServer::start().unwrap();
+        let server = server_for(&redis);
+        let held = LockKeys::new("fencelock", "held");
+        let gone = LockKeys::new("fencelock", "gone");
+        let token = OwnerToken::generate().unwrap();
+        acquire(&server, &held, &token, Duration::from_millis(500)).await.unwrap();
+        redis.script_flush().unwrap();
+        let items = [
+            ExtendItem { key: &held.lock, token: &token, ttl: Duration::from_secs(9) },
+            ExtendItem { key: &gone.lock, token: &token, ttl: Duration::from_secs(9) },
+        ];
+        let replies = extend_many(&server, &items, Duration::from_secs(2)).await.unwrap();
+        let replies: Vec<bool> = replies.into_iter().map(Result::unwrap).collect();
+        assert_eq!(replies, vec![true, false]);
+        assert!(redis.keys().unwrap().iter().all(|k| !k.contains("gone")));
+    }
+}

@@ -1,0 +1,92 @@
+//! The lock through a fault proxy: lost replies and cut pub/sub connections.
+
+mod common;
+
+use std::time::Duration;
+
+use fencelock::Error;
+use fencelock_testkit::FaultProxy;
+use tokio::time::Instant;
+
+use common::{client, keys, server};
+
+#[tokio::test]
+async fn an_acquire_whose_reply_is_lost_leaves_nothing_held() {
+    let redis = server();
+    let proxy = FaultProxy::start(redis.addr()).await.unwrap();
+    let through_proxy = client(&proxy.url());
+    // Warm the connection up so that the request really goes out, then swallow everything.
+    assert!(through_proxy.inspect("lost-reply").await.unwrap().holder.is_none());
+    proxy.set_blackhole(true);
+    let err = through_proxy
+        .lock("lost-reply")
+        .ttl(Duration::from_secs(30))
+        .no_wait()
+        .acquire()
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::Unreachable { .. }), "{err:?}");
+    // The network heals: the queued acquire reaches Redis after all, and so does the background
+    // release that the failed call scheduled. The 30 s lock must not be stranded.
+    proxy.set_blackhole(false);
+    let direct = client(&redis.url());
+    let started = Instant::now();
+    let guard = direct
+        .lock("lost-reply")
+        .wait_up_to(Duration::from_secs(10))
+        .acquire()
+        .await
+        .unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "the lock stayed held for {:?} after the failed acquire",
+        started.elapsed()
+    );
+    guard.release().await.unwrap();
+    assert_eq!(keys(&redis), vec!["fencelock:{lost-reply}:fence"]);
+}
+
+#[tokio::test]
+async fn a_waiter_survives_a_cut_pubsub_connection() {
+    let redis = server();
+    let proxy = FaultProxy::start(redis.addr()).await.unwrap();
+    let holder = client(&redis.url());
+    let waiter_client = client(&proxy.url());
+    let held = holder.lock("cut").ttl(Duration::from_secs(20)).acquire().await.unwrap();
+    let waiter = tokio::spawn(async move {
+        let guard = waiter_client.lock("cut").acquire().await.unwrap();
+        let at = Instant::now();
+        guard.release().await.unwrap();
+        at
+    });
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    // Every connection of the waiter's client is cut; its release listener must reconnect and
+    // resubscribe, or at least wake the waiter to look again.
+    proxy.cut_all();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let released_at = Instant::now();
+    held.release().await.unwrap();
+    let granted_at = tokio::time::timeout(Duration::from_secs(10), waiter)
+        .await
+        .expect("the waiter hung after its connection was cut")
+        .unwrap();
+    let delay = granted_at - released_at;
+    assert!(delay < Duration::from_secs(2), "woken only after {delay:?} (the lease is 20 s)");
+}
+
+#[tokio::test]
+async fn latency_does_not_break_exclusion_or_fences() {
+    let redis = server();
+    let proxy = FaultProxy::start(redis.addr()).await.unwrap();
+    proxy.set_latency(Duration::from_millis(5));
+    let slow = client(&proxy.url());
+    let fast = client(&redis.url());
+    let mut fences = Vec::new();
+    for round in 0..10 {
+        let c = if round % 2 == 0 { &slow } else { &fast };
+        let guard = c.lock("latency").ttl(Duration::from_millis(500)).acquire().await.unwrap();
+        fences.push(guard.fence());
+        assert!(guard.release().await.unwrap());
+    }
+    assert!(fences.windows(2).all(|w| w[0] < w[1]), "{fences:?}");
+}
