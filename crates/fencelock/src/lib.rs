@@ -72,3 +72,8 @@ pub use error::{Error, LostReason, Result};
 pub use keys::MAX_NAME_LEN;
 pub use lease::{ClockDrift, LostSignal};
 pub use lock::{DEFAULT_TTL, LockGuard, LockRequest, MAX_TTL, MIN_TTL, WaitPolicy};
+
+/// The README's examples, compiled as doctests so that they keep working.
+#[doc = include_str!("../../../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;
