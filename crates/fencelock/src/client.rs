@@ -8,8 +8,8 @@ use crate::connection::Server;
 use crate::error::{Error, Result};
 use crate::keys::{self, LockKeys};
 use crate::lease::ClockDrift;
-use crate::lock::protocol::{self, ForceReleaseReply, StoredState};
 use crate::lock::LockRequest;
+use crate::lock::protocol::{self, ForceReleaseReply, StoredState};
 use crate::notify::ReleaseNotifier;
 use crate::watchdog::Watchdog;
 
@@ -128,9 +128,10 @@ impl ClientBuilder {
                 reason: "fencelock::Client must be built inside a Tokio runtime; use fencelock::blocking::Client otherwise".into(),
             });
         }
-        let server = Server::new(redis.clone(), self.command_timeout).map_err(|e| Error::Config {
-            reason: format!("cannot set up the Redis connection: {e}"),
-        })?;
+        let server =
+            Server::new(redis.clone(), self.command_timeout).map_err(|e| Error::Config {
+                reason: format!("cannot set up the Redis connection: {e}"),
+            })?;
         let notifier = ReleaseNotifier::start(redis, self.command_timeout);
         let watchdog = Watchdog::start(server.clone(), self.drift);
         Ok(Client {
@@ -296,7 +297,9 @@ mod tests {
     fn url_errors_do_not_leak_passwords() {
         assert_eq!(url::password("redis://u:s3cret@h:1"), Some("s3cret"));
         assert_eq!(url::password("redis://h:1"), None);
-        let err = Client::builder("nonsense://u:s3cret@h:1").build().unwrap_err();
+        let err = Client::builder("nonsense://u:s3cret@h:1")
+            .build()
+            .unwrap_err();
         let text = err.to_string();
         assert!(text.contains("invalid Redis URL"), "{text}");
         assert!(!text.contains("s3cret"), "{text}");

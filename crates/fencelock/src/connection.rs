@@ -25,7 +25,10 @@ impl std::fmt::Debug for Server {
 impl Server {
     /// Prepares the connection; nothing is sent until the first command. Must run inside a
     /// Tokio runtime.
-    pub(crate) fn new(client: redis::Client, command_timeout: Duration) -> redis::RedisResult<Self> {
+    pub(crate) fn new(
+        client: redis::Client,
+        command_timeout: Duration,
+    ) -> redis::RedisResult<Self> {
         let addr = client.get_connection_info().addr().to_string();
         let config = ConnectionManagerConfig::new()
             .set_response_timeout(Some(command_timeout))
@@ -60,7 +63,10 @@ impl Server {
     }
 
     /// Sends one command within the command time limit.
-    pub(crate) async fn command<T: FromRedisValue>(&self, cmd: &redis::Cmd) -> redis::RedisResult<T> {
+    pub(crate) async fn command<T: FromRedisValue>(
+        &self,
+        cmd: &redis::Cmd,
+    ) -> redis::RedisResult<T> {
         let mut conn = self.conn.clone();
         self.within_limit(async move {
             let value = conn.req_packed_command(cmd).await?;

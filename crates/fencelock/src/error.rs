@@ -82,7 +82,9 @@ pub enum Error {
 
     /// A key that fencelock uses for this lock holds something fencelock did not put there.
     /// Nothing was written; the key was left as it was.
-    #[error("key {key:?} of lock {lock:?} holds {found}; it is not a fencelock lock and was left untouched")]
+    #[error(
+        "key {key:?} of lock {lock:?} holds {found}; it is not a fencelock lock and was left untouched"
+    )]
     WrongType {
         /// The lock.
         lock: String,
@@ -148,7 +150,9 @@ pub enum LostReason {
 impl fmt::Display for LostReason {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            LostReason::NotOwner => f.write_str("Redis says another owner has it, or the key was deleted"),
+            LostReason::NotOwner => {
+                f.write_str("Redis says another owner has it, or the key was deleted")
+            }
             LostReason::Expired { last_error: None } => {
                 f.write_str("the lease ran out before it was renewed")
             }

@@ -187,7 +187,10 @@ mod tests {
     #[test]
     fn drift_margin_matches_redlock_convention() {
         let d = ClockDrift::default();
-        assert_eq!(d.margin(Duration::from_secs(10)), Duration::from_millis(102));
+        assert_eq!(
+            d.margin(Duration::from_secs(10)),
+            Duration::from_millis(102)
+        );
         let now = Instant::now();
         assert_eq!(d.deadline(now, Duration::from_millis(1)), now);
     }
@@ -196,7 +199,8 @@ mod tests {
     async fn signal_fires_at_deadline_and_older_confirmations_are_ignored() {
         let drift = ClockDrift::default();
         let t0 = Instant::now();
-        let lease: Lease = Arc::new(watch::channel(LeaseState::new(t0, Duration::from_millis(1000), &drift)).0);
+        let lease: Lease =
+            Arc::new(watch::channel(LeaseState::new(t0, Duration::from_millis(1000), &drift)).0);
         let sig = LostSignal::new(&lease);
         assert!(!sig.is_lost());
         tokio::time::advance(Duration::from_millis(500)).await;
@@ -214,7 +218,12 @@ mod tests {
     async fn lost_is_sticky() {
         let drift = ClockDrift::default();
         let lease: Lease = Arc::new(
-            watch::channel(LeaseState::new(Instant::now(), Duration::from_secs(10), &drift)).0,
+            watch::channel(LeaseState::new(
+                Instant::now(),
+                Duration::from_secs(10),
+                &drift,
+            ))
+            .0,
         );
         assert!(mark_lost(&lease, LostReason::NotOwner));
         assert!(!mark_lost(&lease, LostReason::Released));

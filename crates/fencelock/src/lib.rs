@@ -67,7 +67,9 @@ mod watchdog;
 
 pub mod blocking;
 
-pub use client::{Client, ClientBuilder, DEFAULT_COMMAND_TIMEOUT, DEFAULT_PREFIX, Holder, LockInfo};
+pub use client::{
+    Client, ClientBuilder, DEFAULT_COMMAND_TIMEOUT, DEFAULT_PREFIX, Holder, LockInfo,
+};
 pub use error::{Error, LostReason, Result};
 pub use keys::MAX_NAME_LEN;
 pub use lease::{ClockDrift, LostSignal};

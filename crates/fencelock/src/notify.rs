@@ -101,7 +101,10 @@ impl ReleaseNotifier {
             confirmed,
         };
         if self.requests.send(request).is_err() || !matches!(reply.await, Ok(true)) {
-            tracing::debug!(channel, "release notifications unavailable; waiting on the lease timer");
+            tracing::debug!(
+                channel,
+                "release notifications unavailable; waiting on the lease timer"
+            );
         }
         subscription
     }
@@ -206,7 +209,10 @@ impl Listener {
         if self.connection.is_none() {
             // Connecting subscribes every channel with waiters, this one included. While a
             // reconnection is being backed off, do not hammer the server.
-            if self.retry_at.is_some_and(|at| at > tokio::time::Instant::now()) {
+            if self
+                .retry_at
+                .is_some_and(|at| at > tokio::time::Instant::now())
+            {
                 return false;
             }
             return self.connect_and_resubscribe().await;
@@ -236,12 +242,12 @@ impl Listener {
             }
         };
         let channels: Vec<String> = lock(&self.registry).keys().cloned().collect();
-        if !channels.is_empty() {
-            if let Err(err) = within(self.command_timeout, sink.subscribe(&channels)).await {
-                tracing::debug!(%err, "release listener: resubscribe failed");
-                self.disconnected();
-                return false;
-            }
+        if !channels.is_empty()
+            && let Err(err) = within(self.command_timeout, sink.subscribe(&channels)).await
+        {
+            tracing::debug!(%err, "release listener: resubscribe failed");
+            self.disconnected();
+            return false;
         }
         self.connection = Some((sink, stream));
         self.backoff = RECONNECT_MIN;

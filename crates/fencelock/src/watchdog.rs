@@ -125,19 +125,22 @@ async fn renew_due(server: &Server, drift: &ClockDrift, entries: &mut HashMap<u6
     for (id, entry) in entries.iter_mut() {
         let (lost, deadline, expiry_reason) = {
             let state = entry.renewal.lease.borrow();
-            (state.lost.is_some(), state.deadline, state.expiry_reason.clone())
+            (
+                state.lost.is_some(),
+                state.deadline,
+                state.expiry_reason.clone(),
+            )
         };
         if lost || now >= deadline {
             // Lost, or the deadline passed without a confirmed renewal (the reason then carries
             // the last renewal error, if there was one).
             mark_lost(&entry.renewal.lease, expiry_reason);
             finished.push(*id);
-        } else if entry
-            .renewal
-            .hold_until
-            .is_some_and(|until| now >= until)
-        {
-            entry.renewal.lease.send_modify(|s| s.expiry_reason = LostReason::MaxHoldReached);
+        } else if entry.renewal.hold_until.is_some_and(|until| now >= until) {
+            entry
+                .renewal
+                .lease
+                .send_modify(|s| s.expiry_reason = LostReason::MaxHoldReached);
             tracing::debug!(lock = %entry.renewal.name, "max hold time reached; renewal stops");
             finished.push(*id);
         } else if entry.due_at() <= now + entry.slack() {

@@ -16,7 +16,14 @@ async fn an_acquire_whose_reply_is_lost_leaves_nothing_held() {
     let proxy = FaultProxy::start(redis.addr()).await.unwrap();
     let through_proxy = client(&proxy.url());
     // Warm the connection up so that the request really goes out, then swallow everything.
-    assert!(through_proxy.inspect("lost-reply").await.unwrap().holder.is_none());
+    assert!(
+        through_proxy
+            .inspect("lost-reply")
+            .await
+            .unwrap()
+            .holder
+            .is_none()
+    );
     proxy.set_blackhole(true);
     let err = through_proxy
         .lock("lost-reply")
@@ -52,7 +59,12 @@ async fn a_waiter_survives_a_cut_pubsub_connection() {
     let proxy = FaultProxy::start(redis.addr()).await.unwrap();
     let holder = client(&redis.url());
     let waiter_client = client(&proxy.url());
-    let held = holder.lock("cut").ttl(Duration::from_secs(20)).acquire().await.unwrap();
+    let held = holder
+        .lock("cut")
+        .ttl(Duration::from_secs(20))
+        .acquire()
+        .await
+        .unwrap();
     let waiter = tokio::spawn(async move {
         let guard = waiter_client.lock("cut").acquire().await.unwrap();
         let at = Instant::now();
@@ -71,7 +83,10 @@ async fn a_waiter_survives_a_cut_pubsub_connection() {
         .expect("the waiter hung after its connection was cut")
         .unwrap();
     let delay = granted_at - released_at;
-    assert!(delay < Duration::from_secs(2), "woken only after {delay:?} (the lease is 20 s)");
+    assert!(
+        delay < Duration::from_secs(2),
+        "woken only after {delay:?} (the lease is 20 s)"
+    );
 }
 
 #[tokio::test]
@@ -84,7 +99,12 @@ async fn latency_does_not_break_exclusion_or_fences() {
     let mut fences = Vec::new();
     for round in 0..10 {
         let c = if round % 2 == 0 { &slow } else { &fast };
-        let guard = c.lock("latency").ttl(Duration::from_millis(500)).acquire().await.unwrap();
+        let guard = c
+            .lock("latency")
+            .ttl(Duration::from_millis(500))
+            .acquire()
+            .await
+            .unwrap();
         fences.push(guard.fence());
         assert!(guard.release().await.unwrap());
     }

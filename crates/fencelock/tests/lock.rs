@@ -16,7 +16,10 @@ async fn sixteen_tasks_are_mutually_exclusive_and_fences_grow_in_grant_order() {
     let redis = server();
     let clients: Vec<_> = (0..4).map(|_| client(&redis.url())).collect();
     let counter_client = redis::Client::open(redis.url()).unwrap();
-    let counter = counter_client.get_multiplexed_async_connection().await.unwrap();
+    let counter = counter_client
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
     let fences = Arc::new(std::sync::Mutex::new(Vec::new()));
     let mut tasks = Vec::new();
     for task in 0..16 {
@@ -138,7 +141,10 @@ async fn the_watchdog_keeps_a_lock_for_three_times_its_lease() {
     let until = Instant::now() + ttl * 4;
     while Instant::now() < until {
         assert!(guard.is_held());
-        assert!(b.try_lock("kept").await.unwrap().is_none(), "someone else got a renewed lock");
+        assert!(
+            b.try_lock("kept").await.unwrap().is_none(),
+            "someone else got a renewed lock"
+        );
         tokio::time::sleep(ttl / 4).await;
     }
     assert!(guard.release().await.unwrap());
@@ -154,7 +160,9 @@ async fn the_lost_signal_fires_when_the_key_is_deleted_behind_the_holders_back()
     assert!(!lost.is_lost());
     redis.cmd(&["DEL", "fencelock:{deleted}"]).unwrap();
     // The next renewal (a third of the lease after the last) finds the key gone.
-    let reason = tokio::time::timeout(ttl, lost.wait()).await.expect("lost signal did not fire");
+    let reason = tokio::time::timeout(ttl, lost.wait())
+        .await
+        .expect("lost signal did not fire");
     assert_eq!(reason, LostReason::NotOwner);
     assert!(!guard.is_held());
     assert!(!guard.release().await.unwrap());
@@ -175,7 +183,10 @@ async fn the_lost_signal_fires_when_redis_stays_unreachable_past_the_deadline() 
     assert!(matches!(reason, LostReason::Expired { .. }), "{reason:?}");
     // The last confirmed renewal happened at most a third of a lease before the pause, and the
     // deadline is a lease (less the drift margin) after it.
-    assert!(waited <= ttl + ttl / 3, "the lost signal fired late: {waited:?}");
+    assert!(
+        waited <= ttl + ttl / 3,
+        "the lost signal fired late: {waited:?}"
+    );
     assert!(!guard.is_held());
 }
 
@@ -243,26 +254,44 @@ async fn a_restart_during_a_hold_is_reported_as_lost() {
 async fn keys_of_the_wrong_type_give_a_clear_error_and_are_left_untouched() {
     let redis = server();
     let a = client(&redis.url());
-    redis.cmd(&["HSET", "fencelock:{hashed}", "field", "value"]).unwrap();
+    redis
+        .cmd(&["HSET", "fencelock:{hashed}", "field", "value"])
+        .unwrap();
     let err = a.lock("hashed").no_wait().acquire().await.unwrap_err();
     let text = err.to_string();
     assert!(matches!(err, Error::WrongType { .. }), "{err:?}");
-    assert!(text.contains("\"hashed\"") && text.contains("a hash"), "{text}");
+    assert!(
+        text.contains("\"hashed\"") && text.contains("a hash"),
+        "{text}"
+    );
     let err = a.inspect("hashed").await.unwrap_err();
     assert!(matches!(err, Error::WrongType { .. }), "{err:?}");
     let err = a.force_release("hashed").await.unwrap_err();
     assert!(matches!(err, Error::WrongType { .. }), "{err:?}");
 
-    redis.cmd(&["SADD", "fencelock:{badfence}:fence", "x"]).unwrap();
+    redis
+        .cmd(&["SADD", "fencelock:{badfence}:fence", "x"])
+        .unwrap();
     let err = a.lock("badfence").acquire().await.unwrap_err();
-    assert!(err.to_string().contains("fencelock:{badfence}:fence"), "{err}");
+    assert!(
+        err.to_string().contains("fencelock:{badfence}:fence"),
+        "{err}"
+    );
 
-    redis.cmd(&["SET", "fencelock:{textfence}:fence", "hello"]).unwrap();
+    redis
+        .cmd(&["SET", "fencelock:{textfence}:fence", "hello"])
+        .unwrap();
     let err = a.lock("textfence").acquire().await.unwrap_err();
     assert!(err.to_string().contains("not a number"), "{err}");
 
-    redis.cmd(&["SET", "fencelock:{persistent}", "somebody else's"]).unwrap();
-    let err = a.lock("persistent").wait_up_to(Duration::from_secs(5)).acquire().await;
+    redis
+        .cmd(&["SET", "fencelock:{persistent}", "somebody else's"])
+        .unwrap();
+    let err = a
+        .lock("persistent")
+        .wait_up_to(Duration::from_secs(5))
+        .acquire()
+        .await;
     assert!(matches!(err, Err(Error::WrongType { .. })), "{err:?}");
 
     // Nothing was written or changed.
@@ -292,17 +321,25 @@ async fn bad_input_is_refused_before_anything_is_sent() {
     let cases = [
         (a.lock(""), "empty"),
         (a.lock("x").ttl(Duration::ZERO), "shorter than the minimum"),
-        (a.lock("x").ttl(Duration::from_secs(u64::MAX / 4)), "longer than the maximum"),
+        (
+            a.lock("x").ttl(Duration::from_secs(u64::MAX / 4)),
+            "longer than the maximum",
+        ),
         (a.lock("x{y}"), "braces"),
         (
-            a.lock("x").ttl(Duration::from_secs(10)).max_hold(Duration::from_secs(1)),
+            a.lock("x")
+                .ttl(Duration::from_secs(10))
+                .max_hold(Duration::from_secs(1)),
             "max_hold",
         ),
     ];
     for (request, expected) in cases {
         let err = request.acquire().await.unwrap_err();
         assert!(matches!(err, Error::InvalidArgument { .. }), "{err:?}");
-        assert!(err.to_string().contains(expected), "{err} lacks {expected:?}");
+        assert!(
+            err.to_string().contains(expected),
+            "{err} lacks {expected:?}"
+        );
     }
     let err = fencelock::Client::builder(&redis.url())
         .key_prefix("")
@@ -318,10 +355,17 @@ async fn an_unreachable_server_is_a_prompt_error_naming_lock_and_server() {
     let a = client(&format!("redis://127.0.0.1:{port}"));
     let started = Instant::now();
     let err = a.lock("nowhere").acquire().await.unwrap_err();
-    assert!(started.elapsed() < Duration::from_secs(5), "took {:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "took {:?}",
+        started.elapsed()
+    );
     assert!(matches!(err, Error::Unreachable { .. }), "{err:?}");
     let text = err.to_string();
-    assert!(text.contains("nowhere") && text.contains(&format!("127.0.0.1:{port}")), "{text}");
+    assert!(
+        text.contains("nowhere") && text.contains(&format!("127.0.0.1:{port}")),
+        "{text}"
+    );
 }
 
 #[tokio::test]
@@ -330,7 +374,12 @@ async fn a_waiter_is_woken_promptly_by_a_release() {
     let a = client(&redis.url());
     let b = client(&redis.url());
     for _ in 0..5 {
-        let held = a.lock("handoff").ttl(Duration::from_secs(10)).acquire().await.unwrap();
+        let held = a
+            .lock("handoff")
+            .ttl(Duration::from_secs(10))
+            .acquire()
+            .await
+            .unwrap();
         let waiter = {
             let b = b.clone();
             tokio::spawn(async move {
@@ -348,7 +397,10 @@ async fn a_waiter_is_woken_promptly_by_a_release() {
         let delay = granted_at - released_at;
         // A behaviour check, not a benchmark: the waiter was woken by the release message, not
         // by the holder's 10 s lease running out.
-        assert!(delay < Duration::from_millis(50), "waiter woke after {delay:?}");
+        assert!(
+            delay < Duration::from_millis(50),
+            "waiter woke after {delay:?}"
+        );
     }
 }
 
@@ -358,7 +410,16 @@ async fn waiting_is_bounded_by_the_callers_limit() {
     let a = client(&redis.url());
     let held = a.lock("busy").acquire().await.unwrap();
     let err = a.lock("busy").no_wait().acquire().await.unwrap_err();
-    assert!(matches!(err, Error::Busy { remaining: Some(_), .. }), "{err:?}");
+    assert!(
+        matches!(
+            err,
+            Error::Busy {
+                remaining: Some(_),
+                ..
+            }
+        ),
+        "{err:?}"
+    );
     let started = Instant::now();
     let err = a
         .lock("busy")
@@ -369,7 +430,10 @@ async fn waiting_is_bounded_by_the_callers_limit() {
     let waited = started.elapsed();
     assert!(matches!(err, Error::TimedOut { .. }), "{err:?}");
     assert!(err.to_string().contains("\"busy\""), "{err}");
-    assert!(waited >= Duration::from_millis(300) && waited < Duration::from_secs(2), "{waited:?}");
+    assert!(
+        waited >= Duration::from_millis(300) && waited < Duration::from_secs(2),
+        "{waited:?}"
+    );
     held.release().await.unwrap();
 }
 
@@ -378,7 +442,13 @@ async fn a_waiter_gets_an_abandoned_lock_when_its_lease_runs_out() {
     let redis = server();
     let a = client(&redis.url());
     let ttl = Duration::from_millis(400);
-    let held = a.lock("abandoned").ttl(ttl).auto_renew(false).acquire().await.unwrap();
+    let held = a
+        .lock("abandoned")
+        .ttl(ttl)
+        .auto_renew(false)
+        .acquire()
+        .await
+        .unwrap();
     let started = Instant::now();
     let next = a.lock("abandoned").acquire().await.unwrap();
     let waited = started.elapsed();
@@ -395,8 +465,16 @@ async fn dropping_a_guard_releases_the_lock_in_the_background() {
     let guard = a.lock("dropped").acquire().await.unwrap();
     drop(guard);
     let started = Instant::now();
-    let again = a.lock("dropped").wait_up_to(Duration::from_secs(5)).acquire().await.unwrap();
-    assert!(started.elapsed() < Duration::from_secs(1), "the 30 s lease was waited out");
+    let again = a
+        .lock("dropped")
+        .wait_up_to(Duration::from_secs(5))
+        .acquire()
+        .await
+        .unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(1),
+        "the 30 s lease was waited out"
+    );
     again.release().await.unwrap();
     assert_eq!(keys(&redis), vec!["fencelock:{dropped}:fence"]);
 }
@@ -404,8 +482,14 @@ async fn dropping_a_guard_releases_the_lock_in_the_background() {
 #[tokio::test]
 async fn a_custom_prefix_keeps_locks_apart() {
     let redis = server();
-    let a = fencelock::Client::builder(&redis.url()).key_prefix("app1").build().unwrap();
-    let b = fencelock::Client::builder(&redis.url()).key_prefix("app2").build().unwrap();
+    let a = fencelock::Client::builder(&redis.url())
+        .key_prefix("app1")
+        .build()
+        .unwrap();
+    let b = fencelock::Client::builder(&redis.url())
+        .key_prefix("app2")
+        .build()
+        .unwrap();
     let one = a.lock("shared-name").acquire().await.unwrap();
     let two = b.lock("shared-name").no_wait().acquire().await.unwrap();
     assert!(keys(&redis).contains(&"app1:{shared-name}".to_string()));
@@ -431,7 +515,12 @@ fn child_holder() {
     let runtime = tokio::runtime::Runtime::new().unwrap();
     runtime.block_on(async {
         let client = client(&url);
-        let guard = client.lock("process-held").ttl(ttl).acquire().await.unwrap();
+        let guard = client
+            .lock("process-held")
+            .ttl(ttl)
+            .acquire()
+            .await
+            .unwrap();
         println!("ACQUIRED {}", guard.fence());
         match tokio::time::timeout(Duration::from_secs(30), guard.lost()).await {
             Ok(reason) => println!("LOST {reason}"),
@@ -442,7 +531,10 @@ fn child_holder() {
 }
 
 fn fence_of(line: &str) -> u64 {
-    line.split_whitespace().nth(1).unwrap().parse().unwrap()
+    match line.split_whitespace().nth(1).map(str::parse) {
+        Some(Ok(fence)) => fence,
+        _ => panic!("no fence in {line:?}"),
+    }
 }
 
 #[tokio::test]
@@ -450,17 +542,32 @@ async fn a_killed_holder_frees_the_lock_after_its_lease() {
     let redis = server();
     let ttl = Duration::from_millis(1000);
     let ttl_ms = ttl.as_millis().to_string();
-    let mut child =
-        spawn_test_child("child_holder", &[(URL_ENV, &redis.url()), (TTL_ENV, &ttl_ms)]).unwrap();
-    let fence = fence_of(&child.wait_for_line("ACQUIRED", Duration::from_secs(20)).unwrap());
+    let mut child = spawn_test_child(
+        "child_holder",
+        &[(URL_ENV, &redis.url()), (TTL_ENV, &ttl_ms)],
+    )
+    .unwrap();
+    let fence = fence_of(
+        &child
+            .wait_for_line("ACQUIRED", Duration::from_secs(20))
+            .unwrap(),
+    );
     child.kill().unwrap();
     let killed_at = Instant::now();
     let a = client(&redis.url());
-    let guard = a.lock("process-held").wait_up_to(Duration::from_secs(10)).acquire().await.unwrap();
+    let guard = a
+        .lock("process-held")
+        .wait_up_to(Duration::from_secs(10))
+        .acquire()
+        .await
+        .unwrap();
     let waited = killed_at.elapsed();
     assert!(guard.fence() > fence);
     // The dead holder's lease ran out on its own (it was renewed at most a third of a lease ago).
-    assert!(waited >= ttl / 2 && waited < ttl + Duration::from_millis(500), "{waited:?}");
+    assert!(
+        waited >= ttl / 2 && waited < ttl + Duration::from_millis(500),
+        "{waited:?}"
+    );
     guard.release().await.unwrap();
 }
 
@@ -469,19 +576,42 @@ async fn a_paused_holder_loses_to_a_larger_fence_and_learns_it_on_waking() {
     let redis = server();
     let ttl = Duration::from_millis(600);
     let ttl_ms = ttl.as_millis().to_string();
-    let mut child =
-        spawn_test_child("child_holder", &[(URL_ENV, &redis.url()), (TTL_ENV, &ttl_ms)]).unwrap();
-    let paused_fence = fence_of(&child.wait_for_line("ACQUIRED", Duration::from_secs(20)).unwrap());
+    let mut child = spawn_test_child(
+        "child_holder",
+        &[(URL_ENV, &redis.url()), (TTL_ENV, &ttl_ms)],
+    )
+    .unwrap();
+    let paused_fence = fence_of(
+        &child
+            .wait_for_line("ACQUIRED", Duration::from_secs(20))
+            .unwrap(),
+    );
     child.pause().unwrap();
     let a = client(&redis.url());
-    let guard = a.lock("process-held").wait_up_to(Duration::from_secs(5)).acquire().await.unwrap();
-    assert!(guard.fence() > paused_fence, "the new holder must carry a larger fence");
+    let guard = a
+        .lock("process-held")
+        .wait_up_to(Duration::from_secs(5))
+        .acquire()
+        .await
+        .unwrap();
+    assert!(
+        guard.fence() > paused_fence,
+        "the new holder must carry a larger fence"
+    );
     child.resume().unwrap();
     let lost = child.wait_for_line("LOST", Duration::from_secs(5)).unwrap();
     // Whichever it noticed first: its deadline had passed, or Redis said the key is not its own.
-    assert!(lost.contains("lease ran out") || lost.contains("another owner"), "{lost}");
-    let released = child.wait_for_line("RELEASED", Duration::from_secs(5)).unwrap();
-    assert_eq!(released, "RELEASED false", "the stale holder must not release the new holder's lock");
+    assert!(
+        lost.contains("lease ran out") || lost.contains("another owner"),
+        "{lost}"
+    );
+    let released = child
+        .wait_for_line("RELEASED", Duration::from_secs(5))
+        .unwrap();
+    assert_eq!(
+        released, "RELEASED false",
+        "the stale holder must not release the new holder's lock"
+    );
     assert!(guard.is_held());
     let info = a.inspect("process-held").await.unwrap();
     assert_eq!(info.holder.and_then(|h| h.fence), Some(guard.fence()));
@@ -502,7 +632,11 @@ async fn fences_grow_across_processes() {
             &[(URL_ENV, &redis.url()), (TTL_ENV, "5000")],
         )
         .unwrap();
-        fences.push(fence_of(&child.wait_for_line("ACQUIRED", Duration::from_secs(20)).unwrap()));
+        fences.push(fence_of(
+            &child
+                .wait_for_line("ACQUIRED", Duration::from_secs(20))
+                .unwrap(),
+        ));
         assert!(a.force_release("process-held").await.unwrap());
         child.wait_for_line("LOST", Duration::from_secs(5)).unwrap();
     }

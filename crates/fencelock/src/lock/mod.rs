@@ -115,16 +115,16 @@ impl LockRequest {
     fn validate(&self) -> Result<()> {
         keys::validate_name(&self.name)?;
         validate_ttl(&self.name, self.ttl)?;
-        if let Some(limit) = self.max_hold {
-            if limit < self.ttl {
-                return Err(Error::invalid(
-                    &self.name,
-                    format!(
-                        "max_hold ({limit:?}) is shorter than the lease ({:?}); the lease alone outlasts it",
-                        self.ttl
-                    ),
-                ));
-            }
+        if let Some(limit) = self.max_hold
+            && limit < self.ttl
+        {
+            return Err(Error::invalid(
+                &self.name,
+                format!(
+                    "max_hold ({limit:?}) is shorter than the lease ({:?}); the lease alone outlasts it",
+                    self.ttl
+                ),
+            ));
         }
         Ok(())
     }

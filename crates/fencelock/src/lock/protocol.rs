@@ -255,14 +255,18 @@ mod tests {
         let server = server_for(&redis);
         let keys = LockKeys::new("fencelock", "idem");
         let token = OwnerToken::generate().unwrap();
-        let first = acquire(&server, &keys, &token, Duration::from_secs(1)).await.unwrap();
+        let first = acquire(&server, &keys, &token, Duration::from_secs(1))
+            .await
+            .unwrap();
         let AcquireReply::Granted { fence } = first else {
             panic!("{first:?}")
         };
         // A retry with the same token (as after a lost reply) confirms the same fence and
         // re-arms the lease.
         redis.cmd(&["PEXPIRE", &keys.lock, "100"]).unwrap();
-        let again = acquire(&server, &keys, &token, Duration::from_secs(5)).await.unwrap();
+        let again = acquire(&server, &keys, &token, Duration::from_secs(5))
+            .await
+            .unwrap();
         assert_eq!(again, AcquireReply::Granted { fence });
         let redis::Value::Int(pttl) = redis.cmd(&["PTTL", &keys.lock]).unwrap() else {
             panic!("PTTL")
@@ -270,7 +274,9 @@ mod tests {
         assert!(pttl > 4000, "lease not re-armed: {pttl}");
         // Another token is refused and told the remaining lease.
         let other = OwnerToken::generate().unwrap();
-        let held = acquire(&server, &keys, &other, Duration::from_secs(1)).await.unwrap();
+        let held = acquire(&server, &keys, &other, Duration::from_secs(1))
+            .await
+            .unwrap();
         assert!(
             matches!(held, AcquireReply::Held { remaining: Some(r) } if r > Duration::from_secs(4)),
             "{held:?}"
@@ -291,13 +297,25 @@ mod tests {
         let held = LockKeys::new("fencelock", "held");
         let gone = LockKeys::new("fencelock", "gone");
         let token = OwnerToken::generate().unwrap();
-        acquire(&server, &held, &token, Duration::from_millis(500)).await.unwrap();
+        acquire(&server, &held, &token, Duration::from_millis(500))
+            .await
+            .unwrap();
         redis.script_flush().unwrap();
         let items = [
-            ExtendItem { key: &held.lock, token: &token, ttl: Duration::from_secs(9) },
-            ExtendItem { key: &gone.lock, token: &token, ttl: Duration::from_secs(9) },
+            ExtendItem {
+                key: &held.lock,
+                token: &token,
+                ttl: Duration::from_secs(9),
+            },
+            ExtendItem {
+                key: &gone.lock,
+                token: &token,
+                ttl: Duration::from_secs(9),
+            },
         ];
-        let replies = extend_many(&server, &items, Duration::from_secs(2)).await.unwrap();
+        let replies = extend_many(&server, &items, Duration::from_secs(2))
+            .await
+            .unwrap();
         let replies: Vec<bool> = replies.into_iter().map(Result::unwrap).collect();
         assert_eq!(replies, vec![true, false]);
         assert!(redis.keys().unwrap().iter().all(|k| !k.contains("gone")));
