@@ -141,8 +141,9 @@ impl LockRequest {
     }
 }
 
-/// A held lock (blocking); see [`crate::LockGuard`]. Dropping it releases the lock in the
-/// background.
+/// A held lock (blocking); see [`crate::LockGuard`]. Dropping it releases the lock before
+/// `drop` returns (bounded by the command time limit); if it is dropped inside an async runtime,
+/// where blocking is not allowed, the release happens in the background instead.
 #[derive(Debug)]
 #[must_use = "dropping the guard releases the lock at once"]
 pub struct LockGuard {
@@ -194,6 +195,23 @@ impl LockGuard {
         match self.inner.take() {
             Some(guard) => self.runtime.block_on(guard.release()),
             None => Ok(false),
+        }
+    }
+}
+
+impl Drop for LockGuard {
+    fn drop(&mut self) {
+        let Some(guard) = self.inner.take() else {
+            return;
+        };
+        if tokio::runtime::Handle::try_current().is_ok() {
+            // Inside some async runtime: never block it. The async guard's own drop releases
+            // in the background.
+            drop(guard);
+            return;
+        }
+        if let Err(err) = self.runtime.block_on(guard.release()) {
+            tracing::debug!(%err, "release on drop failed; the lease will run out");
         }
     }
 }

@@ -69,6 +69,8 @@ fn a_blocking_guard_reports_loss_and_drop_releases() {
 
     let dropped = a.lock("blocking-drop").acquire().unwrap();
     drop(dropped);
+    // Released before `drop` returned.
+    assert!(a.inspect("blocking-drop").unwrap().holder.is_none());
     let again = a
         .lock("blocking-drop")
         .wait_up_to(Duration::from_secs(2))

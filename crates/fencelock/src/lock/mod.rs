@@ -138,8 +138,7 @@ impl LockRequest {
         self.validate()?;
         let shared = &self.client.shared;
         let keys = Arc::new(shared.keys(&self.name));
-        let token = OwnerToken::generate()
-            .map_err(|e| Error::invalid(&self.name, format!("the OS random source failed: {e}")))?;
+        let mut token = self.new_token()?;
         let started = Instant::now();
         let give_up_at = match self.wait {
             WaitPolicy::NoWait => Some(started),
@@ -158,6 +157,9 @@ impl LockRequest {
                     // The reply came so late that the lease may already be over: useless.
                     tracing::debug!(lock = %self.name, "grant arrived after its own deadline; giving it back");
                     self.abandon(&keys, &token);
+                    // A retry with the same token would be confirmed by the idempotent acquire
+                    // and then deleted by the background release: use a new one.
+                    token = self.new_token()?;
                     Some(Duration::ZERO)
                 }
                 AcquireReply::Held { remaining: None } => {
@@ -214,6 +216,11 @@ impl LockRequest {
             Err(Error::Busy { .. }) => Ok(None),
             Err(e) => Err(e),
         }
+    }
+
+    fn new_token(&self) -> Result<OwnerToken> {
+        OwnerToken::generate()
+            .map_err(|e| Error::invalid(&self.name, format!("the OS random source failed: {e}")))
     }
 
     /// One acquire round trip, retried with the same token if Redis could not be reached (the
