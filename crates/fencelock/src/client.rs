@@ -4,13 +4,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use crate::connection::Server;
 use crate::error::{Error, Result};
 use crate::keys::{self, LockKeys};
 use crate::lease::ClockDrift;
 use crate::lock::LockRequest;
 use crate::lock::protocol::{self, ForceReleaseReply, StoredState};
-use crate::notify::ReleaseNotifier;
+use crate::quorum::Instances;
 use crate::watchdog::Watchdog;
 
 /// The default key prefix.
@@ -18,8 +17,12 @@ pub const DEFAULT_PREFIX: &str = "fencelock";
 /// The default time limit for one command (a round trip to Redis).
 pub const DEFAULT_COMMAND_TIMEOUT: Duration = Duration::from_secs(2);
 
-/// A fencelock client for one Redis server. Cheap to clone; clones share the connection, the
-/// release listener and the watchdog.
+/// A fencelock client for one Redis server, or for N independent servers (Redlock). Cheap to
+/// clone; clones share the connections, the release listeners and the watchdog.
+///
+/// With several servers ([`Client::open_redlock`]) every lock is held on a majority of them, and
+/// the guard API is the same: a fence, a deadline, a lost signal, extend and release. See the
+/// crate documentation for what fencing over a quorum assumes.
 ///
 /// ```no_run
 /// # async fn example() -> fencelock::Result<()> {
@@ -37,17 +40,17 @@ pub struct Client {
 impl std::fmt::Debug for Client {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Client")
-            .field("server", &self.shared.server.addr)
+            .field("servers", &self.shared.description)
             .field("prefix", &self.shared.prefix)
             .finish()
     }
 }
 
 pub(crate) struct Shared {
-    pub(crate) server: Server,
+    pub(crate) instances: Arc<Instances>,
+    description: String,
     pub(crate) prefix: String,
     pub(crate) drift: ClockDrift,
-    pub(crate) notifier: ReleaseNotifier,
     pub(crate) watchdog: Watchdog,
     next_id: AtomicU64,
 }
@@ -59,6 +62,10 @@ impl Shared {
 
     pub(crate) fn next_id(&self) -> u64 {
         self.next_id.fetch_add(1, Ordering::Relaxed)
+    }
+
+    pub(crate) fn instances_arc(&self) -> Arc<Instances> {
+        self.instances.clone()
     }
 }
 
@@ -75,9 +82,10 @@ impl Shared {
 /// ```
 #[derive(Debug)]
 pub struct ClientBuilder {
-    redis: Result<redis::Client>,
+    redis: Result<Vec<redis::Client>>,
     prefix: String,
     command_timeout: Duration,
+    instance_timeout: Option<Duration>,
     drift: ClockDrift,
 }
 
@@ -95,6 +103,14 @@ impl ClientBuilder {
         self
     }
 
+    /// Over Redlock: the time limit for one call to one instance (default: 5 % of the lease,
+    /// at least 5 ms, at most the command timeout). Keep it small next to the lease, so that a
+    /// stopped instance costs little.
+    pub fn instance_timeout(mut self, timeout: Duration) -> Self {
+        self.instance_timeout = Some(timeout);
+        self
+    }
+
     /// The clock-drift margin subtracted from every lease for the local deadline
     /// (default: 1 % of the lease + 2 ms).
     pub fn clock_drift(mut self, drift: ClockDrift) -> Self {
@@ -108,11 +124,25 @@ impl ClientBuilder {
     /// Must be called inside a Tokio runtime (it starts the client's background tasks); the
     /// [`blocking`](crate::blocking) module is for programs without one.
     pub fn build(self) -> Result<Client> {
-        let redis = self.redis?;
-        keys::validate_prefix(&self.prefix)?;
-        if self.command_timeout.is_zero() {
+        let clients = self.redis?;
+        if clients.is_empty() {
             return Err(Error::Config {
-                reason: "the command timeout must be longer than zero".into(),
+                reason: "no Redis URL was given".into(),
+            });
+        }
+        let mut seen = std::collections::HashSet::new();
+        for client in &clients {
+            let addr = client.get_connection_info().addr().to_string();
+            if !seen.insert(addr.clone()) {
+                return Err(Error::Config {
+                    reason: format!("{addr} is listed twice; Redlock needs independent instances"),
+                });
+            }
+        }
+        keys::validate_prefix(&self.prefix)?;
+        if self.command_timeout.is_zero() || self.instance_timeout.is_some_and(|t| t.is_zero()) {
+            return Err(Error::Config {
+                reason: "timeouts must be longer than zero".into(),
             });
         }
         if !(0.0..0.5).contains(&self.drift.factor) {
@@ -128,18 +158,18 @@ impl ClientBuilder {
                 reason: "fencelock::Client must be built inside a Tokio runtime; use fencelock::blocking::Client otherwise".into(),
             });
         }
-        let server =
-            Server::new(redis.clone(), self.command_timeout).map_err(|e| Error::Config {
+        let instances = Instances::new(clients, self.command_timeout, self.instance_timeout)
+            .map_err(|e| Error::Config {
                 reason: format!("cannot set up the Redis connection: {e}"),
             })?;
-        let notifier = ReleaseNotifier::start(redis, self.command_timeout);
-        let watchdog = Watchdog::start(server.clone(), self.drift);
+        let instances = Arc::new(instances);
+        let watchdog = Watchdog::start(instances.clone(), self.drift);
         Ok(Client {
             shared: Arc::new(Shared {
-                server,
+                description: instances.describe(),
+                instances,
                 prefix: self.prefix,
                 drift: self.drift,
-                notifier,
                 watchdog,
                 next_id: AtomicU64::new(1),
             }),
@@ -179,29 +209,50 @@ impl Client {
 
     /// A builder for a client of the server at `url`.
     pub fn builder(url: &str) -> ClientBuilder {
-        let redis = redis::Client::open(url).map_err(|e| Error::Config {
-            reason: format!("invalid Redis URL: {}", redact_url_error(&e, url)),
-        });
-        Self::builder_with(redis)
+        Self::builder_with(open_url(url).map(|client| vec![client]))
+    }
+
+    /// A Redlock client over independent servers (an odd number, 3 or more, is recommended;
+    /// one URL behaves like [`Client::open`]).
+    pub fn open_redlock<I, S>(urls: I) -> Result<Client>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        Client::builder_redlock(urls).build()
+    }
+
+    /// A builder for a Redlock client over independent servers.
+    pub fn builder_redlock<I, S>(urls: I) -> ClientBuilder
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        let clients = urls
+            .into_iter()
+            .map(|url| open_url(url.as_ref()))
+            .collect::<Result<Vec<_>>>();
+        Self::builder_with(clients)
     }
 
     /// A builder for a client over an existing `redis` client.
     pub fn builder_from_redis(client: redis::Client) -> ClientBuilder {
-        Self::builder_with(Ok(client))
+        Self::builder_with(Ok(vec![client]))
     }
 
-    fn builder_with(redis: Result<redis::Client>) -> ClientBuilder {
+    fn builder_with(redis: Result<Vec<redis::Client>>) -> ClientBuilder {
         ClientBuilder {
             redis,
             prefix: DEFAULT_PREFIX.to_owned(),
             command_timeout: DEFAULT_COMMAND_TIMEOUT,
+            instance_timeout: None,
             drift: ClockDrift::default(),
         }
     }
 
-    /// The server this client talks to, as `host:port`.
+    /// The servers this client talks to, as `host:port` (comma-separated for Redlock).
     pub fn server(&self) -> &str {
-        &self.shared.server.addr
+        &self.shared.description
     }
 
     /// Starts a request for the lock `name`; set its options, then call
@@ -216,59 +267,133 @@ impl Client {
         self.lock(name).try_acquire().await
     }
 
-    /// Reads the state of lock `name` without changing it.
+    /// Reads the state of lock `name` without changing it. Over Redlock, a holder is reported
+    /// when the same owner holds a majority of the instances.
     pub async fn inspect(&self, name: &str) -> Result<LockInfo> {
         keys::validate_name(name)?;
-        let shared = &self.shared;
-        let keys = shared.keys(name);
-        let state = protocol::inspect(&shared.server, &keys)
-            .await
-            .map_err(|e| shared.server.error(name, "inspect", e))?;
-        match state {
-            StoredState::Foreign { key, found } => Err(Error::WrongType {
-                lock: name.to_owned(),
-                key,
-                found,
-            }),
-            StoredState::Lock {
-                value,
-                pttl,
-                last_fence,
-            } => Ok(LockInfo {
-                name: name.to_owned(),
-                holder: value.map(|v| {
-                    let (token, fence) = v.split_once(':').unwrap_or((v.as_str(), ""));
-                    Holder {
-                        token_prefix: token.chars().take(8).collect(),
-                        fence: fence.parse().ok(),
-                        remaining: u64::try_from(pttl).ok().map(Duration::from_millis),
-                    }
-                }),
-                last_fence,
-            }),
+        let instances = &self.shared.instances;
+        let keys = self.shared.keys(name);
+        let limit = instances.command_timeout();
+        let answers = instances
+            .on_all(
+                None,
+                |server| protocol::inspect(server, &keys, limit),
+                |_| false,
+            )
+            .await;
+        let mut states = Vec::new();
+        for answer in &answers {
+            match answer {
+                Some(Ok(StoredState::Foreign { key, found })) => {
+                    return Err(Error::WrongType {
+                        lock: name.to_owned(),
+                        key: key.clone(),
+                        found: found.clone(),
+                    });
+                }
+                Some(Ok(StoredState::Lock {
+                    value,
+                    pttl,
+                    last_fence,
+                })) => {
+                    states.push((value.clone(), *pttl, *last_fence));
+                }
+                _ => {}
+            }
         }
+        if states.len() < instances.quorum() {
+            let answered = states.len();
+            return Err(instances.failure(name, "inspect", answers, answered, 0));
+        }
+        let last_fence = states.iter().filter_map(|(_, _, f)| *f).max();
+        // The holder: the owner token found on a majority of instances.
+        let mut holders: Vec<Holder> = Vec::new();
+        let mut counts: Vec<usize> = Vec::new();
+        for (value, pttl, _) in &states {
+            let Some(value) = value else { continue };
+            let (token, fence) = value.split_once(':').unwrap_or((value.as_str(), ""));
+            let this = Holder {
+                token_prefix: token.chars().take(8).collect(),
+                fence: fence.parse().ok(),
+                remaining: u64::try_from(*pttl).ok().map(Duration::from_millis),
+            };
+            match holders
+                .iter()
+                .position(|h| h.token_prefix == this.token_prefix)
+            {
+                Some(i) => {
+                    counts[i] += 1;
+                    let held = &mut holders[i];
+                    held.fence = held.fence.max(this.fence);
+                    held.remaining = match (held.remaining, this.remaining) {
+                        (Some(a), Some(b)) => Some(a.min(b)),
+                        (a, b) => a.or(b),
+                    };
+                }
+                None => {
+                    holders.push(this);
+                    counts.push(1);
+                }
+            }
+        }
+        let holder = holders
+            .into_iter()
+            .zip(counts)
+            .find(|(_, count)| *count >= instances.quorum())
+            .map(|(holder, _)| holder);
+        Ok(LockInfo {
+            name: name.to_owned(),
+            holder,
+            last_fence,
+        })
     }
 
-    /// Deletes lock `name` whoever holds it, and wakes its waiters: an operator's tool for a
-    /// holder known to be gone. The holder, if alive, learns it lost the lock at its next renewal
-    /// (and the fence of the next holder is larger than its own). Returns whether it was held.
+    /// Deletes lock `name` whoever holds it, on every instance, and wakes its waiters: an
+    /// operator's tool for a holder known to be gone. The holder, if alive, learns it lost the
+    /// lock at its next renewal. Returns whether it was held anywhere.
     pub async fn force_release(&self, name: &str) -> Result<bool> {
         keys::validate_name(name)?;
-        let shared = &self.shared;
-        let keys = shared.keys(name);
-        let reply = protocol::force_release(&shared.server, &keys)
-            .await
-            .map_err(|e| shared.server.error(name, "force-release", e))?;
-        match reply {
-            ForceReleaseReply::Released => Ok(true),
-            ForceReleaseReply::WasFree => Ok(false),
-            ForceReleaseReply::Foreign { key, found } => Err(Error::WrongType {
-                lock: name.to_owned(),
-                key,
-                found,
-            }),
+        let instances = &self.shared.instances;
+        let keys = self.shared.keys(name);
+        let limit = instances.command_timeout();
+        let answers = instances
+            .on_all(
+                None,
+                |server| protocol::force_release(server, &keys, limit),
+                |_| false,
+            )
+            .await;
+        let mut released = false;
+        let mut answered = 0;
+        for answer in &answers {
+            match answer {
+                Some(Ok(ForceReleaseReply::Foreign { key, found })) => {
+                    return Err(Error::WrongType {
+                        lock: name.to_owned(),
+                        key: key.clone(),
+                        found: found.clone(),
+                    });
+                }
+                Some(Ok(reply)) => {
+                    answered += 1;
+                    released |= *reply == ForceReleaseReply::Released;
+                }
+                _ => {}
+            }
         }
+        if answered < instances.servers().len()
+            && (answered < instances.quorum() || instances.is_single())
+        {
+            return Err(instances.failure(name, "force-release", answers, answered, 0));
+        }
+        Ok(released)
     }
+}
+
+fn open_url(url: &str) -> Result<redis::Client> {
+    redis::Client::open(url).map_err(|e| Error::Config {
+        reason: format!("invalid Redis URL: {}", redact_url_error(&e, url)),
+    })
 }
 
 /// The URL parser's message, without the URL's password if the message quotes it.

@@ -13,7 +13,6 @@ use crate::error::Error;
 pub(crate) struct Server {
     conn: ConnectionManager,
     pub(crate) addr: String,
-    pub(crate) command_timeout: Duration,
 }
 
 impl std::fmt::Debug for Server {
@@ -36,23 +35,20 @@ impl Server {
             .set_number_of_retries(2)
             .set_max_delay(Duration::from_millis(500));
         let conn = ConnectionManager::new_lazy_with_config(client, config)?;
-        Ok(Server {
-            conn,
-            addr,
-            command_timeout,
-        })
+        Ok(Server { conn, addr })
     }
 
-    /// Runs a script by SHA (loading it on `NOSCRIPT`), within the command time limit.
+    /// Runs a script by SHA (loading it on `NOSCRIPT`), within `limit`.
     pub(crate) async fn invoke<T: FromRedisValue>(
         &self,
         invocation: &ScriptInvocation<'_>,
+        limit: Duration,
     ) -> redis::RedisResult<T> {
         let mut conn = self.conn.clone();
-        self.within_limit(invocation.invoke_async(&mut conn)).await
+        within(limit, invocation.invoke_async(&mut conn)).await
     }
 
-    /// Sends a pipeline within the command time limit.
+    /// Sends a pipeline within `limit`.
     pub(crate) async fn pipeline<T: FromRedisValue>(
         &self,
         pipe: &redis::Pipeline,
@@ -62,24 +58,18 @@ impl Server {
         within(limit, async move { pipe.query_async(&mut conn).await }).await
     }
 
-    /// Sends one command within the command time limit.
+    /// Sends one command within `limit`.
     pub(crate) async fn command<T: FromRedisValue>(
         &self,
         cmd: &redis::Cmd,
+        limit: Duration,
     ) -> redis::RedisResult<T> {
         let mut conn = self.conn.clone();
-        self.within_limit(async move {
+        within(limit, async move {
             let value = conn.req_packed_command(cmd).await?;
             redis::from_redis_value(value).map_err(RedisError::from)
         })
         .await
-    }
-
-    async fn within_limit<T>(
-        &self,
-        fut: impl Future<Output = redis::RedisResult<T>>,
-    ) -> redis::RedisResult<T> {
-        within(self.command_timeout, fut).await
     }
 
     /// Turns a Redis error into fencelock's error for `lock`, naming this server.

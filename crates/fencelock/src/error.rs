@@ -66,6 +66,26 @@ pub enum Error {
         source: redis::RedisError,
     },
 
+    /// Over Redlock: not enough instances agreed (they failed, timed out, or are held by
+    /// another owner), so the operation did not take effect on a majority.
+    #[error(
+        "no quorum for {command} of lock {lock:?}: {agreed} of {total} instances agreed ({needed} needed); {details}"
+    )]
+    NoQuorum {
+        /// The lock.
+        lock: String,
+        /// What fencelock was doing (`acquire`, `release`, `extend`, ...).
+        command: &'static str,
+        /// How many instances agreed.
+        agreed: usize,
+        /// How many make a majority.
+        needed: usize,
+        /// How many instances there are.
+        total: usize,
+        /// What each failing instance did, by address.
+        details: String,
+    },
+
     /// Redis answered with an error (for instance `NOAUTH`, `NOPERM`, `READONLY`).
     #[error("Redis at {server} refused {command} for lock {lock:?}: {source}")]
     Redis {
@@ -112,6 +132,7 @@ impl Error {
             | Error::NotHeld { lock, .. }
             | Error::Unreachable { lock, .. }
             | Error::Redis { lock, .. }
+            | Error::NoQuorum { lock, .. }
             | Error::WrongType { lock, .. } => Some(lock),
             Error::Config { .. } => None,
         }

@@ -62,6 +62,7 @@ mod keys;
 mod lease;
 mod lock;
 mod notify;
+mod quorum;
 mod token;
 mod watchdog;
 

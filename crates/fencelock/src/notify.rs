@@ -73,11 +73,11 @@ impl ReleaseNotifier {
         ReleaseNotifier { registry, requests }
     }
 
-    /// Registers a waiter for `channel` and waits until the server confirmed the subscription
-    /// (bounded by the command time limit). If it could not be confirmed, the interest still
-    /// counts and is subscribed when the connection comes back; meanwhile the waiter relies on
-    /// its timer.
-    pub(crate) async fn subscribe(&self, channel: &str) -> Subscription {
+    /// Registers a waiter for `channel` at once, and asks the listener to subscribe it on the
+    /// server. The returned receiver says whether the server confirmed the subscription. If it
+    /// could not, the interest still counts and is subscribed when the connection comes back;
+    /// meanwhile the waiter relies on its timer.
+    pub(crate) fn subscribe(&self, channel: &str) -> (Subscription, oneshot::Receiver<bool>) {
         let notify = {
             let mut registry = lock(&self.registry);
             let entry = registry
@@ -96,17 +96,11 @@ impl ReleaseNotifier {
             notify,
         };
         let (confirmed, reply) = oneshot::channel();
-        let request = Request::Subscribe {
+        let _ = self.requests.send(Request::Subscribe {
             channel: channel.to_owned(),
             confirmed,
-        };
-        if self.requests.send(request).is_err() || !matches!(reply.await, Ok(true)) {
-            tracing::debug!(
-                channel,
-                "release notifications unavailable; waiting on the lease timer"
-            );
-        }
-        subscription
+        });
+        (subscription, reply)
     }
 }
 

@@ -2,10 +2,12 @@
 //! locks of guards that were dropped without being released.
 //!
 //! Each lock is renewed a third of its lease after its last confirmation. Locks that fall due
-//! together are renewed in one pipeline, so renewing many locks costs one round trip per batch,
-//! not one per lock. A renewal that Redis answers "not the owner" marks the guard lost at once; a
-//! renewal that fails (timeout, connection error) is retried quickly until the local deadline,
-//! at which point the guard counts as lost.
+//! together are renewed in one pipeline per instance, so renewing many locks costs one round
+//! trip per batch, not one per lock. A renewal counts when a majority of instances (the one
+//! instance, without Redlock) extended it. When enough instances say the key is gone or taken
+//! that no majority is left, the guard is marked lost at once; a renewal that fails (timeout,
+//! connection error) is retried quickly until the local deadline, at which point the guard counts
+//! as lost. A failed or partial renewal never deletes anything.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -14,11 +16,12 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
-use crate::connection::Server;
 use crate::error::LostReason;
 use crate::keys::LockKeys;
 use crate::lease::{ClockDrift, Lease, confirm, mark_lost};
-use crate::lock::protocol::{self, ExtendItem};
+use crate::lock::protocol::{self, ExtendItem, Extended};
+use crate::lock::{reassert_in_background, release_on};
+use crate::quorum::Instances;
 use crate::token::OwnerToken;
 
 /// A lock the watchdog keeps alive.
@@ -26,16 +29,21 @@ pub(crate) struct Renewal {
     pub(crate) name: Arc<str>,
     pub(crate) keys: Arc<LockKeys>,
     pub(crate) token: OwnerToken,
+    pub(crate) fence: u64,
     pub(crate) lease: Lease,
     /// Stop renewing after this instant (the `max_hold` cap).
     pub(crate) hold_until: Option<Instant>,
 }
 
-/// A lock whose guard was dropped unreleased, to be released in the background.
+/// A hold to release in the background: a dropped guard's, or the leftovers of a failed
+/// acquisition or release.
 pub(crate) struct Abandoned {
     pub(crate) name: Arc<str>,
     pub(crate) keys: Arc<LockKeys>,
     pub(crate) token: OwnerToken,
+    pub(crate) fence: Option<u64>,
+    /// The instances to release on (`None`: all).
+    pub(crate) only: Option<Vec<usize>>,
 }
 
 pub(crate) enum Command {
@@ -52,9 +60,9 @@ pub(crate) struct Watchdog {
 
 impl Watchdog {
     /// Starts the task inside the current Tokio runtime. It ends when every handle is gone.
-    pub(crate) fn start(server: Server, drift: ClockDrift) -> Self {
+    pub(crate) fn start(instances: Arc<Instances>, drift: ClockDrift) -> Self {
         let (commands, rx) = mpsc::unbounded_channel();
-        tokio::spawn(run(server, drift, rx));
+        tokio::spawn(run(instances, drift, rx));
         Watchdog { commands }
     }
 
@@ -83,7 +91,11 @@ impl Entry {
     }
 }
 
-async fn run(server: Server, drift: ClockDrift, mut commands: mpsc::UnboundedReceiver<Command>) {
+async fn run(
+    instances: Arc<Instances>,
+    drift: ClockDrift,
+    mut commands: mpsc::UnboundedReceiver<Command>,
+) {
     let mut entries: HashMap<u64, Entry> = HashMap::new();
     loop {
         let next_due = entries.values().map(Entry::due_at).min();
@@ -100,11 +112,11 @@ async fn run(server: Server, drift: ClockDrift, mut commands: mpsc::UnboundedRec
                     if let Some(id) = id {
                         entries.remove(&id);
                     }
-                    tokio::spawn(release_abandoned(server.clone(), lock));
+                    tokio::spawn(release_abandoned(instances.clone(), lock));
                 }
             },
             () = sleep_until(next_due) => {
-                renew_due(&server, &drift, &mut entries).await;
+                renew_due(&instances, &drift, &mut entries).await;
             }
         }
     }
@@ -117,8 +129,13 @@ async fn sleep_until(at: Option<Instant>) {
     }
 }
 
-/// Renews, in one pipeline, every lock that is due (or nearly due).
-async fn renew_due(server: &Server, drift: &ClockDrift, entries: &mut HashMap<u64, Entry>) {
+/// Renews every lock that is due (or nearly due): one pipeline per instance, all instances at
+/// once.
+async fn renew_due(
+    instances: &Arc<Instances>,
+    drift: &ClockDrift,
+    entries: &mut HashMap<u64, Entry>,
+) {
     let now = Instant::now();
     let mut finished = Vec::new();
     let mut due = Vec::new();
@@ -154,23 +171,23 @@ async fn renew_due(server: &Server, drift: &ClockDrift, entries: &mut HashMap<u6
         return;
     }
 
-    let earliest_deadline = due
+    // (id, ttl, deadline) of each lock in this batch, in pipeline order.
+    let batch: Vec<(u64, Duration, Instant)> = due
         .iter()
-        .filter_map(|id| entries.get(id))
-        .map(|e| e.renewal.lease.borrow().deadline)
-        .min()
-        .unwrap_or(now);
-    let limit = server
-        .command_timeout
+        .filter_map(|id| {
+            let state = entries.get(id)?.renewal.lease.borrow().clone();
+            Some((*id, state.ttl, state.deadline))
+        })
+        .collect();
+    let earliest_deadline = batch.iter().map(|(_, _, d)| *d).min().unwrap_or(now);
+    let shortest_ttl = batch.iter().map(|(_, t, _)| *t).min().unwrap_or_default();
+    let limit = instances
+        .limit(shortest_ttl)
         .min(earliest_deadline.saturating_duration_since(now))
         .max(Duration::from_millis(1));
-    let batch: Vec<(u64, Duration)> = due
-        .iter()
-        .filter_map(|id| entries.get(id).map(|e| (*id, e.renewal.lease.borrow().ttl)))
-        .collect();
     let items: Vec<ExtendItem<'_>> = batch
         .iter()
-        .filter_map(|(id, ttl)| {
+        .filter_map(|(id, ttl, _)| {
             entries.get(id).map(|e| ExtendItem {
                 key: &e.renewal.keys.lock,
                 token: &e.renewal.token,
@@ -179,65 +196,126 @@ async fn renew_due(server: &Server, drift: &ClockDrift, entries: &mut HashMap<u6
         })
         .collect();
     let sent_at = Instant::now();
-    let replies = protocol::extend_many(server, &items, limit).await;
+    let per_instance = instances
+        .on_all(
+            None,
+            |server| protocol::extend_many(server, &items, limit),
+            |_| false,
+        )
+        .await;
     drop(items);
-    let replies: Vec<Result<bool, String>> = match replies {
-        Ok(replies) => replies
-            .into_iter()
-            .map(|r| r.map_err(|e| e.to_string()))
-            .collect(),
-        Err(err) => vec![Err(err.to_string()); batch.len()],
-    };
 
+    let total = instances.servers().len();
+    let quorum = instances.quorum();
     let after = Instant::now();
-    for ((id, ttl), reply) in batch.into_iter().zip(replies) {
+    for (position, (id, ttl, deadline)) in batch.into_iter().enumerate() {
         let Some(entry) = entries.get_mut(&id) else {
             continue;
         };
-        match reply {
-            Ok(true) => {
-                confirm(&entry.renewal.lease, sent_at, ttl, drift);
-                entry.retry_at = None;
+        // This lock's answer from each instance.
+        let answers: Vec<Result<Extended, String>> = per_instance
+            .iter()
+            .map(|replies| match replies {
+                Some(Ok(replies)) => match replies.get(position) {
+                    Some(Ok(answer)) => Ok(*answer),
+                    Some(Err(err)) => Err(err.to_string()),
+                    None => Err("no reply for this lock".to_owned()),
+                },
+                Some(Err(err)) => Err(err.to_string()),
+                None => Err("no answer".to_owned()),
+            })
+            .collect();
+        let count = |e: Extended| {
+            answers
+                .iter()
+                .filter(|a| matches!(a, Ok(x) if *x == e))
+                .count()
+        };
+        let (yes, missing, taken) = (
+            count(Extended::Yes),
+            count(Extended::Missing),
+            count(Extended::Taken),
+        );
+        let name = entry.renewal.name.clone();
+        if yes >= quorum {
+            confirm(&entry.renewal.lease, sent_at, ttl, drift);
+            entry.retry_at = None;
+            if missing > 0 && !instances.is_single() {
+                let missing = answers
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, a)| matches!(a, Ok(Extended::Missing)))
+                    .map(|(i, _)| i)
+                    .collect();
+                reassert_in_background(
+                    instances.clone(),
+                    entry.renewal.keys.clone(),
+                    entry.renewal.token.clone(),
+                    entry.renewal.fence,
+                    ttl,
+                    missing,
+                );
             }
-            Ok(false) => {
-                tracing::warn!(lock = %entry.renewal.name, "lock lost: Redis says this owner no longer holds it");
-                mark_lost(&entry.renewal.lease, LostReason::NotOwner);
-                entries.remove(&id);
-            }
-            Err(err) => {
-                let deadline = entry.renewal.lease.borrow().deadline;
-                tracing::warn!(lock = %entry.renewal.name, error = %err, server = %server.addr, "lock renewal failed; retrying until the lease deadline");
-                entry.renewal.lease.send_modify(|s| {
-                    s.expiry_reason = LostReason::Expired {
-                        last_error: Some(err),
-                    }
-                });
-                if after >= deadline {
-                    let reason = entry.renewal.lease.borrow().expiry_reason.clone();
-                    mark_lost(&entry.renewal.lease, reason);
-                    entries.remove(&id);
-                } else {
-                    let retry = (ttl / 10).clamp(Duration::from_millis(5), Duration::from_secs(1));
-                    entry.retry_at = Some(after + retry);
+        } else if missing + taken > total - quorum {
+            tracing::warn!(lock = %name, "lock lost: Redis says this owner no longer holds it");
+            mark_lost(&entry.renewal.lease, LostReason::NotOwner);
+            entries.remove(&id);
+        } else {
+            let errors: Vec<String> = answers
+                .iter()
+                .zip(instances.servers())
+                .filter_map(|(a, server)| a.as_ref().err().map(|e| format!("{}: {e}", server.addr)))
+                .collect();
+            let error = errors.join("; ");
+            tracing::warn!(lock = %name, %error, "lock renewal failed; retrying until the lease deadline");
+            entry.renewal.lease.send_modify(|s| {
+                s.expiry_reason = LostReason::Expired {
+                    last_error: Some(error),
                 }
+            });
+            if after >= deadline {
+                let reason = entry.renewal.lease.borrow().expiry_reason.clone();
+                mark_lost(&entry.renewal.lease, reason);
+                entries.remove(&id);
+            } else {
+                let retry = (ttl / 10).clamp(Duration::from_millis(5), Duration::from_secs(1));
+                entry.retry_at = Some(after + retry);
             }
         }
     }
 }
 
-/// Releases a dropped guard's lock, retrying a few times if Redis is briefly unreachable. If it
-/// cannot, the lease runs out on its own.
-async fn release_abandoned(server: Server, lock: Abandoned) {
+/// Releases an abandoned hold, retrying a few times where instances are briefly unreachable.
+/// Whatever cannot be released runs out with its lease.
+async fn release_abandoned(instances: Arc<Instances>, lock: Abandoned) {
+    let mut pending: Option<Vec<usize>> = lock.only.clone();
     let mut delay = Duration::from_millis(50);
     for _ in 0..3 {
-        match protocol::release(&server, &lock.keys, &lock.token).await {
-            Ok(_) => return,
-            Err(err) => {
-                tracing::debug!(lock = %lock.name, %err, "background release failed; retrying");
-                tokio::time::sleep(delay).await;
-                delay *= 4;
-            }
+        let limit = instances.command_timeout();
+        let answers = release_on(
+            &instances,
+            &lock.keys,
+            &lock.token,
+            lock.fence,
+            pending.as_deref(),
+            limit,
+        )
+        .await;
+        let failed: Vec<usize> = answers
+            .iter()
+            .enumerate()
+            .filter(|(i, a)| {
+                pending.as_ref().is_none_or(|p| p.contains(i)) && !matches!(a, Some(Ok(_)))
+            })
+            .map(|(i, _)| i)
+            .collect();
+        if failed.is_empty() {
+            return;
         }
+        tracing::debug!(lock = %lock.name, failed = failed.len(), "background release failed; retrying");
+        pending = Some(failed);
+        tokio::time::sleep(delay).await;
+        delay *= 4;
     }
-    tracing::warn!(lock = %lock.name, server = %server.addr, "could not release a dropped lock; its lease will run out");
+    tracing::warn!(lock = %lock.name, "could not release a dropped lock everywhere; its lease will run out");
 }

@@ -1,9 +1,13 @@
 -- Re-arm the lease only if this owner holds the lock.
 -- KEYS[1] the lock key; ARGV[1] the owner token, ARGV[2] the lease in milliseconds
--- Reply: 1 extended, 0 not held by this owner (nothing touched)
+-- Reply: 1 extended, 0 the key is gone, -1 another owner (or something else) is there;
+-- nothing is touched unless the reply is 1
 local value = redis.pcall('get', KEYS[1])
 local mine = ARGV[1] .. ':'
 if type(value) == 'string' and string.sub(value, 1, #mine) == mine then
   return redis.call('pexpire', KEYS[1], ARGV[2])
+end
+if value then
+  return -1
 end
 return 0

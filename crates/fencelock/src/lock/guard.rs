@@ -9,7 +9,8 @@ use crate::client::Client;
 use crate::error::{Error, LostReason, Result};
 use crate::keys::LockKeys;
 use crate::lease::{Lease, LostSignal, confirm, mark_lost};
-use crate::lock::{protocol, validate_ttl};
+use crate::lock::protocol::{self, Extended};
+use crate::lock::{reassert_in_background, release_on, validate_ttl};
 use crate::token::OwnerToken;
 use crate::watchdog::{Abandoned, Command};
 
@@ -107,29 +108,79 @@ impl LockGuard {
 
     /// Re-arms the lease to `ttl` from now (if automatic renewal is on, it goes on with this
     /// lease length). Fails with [`Error::NotHeld`] if the lock is no longer held; the guard then
-    /// reports it lost.
+    /// reports it lost. Over Redlock it succeeds only when a majority extended within the lease;
+    /// a partial extension deletes nothing (the watchdog retries until the deadline).
     pub async fn extend(&self, ttl: Duration) -> Result<()> {
         validate_ttl(&self.name, ttl)?;
-        let now = Instant::now();
-        if let Some(reason) = self.lease.borrow().lost_at(now) {
+        let sent_at = Instant::now();
+        if let Some(reason) = self.lease.borrow().lost_at(sent_at) {
             return Err(self.not_held(reason));
         }
         let shared = &self.client.shared;
-        let held = protocol::extend(&shared.server, &self.keys, &self.token, ttl)
-            .await
-            .map_err(|e| shared.server.error(&self.name, "extend", e))?;
-        if held {
-            confirm(&self.lease, now, ttl, &shared.drift);
+        let instances = &shared.instances;
+        let (total, quorum, limit) = (
+            instances.servers().len(),
+            instances.quorum(),
+            instances.limit(ttl),
+        );
+        let answers = instances
+            .on_all(
+                None,
+                |server| protocol::extend(server, &self.keys, &self.token, ttl, limit),
+                |answers| {
+                    let yes = answers
+                        .iter()
+                        .filter(|a| matches!(a, Some(Ok(Extended::Yes))))
+                        .count();
+                    let no = answers
+                        .iter()
+                        .filter(|a| matches!(a, Some(Ok(Extended::Missing | Extended::Taken))))
+                        .count();
+                    yes >= quorum || no > total - quorum
+                },
+            )
+            .await;
+        let count = |e: Extended| {
+            answers
+                .iter()
+                .filter(|a| matches!(a, Some(Ok(x)) if *x == e))
+                .count()
+        };
+        let (yes, missing, taken) = (
+            count(Extended::Yes),
+            count(Extended::Missing),
+            count(Extended::Taken),
+        );
+        if yes >= quorum {
+            confirm(&self.lease, sent_at, ttl, &shared.drift);
+            if missing > 0 && !instances.is_single() {
+                let missing = answers
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, a)| matches!(a, Some(Ok(Extended::Missing))))
+                    .map(|(i, _)| i)
+                    .collect();
+                reassert_in_background(
+                    shared.instances_arc(),
+                    self.keys.clone(),
+                    self.token.clone(),
+                    self.fence,
+                    ttl,
+                    missing,
+                );
+            }
             Ok(())
-        } else {
+        } else if missing + taken > total - quorum {
             mark_lost(&self.lease, LostReason::NotOwner);
             Err(self.not_held(LostReason::NotOwner))
+        } else {
+            Err(instances.failure(&self.name, "extend", answers, yes, taken))
         }
     }
 
-    /// Releases the lock. Returns `true` if it was still held, `false` if it had already been
-    /// lost (the lease ran out, or an operator force-released it). Only this guard's own hold is
-    /// ever deleted.
+    /// Releases the lock. Returns `true` if it was still held (over Redlock: on a majority),
+    /// `false` if it had already been lost (the lease ran out, or an operator force-released
+    /// it). Only this guard's own hold is ever deleted.
     ///
     /// If Redis cannot be reached, the release is retried in the background and the error is
     /// returned; the lease runs out on its own if it never gets through.
@@ -139,21 +190,41 @@ impl LockGuard {
         if let Some(id) = self.renewal_id.take() {
             shared.watchdog.send(Command::Stop { id });
         }
-        let result = protocol::release(&shared.server, &self.keys, &self.token).await;
+        let instances = &shared.instances;
+        let ttl = self.lease.borrow().ttl;
+        let limit = instances.limit(ttl);
+        let answers = release_on(
+            instances,
+            &self.keys,
+            &self.token,
+            Some(self.fence),
+            None,
+            limit,
+        )
+        .await;
         mark_lost(&self.lease, LostReason::Released);
-        match result {
-            Ok(held) => {
-                tracing::debug!(lock = %self.name, fence = self.fence, held, "lock released");
-                Ok(held)
-            }
-            Err(err) => {
-                let unreachable = crate::connection::is_unreachable(&err);
-                let error = shared.server.error(&self.name, "release", err);
-                if unreachable {
-                    self.release_in_background(None);
-                }
-                Err(error)
-            }
+        let released = answers
+            .iter()
+            .filter(|a| matches!(a, Some(Ok(true))))
+            .count();
+        let failed: Vec<usize> = answers
+            .iter()
+            .enumerate()
+            .filter(|(_, a)| !matches!(a, Some(Ok(_))))
+            .map(|(i, _)| i)
+            .collect();
+        tracing::debug!(lock = %self.name, fence = self.fence, released, failed = failed.len(), "lock released");
+        if failed.is_empty() {
+            return Ok(released >= instances.quorum());
+        }
+        // Some instances did not answer: keep trying there in the background.
+        self.release_in_background(None, Some(failed.clone()));
+        if released >= instances.quorum() {
+            Ok(true)
+        } else if failed.len() > instances.servers().len() - instances.quorum() {
+            Err(instances.failure(&self.name, "release", answers, released, 0))
+        } else {
+            Ok(false)
         }
     }
 
@@ -164,13 +235,15 @@ impl LockGuard {
         }
     }
 
-    fn release_in_background(&self, renewal_id: Option<u64>) {
+    fn release_in_background(&self, renewal_id: Option<u64>, only: Option<Vec<usize>>) {
         let sent = self.client.shared.watchdog.send(Command::Release {
             id: renewal_id,
             lock: Abandoned {
                 name: self.name.clone(),
                 keys: self.keys.clone(),
                 token: self.token.clone(),
+                fence: Some(self.fence),
+                only,
             },
         });
         if !sent {
@@ -186,6 +259,6 @@ impl Drop for LockGuard {
         }
         mark_lost(&self.lease, LostReason::Released);
         let renewal_id = self.renewal_id.take();
-        self.release_in_background(renewal_id);
+        self.release_in_background(renewal_id, None);
     }
 }

@@ -1,5 +1,5 @@
-//! The fenced lock: requesting it (with a lease, a wait policy and automatic renewal), and
-//! waiting for it without polling Redis in a loop.
+//! The fenced lock: requesting it (with a lease, a wait policy and automatic renewal), waiting
+//! for it without polling Redis in a loop, and the one place that says how a hold is released.
 
 mod guard;
 pub(crate) mod protocol;
@@ -12,10 +12,12 @@ use tokio::time::Instant;
 
 pub use guard::LockGuard;
 
-use crate::client::Client;
+use crate::client::{Client, Shared};
+use crate::connection::is_unreachable;
 use crate::error::{Error, Result};
 use crate::keys::{self, LockKeys};
 use crate::lease::{Lease, LeaseState};
+use crate::quorum::{Answer, Instances};
 use crate::token::OwnerToken;
 use crate::watchdog::{Abandoned, Command, Renewal};
 use protocol::AcquireReply;
@@ -61,6 +63,21 @@ pub struct LockRequest {
     wait: WaitPolicy,
     auto_renew: bool,
     max_hold: Option<Duration>,
+}
+
+/// The outcome of one acquisition round over the instances.
+enum Round {
+    /// A majority granted the lock.
+    Won { fence: u64, sent_at: Instant },
+    /// Held by another owner (on enough instances to deny a majority). `remaining` is the
+    /// shortest lease among the holders' instances; `split` is true when this round had
+    /// some grants (a split vote with other contenders).
+    Contended {
+        remaining: Option<Duration>,
+        split: bool,
+    },
+    /// Too many instances failed for a majority; the error says which and how.
+    Failed { error: Error, unreachable: bool },
 }
 
 impl LockRequest {
@@ -132,11 +149,11 @@ impl LockRequest {
     /// Takes the lock, waiting as the [`WaitPolicy`] allows.
     ///
     /// Errors: [`Error::Busy`] (held, and no waiting), [`Error::TimedOut`], [`Error::Unreachable`],
-    /// [`Error::Redis`], [`Error::WrongType`], [`Error::InvalidArgument`]. On any error nothing is
-    /// left held.
+    /// [`Error::Redis`], [`Error::NoQuorum`] (Redlock), [`Error::WrongType`],
+    /// [`Error::InvalidArgument`]. On any error nothing is left held.
     pub async fn acquire(self) -> Result<LockGuard> {
         self.validate()?;
-        let shared = &self.client.shared;
+        let shared = self.client.shared.clone();
         let keys = Arc::new(shared.keys(&self.name));
         let mut token = self.new_token()?;
         let started = Instant::now();
@@ -146,36 +163,33 @@ impl LockRequest {
             WaitPolicy::Forever => None,
         };
         let mut subscription = None;
+        let mut retries = 0;
         loop {
-            let (reply, sent_at) = self.attempt(&keys, &token).await?;
-            let remaining = match reply {
-                AcquireReply::Granted { fence } => {
+            let (remaining, split) = match self.round(&shared, &keys, &token).await? {
+                Round::Won { fence, sent_at } => {
                     let lease = LeaseState::new(sent_at, self.ttl, &shared.drift);
                     if lease.deadline > Instant::now() {
                         return Ok(self.guard(keys, token, fence, lease, started));
                     }
-                    // The reply came so late that the lease may already be over: useless.
+                    // The grant came so late that the lease may already be over: useless.
                     tracing::debug!(lock = %self.name, "grant arrived after its own deadline; giving it back");
-                    self.abandon(&keys, &token);
+                    self.abandon(&keys, &token, Some(fence), None);
                     // A retry with the same token would be confirmed by the idempotent acquire
                     // and then deleted by the background release: use a new one.
                     token = self.new_token()?;
-                    Some(Duration::ZERO)
+                    (Some(Duration::ZERO), true)
                 }
-                AcquireReply::Held { remaining: None } => {
-                    return Err(Error::WrongType {
-                        lock: self.name.clone(),
-                        key: keys.lock.clone(),
-                        found: "a string with no expiry".into(),
-                    });
-                }
-                AcquireReply::Held { remaining } => remaining,
-                AcquireReply::Foreign { key, found } => {
-                    return Err(Error::WrongType {
-                        lock: self.name.clone(),
-                        key,
-                        found,
-                    });
+                Round::Contended { remaining, split } => (remaining, split),
+                Round::Failed { error, unreachable } => {
+                    // Unreachable instances may come back at once (a reconnection); the acquire
+                    // is idempotent for this token, so retrying it is safe.
+                    if !unreachable || retries >= 2 {
+                        return Err(error);
+                    }
+                    retries += 1;
+                    tracing::debug!(lock = %self.name, %error, "acquire failed; retrying with the same token");
+                    tokio::time::sleep(Duration::from_millis(50) * 4u32.pow(retries - 1)).await;
+                    continue;
                 }
             };
             let now = Instant::now();
@@ -194,14 +208,20 @@ impl LockRequest {
             let Some(waiting) = &subscription else {
                 // Subscribe, then try again at once: a release between the first try and the
                 // subscription would otherwise go unnoticed.
-                subscription = Some(shared.notifier.subscribe(&keys.channel).await);
+                let limit = shared.instances.limit(self.ttl);
+                subscription = Some(shared.instances.subscribe(&keys.channel, limit).await);
                 continue;
             };
             // Sleep until a release message, the holder's lease running out (plus a little
             // jitter so that waiters of many clients do not all retry at the same instant), or
-            // the caller's limit.
-            let lease_end = now + remaining.unwrap_or_default() + jitter(remaining);
-            let wake_at = give_up_at.map_or(lease_end, |at| at.min(lease_end));
+            // the caller's limit. After a split vote, retry after a short random delay instead.
+            let pause = if split {
+                random_up_to((self.ttl / 10).min(Duration::from_millis(50)))
+            } else {
+                let remaining = remaining.unwrap_or_default();
+                remaining + random_up_to((remaining / 16).min(Duration::from_millis(10)))
+            };
+            let wake_at = give_up_at.map_or(now + pause, |at| at.min(now + pause));
             tokio::select! {
                 () = waiting.released() => {}
                 () = tokio::time::sleep_until(wake_at) => {}
@@ -223,47 +243,125 @@ impl LockRequest {
             .map_err(|e| Error::invalid(&self.name, format!("the OS random source failed: {e}")))
     }
 
-    /// One acquire round trip, retried with the same token if Redis could not be reached (the
-    /// script is idempotent for one token, so a retry after a lost reply is safe). Returns the
-    /// reply and when the request that produced it was sent.
-    async fn attempt(
+    /// One acquisition round: the acquire script on every instance at once, decided as soon as
+    /// a majority granted or can no longer grant. A round that is not won gives back what it may
+    /// have taken before it returns.
+    async fn round(
+        &self,
+        shared: &Shared,
+        keys: &Arc<LockKeys>,
+        token: &OwnerToken,
+    ) -> Result<Round> {
+        let instances = &shared.instances;
+        let total = instances.servers().len();
+        let quorum = instances.quorum();
+        let limit = instances.limit(self.ttl);
+        let ttl = self.ttl;
+        let sent_at = Instant::now();
+        let answers = instances
+            .on_all(
+                None,
+                |server| protocol::acquire(server, keys, token, ttl, limit),
+                |answers| {
+                    let granted = answers.iter().filter(|a| is_grant(a)).count();
+                    let against = answers
+                        .iter()
+                        .filter(|a| a.is_some() && !is_grant(a))
+                        .count();
+                    granted >= quorum || against > total - quorum
+                },
+            )
+            .await;
+
+        let mut fence = None;
+        let mut granted = 0;
+        let mut refused = 0;
+        let mut remaining: Option<Duration> = None;
+        let mut failed = 0;
+        let mut unreachable = true;
+        let mut foreign = None;
+        let mut give_back = Vec::new();
+        for (i, answer) in answers.iter().enumerate() {
+            match answer {
+                Some(Ok(AcquireReply::Granted { fence: f })) => {
+                    granted += 1;
+                    fence = fence.max(Some(*f));
+                    give_back.push(i);
+                }
+                Some(Ok(AcquireReply::Held { remaining: Some(r) })) => {
+                    refused += 1;
+                    remaining = Some(remaining.map_or(*r, |m| m.min(*r)));
+                }
+                Some(Ok(AcquireReply::Held { remaining: None })) => {
+                    foreign = Some((keys.lock.clone(), "a string with no expiry".to_owned()));
+                }
+                Some(Ok(AcquireReply::Foreign { key, found })) => {
+                    foreign = Some((key.clone(), found.clone()));
+                }
+                Some(Err(err)) => {
+                    failed += 1;
+                    unreachable &= is_unreachable(err);
+                    give_back.push(i);
+                }
+                None => give_back.push(i),
+            }
+        }
+        if let (true, Some(fence)) = (granted >= quorum, fence) {
+            return Ok(Round::Won { fence, sent_at });
+        }
+        // Not won: release wherever the lock may have been granted to this token — also where
+        // the request failed or was not answered, since it may still have been applied.
+        if !give_back.is_empty() {
+            let answered: Vec<usize> = give_back
+                .iter()
+                .copied()
+                .filter(|i| matches!(answers.get(*i), Some(Some(Ok(_)))))
+                .collect();
+            let unknown: Vec<usize> = give_back
+                .iter()
+                .copied()
+                .filter(|i| !answered.contains(i))
+                .collect();
+            if !answered.is_empty() {
+                release_on(instances, keys, token, None, Some(&answered), limit).await;
+            }
+            if !unknown.is_empty() {
+                self.abandon(keys, token, None, Some(unknown));
+            }
+        }
+        if let Some((key, found)) = foreign {
+            return Err(Error::WrongType {
+                lock: self.name.clone(),
+                key,
+                found,
+            });
+        }
+        if failed > total - quorum {
+            let error = instances.failure(&self.name, "acquire", answers, granted, refused);
+            return Ok(Round::Failed { error, unreachable });
+        }
+        Ok(Round::Contended {
+            remaining,
+            split: granted > 0,
+        })
+    }
+
+    /// Releases `token`'s hold in the background (on `only`, or on every instance).
+    fn abandon(
         &self,
         keys: &Arc<LockKeys>,
         token: &OwnerToken,
-    ) -> Result<(AcquireReply, Instant)> {
-        let server = &self.client.shared.server;
-        let mut backoff = Duration::from_millis(50);
-        let mut tries = 0;
-        loop {
-            let sent_at = Instant::now();
-            match protocol::acquire(server, keys, token, self.ttl).await {
-                Ok(reply) => return Ok((reply, sent_at)),
-                Err(err) if crate::connection::is_unreachable(&err) && tries < 2 => {
-                    tracing::debug!(lock = %self.name, %err, "acquire failed; retrying with the same token");
-                    tries += 1;
-                    tokio::time::sleep(backoff).await;
-                    backoff *= 4;
-                }
-                Err(err) => {
-                    if crate::connection::is_unreachable(&err) {
-                        // The request may have been applied: give it back in the background.
-                        self.abandon(keys, token);
-                    }
-                    return Err(server.error(&self.name, "acquire", err));
-                }
-            }
-        }
-    }
-
-    /// Releases `token`'s hold on the lock in the background.
-    fn abandon(&self, keys: &Arc<LockKeys>, token: &OwnerToken) {
-        let shared = &self.client.shared;
-        shared.watchdog.send(Command::Release {
+        fence: Option<u64>,
+        only: Option<Vec<usize>>,
+    ) {
+        self.client.shared.watchdog.send(Command::Release {
             id: None,
             lock: Abandoned {
                 name: Arc::from(self.name.as_str()),
                 keys: Arc::clone(keys),
                 token: token.clone(),
+                fence,
+                only,
             },
         });
     }
@@ -287,6 +385,7 @@ impl LockRequest {
                     name: name.clone(),
                     keys: keys.clone(),
                     token: token.clone(),
+                    fence,
                     lease: lease.clone(),
                     hold_until: self.max_hold.and_then(|limit| started.checked_add(limit)),
                 },
@@ -296,6 +395,61 @@ impl LockRequest {
         tracing::debug!(lock = %name, fence, "lock acquired");
         LockGuard::new(self.client, name, keys, token, fence, lease, renewal_id)
     }
+}
+
+fn is_grant(answer: &Answer<AcquireReply>) -> bool {
+    matches!(answer, Some(Ok(AcquireReply::Granted { .. })))
+}
+
+/// Releases `token`'s hold on `only` (or every) instance, raising each fence key to at least
+/// `fence` first; waits for every answer (each bounded by `limit`). This is how every hold is
+/// released: by its guard, by a dropped guard in the background, and by a lost acquisition
+/// round giving back its partial grants.
+pub(crate) async fn release_on(
+    instances: &Instances,
+    keys: &LockKeys,
+    token: &OwnerToken,
+    fence: Option<u64>,
+    only: Option<&[usize]>,
+    limit: Duration,
+) -> Vec<Answer<bool>> {
+    instances
+        .on_all(
+            only,
+            |server| protocol::release(server, keys, token, fence, limit),
+            |_| false,
+        )
+        .await
+}
+
+/// Puts `token`'s hold back, in the background, on the instances in `missing` (over Redlock,
+/// after a renewal found their key gone while a majority still held it). Safe with fencing: it
+/// only ever fills an empty key with the current holder's own value (never takes a lock held by
+/// anyone else), and it raises the instance's fence key to the holder's fence, so an instance
+/// that restarted empty stops handing out fences below it.
+pub(crate) fn reassert_in_background(
+    instances: Arc<Instances>,
+    keys: Arc<LockKeys>,
+    token: OwnerToken,
+    fence: u64,
+    ttl: Duration,
+    missing: Vec<usize>,
+) {
+    tokio::spawn(async move {
+        let limit = instances.limit(ttl);
+        let answers = instances
+            .on_all(
+                Some(&missing),
+                |server| protocol::reassert(server, &keys, &token, fence, ttl, limit),
+                |_| false,
+            )
+            .await;
+        let restored = answers
+            .iter()
+            .filter(|a| matches!(a, Some(Ok(true))))
+            .count();
+        tracing::debug!(lock = %keys.lock, restored, "re-asserted the hold on instances that had lost it");
+    });
 }
 
 /// Checks a lease length.
@@ -315,15 +469,11 @@ pub(crate) fn validate_ttl(name: &str, ttl: Duration) -> Result<()> {
     Ok(())
 }
 
-/// A random delay of up to 1/16 of the holder's remaining lease, at most 10 ms.
-fn jitter(remaining: Option<Duration>) -> Duration {
-    let cap = remaining
-        .unwrap_or_default()
-        .div_f64(16.0)
-        .min(Duration::from_millis(10));
-    let mut byte = [0u8; 2];
-    if getrandom::fill(&mut byte).is_err() {
+/// A random duration in `[0, cap]`.
+fn random_up_to(cap: Duration) -> Duration {
+    let mut bytes = [0u8; 2];
+    if getrandom::fill(&mut bytes).is_err() {
         return cap / 2;
     }
-    cap.mul_f64(f64::from(u16::from_le_bytes(byte)) / f64::from(u16::MAX))
+    cap.mul_f64(f64::from(u16::from_le_bytes(bytes)) / f64::from(u16::MAX))
 }

@@ -15,6 +15,7 @@ static ACQUIRE: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("ac
 static RELEASE: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("release.lua")));
 static EXTEND: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("extend.lua")));
 static INSPECT: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("inspect.lua")));
+static REASSERT: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("reassert.lua")));
 static FORCE_RELEASE: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("force_release.lua")));
 
@@ -39,6 +40,7 @@ pub(crate) async fn acquire(
     keys: &LockKeys,
     token: &OwnerToken,
     ttl: Duration,
+    limit: Duration,
 ) -> redis::RedisResult<AcquireReply> {
     let mut invocation = ACQUIRE.prepare_invoke();
     invocation
@@ -46,7 +48,7 @@ pub(crate) async fn acquire(
         .key(&keys.fence)
         .arg(token.as_str())
         .arg(lease_millis(ttl));
-    let reply: Vec<Value> = server.invoke(&invocation).await?;
+    let reply: Vec<Value> = server.invoke(&invocation, limit).await?;
     match reply.as_slice() {
         [Value::Int(1), fence] => Ok(AcquireReply::Granted {
             fence: as_u64(fence)?,
@@ -62,35 +64,83 @@ pub(crate) async fn acquire(
     }
 }
 
-/// Deletes the lock if `token` holds it, publishing on the release channel. True if it was held.
+/// Deletes the lock if `token` holds it, raising the fence key to at least `fence` and
+/// publishing on the release channel. True if it was held.
 pub(crate) async fn release(
     server: &Server,
     keys: &LockKeys,
     token: &OwnerToken,
+    fence: Option<u64>,
+    limit: Duration,
 ) -> redis::RedisResult<bool> {
     let mut invocation = RELEASE.prepare_invoke();
     invocation
         .key(&keys.lock)
+        .key(&keys.fence)
         .arg(token.as_str())
-        .arg(&keys.channel);
-    let released: i64 = server.invoke(&invocation).await?;
+        .arg(&keys.channel)
+        .arg(fence.map(|f| f.to_string()).unwrap_or_default());
+    let released: i64 = server.invoke(&invocation, limit).await?;
     Ok(released == 1)
 }
 
-/// Re-arms the lease to `ttl` if `token` holds the lock. True if it was held.
+/// What an extend found on one instance.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Extended {
+    /// The lease was re-armed.
+    Yes,
+    /// The key is gone (expired, deleted, or the instance lost its data).
+    Missing,
+    /// Someone else (or something else) is at the key.
+    Taken,
+}
+
+impl Extended {
+    fn from_reply(reply: i64) -> Self {
+        match reply {
+            1 => Extended::Yes,
+            0 => Extended::Missing,
+            _ => Extended::Taken,
+        }
+    }
+}
+
+/// Re-arms the lease to `ttl` if `token` holds the lock.
 pub(crate) async fn extend(
     server: &Server,
     keys: &LockKeys,
     token: &OwnerToken,
     ttl: Duration,
-) -> redis::RedisResult<bool> {
+    limit: Duration,
+) -> redis::RedisResult<Extended> {
     let mut invocation = EXTEND.prepare_invoke();
     invocation
         .key(&keys.lock)
         .arg(token.as_str())
         .arg(lease_millis(ttl));
-    let extended: i64 = server.invoke(&invocation).await?;
-    Ok(extended == 1)
+    let reply: i64 = server.invoke(&invocation, limit).await?;
+    Ok(Extended::from_reply(reply))
+}
+
+/// Puts `token`'s hold back on an instance whose key is gone (over Redlock, while the owner still
+/// holds a majority). True if it was put back.
+pub(crate) async fn reassert(
+    server: &Server,
+    keys: &LockKeys,
+    token: &OwnerToken,
+    fence: u64,
+    ttl: Duration,
+    limit: Duration,
+) -> redis::RedisResult<bool> {
+    let mut invocation = REASSERT.prepare_invoke();
+    invocation
+        .key(&keys.lock)
+        .key(&keys.fence)
+        .arg(token.as_str())
+        .arg(lease_millis(ttl))
+        .arg(fence);
+    let reply: i64 = server.invoke(&invocation, limit).await?;
+    Ok(reply == 1)
 }
 
 /// One lease to re-arm in a batch.
@@ -101,13 +151,13 @@ pub(crate) struct ExtendItem<'a> {
 }
 
 /// Re-arms many leases in one round trip (a pipeline of the extend script). Each item gets its
-/// own answer: held (true), not held (false), or an error. The whole call fails only when the
-/// pipeline itself does (the server is unreachable).
+/// own answer or error. The whole call fails only when the pipeline itself does (the server is
+/// unreachable).
 pub(crate) async fn extend_many(
     server: &Server,
     items: &[ExtendItem<'_>],
     limit: Duration,
-) -> redis::RedisResult<Vec<redis::RedisResult<bool>>> {
+) -> redis::RedisResult<Vec<redis::RedisResult<Extended>>> {
     let build = || {
         let mut pipe = redis::pipe();
         pipe.ignore_errors();
@@ -130,10 +180,13 @@ pub(crate) async fn extend_many(
         // The server lost its script cache (restart, failover, SCRIPT FLUSH): load and resend.
         let mut load = redis::cmd("SCRIPT");
         load.arg("LOAD").arg(include_str!("extend.lua"));
-        let _: String = server.command(&load).await?;
+        let _: String = server.command(&load, limit).await?;
         replies = server.pipeline(&build(), limit).await?;
     }
-    Ok(replies.into_iter().map(|r| r.map(|n| n == 1)).collect())
+    Ok(replies
+        .into_iter()
+        .map(|r| r.map(Extended::from_reply))
+        .collect())
 }
 
 /// A lock's state as stored in Redis.
@@ -153,10 +206,14 @@ pub(crate) enum StoredState {
     },
 }
 
-pub(crate) async fn inspect(server: &Server, keys: &LockKeys) -> redis::RedisResult<StoredState> {
+pub(crate) async fn inspect(
+    server: &Server,
+    keys: &LockKeys,
+    limit: Duration,
+) -> redis::RedisResult<StoredState> {
     let mut invocation = INSPECT.prepare_invoke();
     invocation.key(&keys.lock).key(&keys.fence);
-    let reply: Vec<Value> = server.invoke(&invocation).await?;
+    let reply: Vec<Value> = server.invoke(&invocation, limit).await?;
     match reply.as_slice() {
         [Value::Int(1), value, Value::Int(pttl), fence] => {
             let value = as_string(value)?;
@@ -186,10 +243,11 @@ pub(crate) enum ForceReleaseReply {
 pub(crate) async fn force_release(
     server: &Server,
     keys: &LockKeys,
+    limit: Duration,
 ) -> redis::RedisResult<ForceReleaseReply> {
     let mut invocation = FORCE_RELEASE.prepare_invoke();
     invocation.key(&keys.lock).arg(&keys.channel);
-    let reply: Vec<Value> = server.invoke(&invocation).await?;
+    let reply: Vec<Value> = server.invoke(&invocation, limit).await?;
     match reply.as_slice() {
         [Value::Int(1)] => Ok(ForceReleaseReply::Released),
         [Value::Int(0)] => Ok(ForceReleaseReply::WasFree),
@@ -244,9 +302,11 @@ mod tests {
     use super::*;
     use fencelock_testkit::RedisServer;
 
+    const LIMIT: Duration = Duration::from_secs(2);
+
     fn server_for(redis: &RedisServer) -> Server {
         let client = redis::Client::open(redis.url()).unwrap();
-        Server::new(client, Duration::from_secs(2)).unwrap()
+        Server::new(client, LIMIT).unwrap()
     }
 
     #[tokio::test]
@@ -255,7 +315,7 @@ mod tests {
         let server = server_for(&redis);
         let keys = LockKeys::new("fencelock", "idem");
         let token = OwnerToken::generate().unwrap();
-        let first = acquire(&server, &keys, &token, Duration::from_secs(1))
+        let first = acquire(&server, &keys, &token, Duration::from_secs(1), LIMIT)
             .await
             .unwrap();
         let AcquireReply::Granted { fence } = first else {
@@ -264,7 +324,7 @@ mod tests {
         // A retry with the same token (as after a lost reply) confirms the same fence and
         // re-arms the lease.
         redis.cmd(&["PEXPIRE", &keys.lock, "100"]).unwrap();
-        let again = acquire(&server, &keys, &token, Duration::from_secs(5))
+        let again = acquire(&server, &keys, &token, Duration::from_secs(5), LIMIT)
             .await
             .unwrap();
         assert_eq!(again, AcquireReply::Granted { fence });
@@ -274,7 +334,7 @@ mod tests {
         assert!(pttl > 4000, "lease not re-armed: {pttl}");
         // Another token is refused and told the remaining lease.
         let other = OwnerToken::generate().unwrap();
-        let held = acquire(&server, &keys, &other, Duration::from_secs(1))
+        let held = acquire(&server, &keys, &other, Duration::from_secs(1), LIMIT)
             .await
             .unwrap();
         assert!(
@@ -282,9 +342,17 @@ mod tests {
             "{held:?}"
         );
         // Only the owner's token releases; the fence key stays.
-        assert!(!release(&server, &keys, &other).await.unwrap());
-        assert!(release(&server, &keys, &token).await.unwrap());
-        assert!(!release(&server, &keys, &token).await.unwrap());
+        assert!(!release(&server, &keys, &other, None, LIMIT).await.unwrap());
+        assert!(
+            release(&server, &keys, &token, Some(fence), LIMIT)
+                .await
+                .unwrap()
+        );
+        assert!(
+            !release(&server, &keys, &token, Some(fence), LIMIT)
+                .await
+                .unwrap()
+        );
         let mut left = redis.keys().unwrap();
         left.sort();
         assert_eq!(left, vec![keys.fence.clone()]);
@@ -297,7 +365,7 @@ mod tests {
         let held = LockKeys::new("fencelock", "held");
         let gone = LockKeys::new("fencelock", "gone");
         let token = OwnerToken::generate().unwrap();
-        acquire(&server, &held, &token, Duration::from_millis(500))
+        acquire(&server, &held, &token, Duration::from_millis(500), LIMIT)
             .await
             .unwrap();
         redis.script_flush().unwrap();
@@ -316,8 +384,8 @@ mod tests {
         let replies = extend_many(&server, &items, Duration::from_secs(2))
             .await
             .unwrap();
-        let replies: Vec<bool> = replies.into_iter().map(Result::unwrap).collect();
-        assert_eq!(replies, vec![true, false]);
+        let replies: Vec<Extended> = replies.into_iter().map(Result::unwrap).collect();
+        assert_eq!(replies, vec![Extended::Yes, Extended::Missing]);
         assert!(redis.keys().unwrap().iter().all(|k| !k.contains("gone")));
     }
 }

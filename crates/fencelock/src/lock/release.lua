@@ -1,9 +1,19 @@
 -- Release the lock only if this owner holds it, and tell waiters.
--- KEYS[1] the lock key; ARGV[1] the owner token, ARGV[2] the release channel
+-- KEYS[1] the lock key, KEYS[2] the fence key
+-- ARGV[1] the owner token, ARGV[2] the release channel, ARGV[3] the fence the owner was given
 -- Reply: 1 released, 0 not held by this owner (nothing touched)
+--
+-- Before the key goes, the fence key is raised to at least the owner's fence. Over Redlock the
+-- owner's fence is the largest of its majority's; writing it back on every instance it held means
+-- that whichever majority takes the lock next contains an instance that knows it.
 local value = redis.pcall('get', KEYS[1])
 local mine = ARGV[1] .. ':'
 if type(value) == 'string' and string.sub(value, 1, #mine) == mine then
+  local last = redis.pcall('get', KEYS[2])
+  local fence = tonumber(ARGV[3])
+  if fence and (last == false or (tonumber(last) and tonumber(last) < fence)) then
+    redis.call('set', KEYS[2], ARGV[3])
+  end
   redis.call('del', KEYS[1])
   redis.call('publish', ARGV[2], 'released')
   return 1

@@ -1,0 +1,215 @@
+//! The instances a client talks to, and the quorum logic every operation goes through.
+//!
+//! One instance is the plain single-server lock. N independent instances are Redlock: an
+//! operation is sent to every instance at once, each call bounded by a per-instance time limit
+//! that is small next to the lease, and the outcome is decided as soon as it is known — a
+//! majority agreed, or a majority can no longer agree. The same code serves both: with one
+//! instance the majority is that instance.
+//!
+//! Fencing over a quorum: an acquisition's fence is the largest of the fences its granting
+//! majority handed out, and a release writes that fence back (as a floor) on every instance
+//! before deleting the key. Any later majority shares an instance with this one; it takes the
+//! lock there only after the key went away — by that release (which raised the fence key first),
+//! or by expiry at least a lease later (when the fence's server-clock term has moved past it) —
+//! so the next fence is larger. This holds as long as instances keep their data, or a restarted
+//! instance stays out for at least the longest lease, and instance clocks agree to within a
+//! lease.
+
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use futures_util::stream::FuturesUnordered;
+
+use crate::connection::{Server, is_unreachable};
+use crate::error::Error;
+use crate::notify::{ReleaseNotifier, Subscription};
+
+/// The servers of one client.
+pub(crate) struct Instances {
+    servers: Vec<Server>,
+    notifiers: Vec<ReleaseNotifier>,
+    command_timeout: Duration,
+    instance_timeout: Option<Duration>,
+}
+
+/// What one instance answered (or that it did not answer before the outcome was decided).
+pub(crate) type Answer<T> = Option<redis::RedisResult<T>>;
+
+impl Instances {
+    /// Sets up connections and release listeners; must run inside a Tokio runtime.
+    pub(crate) fn new(
+        clients: Vec<redis::Client>,
+        command_timeout: Duration,
+        instance_timeout: Option<Duration>,
+    ) -> redis::RedisResult<Self> {
+        let mut servers = Vec::with_capacity(clients.len());
+        let mut notifiers = Vec::with_capacity(clients.len());
+        for client in clients {
+            servers.push(Server::new(client.clone(), command_timeout)?);
+            notifiers.push(ReleaseNotifier::start(client, command_timeout));
+        }
+        Ok(Instances {
+            servers,
+            notifiers,
+            command_timeout,
+            instance_timeout,
+        })
+    }
+
+    pub(crate) fn servers(&self) -> &[Server] {
+        &self.servers
+    }
+
+    pub(crate) fn is_single(&self) -> bool {
+        self.servers.len() == 1
+    }
+
+    /// How many instances make a majority.
+    pub(crate) fn quorum(&self) -> usize {
+        self.servers.len() / 2 + 1
+    }
+
+    /// The time limit for one call to one instance, for a lease of `ttl`: the command timeout
+    /// for a single instance; over Redlock the configured instance timeout, or 5 % of the lease
+    /// (at least 5 ms, at most the command timeout).
+    pub(crate) fn limit(&self, ttl: Duration) -> Duration {
+        if self.is_single() {
+            return self.command_timeout;
+        }
+        self.instance_timeout
+            .unwrap_or_else(|| (ttl / 20).max(Duration::from_millis(5)))
+            .min(self.command_timeout)
+    }
+
+    pub(crate) fn command_timeout(&self) -> Duration {
+        self.command_timeout
+    }
+
+    /// The servers as a list for messages: `a:1, b:2`.
+    pub(crate) fn describe(&self) -> String {
+        let addrs: Vec<&str> = self.servers.iter().map(|s| s.addr.as_str()).collect();
+        addrs.join(", ")
+    }
+
+    /// Runs `op` on every instance (or on those in `only`) at once, and returns as soon as
+    /// `decided` says the answers so far settle the outcome. Instances that had not answered are
+    /// `None`; their requests may still reach the server.
+    pub(crate) async fn on_all<'a, T, F, Fut>(
+        &'a self,
+        only: Option<&[usize]>,
+        op: F,
+        mut decided: impl FnMut(&[Answer<T>]) -> bool,
+    ) -> Vec<Answer<T>>
+    where
+        F: Fn(&'a Server) -> Fut,
+        Fut: Future<Output = redis::RedisResult<T>> + 'a,
+    {
+        let mut answers: Vec<Answer<T>> = self.servers.iter().map(|_| None).collect();
+        let mut pending: FuturesUnordered<_> = self
+            .servers
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| only.is_none_or(|only| only.contains(i)))
+            .map(|(i, server)| {
+                let call = op(server);
+                async move { (i, call.await) }
+            })
+            .collect();
+        while let Some((i, answer)) = pending.next().await {
+            if let Some(slot) = answers.get_mut(i) {
+                *slot = Some(answer);
+            }
+            if decided(&answers) {
+                break;
+            }
+        }
+        answers
+    }
+
+    /// Registers a waiter for `channel` on every instance, and waits (at most `limit`) for the
+    /// servers to confirm. Instances that do not confirm in time are still listened to once
+    /// their connection works.
+    pub(crate) async fn subscribe(&self, channel: &str, limit: Duration) -> Subscriptions {
+        let mut subscriptions = Vec::with_capacity(self.notifiers.len());
+        let mut confirmations = Vec::with_capacity(self.notifiers.len());
+        for notifier in &self.notifiers {
+            let (subscription, confirmed) = notifier.subscribe(channel);
+            subscriptions.push(subscription);
+            confirmations.push(confirmed);
+        }
+        let all = futures_util::future::join_all(confirmations);
+        if tokio::time::timeout(limit, all).await.is_err() {
+            tracing::debug!(channel, "some release subscriptions are not confirmed yet");
+        }
+        Subscriptions(subscriptions)
+    }
+
+    /// The error for an operation that could not gather a majority because instances failed,
+    /// or, with a single instance, that instance's own error.
+    pub(crate) fn failure<T>(
+        &self,
+        lock: &str,
+        command: &'static str,
+        answers: Vec<Answer<T>>,
+        agreed: usize,
+        refused: usize,
+    ) -> Error {
+        if self.is_single() {
+            let err = answers.into_iter().flatten().find_map(Result::err);
+            return match err {
+                Some(err) => self.servers[0].error(lock, command, err),
+                None => Error::NoQuorum {
+                    lock: lock.to_owned(),
+                    command,
+                    agreed,
+                    needed: 1,
+                    total: 1,
+                    details: format!("{} did not answer", self.servers[0].addr),
+                },
+            };
+        }
+        let mut details = Vec::new();
+        for (server, answer) in self.servers.iter().zip(&answers) {
+            match answer {
+                None => details.push(format!("{} did not answer in time", server.addr)),
+                Some(Err(err)) => details.push(format!("{} {}", server.addr, describe(err))),
+                Some(Ok(_)) => {}
+            }
+        }
+        if refused > 0 {
+            details.push(format!("{refused} held by another owner"));
+        }
+        Error::NoQuorum {
+            lock: lock.to_owned(),
+            command,
+            agreed,
+            needed: self.quorum(),
+            total: self.servers.len(),
+            details: details.join(", "),
+        }
+    }
+}
+
+/// A short description of why one instance failed.
+fn describe(err: &redis::RedisError) -> String {
+    if err.is_timeout() {
+        "timed out".into()
+    } else if err.is_connection_refusal() {
+        "refused the connection".into()
+    } else if is_unreachable(err) {
+        format!("is unreachable ({err})")
+    } else {
+        format!("answered an error ({err})")
+    }
+}
+
+/// A waiter's subscriptions to one lock's release channel on every instance.
+pub(crate) struct Subscriptions(Vec<Subscription>);
+
+impl Subscriptions {
+    /// Resolves at a release message from any instance.
+    pub(crate) async fn released(&self) {
+        let waits = self.0.iter().map(|s| Box::pin(s.released()));
+        futures_util::future::select_all(waits).await;
+    }
+}
