@@ -272,12 +272,12 @@ impl Client {
     pub async fn inspect(&self, name: &str) -> Result<LockInfo> {
         keys::validate_name(name)?;
         let instances = &self.shared.instances;
-        let keys = self.shared.keys(name);
+        let keys = Arc::new(self.shared.keys(name));
         let limit = instances.command_timeout();
         let answers = instances
             .on_all(
                 None,
-                |server| protocol::inspect(server, &keys, limit),
+                |server| protocol::inspect(server.clone(), keys.clone(), limit),
                 |_| false,
             )
             .await;
@@ -354,12 +354,12 @@ impl Client {
     pub async fn force_release(&self, name: &str) -> Result<bool> {
         keys::validate_name(name)?;
         let instances = &self.shared.instances;
-        let keys = self.shared.keys(name);
+        let keys = Arc::new(self.shared.keys(name));
         let limit = instances.command_timeout();
         let answers = instances
             .on_all(
                 None,
-                |server| protocol::force_release(server, &keys, limit),
+                |server| protocol::force_release(server.clone(), keys.clone(), limit),
                 |_| false,
             )
             .await;

@@ -92,27 +92,45 @@ impl Instances {
     }
 
     /// Runs `op` on every instance (or on those in `only`) at once, and returns as soon as
-    /// `decided` says the answers so far settle the outcome. Instances that had not answered are
-    /// `None`; their requests may still reach the server.
-    pub(crate) async fn on_all<'a, T, F, Fut>(
-        &'a self,
+    /// `decided` says the answers so far settle the outcome. Instances that had not answered by
+    /// then are `None`; over Redlock their calls run on as tasks, so every instance still gets
+    /// the request (and the caller does not wait for it).
+    pub(crate) async fn on_all<T, F, Fut>(
+        &self,
         only: Option<&[usize]>,
         op: F,
         mut decided: impl FnMut(&[Answer<T>]) -> bool,
     ) -> Vec<Answer<T>>
     where
-        F: Fn(&'a Server) -> Fut,
-        Fut: Future<Output = redis::RedisResult<T>> + 'a,
+        F: Fn(&Server) -> Fut,
+        Fut: Future<Output = redis::RedisResult<T>> + Send + 'static,
+        T: Send + 'static,
     {
         let mut answers: Vec<Answer<T>> = self.servers.iter().map(|_| None).collect();
-        let mut pending: FuturesUnordered<_> = self
+        let selected = self
             .servers
             .iter()
             .enumerate()
-            .filter(|(i, _)| only.is_none_or(|only| only.contains(i)))
+            .filter(|(i, _)| only.is_none_or(|only| only.contains(i)));
+        if self.is_single() {
+            for (i, server) in selected {
+                answers[i] = Some(op(server).await);
+            }
+            return answers;
+        }
+        let mut pending: FuturesUnordered<_> = selected
             .map(|(i, server)| {
-                let call = op(server);
-                async move { (i, call.await) }
+                let task = tokio::spawn(op(server));
+                async move {
+                    let answer = task.await.unwrap_or_else(|e| {
+                        Err(redis::RedisError::from((
+                            redis::ErrorKind::Client,
+                            "instance call task failed",
+                            e.to_string(),
+                        )))
+                    });
+                    (i, answer)
+                }
             })
             .collect();
         while let Some((i, answer)) = pending.next().await {

@@ -6,7 +6,7 @@ use std::fmt;
 ///
 /// Its `Debug` output shows only a short prefix, so that logs do not carry whole tokens.
 #[derive(Clone, PartialEq, Eq)]
-pub(crate) struct OwnerToken(String);
+pub(crate) struct OwnerToken(std::sync::Arc<str>);
 
 impl OwnerToken {
     /// A fresh token: 16 bytes from the OS CSPRNG, as 32 lowercase hex digits.
@@ -18,7 +18,7 @@ impl OwnerToken {
             hex.push(char::from(HEX[usize::from(b >> 4)]));
             hex.push(char::from(HEX[usize::from(b & 0x0f)]));
         }
-        Ok(OwnerToken(hex))
+        Ok(OwnerToken(hex.into()))
     }
 
     pub(crate) fn as_str(&self) -> &str {

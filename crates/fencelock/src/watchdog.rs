@@ -185,12 +185,12 @@ async fn renew_due(
         .limit(shortest_ttl)
         .min(earliest_deadline.saturating_duration_since(now))
         .max(Duration::from_millis(1));
-    let items: Vec<ExtendItem<'_>> = batch
+    let items: Arc<[ExtendItem]> = batch
         .iter()
         .filter_map(|(id, ttl, _)| {
             entries.get(id).map(|e| ExtendItem {
-                key: &e.renewal.keys.lock,
-                token: &e.renewal.token,
+                keys: e.renewal.keys.clone(),
+                token: e.renewal.token.clone(),
                 ttl: *ttl,
             })
         })
@@ -199,11 +199,10 @@ async fn renew_due(
     let per_instance = instances
         .on_all(
             None,
-            |server| protocol::extend_many(server, &items, limit),
+            |server| protocol::extend_many(server.clone(), items.clone(), limit),
             |_| false,
         )
         .await;
-    drop(items);
 
     let total = instances.servers().len();
     let quorum = instances.quorum();
@@ -299,6 +298,7 @@ async fn release_abandoned(instances: Arc<Instances>, lock: Abandoned) {
             lock.fence,
             pending.as_deref(),
             limit,
+            false,
         )
         .await;
         let failed: Vec<usize> = answers

@@ -126,7 +126,15 @@ impl LockGuard {
         let answers = instances
             .on_all(
                 None,
-                |server| protocol::extend(server, &self.keys, &self.token, ttl, limit),
+                |server| {
+                    protocol::extend(
+                        server.clone(),
+                        self.keys.clone(),
+                        self.token.clone(),
+                        ttl,
+                        limit,
+                    )
+                },
                 |answers| {
                     let yes = answers
                         .iter()
@@ -200,6 +208,7 @@ impl LockGuard {
             Some(self.fence),
             None,
             limit,
+            true,
         )
         .await;
         mark_lost(&self.lease, LostReason::Released);
@@ -217,7 +226,7 @@ impl LockGuard {
         if failed.is_empty() {
             return Ok(released >= instances.quorum());
         }
-        // Some instances did not answer: keep trying there in the background.
+        // Some instances did not answer (or were not waited for): finish there in the background.
         self.release_in_background(None, Some(failed.clone()));
         if released >= instances.quorum() {
             Ok(true)

@@ -75,9 +75,22 @@ enum Round {
     Contended {
         remaining: Option<Duration>,
         split: bool,
+        give_back: GiveBack,
     },
     /// Too many instances failed for a majority; the error says which and how.
-    Failed { error: Error, unreachable: bool },
+    Failed {
+        error: Error,
+        unreachable: bool,
+        give_back: GiveBack,
+    },
+}
+
+/// The instances where a lost round may have been granted to its token: those that granted,
+/// and those whose answer is unknown (failed or not waited for; the request may still apply).
+#[derive(Default)]
+struct GiveBack {
+    granted: Vec<usize>,
+    unknown: Vec<usize>,
 }
 
 impl LockRequest {
@@ -174,22 +187,37 @@ impl LockRequest {
                     // The grant came so late that the lease may already be over: useless.
                     tracing::debug!(lock = %self.name, "grant arrived after its own deadline; giving it back");
                     self.abandon(&keys, &token, Some(fence), None);
-                    // A retry with the same token would be confirmed by the idempotent acquire
-                    // and then deleted by the background release: use a new one.
                     token = self.new_token()?;
                     (Some(Duration::ZERO), true)
                 }
-                Round::Contended { remaining, split } => (remaining, split),
-                Round::Failed { error, unreachable } => {
-                    // Unreachable instances may come back at once (a reconnection); the acquire
-                    // is idempotent for this token, so retrying it is safe.
-                    if !unreachable || retries >= 2 {
-                        return Err(error);
+                Round::Failed {
+                    error,
+                    unreachable,
+                    give_back,
+                } => {
+                    // Unreachable instances may come back at once (a reconnection). The acquire
+                    // is idempotent for one token, so the retry reuses it, and nothing is given
+                    // back in between: a release still in flight could otherwise delete what
+                    // the retry is granted.
+                    if unreachable && retries < 2 {
+                        retries += 1;
+                        tracing::debug!(lock = %self.name, %error, "acquire failed; retrying with the same token");
+                        tokio::time::sleep(Duration::from_millis(50) * 4u32.pow(retries - 1)).await;
+                        continue;
                     }
-                    retries += 1;
-                    tracing::debug!(lock = %self.name, %error, "acquire failed; retrying with the same token");
-                    tokio::time::sleep(Duration::from_millis(50) * 4u32.pow(retries - 1)).await;
-                    continue;
+                    self.give_back(&shared, &keys, &token, give_back).await;
+                    return Err(error);
+                }
+                Round::Contended {
+                    remaining,
+                    split,
+                    give_back,
+                } => {
+                    if self.give_back(&shared, &keys, &token, give_back).await {
+                        // Releases of this token may still be in flight: never reuse it.
+                        token = self.new_token()?;
+                    }
+                    (remaining, split)
                 }
             };
             let now = Instant::now();
@@ -261,7 +289,7 @@ impl LockRequest {
         let answers = instances
             .on_all(
                 None,
-                |server| protocol::acquire(server, keys, token, ttl, limit),
+                |server| protocol::acquire(server.clone(), keys.clone(), token.clone(), ttl, limit),
                 |answers| {
                     let granted = answers.iter().filter(|a| is_grant(a)).count();
                     let against = answers
@@ -280,13 +308,13 @@ impl LockRequest {
         let mut failed = 0;
         let mut unreachable = true;
         let mut foreign = None;
-        let mut give_back = Vec::new();
+        let mut give_back_at = Vec::new();
         for (i, answer) in answers.iter().enumerate() {
             match answer {
                 Some(Ok(AcquireReply::Granted { fence: f })) => {
                     granted += 1;
                     fence = fence.max(Some(*f));
-                    give_back.push(i);
+                    give_back_at.push(i);
                 }
                 Some(Ok(AcquireReply::Held { remaining: Some(r) })) => {
                     refused += 1;
@@ -301,35 +329,24 @@ impl LockRequest {
                 Some(Err(err)) => {
                     failed += 1;
                     unreachable &= is_unreachable(err);
-                    give_back.push(i);
+                    give_back_at.push(i);
                 }
-                None => give_back.push(i),
+                None => give_back_at.push(i),
             }
         }
         if let (true, Some(fence)) = (granted >= quorum, fence) {
             return Ok(Round::Won { fence, sent_at });
         }
-        // Not won: release wherever the lock may have been granted to this token — also where
-        // the request failed or was not answered, since it may still have been applied.
-        if !give_back.is_empty() {
-            let answered: Vec<usize> = give_back
-                .iter()
-                .copied()
-                .filter(|i| matches!(answers.get(*i), Some(Some(Ok(_)))))
-                .collect();
-            let unknown: Vec<usize> = give_back
-                .iter()
-                .copied()
-                .filter(|i| !answered.contains(i))
-                .collect();
-            if !answered.is_empty() {
-                release_on(instances, keys, token, None, Some(&answered), limit).await;
-            }
-            if !unknown.is_empty() {
-                self.abandon(keys, token, None, Some(unknown));
+        let mut give_back = GiveBack::default();
+        for i in give_back_at {
+            if matches!(answers.get(i), Some(Some(Ok(_)))) {
+                give_back.granted.push(i);
+            } else {
+                give_back.unknown.push(i);
             }
         }
         if let Some((key, found)) = foreign {
+            self.give_back(shared, keys, token, give_back).await;
             return Err(Error::WrongType {
                 lock: self.name.clone(),
                 key,
@@ -338,12 +355,48 @@ impl LockRequest {
         }
         if failed > total - quorum {
             let error = instances.failure(&self.name, "acquire", answers, granted, refused);
-            return Ok(Round::Failed { error, unreachable });
+            return Ok(Round::Failed {
+                error,
+                unreachable,
+                give_back,
+            });
         }
         Ok(Round::Contended {
             remaining,
             split: granted > 0,
+            give_back,
         })
+    }
+
+    /// Gives back what a lost round may hold: releases where it was granted (waiting for the
+    /// answers, so the lock is free for others at once) and, in the background, where the
+    /// outcome is unknown. Returns whether anything was given back.
+    async fn give_back(
+        &self,
+        shared: &Shared,
+        keys: &Arc<LockKeys>,
+        token: &OwnerToken,
+        give_back: GiveBack,
+    ) -> bool {
+        let GiveBack { granted, unknown } = give_back;
+        let gave = !granted.is_empty() || !unknown.is_empty();
+        if !granted.is_empty() {
+            let limit = shared.instances.limit(self.ttl);
+            release_on(
+                &shared.instances,
+                keys,
+                token,
+                None,
+                Some(&granted),
+                limit,
+                false,
+            )
+            .await;
+        }
+        if !unknown.is_empty() {
+            self.abandon(keys, token, None, Some(unknown));
+        }
+        gave
     }
 
     /// Releases `token`'s hold in the background (on `only`, or on every instance).
@@ -402,22 +455,32 @@ fn is_grant(answer: &Answer<AcquireReply>) -> bool {
 }
 
 /// Releases `token`'s hold on `only` (or every) instance, raising each fence key to at least
-/// `fence` first; waits for every answer (each bounded by `limit`). This is how every hold is
-/// released: by its guard, by a dropped guard in the background, and by a lost acquisition
-/// round giving back its partial grants.
+/// `fence` first. Each call is bounded by `limit`; with `until_majority`, it returns as soon as a
+/// majority released (the caller then finishes the rest in the background), otherwise it waits
+/// for every answer. This is how every hold is released: by its guard, by a dropped guard in the
+/// background, and by a lost acquisition round giving back its partial grants.
 pub(crate) async fn release_on(
     instances: &Instances,
-    keys: &LockKeys,
+    keys: &Arc<LockKeys>,
     token: &OwnerToken,
     fence: Option<u64>,
     only: Option<&[usize]>,
     limit: Duration,
+    until_majority: bool,
 ) -> Vec<Answer<bool>> {
+    let quorum = instances.quorum();
     instances
         .on_all(
             only,
-            |server| protocol::release(server, keys, token, fence, limit),
-            |_| false,
+            |server| protocol::release(server.clone(), keys.clone(), token.clone(), fence, limit),
+            |answers| {
+                until_majority
+                    && answers
+                        .iter()
+                        .filter(|a| matches!(a, Some(Ok(true))))
+                        .count()
+                        >= quorum
+            },
         )
         .await
 }
@@ -440,7 +503,16 @@ pub(crate) fn reassert_in_background(
         let answers = instances
             .on_all(
                 Some(&missing),
-                |server| protocol::reassert(server, &keys, &token, fence, ttl, limit),
+                |server| {
+                    protocol::reassert(
+                        server.clone(),
+                        keys.clone(),
+                        token.clone(),
+                        fence,
+                        ttl,
+                        limit,
+                    )
+                },
                 |_| false,
             )
             .await;

@@ -2,7 +2,7 @@
 //! (re-loaded transparently when the server answers `NOSCRIPT`). This is the one place that says
 //! how a lock is acquired, released, extended and inspected.
 
-use std::sync::LazyLock;
+use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
 use redis::{RedisError, Script, Value};
@@ -36,9 +36,9 @@ pub(crate) fn lease_millis(ttl: Duration) -> u64 {
 }
 
 pub(crate) async fn acquire(
-    server: &Server,
-    keys: &LockKeys,
-    token: &OwnerToken,
+    server: Server,
+    keys: Arc<LockKeys>,
+    token: OwnerToken,
     ttl: Duration,
     limit: Duration,
 ) -> redis::RedisResult<AcquireReply> {
@@ -67,9 +67,9 @@ pub(crate) async fn acquire(
 /// Deletes the lock if `token` holds it, raising the fence key to at least `fence` and
 /// publishing on the release channel. True if it was held.
 pub(crate) async fn release(
-    server: &Server,
-    keys: &LockKeys,
-    token: &OwnerToken,
+    server: Server,
+    keys: Arc<LockKeys>,
+    token: OwnerToken,
     fence: Option<u64>,
     limit: Duration,
 ) -> redis::RedisResult<bool> {
@@ -107,9 +107,9 @@ impl Extended {
 
 /// Re-arms the lease to `ttl` if `token` holds the lock.
 pub(crate) async fn extend(
-    server: &Server,
-    keys: &LockKeys,
-    token: &OwnerToken,
+    server: Server,
+    keys: Arc<LockKeys>,
+    token: OwnerToken,
     ttl: Duration,
     limit: Duration,
 ) -> redis::RedisResult<Extended> {
@@ -125,9 +125,9 @@ pub(crate) async fn extend(
 /// Puts `token`'s hold back on an instance whose key is gone (over Redlock, while the owner still
 /// holds a majority). True if it was put back.
 pub(crate) async fn reassert(
-    server: &Server,
-    keys: &LockKeys,
-    token: &OwnerToken,
+    server: Server,
+    keys: Arc<LockKeys>,
+    token: OwnerToken,
     fence: u64,
     ttl: Duration,
     limit: Duration,
@@ -144,9 +144,9 @@ pub(crate) async fn reassert(
 }
 
 /// One lease to re-arm in a batch.
-pub(crate) struct ExtendItem<'a> {
-    pub(crate) key: &'a str,
-    pub(crate) token: &'a OwnerToken,
+pub(crate) struct ExtendItem {
+    pub(crate) keys: Arc<LockKeys>,
+    pub(crate) token: OwnerToken,
     pub(crate) ttl: Duration,
 }
 
@@ -154,18 +154,18 @@ pub(crate) struct ExtendItem<'a> {
 /// own answer or error. The whole call fails only when the pipeline itself does (the server is
 /// unreachable).
 pub(crate) async fn extend_many(
-    server: &Server,
-    items: &[ExtendItem<'_>],
+    server: Server,
+    items: Arc<[ExtendItem]>,
     limit: Duration,
 ) -> redis::RedisResult<Vec<redis::RedisResult<Extended>>> {
     let build = || {
         let mut pipe = redis::pipe();
         pipe.ignore_errors();
-        for item in items {
+        for item in items.iter() {
             pipe.cmd("EVALSHA")
                 .arg(EXTEND.get_hash())
                 .arg(1)
-                .arg(item.key)
+                .arg(&item.keys.lock)
                 .arg(item.token.as_str())
                 .arg(lease_millis(item.ttl));
         }
@@ -207,8 +207,8 @@ pub(crate) enum StoredState {
 }
 
 pub(crate) async fn inspect(
-    server: &Server,
-    keys: &LockKeys,
+    server: Server,
+    keys: Arc<LockKeys>,
     limit: Duration,
 ) -> redis::RedisResult<StoredState> {
     let mut invocation = INSPECT.prepare_invoke();
@@ -241,8 +241,8 @@ pub(crate) enum ForceReleaseReply {
 }
 
 pub(crate) async fn force_release(
-    server: &Server,
-    keys: &LockKeys,
+    server: Server,
+    keys: Arc<LockKeys>,
     limit: Duration,
 ) -> redis::RedisResult<ForceReleaseReply> {
     let mut invocation = FORCE_RELEASE.prepare_invoke();
@@ -313,20 +313,32 @@ mod tests {
     async fn acquire_is_idempotent_for_one_token() {
         let redis = RedisServer::start().unwrap();
         let server = server_for(&redis);
-        let keys = LockKeys::new("fencelock", "idem");
+        let keys = Arc::new(LockKeys::new("fencelock", "idem"));
         let token = OwnerToken::generate().unwrap();
-        let first = acquire(&server, &keys, &token, Duration::from_secs(1), LIMIT)
-            .await
-            .unwrap();
+        let first = acquire(
+            server.clone(),
+            keys.clone(),
+            token.clone(),
+            Duration::from_secs(1),
+            LIMIT,
+        )
+        .await
+        .unwrap();
         let AcquireReply::Granted { fence } = first else {
             panic!("{first:?}")
         };
         // A retry with the same token (as after a lost reply) confirms the same fence and
         // re-arms the lease.
         redis.cmd(&["PEXPIRE", &keys.lock, "100"]).unwrap();
-        let again = acquire(&server, &keys, &token, Duration::from_secs(5), LIMIT)
-            .await
-            .unwrap();
+        let again = acquire(
+            server.clone(),
+            keys.clone(),
+            token.clone(),
+            Duration::from_secs(5),
+            LIMIT,
+        )
+        .await
+        .unwrap();
         assert_eq!(again, AcquireReply::Granted { fence });
         let redis::Value::Int(pttl) = redis.cmd(&["PTTL", &keys.lock]).unwrap() else {
             panic!("PTTL")
@@ -334,24 +346,46 @@ mod tests {
         assert!(pttl > 4000, "lease not re-armed: {pttl}");
         // Another token is refused and told the remaining lease.
         let other = OwnerToken::generate().unwrap();
-        let held = acquire(&server, &keys, &other, Duration::from_secs(1), LIMIT)
-            .await
-            .unwrap();
+        let held = acquire(
+            server.clone(),
+            keys.clone(),
+            other.clone(),
+            Duration::from_secs(1),
+            LIMIT,
+        )
+        .await
+        .unwrap();
         assert!(
             matches!(held, AcquireReply::Held { remaining: Some(r) } if r > Duration::from_secs(4)),
             "{held:?}"
         );
         // Only the owner's token releases; the fence key stays.
-        assert!(!release(&server, &keys, &other, None, LIMIT).await.unwrap());
         assert!(
-            release(&server, &keys, &token, Some(fence), LIMIT)
+            !release(server.clone(), keys.clone(), other.clone(), None, LIMIT)
                 .await
                 .unwrap()
         );
         assert!(
-            !release(&server, &keys, &token, Some(fence), LIMIT)
-                .await
-                .unwrap()
+            release(
+                server.clone(),
+                keys.clone(),
+                token.clone(),
+                Some(fence),
+                LIMIT
+            )
+            .await
+            .unwrap()
+        );
+        assert!(
+            !release(
+                server.clone(),
+                keys.clone(),
+                token.clone(),
+                Some(fence),
+                LIMIT
+            )
+            .await
+            .unwrap()
         );
         let mut left = redis.keys().unwrap();
         left.sort();
@@ -362,26 +396,32 @@ mod tests {
     async fn extend_many_answers_per_lock_in_one_pipeline() {
         let redis = RedisServer::start().unwrap();
         let server = server_for(&redis);
-        let held = LockKeys::new("fencelock", "held");
+        let held = Arc::new(LockKeys::new("fencelock", "held"));
         let gone = LockKeys::new("fencelock", "gone");
         let token = OwnerToken::generate().unwrap();
-        acquire(&server, &held, &token, Duration::from_millis(500), LIMIT)
-            .await
-            .unwrap();
+        acquire(
+            server.clone(),
+            held.clone(),
+            token.clone(),
+            Duration::from_millis(500),
+            LIMIT,
+        )
+        .await
+        .unwrap();
         redis.script_flush().unwrap();
-        let items = [
+        let items: Arc<[ExtendItem]> = Arc::from(vec![
             ExtendItem {
-                key: &held.lock,
-                token: &token,
+                keys: held.clone(),
+                token: token.clone(),
                 ttl: Duration::from_secs(9),
             },
             ExtendItem {
-                key: &gone.lock,
-                token: &token,
+                keys: Arc::new(gone),
+                token: token.clone(),
                 ttl: Duration::from_secs(9),
             },
-        ];
-        let replies = extend_many(&server, &items, Duration::from_secs(2))
+        ]);
+        let replies = extend_many(server, items, Duration::from_secs(2))
             .await
             .unwrap();
         let replies: Vec<Extended> = replies.into_iter().map(Result::unwrap).collect();

@@ -1,0 +1,364 @@
+//! Redlock: the same fenced lock over five independent redis-server processes.
+
+mod common;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use fencelock::{Client, Error};
+use fencelock_testkit::{RedisServer, is_test_child, spawn_test_child};
+use tokio::time::Instant;
+
+use common::server;
+
+const INSTANCE_TIMEOUT: Duration = Duration::from_millis(50);
+
+fn five() -> Vec<RedisServer> {
+    (0..5).map(|_| server()).collect()
+}
+
+fn urls(servers: &[RedisServer]) -> Vec<String> {
+    servers.iter().map(RedisServer::url).collect()
+}
+
+fn redlock(urls: &[String]) -> Client {
+    match Client::builder_redlock(urls)
+        .instance_timeout(INSTANCE_TIMEOUT)
+        .command_timeout(Duration::from_millis(500))
+        .build()
+    {
+        Ok(client) => client,
+        Err(e) => panic!("cannot build a Redlock client: {e}"),
+    }
+}
+
+fn holds(server: &RedisServer, name: &str) -> bool {
+    common::keys(server).contains(&format!("fencelock:{{{name}}}"))
+}
+
+#[tokio::test]
+async fn all_up_the_lock_is_held_on_every_instance_and_fences_grow() {
+    let servers = five();
+    let client = redlock(&urls(&servers));
+    let other = redlock(&urls(&servers));
+    let mut last = 0;
+    for _ in 0..5 {
+        let guard = client.lock("r").acquire().await.unwrap();
+        assert!(guard.fence() > last);
+        last = guard.fence();
+        assert!(other.try_lock("r").await.unwrap().is_none());
+        // Early decision: the grant may come before the slowest instance answered.
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        assert!(servers.iter().all(|s| holds(s, "r")));
+        // Over Redlock, inspect reports the largest fence any instance handed this holder; the
+        // guard's fence is the largest of its granting majority's.
+        let info = other.inspect("r").await.unwrap();
+        let seen = info.holder.and_then(|h| h.fence).unwrap();
+        assert!(seen >= guard.fence(), "{seen} < {}", guard.fence());
+        assert!(guard.release().await.unwrap());
+    }
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    assert!(servers.iter().all(|s| !holds(s, "r")));
+}
+
+#[tokio::test]
+async fn one_or_two_stopped_instances_cost_at_most_the_instance_timeout() {
+    let servers = five();
+    let client = redlock(&urls(&servers));
+    for stopped in [1, 2] {
+        for s in &servers[..stopped] {
+            s.pause().unwrap();
+        }
+        let mut worst = Duration::ZERO;
+        let mut fences = Vec::new();
+        for _ in 0..20 {
+            let started = Instant::now();
+            let guard = client
+                .lock("degraded")
+                .ttl(Duration::from_secs(2))
+                .no_wait()
+                .acquire()
+                .await
+                .unwrap();
+            fences.push(guard.fence());
+            assert!(guard.release().await.unwrap());
+            worst = worst.max(started.elapsed());
+        }
+        for s in &servers[..stopped] {
+            s.resume().unwrap();
+        }
+        assert!(fences.windows(2).all(|w| w[0] < w[1]), "{fences:?}");
+        // Acquire and release each decide at a majority: a stopped instance is never waited for
+        // longer than the per-instance timeout (generous margin for a loaded 2-core machine).
+        assert!(
+            worst < INSTANCE_TIMEOUT * 2 + Duration::from_millis(150),
+            "{stopped} stopped: a cycle took {worst:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn three_stopped_instances_give_a_clean_no_quorum_error() {
+    let servers = five();
+    let client = redlock(&urls(&servers));
+    for s in &servers[..3] {
+        s.pause().unwrap();
+    }
+    let started = Instant::now();
+    let err = client
+        .lock("minority")
+        .wait_up_to(Duration::from_secs(2))
+        .acquire()
+        .await
+        .unwrap_err();
+    let took = started.elapsed();
+    let text = err.to_string();
+    match &err {
+        Error::NoQuorum {
+            agreed,
+            needed,
+            total,
+            ..
+        } => {
+            assert_eq!((*agreed, *needed, *total), (2, 3, 5), "{text}");
+        }
+        other => panic!("expected NoQuorum, got {other:?}"),
+    }
+    for s in &servers[..3] {
+        assert!(
+            text.contains(&format!("127.0.0.1:{} did not answer in time", s.port()))
+                || text.contains(&format!("127.0.0.1:{} timed out", s.port())),
+            "{text}"
+        );
+    }
+    assert!(took < Duration::from_secs(2), "{took:?}");
+    // Nothing of ours is left on the live instances.
+    for s in &servers[3..] {
+        assert!(!holds(s, "minority"), "a partial grant was left behind");
+    }
+    for s in &servers[..3] {
+        s.resume().unwrap();
+    }
+}
+
+#[tokio::test]
+async fn an_instance_restarted_empty_during_a_hold_is_survived_and_repaired() {
+    let mut servers = five();
+    let client = redlock(&urls(&servers));
+    let ttl = Duration::from_millis(600);
+    let guard = client.lock("restart").ttl(ttl).acquire().await.unwrap();
+    servers[0].restart().unwrap();
+    assert!(!holds(&servers[0], "restart"));
+    // Renewals go on with four instances, and put the hold back on the restarted one.
+    tokio::time::sleep(ttl * 2).await;
+    assert!(guard.is_held());
+    assert!(
+        holds(&servers[0], "restart"),
+        "the hold was not re-asserted on the restarted instance"
+    );
+    let fence = guard.fence();
+    assert!(guard.release().await.unwrap());
+    let next = client.lock("restart").acquire().await.unwrap();
+    assert!(next.fence() > fence);
+    next.release().await.unwrap();
+}
+
+#[tokio::test]
+async fn the_fence_grows_even_when_the_largest_came_from_an_instance_not_in_the_next_majority() {
+    let servers: Vec<RedisServer> = (0..3).map(|_| server()).collect();
+    let client = redlock(&urls(&servers));
+    // Instance 0 hands out much larger fences than the others (a clock far ahead, say).
+    servers[0]
+        .cmd(&["SET", "fencelock:{far}:fence", "8000000000000000"])
+        .unwrap();
+    let first = client.lock("far").acquire().await.unwrap();
+    let first_fence = first.fence();
+    assert!(first_fence > 8_000_000_000_000_000);
+    assert!(first.release().await.unwrap());
+    // The next majority leaves instance 0 out; the release wrote the fence back on the others.
+    servers[0].pause().unwrap();
+    let second = client.lock("far").acquire().await.unwrap();
+    servers[0].resume().unwrap();
+    assert!(
+        second.fence() > first_fence,
+        "{first_fence} then {}",
+        second.fence()
+    );
+    second.release().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_partial_extension_does_not_delete_the_lock() {
+    let servers = five();
+    let client = redlock(&urls(&servers));
+    let guard = client
+        .lock("partial")
+        .ttl(Duration::from_secs(5))
+        .auto_renew(false)
+        .acquire()
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    for s in &servers[..3] {
+        s.pause().unwrap();
+    }
+    let err = guard.extend(Duration::from_secs(5)).await.unwrap_err();
+    assert!(matches!(err, Error::NoQuorum { .. }), "{err:?}");
+    for s in &servers[..3] {
+        s.resume().unwrap();
+    }
+    assert!(
+        servers.iter().all(|s| holds(s, "partial")),
+        "a failed extension deleted keys"
+    );
+    assert!(guard.is_held());
+    guard.extend(Duration::from_secs(5)).await.unwrap();
+    assert!(guard.release().await.unwrap());
+}
+
+#[tokio::test]
+async fn a_thousand_acquisitions_across_three_clients_with_random_stalls() {
+    let servers = Arc::new(five());
+    let all = urls(&servers);
+    let clients: Vec<Client> = (0..3).map(|_| redlock(&all)).collect();
+    let stop = Arc::new(AtomicBool::new(false));
+    // Stall up to two random instances at a time, for a few milliseconds each.
+    let staller = {
+        let servers = servers.clone();
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let mut seed = 0x9e3779b97f4a7c15u64;
+            let mut next = || {
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                seed
+            };
+            while !stop.load(Ordering::Relaxed) {
+                let a = (next() % 5) as usize;
+                let b = (next() % 5) as usize;
+                let _ = servers[a].pause();
+                let _ = servers[b].pause();
+                std::thread::sleep(Duration::from_millis(next() % 30));
+                let _ = servers[a].resume();
+                let _ = servers[b].resume();
+                std::thread::sleep(Duration::from_millis(next() % 20));
+            }
+        })
+    };
+    let inside = Arc::new(AtomicBool::new(false));
+    let fences = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let mut tasks = Vec::new();
+    for client in clients {
+        let inside = inside.clone();
+        let fences = fences.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut granted = 0;
+            while granted < 334 {
+                let guard = match client
+                    .lock("stalls")
+                    .ttl(Duration::from_secs(2))
+                    .wait_up_to(Duration::from_secs(10))
+                    .acquire()
+                    .await
+                {
+                    Ok(guard) => guard,
+                    Err(Error::NoQuorum { .. }) => continue,
+                    Err(e) => panic!("{e}"),
+                };
+                assert!(!inside.swap(true, Ordering::SeqCst), "two holders at once");
+                fences.lock().unwrap().push(guard.fence());
+                tokio::task::yield_now().await;
+                inside.store(false, Ordering::SeqCst);
+                let _ = guard.release().await;
+                granted += 1;
+            }
+        }));
+    }
+    for task in tasks {
+        task.await.unwrap();
+    }
+    stop.store(true, Ordering::Relaxed);
+    staller.join().unwrap();
+    for s in servers.iter() {
+        let _ = s.resume();
+    }
+    let fences = fences.lock().unwrap().clone();
+    assert!(fences.len() >= 1000);
+    assert!(
+        fences.windows(2).all(|w| w[0] < w[1]),
+        "fences went backwards under stalls"
+    );
+}
+
+// A client process that holds a Redlock lock and reports what happens to it.
+
+const URLS_ENV: &str = "FENCELOCK_TEST_URLS";
+
+#[test]
+fn child_redlock_holder() {
+    if !is_test_child() {
+        return;
+    }
+    let urls: Vec<String> = std::env::var(URLS_ENV)
+        .unwrap()
+        .split(',')
+        .map(str::to_owned)
+        .collect();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async {
+        let client = redlock(&urls);
+        let guard = client
+            .lock("paused-client")
+            .ttl(Duration::from_millis(600))
+            .acquire()
+            .await
+            .unwrap();
+        println!("ACQUIRED {}", guard.fence());
+        match tokio::time::timeout(Duration::from_secs(30), guard.lost()).await {
+            Ok(reason) => println!("LOST {reason}"),
+            Err(_) => println!("STILL-HELD"),
+        }
+        println!("RELEASED {}", guard.release().await.unwrap());
+    });
+}
+
+#[tokio::test]
+async fn a_paused_client_loses_its_lock_to_a_larger_fence() {
+    let servers = five();
+    let all = urls(&servers);
+    let mut child =
+        spawn_test_child("child_redlock_holder", &[(URLS_ENV, &all.join(","))]).unwrap();
+    let line = child
+        .wait_for_line("ACQUIRED", Duration::from_secs(20))
+        .unwrap();
+    let paused_fence: u64 = line
+        .split_whitespace()
+        .nth(1)
+        .and_then(|f| f.parse().ok())
+        .unwrap();
+    child.pause().unwrap();
+    let client = redlock(&all);
+    let guard = client
+        .lock("paused-client")
+        .wait_up_to(Duration::from_secs(5))
+        .acquire()
+        .await
+        .unwrap();
+    assert!(guard.fence() > paused_fence);
+    child.resume().unwrap();
+    let lost = child.wait_for_line("LOST", Duration::from_secs(5)).unwrap();
+    assert!(
+        lost.contains("lease ran out") || lost.contains("another owner"),
+        "{lost}"
+    );
+    assert_eq!(
+        child
+            .wait_for_line("RELEASED", Duration::from_secs(5))
+            .unwrap(),
+        "RELEASED false"
+    );
+    assert!(guard.is_held());
+    assert!(guard.release().await.unwrap());
+}
