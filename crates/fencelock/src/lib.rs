@@ -44,6 +44,14 @@
 //! # async fn write_report(_fence: u64) {}
 //! ```
 //!
+//! ## Redlock
+//!
+//! [`Client::open_redlock`] / [`Client::builder_redlock`] hold every lock on a majority of N
+//! independent instances, with the same guard API. The fence is then the largest of the
+//! granting majority's per-instance fences, written back on release; it keeps growing as long
+//! as instances keep their data (or a restarted instance stays out for at least the longest
+//! lease) and instance clocks agree to within a lease. See the README for the details.
+//!
 //! ## Protocol
 //!
 //! Each operation is one round trip: a Lua script run by SHA (reloaded when Redis answers
