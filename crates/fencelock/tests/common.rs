@@ -31,3 +31,37 @@ pub fn keys(server: &RedisServer) -> Vec<String> {
     keys.sort();
     keys
 }
+
+/// The child-process holder role: acquire `name`, print `ACQUIRED <fence>`, wait (at most 30 s)
+/// until the lock is lost and print `LOST <reason>`, then print `RELEASED <was it still held>`.
+/// `make_client` runs inside the child's runtime (the client's background tasks live there).
+pub fn hold_and_report(make_client: impl FnOnce() -> Client, name: &str, ttl: Duration) {
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(runtime) => runtime,
+        Err(e) => panic!("cannot start a runtime: {e}"),
+    };
+    runtime.block_on(async {
+        let client = make_client();
+        let guard = match client.lock(name).ttl(ttl).acquire().await {
+            Ok(guard) => guard,
+            Err(e) => panic!("child could not acquire: {e}"),
+        };
+        println!("ACQUIRED {}", guard.fence());
+        match tokio::time::timeout(Duration::from_secs(30), guard.lost()).await {
+            Ok(reason) => println!("LOST {reason}"),
+            Err(_) => println!("STILL-HELD"),
+        }
+        match guard.release().await {
+            Ok(held) => println!("RELEASED {held}"),
+            Err(e) => println!("RELEASE-FAILED {e}"),
+        }
+    });
+}
+
+/// The fence in a child's `ACQUIRED <fence>` line.
+pub fn fence_of(line: &str) -> u64 {
+    match line.split_whitespace().nth(1).map(str::parse) {
+        Some(Ok(fence)) => fence,
+        _ => panic!("no fence in {line:?}"),
+    }
+}

@@ -9,7 +9,7 @@ use fencelock::{Error, LostReason, WaitPolicy};
 use fencelock_testkit::{is_test_child, spawn_test_child};
 use tokio::time::Instant;
 
-use common::{client, keys, server};
+use common::{client, fence_of, keys, server};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sixteen_tasks_are_mutually_exclusive_and_fences_grow_in_grant_order() {
@@ -512,29 +512,7 @@ fn child_holder() {
     }
     let url = std::env::var(URL_ENV).unwrap();
     let ttl = Duration::from_millis(std::env::var(TTL_ENV).unwrap().parse().unwrap());
-    let runtime = tokio::runtime::Runtime::new().unwrap();
-    runtime.block_on(async {
-        let client = client(&url);
-        let guard = client
-            .lock("process-held")
-            .ttl(ttl)
-            .acquire()
-            .await
-            .unwrap();
-        println!("ACQUIRED {}", guard.fence());
-        match tokio::time::timeout(Duration::from_secs(30), guard.lost()).await {
-            Ok(reason) => println!("LOST {reason}"),
-            Err(_) => println!("STILL-HELD"),
-        }
-        println!("RELEASED {}", guard.release().await.unwrap());
-    });
-}
-
-fn fence_of(line: &str) -> u64 {
-    match line.split_whitespace().nth(1).map(str::parse) {
-        Some(Ok(fence)) => fence,
-        _ => panic!("no fence in {line:?}"),
-    }
+    common::hold_and_report(|| client(&url), "process-held", ttl);
 }
 
 #[tokio::test]

@@ -306,22 +306,11 @@ fn child_redlock_holder() {
         .split(',')
         .map(str::to_owned)
         .collect();
-    let runtime = tokio::runtime::Runtime::new().unwrap();
-    runtime.block_on(async {
-        let client = redlock(&urls);
-        let guard = client
-            .lock("paused-client")
-            .ttl(Duration::from_millis(600))
-            .acquire()
-            .await
-            .unwrap();
-        println!("ACQUIRED {}", guard.fence());
-        match tokio::time::timeout(Duration::from_secs(30), guard.lost()).await {
-            Ok(reason) => println!("LOST {reason}"),
-            Err(_) => println!("STILL-HELD"),
-        }
-        println!("RELEASED {}", guard.release().await.unwrap());
-    });
+    common::hold_and_report(
+        || redlock(&urls),
+        "paused-client",
+        Duration::from_millis(600),
+    );
 }
 
 #[tokio::test]
@@ -333,11 +322,7 @@ async fn a_paused_client_loses_its_lock_to_a_larger_fence() {
     let line = child
         .wait_for_line("ACQUIRED", Duration::from_secs(20))
         .unwrap();
-    let paused_fence: u64 = line
-        .split_whitespace()
-        .nth(1)
-        .and_then(|f| f.parse().ok())
-        .unwrap();
+    let paused_fence = common::fence_of(&line);
     child.pause().unwrap();
     let client = redlock(&all);
     let guard = client
