@@ -113,7 +113,7 @@ impl ChildGuard {
     /// Suspend the child with `SIGSTOP`. Fails if it has exited.
     pub fn pause(&mut self) -> io::Result<()> {
         self.ensure_running()?;
-        signal(self.child.id(), Signal::SIGSTOP)
+        crate::proc::stop_and_wait(self.child.id())
     }
 
     /// Continue the child with `SIGCONT`. Fails if it has exited.

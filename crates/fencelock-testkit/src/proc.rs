@@ -42,3 +42,25 @@ pub(crate) fn signal(pid: u32, sig: Signal) -> io::Result<()> {
     }
     kill(Pid::from_raw(raw), sig).map_err(io::Error::from)
 }
+
+/// Send `SIGSTOP` to `pid` and wait until the kernel reports it stopped (state `T`), at most
+/// 2 s. `kill(2)` returns before the target has actually stopped: a process running on another
+/// CPU can go on for a moment (serve a few more requests) unless we wait.
+pub(crate) fn stop_and_wait(pid: u32) -> io::Result<()> {
+    signal(pid, Signal::SIGSTOP)?;
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(2);
+    loop {
+        match proc_state(pid) {
+            Some(('T' | 't', _)) => return Ok(()),
+            Some(_) if std::time::Instant::now() < until => {
+                std::thread::sleep(std::time::Duration::from_micros(200));
+            }
+            Some((state, _)) => {
+                return Err(io::Error::other(format!(
+                    "pid {pid} did not stop after SIGSTOP (state {state})"
+                )));
+            }
+            None => return Err(io::Error::other(format!("pid {pid} is gone"))),
+        }
+    }
+}

@@ -182,7 +182,13 @@ impl RedisServer {
     /// stay open, requests queue in the kernel). Dropping or killing a paused
     /// server still works.
     pub fn pause(&self) -> io::Result<()> {
-        self.signal_running(Signal::SIGSTOP)
+        if !self.is_running() {
+            return Err(io::Error::other(format!(
+                "redis-server (pid {}) is not running",
+                self.pid
+            )));
+        }
+        crate::proc::stop_and_wait(self.pid)
     }
 
     /// Continue a paused server with `SIGCONT`.

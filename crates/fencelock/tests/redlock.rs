@@ -37,6 +37,19 @@ fn holds(server: &RedisServer, name: &str) -> bool {
     common::keys(server).contains(&format!("fencelock:{{{name}}}"))
 }
 
+/// Waits (at most 2 s) until `check` holds on every server: with early decision, the slowest
+/// instances answer after the caller has moved on.
+async fn eventually_all(servers: &[RedisServer], check: impl Fn(&RedisServer) -> bool) -> bool {
+    let until = Instant::now() + Duration::from_secs(2);
+    while Instant::now() < until {
+        if servers.iter().all(&check) {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    false
+}
+
 #[tokio::test]
 async fn all_up_the_lock_is_held_on_every_instance_and_fences_grow() {
     let servers = five();
@@ -49,8 +62,7 @@ async fn all_up_the_lock_is_held_on_every_instance_and_fences_grow() {
         last = guard.fence();
         assert!(other.try_lock("r").await.unwrap().is_none());
         // Early decision: the grant may come before the slowest instance answered.
-        tokio::time::sleep(Duration::from_millis(20)).await;
-        assert!(servers.iter().all(|s| holds(s, "r")));
+        assert!(eventually_all(&servers, |s| holds(s, "r")).await);
         // Over Redlock, inspect reports the largest fence any instance handed this holder; the
         // guard's fence is the largest of its granting majority's.
         let info = other.inspect("r").await.unwrap();
@@ -58,8 +70,7 @@ async fn all_up_the_lock_is_held_on_every_instance_and_fences_grow() {
         assert!(seen >= guard.fence(), "{seen} < {}", guard.fence());
         assert!(guard.release().await.unwrap());
     }
-    tokio::time::sleep(Duration::from_millis(20)).await;
-    assert!(servers.iter().all(|s| !holds(s, "r")));
+    assert!(eventually_all(&servers, |s| !holds(s, "r")).await);
 }
 
 #[tokio::test]
@@ -168,15 +179,21 @@ async fn an_instance_restarted_empty_during_a_hold_is_survived_and_repaired() {
 async fn the_fence_grows_even_when_the_largest_came_from_an_instance_not_in_the_next_majority() {
     let servers: Vec<RedisServer> = (0..3).map(|_| server()).collect();
     let client = redlock(&urls(&servers));
-    // Instance 0 hands out much larger fences than the others (a clock far ahead, say).
+    // Instance 0 hands out much larger fences than the others (a clock far ahead, say), and the
+    // first majority is {0, 2}.
     servers[0]
         .cmd(&["SET", "fencelock:{far}:fence", "8000000000000000"])
         .unwrap();
+    servers[1].pause().unwrap();
     let first = client.lock("far").acquire().await.unwrap();
     let first_fence = first.fence();
-    assert!(first_fence > 8_000_000_000_000_000);
+    assert!(
+        first_fence > 8_000_000_000_000_000,
+        "first fence {first_fence}"
+    );
     assert!(first.release().await.unwrap());
-    // The next majority leaves instance 0 out; the release wrote the fence back on the others.
+    servers[1].resume().unwrap();
+    // The next majority, {1, 2}, leaves instance 0 out; the release wrote the fence back on 2.
     servers[0].pause().unwrap();
     let second = client.lock("far").acquire().await.unwrap();
     servers[0].resume().unwrap();
