@@ -110,3 +110,40 @@ async fn latency_does_not_break_exclusion_or_fences() {
     }
     assert!(fences.windows(2).all(|w| w[0] < w[1]), "{fences:?}");
 }
+
+#[tokio::test]
+async fn a_cancelled_acquire_gives_back_what_it_was_granted() {
+    let redis = server();
+    let proxy = FaultProxy::start(redis.addr()).await.unwrap();
+    let slow = client(&proxy.url());
+    // Warm the connection and the script cache (a NOSCRIPT round trip would hide the grant).
+    let warm = slow.lock("warm-up").acquire().await.unwrap();
+    warm.release().await.unwrap();
+    proxy.set_latency(Duration::from_millis(150));
+    // The request goes out; the caller gives up before the grant comes back.
+    let attempt = slow
+        .lock("cancelled")
+        .ttl(Duration::from_secs(30))
+        .acquire();
+    assert!(
+        tokio::time::timeout(Duration::from_millis(100), attempt)
+            .await
+            .is_err()
+    );
+    // Let the request (and whatever follows it) reach Redis.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let direct = client(&redis.url());
+    let started = Instant::now();
+    let guard = direct
+        .lock("cancelled")
+        .wait_up_to(Duration::from_secs(5))
+        .acquire()
+        .await
+        .unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "the cancelled acquire's grant stayed held for {:?}",
+        started.elapsed()
+    );
+    guard.release().await.unwrap();
+}

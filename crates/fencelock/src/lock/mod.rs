@@ -164,11 +164,31 @@ impl LockRequest {
     /// Errors: [`Error::Busy`] (held, and no waiting), [`Error::TimedOut`], [`Error::Unreachable`],
     /// [`Error::Redis`], [`Error::NoQuorum`] (Redlock), [`Error::WrongType`],
     /// [`Error::InvalidArgument`]. On any error nothing is left held.
+    ///
+    /// Cancel-safe: if the returned future is dropped before it completes (in a `select!`, or
+    /// by a timeout), whatever it may have been granted is released in the background.
     pub async fn acquire(self) -> Result<LockGuard> {
         self.validate()?;
         let shared = self.client.shared.clone();
         let keys = Arc::new(shared.keys(&self.name));
-        let mut token = self.new_token()?;
+        let mut in_flight = InFlight {
+            request: &self,
+            keys: keys.clone(),
+            token: self.new_token()?,
+            armed: true,
+        };
+        let result = self.acquire_with(&shared, keys, &mut in_flight).await;
+        in_flight.armed = false;
+        result
+    }
+
+    async fn acquire_with(
+        &self,
+        shared: &Arc<Shared>,
+        keys: Arc<LockKeys>,
+        in_flight: &mut InFlight<'_>,
+    ) -> Result<LockGuard> {
+        let mut token = in_flight.token.clone();
         let started = Instant::now();
         let give_up_at = match self.wait {
             WaitPolicy::NoWait => Some(started),
@@ -188,6 +208,7 @@ impl LockRequest {
                     tracing::debug!(lock = %self.name, "grant arrived after its own deadline; giving it back");
                     self.abandon(&keys, &token, Some(fence), None);
                     token = self.new_token()?;
+                    in_flight.token = token.clone();
                     (Some(Duration::ZERO), true)
                 }
                 Round::Failed {
@@ -216,6 +237,7 @@ impl LockRequest {
                     if self.give_back(&shared, &keys, &token, give_back).await {
                         // Releases of this token may still be in flight: never reuse it.
                         token = self.new_token()?;
+                        in_flight.token = token.clone();
                     }
                     (remaining, split)
                 }
@@ -420,7 +442,7 @@ impl LockRequest {
     }
 
     fn guard(
-        self,
+        &self,
         keys: Arc<LockKeys>,
         token: OwnerToken,
         fence: u64,
@@ -446,7 +468,33 @@ impl LockRequest {
             id
         });
         tracing::debug!(lock = %name, fence, "lock acquired");
-        LockGuard::new(self.client, name, keys, token, fence, lease, renewal_id)
+        LockGuard::new(
+            self.client.clone(),
+            name,
+            keys,
+            token,
+            fence,
+            lease,
+            renewal_id,
+        )
+    }
+}
+
+/// The token of an acquisition in progress: if the `acquire` future is dropped while armed,
+/// whatever the token may have been granted is released in the background.
+struct InFlight<'a> {
+    request: &'a LockRequest,
+    keys: Arc<LockKeys>,
+    token: OwnerToken,
+    armed: bool,
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            tracing::debug!(lock = %self.request.name, "acquire cancelled; giving back what it may hold");
+            self.request.abandon(&self.keys, &self.token, None, None);
+        }
     }
 }
 
