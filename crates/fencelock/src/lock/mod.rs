@@ -198,7 +198,7 @@ impl LockRequest {
         let mut subscription = None;
         let mut retries = 0;
         loop {
-            let (remaining, split) = match self.round(&shared, &keys, &token).await? {
+            let (remaining, split) = match self.round(shared, &keys, &token).await? {
                 Round::Won { fence, sent_at } => {
                     let lease = LeaseState::new(sent_at, self.ttl, &shared.drift);
                     if lease.deadline > Instant::now() {
@@ -226,7 +226,7 @@ impl LockRequest {
                         tokio::time::sleep(Duration::from_millis(50) * 4u32.pow(retries - 1)).await;
                         continue;
                     }
-                    self.give_back(&shared, &keys, &token, give_back).await;
+                    self.give_back(shared, &keys, &token, give_back).await;
                     return Err(error);
                 }
                 Round::Contended {
@@ -234,7 +234,7 @@ impl LockRequest {
                     split,
                     give_back,
                 } => {
-                    if self.give_back(&shared, &keys, &token, give_back).await {
+                    if self.give_back(shared, &keys, &token, give_back).await {
                         // Releases of this token may still be in flight: never reuse it.
                         token = self.new_token()?;
                         in_flight.token = token.clone();
