@@ -620,3 +620,47 @@ async fn fences_grow_across_processes() {
     }
     assert!(fences.windows(2).all(|w| w[0] < w[1]), "{fences:?}");
 }
+
+/// The count of `cmdstat_<name>` calls in `INFO commandstats`.
+fn calls(redis: &fencelock_testkit::RedisServer, command: &str) -> u64 {
+    let redis::Value::BulkString(info) = redis.cmd(&["INFO", "commandstats"]).unwrap() else {
+        panic!("INFO commandstats is not a string");
+    };
+    let info = String::from_utf8_lossy(&info).into_owned();
+    let prefix = format!("cmdstat_{command}:calls=");
+    info.lines()
+        .find_map(|line| line.strip_prefix(&prefix))
+        .and_then(|rest| rest.split(',').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0)
+}
+
+#[tokio::test]
+async fn an_uncontended_cycle_costs_two_commands_and_no_subscription() {
+    let redis = server();
+    let a = client(&redis.url());
+    // Warm up: the first call loads the scripts (NOSCRIPT, SCRIPT LOAD) and connects.
+    a.lock("warm")
+        .acquire()
+        .await
+        .unwrap()
+        .release()
+        .await
+        .unwrap();
+    redis.cmd(&["CONFIG", "RESETSTAT"]).unwrap();
+    for i in 0..100 {
+        let guard = a.lock(format!("cycle-{i}")).acquire().await.unwrap();
+        assert!(guard.release().await.unwrap());
+    }
+    assert_eq!(
+        calls(&redis, "evalsha"),
+        200,
+        "one script call to acquire, one to release"
+    );
+    assert_eq!(
+        calls(&redis, "subscribe"),
+        0,
+        "nobody waited, so nobody subscribed"
+    );
+    assert_eq!(calls(&redis, "script|load") + calls(&redis, "eval"), 0);
+}
