@@ -623,8 +623,9 @@ async fn fences_grow_across_processes() {
 
 /// The count of `cmdstat_<name>` calls in `INFO commandstats`.
 fn calls(redis: &fencelock_testkit::RedisServer, command: &str) -> u64 {
-    let redis::Value::BulkString(info) = redis.cmd(&["INFO", "commandstats"]).unwrap() else {
-        panic!("INFO commandstats is not a string");
+    let info = match redis.cmd(&["INFO", "commandstats"]) {
+        Ok(redis::Value::BulkString(info)) => info,
+        other => panic!("INFO commandstats: {other:?}"),
     };
     let info = String::from_utf8_lossy(&info).into_owned();
     let prefix = format!("cmdstat_{command}:calls=");
