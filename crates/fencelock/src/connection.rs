@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::{FromRedisValue, RedisError, ScriptInvocation};
 
 use crate::error::Error;
@@ -56,20 +56,6 @@ impl Server {
     ) -> redis::RedisResult<T> {
         let mut conn = self.conn.clone();
         within(limit, async move { pipe.query_async(&mut conn).await }).await
-    }
-
-    /// Sends one command within `limit`.
-    pub(crate) async fn command<T: FromRedisValue>(
-        &self,
-        cmd: &redis::Cmd,
-        limit: Duration,
-    ) -> redis::RedisResult<T> {
-        let mut conn = self.conn.clone();
-        within(limit, async move {
-            let value = conn.req_packed_command(cmd).await?;
-            redis::from_redis_value(value).map_err(RedisError::from)
-        })
-        .await
     }
 
     /// Turns a Redis error into fencelock's error for `lock`, naming this server.

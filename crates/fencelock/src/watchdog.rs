@@ -9,7 +9,8 @@
 //! connection error) is retried quickly until the local deadline, at which point the guard counts
 //! as lost. A failed or partial renewal never deletes anything.
 
-use std::collections::HashMap;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -91,32 +92,116 @@ impl Entry {
     }
 }
 
+/// The locks being renewed, and when each is next due. The queue is ordered by due time and may
+/// hold stale items (a lock stopped, or renewed by hand since it was queued); they are checked
+/// when they come up, so no step walks every lock.
+#[derive(Default)]
+struct Schedule {
+    entries: HashMap<u64, Entry>,
+    queue: BinaryHeap<Reverse<(Instant, u64)>>,
+}
+
+impl Schedule {
+    fn insert(&mut self, id: u64, entry: Entry) {
+        self.queue.push(Reverse((entry.due_at(), id)));
+        self.entries.insert(id, entry);
+    }
+
+    fn requeue(&mut self, id: u64) {
+        if let Some(entry) = self.entries.get(&id) {
+            self.queue.push(Reverse((entry.due_at(), id)));
+        }
+    }
+
+    /// When the first live queued item comes up.
+    fn next_wake(&mut self) -> Option<Instant> {
+        while let Some(Reverse((_, id))) = self.queue.peek() {
+            if self.entries.contains_key(id) {
+                break;
+            }
+            self.queue.pop();
+        }
+        self.queue.peek().map(|Reverse((at, _))| *at)
+    }
+
+    /// Takes every lock that is due at `now` (or within its slack, so that locks falling due
+    /// together share a batch), dropping the lost, expired and capped ones on the way.
+    fn take_due(&mut self, now: Instant) -> Vec<u64> {
+        let mut due = Vec::new();
+        let mut later = Vec::new();
+        while let Some(Reverse((at, id))) = self.queue.peek().copied() {
+            let Some(entry) = self.entries.get(&id) else {
+                self.queue.pop();
+                continue;
+            };
+            if at > now + entry.slack() {
+                break;
+            }
+            self.queue.pop();
+            let (lost, deadline, expiry_reason) = {
+                let state = entry.renewal.lease.borrow();
+                (
+                    state.lost.is_some(),
+                    state.deadline,
+                    state.expiry_reason.clone(),
+                )
+            };
+            if lost {
+                self.entries.remove(&id);
+            } else if now >= deadline {
+                // The deadline passed without a confirmed renewal (the reason carries the last
+                // renewal error, if there was one).
+                tracing::warn!(lock = %entry.renewal.name, reason = %expiry_reason, "lock lost: its deadline passed before a renewal was confirmed");
+                mark_lost(&entry.renewal.lease, expiry_reason);
+                self.entries.remove(&id);
+            } else if entry.renewal.hold_until.is_some_and(|until| now >= until) {
+                entry
+                    .renewal
+                    .lease
+                    .send_modify(|s| s.expiry_reason = LostReason::MaxHoldReached);
+                tracing::debug!(lock = %entry.renewal.name, "max hold time reached; renewal stops");
+                self.entries.remove(&id);
+            } else if entry.due_at() > now + entry.slack() {
+                // Renewed by hand since it was queued: it comes up again at its new time.
+                later.push(id);
+            } else if !due.contains(&id) {
+                due.push(id);
+            }
+        }
+        for id in later {
+            self.requeue(id);
+        }
+        due
+    }
+}
+
 async fn run(
     instances: Arc<Instances>,
     drift: ClockDrift,
     mut commands: mpsc::UnboundedReceiver<Command>,
 ) {
-    let mut entries: HashMap<u64, Entry> = HashMap::new();
+    let mut schedule = Schedule::default();
     loop {
-        let next_due = entries.values().map(Entry::due_at).min();
+        let next_wake = schedule.next_wake();
         tokio::select! {
             command = commands.recv() => match command {
                 None => return,
                 Some(Command::Renew { id, renewal }) => {
-                    entries.insert(id, Entry { renewal, retry_at: None });
+                    schedule.insert(id, Entry { renewal, retry_at: None });
                 }
                 Some(Command::Stop { id }) => {
-                    entries.remove(&id);
+                    schedule.entries.remove(&id);
                 }
                 Some(Command::Release { id, lock }) => {
                     if let Some(id) = id {
-                        entries.remove(&id);
+                        schedule.entries.remove(&id);
                     }
                     tokio::spawn(release_abandoned(instances.clone(), lock));
                 }
             },
-            () = sleep_until(next_due) => {
-                renew_due(&instances, &drift, &mut entries).await;
+            () = sleep_until(next_wake) => {
+                let due = schedule.take_due(Instant::now());
+                renew(&instances, &drift, &mut schedule, due).await;
             }
         }
     }
@@ -129,53 +214,23 @@ async fn sleep_until(at: Option<Instant>) {
     }
 }
 
-/// Renews every lock that is due (or nearly due): one pipeline per instance, all instances at
-/// once.
-async fn renew_due(
+/// Renews the locks in `due`: one pipeline per instance, all instances at once. Every lock that
+/// is still held afterwards is queued again at its next due time.
+async fn renew(
     instances: &Arc<Instances>,
     drift: &ClockDrift,
-    entries: &mut HashMap<u64, Entry>,
+    schedule: &mut Schedule,
+    due: Vec<u64>,
 ) {
-    let now = Instant::now();
-    let mut finished = Vec::new();
-    let mut due = Vec::new();
-    for (id, entry) in entries.iter_mut() {
-        let (lost, deadline, expiry_reason) = {
-            let state = entry.renewal.lease.borrow();
-            (
-                state.lost.is_some(),
-                state.deadline,
-                state.expiry_reason.clone(),
-            )
-        };
-        if lost || now >= deadline {
-            // Lost, or the deadline passed without a confirmed renewal (the reason then carries
-            // the last renewal error, if there was one).
-            mark_lost(&entry.renewal.lease, expiry_reason);
-            finished.push(*id);
-        } else if entry.renewal.hold_until.is_some_and(|until| now >= until) {
-            entry
-                .renewal
-                .lease
-                .send_modify(|s| s.expiry_reason = LostReason::MaxHoldReached);
-            tracing::debug!(lock = %entry.renewal.name, "max hold time reached; renewal stops");
-            finished.push(*id);
-        } else if entry.due_at() <= now + entry.slack() {
-            due.push(*id);
-        }
-    }
-    for id in finished {
-        entries.remove(&id);
-    }
     if due.is_empty() {
         return;
     }
-
+    let now = Instant::now();
     // (id, ttl, deadline) of each lock in this batch, in pipeline order.
     let batch: Vec<(u64, Duration, Instant)> = due
         .iter()
         .filter_map(|id| {
-            let state = entries.get(id)?.renewal.lease.borrow().clone();
+            let state = schedule.entries.get(id)?.renewal.lease.borrow().clone();
             Some((*id, state.ttl, state.deadline))
         })
         .collect();
@@ -188,7 +243,7 @@ async fn renew_due(
     let items: Arc<[ExtendItem]> = batch
         .iter()
         .filter_map(|(id, ttl, _)| {
-            entries.get(id).map(|e| ExtendItem {
+            schedule.entries.get(id).map(|e| ExtendItem {
                 keys: e.renewal.keys.clone(),
                 token: e.renewal.token.clone(),
                 ttl: *ttl,
@@ -208,7 +263,7 @@ async fn renew_due(
     let quorum = instances.quorum();
     let after = Instant::now();
     for (position, (id, ttl, deadline)) in batch.into_iter().enumerate() {
-        let Some(entry) = entries.get_mut(&id) else {
+        let Some(entry) = schedule.entries.get_mut(&id) else {
             continue;
         };
         // This lock's answer from each instance.
@@ -258,7 +313,8 @@ async fn renew_due(
         } else if missing + taken > total - quorum {
             tracing::warn!(lock = %name, "lock lost: Redis says this owner no longer holds it");
             mark_lost(&entry.renewal.lease, LostReason::NotOwner);
-            entries.remove(&id);
+            schedule.entries.remove(&id);
+            continue;
         } else {
             let errors: Vec<String> = answers
                 .iter()
@@ -274,13 +330,15 @@ async fn renew_due(
             });
             if after >= deadline {
                 let reason = entry.renewal.lease.borrow().expiry_reason.clone();
+                tracing::warn!(lock = %name, %reason, "lock lost: its deadline passed before a renewal was confirmed");
                 mark_lost(&entry.renewal.lease, reason);
-                entries.remove(&id);
-            } else {
-                let retry = (ttl / 10).clamp(Duration::from_millis(5), Duration::from_secs(1));
-                entry.retry_at = Some(after + retry);
+                schedule.entries.remove(&id);
+                continue;
             }
+            let retry = (ttl / 10).clamp(Duration::from_millis(5), Duration::from_secs(1));
+            entry.retry_at = Some(after + retry);
         }
+        schedule.requeue(id);
     }
 }
 
@@ -317,5 +375,5 @@ async fn release_abandoned(instances: Arc<Instances>, lock: Abandoned) {
         tokio::time::sleep(delay).await;
         delay *= 4;
     }
-    tracing::warn!(lock = %lock.name, "could not release a dropped lock everywhere; its lease will run out");
+    tracing::debug!(lock = %lock.name, "could not release a hold on every instance; the lease will run out there");
 }

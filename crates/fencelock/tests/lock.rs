@@ -665,3 +665,31 @@ async fn an_uncontended_cycle_costs_two_commands_and_no_subscription() {
     );
     assert_eq!(calls(&redis, "script|load") + calls(&redis, "eval"), 0);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_watchdog_keeps_thousands_of_locks_alive_on_one_client() {
+    let redis = server();
+    let a = client(&redis.url());
+    let ttl = Duration::from_millis(1000);
+    let mut tasks = tokio::task::JoinSet::new();
+    for i in 0..3000 {
+        let a = a.clone();
+        tasks.spawn(async move { a.lock(format!("many-{i}")).ttl(ttl).acquire().await });
+    }
+    let mut guards = Vec::new();
+    while let Some(guard) = tasks.join_next().await {
+        guards.push(guard.unwrap().unwrap());
+    }
+    tokio::time::sleep(ttl * 3).await;
+    let lost = guards.iter().filter(|g| !g.is_held()).count();
+    assert_eq!(lost, 0, "{lost} of {} locks were lost", guards.len());
+    let keys = keys(&redis);
+    assert_eq!(
+        keys.len(),
+        2 * guards.len(),
+        "every lock key and fence key is there"
+    );
+    for guard in guards {
+        assert!(guard.release().await.unwrap());
+    }
+}

@@ -216,21 +216,22 @@ impl LockGuard {
             .iter()
             .filter(|a| matches!(a, Some(Ok(true))))
             .count();
+        // Instances that failed get another try in the background. Those not waited for (a
+        // majority had answered) need none: their release is on its way already.
         let failed: Vec<usize> = answers
             .iter()
             .enumerate()
-            .filter(|(_, a)| !matches!(a, Some(Ok(_))))
+            .filter(|(_, a)| matches!(a, Some(Err(_))))
             .map(|(i, _)| i)
             .collect();
-        tracing::debug!(lock = %self.name, fence = self.fence, released, failed = failed.len(), "lock released");
-        if failed.is_empty() {
-            return Ok(released >= instances.quorum());
+        let unanswered = answers.iter().filter(|a| a.is_none()).count();
+        tracing::debug!(lock = %self.name, fence = self.fence, released, failed = failed.len(), unanswered, "lock released");
+        if !failed.is_empty() {
+            self.release_in_background(None, Some(failed.clone()));
         }
-        // Some instances did not answer (or were not waited for): finish there in the background.
-        self.release_in_background(None, Some(failed.clone()));
         if released >= instances.quorum() {
             Ok(true)
-        } else if failed.len() > instances.servers().len() - instances.quorum() {
+        } else if failed.len() + unanswered > instances.servers().len() - instances.quorum() {
             Err(instances.failure(&self.name, "release", answers, released, 0))
         } else {
             Ok(false)

@@ -517,6 +517,9 @@ pub(crate) async fn release_on(
     until_majority: bool,
 ) -> Vec<Answer<bool>> {
     let quorum = instances.quorum();
+    // The write-back matters only over Redlock; on a single instance the fence key already
+    // holds this fence (or a larger one).
+    let fence = if instances.is_single() { None } else { fence };
     instances
         .on_all(
             only,

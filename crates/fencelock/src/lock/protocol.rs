@@ -158,34 +158,30 @@ pub(crate) async fn extend_many(
     items: Arc<[ExtendItem]>,
     limit: Duration,
 ) -> redis::RedisResult<Vec<redis::RedisResult<Extended>>> {
-    let build = || {
-        let mut pipe = redis::pipe();
-        pipe.ignore_errors();
-        for item in items.iter() {
-            pipe.cmd("EVALSHA")
-                .arg(EXTEND.get_hash())
-                .arg(1)
-                .arg(&item.keys.lock)
-                .arg(item.token.as_str())
-                .arg(lease_millis(item.ttl));
-        }
-        pipe
-    };
-    let mut replies: Vec<redis::RedisResult<i64>> = server.pipeline(&build(), limit).await?;
-    let missing_script = replies.iter().any(|r| {
-        r.as_ref()
-            .is_err_and(|e| e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript))
-    });
-    if missing_script {
-        // The server lost its script cache (restart, failover, SCRIPT FLUSH): load and resend.
-        let mut load = redis::cmd("SCRIPT");
-        load.arg("LOAD").arg(include_str!("extend.lua"));
-        let _: String = server.command(&load, limit).await?;
-        replies = server.pipeline(&build(), limit).await?;
+    // The pipeline starts with SCRIPT LOAD (cheap when the script is cached: a hash and a
+    // lookup), so that a server that lost its script cache (restart, failover, SCRIPT FLUSH)
+    // does not answer NOSCRIPT to every renewal of the batch.
+    let mut pipe = redis::pipe();
+    pipe.ignore_errors();
+    pipe.cmd("SCRIPT")
+        .arg("LOAD")
+        .arg(include_str!("extend.lua"));
+    for item in items.iter() {
+        pipe.cmd("EVALSHA")
+            .arg(EXTEND.get_hash())
+            .arg(1)
+            .arg(&item.keys.lock)
+            .arg(item.token.as_str())
+            .arg(lease_millis(item.ttl));
     }
+    let replies: Vec<redis::RedisResult<Value>> = server.pipeline(&pipe, limit).await?;
     Ok(replies
         .into_iter()
-        .map(|r| r.map(Extended::from_reply))
+        .skip(1) // the SCRIPT LOAD
+        .map(|r| {
+            r.and_then(|v| redis::from_redis_value::<i64>(v).map_err(RedisError::from))
+                .map(Extended::from_reply)
+        })
         .collect())
 }
 
