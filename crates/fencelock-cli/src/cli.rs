@@ -8,6 +8,7 @@ use clap::{ArgAction, Parser, Subcommand};
 
 use crate::demo;
 use crate::error::CliError;
+use crate::{bench, inspect, release, run};
 
 const ABOUT: &str = "Fenced distributed locks on Redis, from the command line";
 
@@ -17,14 +18,24 @@ Fenced distributed locks on Redis, from the command line.
 A lock on Redis is a lease, not a mutex: a holder that stalls for longer than its lease can \
 lose the lock without knowing it. fencelock gives every acquisition a fencing token, strictly \
 larger than every earlier one, so that the protected resource can refuse a stale holder. \
-`fencelock demo` shows it happen.";
+`fencelock run` runs a command under a lock, with its token in $FENCELOCK_FENCE, and stops the \
+command if the lock is lost. `fencelock demo` shows a fencing token at work.";
 
 const EXAMPLES: &str = "\
 Examples:
-  fencelock demo                               # throwaway redis-server, 4 worker processes
-  fencelock demo --workers 6 --ttl 500ms       # more workers, shorter lease
+  fencelock run nightly-report -- ./make-report.sh   # one host at a time, across the fleet
+  fencelock run --no-wait backup -- ./backup.sh      # skip (exit 73) if another host runs it
+  fencelock status nightly-report                    # holder, remaining lease, fences
+  fencelock list                                     # every held lock
+  fencelock release --force nightly-report           # operator: the holder is gone
+  fencelock demo                                     # throwaway redis-server, 4 worker processes
   FENCELOCK_URL=redis://127.0.0.1:6379 fencelock demo   # use your own Redis
-  fencelock -v demo                            # with the library's debug log on stderr";
+  fencelock -v run job -- ./job                      # with the library's debug log on stderr
+
+Servers: --url (repeatable: several mean Redlock), else $FENCELOCK_URL (comma-separated),
+else the file named by $FENCELOCK_URL_FILE, else redis://127.0.0.1:6379.
+Exit status of `run`: the command's own, or 2 usage, 69 Redis unavailable, 73 not acquired,
+74 lock lost, 126/127 cannot execute/not found (see `fencelock run --help`).";
 
 /// The `fencelock` command line.
 #[derive(Debug, Parser)]
@@ -49,9 +60,29 @@ pub struct Cli {
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Run a command while holding a lock; stop it if the lock is lost
+    #[command(long_about = run::LONG_ABOUT, after_help = run::AFTER_HELP)]
+    Run(run::RunArgs),
+
+    /// Show whether a lock is held, by whom, for how long, and its fences
+    #[command(long_about = inspect::STATUS_ABOUT, after_help = inspect::STATUS_AFTER_HELP)]
+    Status(inspect::StatusArgs),
+
+    /// List the held locks (SCAN, never KEYS)
+    #[command(long_about = inspect::LIST_ABOUT, after_help = inspect::LIST_AFTER_HELP)]
+    List(inspect::ListArgs),
+
+    /// Force-release a lock, whoever holds it (an operator's action; needs --force)
+    #[command(long_about = release::ABOUT, after_help = release::AFTER_HELP)]
+    Release(release::ReleaseArgs),
+
     /// Watch a fencing token stop a paused lock holder (starts its own redis-server)
     #[command(long_about = demo::LONG_ABOUT, after_help = demo::EXAMPLES)]
     Demo(demo::DemoArgs),
+
+    /// Run the benchmark (fencelock against raw Redis and the peer crates)
+    #[command(long_about = bench::ABOUT, after_help = bench::AFTER_HELP)]
+    Bench(bench::BenchArgs),
 
     /// One worker process of `fencelock demo` (internal: started by the demo itself)
     #[command(hide = true)]
@@ -62,6 +93,9 @@ pub enum Command {
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     init_tracing(cli.verbose);
+    if let Command::Bench(args) = &cli.command {
+        return bench::run(args);
+    }
     // One thread: the demo is I/O-bound, and processes the demo starts are spawned from the main
     // thread (a worker's parent-death signal follows the thread that spawned it).
     let runtime = match tokio::runtime::Builder::new_current_thread()
@@ -77,8 +111,14 @@ pub fn main() -> ExitCode {
     let verbose = cli.verbose;
     let result = runtime.block_on(async move {
         match cli.command {
+            Command::Run(args) => run::run(args).await,
+            Command::Status(args) => inspect::status(args).await,
+            Command::List(args) => inspect::list(args).await,
+            Command::Release(args) => release::release(args).await,
             Command::Demo(args) => demo::run(args, verbose).await,
             Command::DemoWorker(args) => demo::worker::run(args, verbose).await,
+            // Handled above, without a runtime.
+            Command::Bench(_) => Ok(()),
         }
     });
     // Do not wait for background tasks (a blocking read of stdin, the lock client's tasks).

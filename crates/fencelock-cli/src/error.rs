@@ -1,9 +1,28 @@
 //! The errors of the command-line tool, and the exit codes they map to.
 
-/// Exit code: something went wrong (Redis unreachable, a process could not be started, ...).
+/// Exit code: something else went wrong (an I/O error, a process could not be started, ...).
 pub const EXIT_FAILURE: u8 = 1;
+/// Exit code: a usage error: a bad option or argument (clap uses the same code), an invalid lock
+/// name, an invalid Redis URL, `release` without `--force`.
+pub const EXIT_USAGE: u8 = 2;
 /// Exit code: the demo ran but did not show what it promises, or an invariant did not hold.
 pub const EXIT_DEMO_FAILED: u8 = 3;
+/// Exit code (sysexits `EX_UNAVAILABLE`): Redis could not be reached, Redlock found no quorum,
+/// Redis refused a command (NOAUTH, NOPERM, READONLY, ...), or a key of the lock holds data
+/// fencelock did not put there.
+pub const EXIT_REDIS: u8 = 69;
+/// Exit code: the lock was not acquired: held by another owner with `--no-wait`, or still held
+/// when `--wait` ran out.
+pub const EXIT_NOT_ACQUIRED: u8 = 73;
+/// Exit code: the lock was lost while the command ran (its lease ran out, or an operator
+/// force-released it); the command was stopped if it was still running.
+pub const EXIT_LOCK_LOST: u8 = 74;
+/// Exit code, as in a shell: the command was found but could not be executed.
+pub const EXIT_CANNOT_EXECUTE: u8 = 126;
+/// Exit code, as in a shell: the command was not found.
+pub const EXIT_NOT_FOUND: u8 = 127;
+/// Exit code after SIGHUP (128 + 1).
+pub const EXIT_SIGHUP: u8 = 129;
 /// Exit code after SIGINT (128 + 2), as shells report it.
 pub const EXIT_SIGINT: u8 = 130;
 /// Exit code after SIGTERM (128 + 15).
@@ -31,6 +50,10 @@ pub enum CliError {
     /// A Redis URL that does not parse (the message has no password in it).
     #[error("invalid Redis URL: {0}")]
     InvalidUrl(String),
+
+    /// A usage error found after the command line was parsed.
+    #[error("{0}")]
+    Usage(String),
 
     /// The Redis server could not be reached, or refused the connection.
     #[error("cannot reach Redis at {server}: {reason}")]
@@ -70,6 +93,15 @@ pub enum CliError {
     #[error("interrupted by {0}; every process the demo started has been stopped")]
     Interrupted(&'static str),
 
+    /// A failure with its own message and exit code (the message has no password in it).
+    #[error("{message}")]
+    Failed {
+        /// What went wrong.
+        message: String,
+        /// The exit code.
+        code: u8,
+    },
+
     /// Already reported to whoever needs to know (a demo worker reports to the demo); exit with
     /// this code without printing anything more.
     #[error("exit code {code}")]
@@ -91,11 +123,32 @@ impl CliError {
     /// The process exit code for this error.
     pub fn exit_code(&self) -> u8 {
         match self {
+            CliError::Lock(err) => lock_error_code(err),
+            CliError::InvalidUrl(_) | CliError::Usage(_) => EXIT_USAGE,
+            CliError::Unreachable { .. } | CliError::Redis { .. } => EXIT_REDIS,
             CliError::DemoFailed(_) => EXIT_DEMO_FAILED,
             CliError::Interrupted("SIGINT") => EXIT_SIGINT,
+            CliError::Interrupted("SIGHUP") => EXIT_SIGHUP,
             CliError::Interrupted(_) => EXIT_SIGTERM,
-            CliError::Reported { code } => *code,
-            _ => EXIT_FAILURE,
+            CliError::Failed { code, .. } | CliError::Reported { code } => *code,
+            CliError::RedisServerNotFound | CliError::RedisServerStart(_) | CliError::Io { .. } => {
+                EXIT_FAILURE
+            }
         }
+    }
+}
+
+/// The exit code for an error of the lock library.
+pub fn lock_error_code(err: &fencelock::Error) -> u8 {
+    use fencelock::Error;
+    match err {
+        Error::Busy { .. } | Error::TimedOut { .. } => EXIT_NOT_ACQUIRED,
+        Error::NotHeld { .. } => EXIT_LOCK_LOST,
+        Error::Unreachable { .. }
+        | Error::NoQuorum { .. }
+        | Error::Redis { .. }
+        | Error::WrongType { .. } => EXIT_REDIS,
+        Error::InvalidArgument { .. } | Error::Config { .. } => EXIT_USAGE,
+        _ => EXIT_FAILURE,
     }
 }

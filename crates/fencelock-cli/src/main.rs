@@ -2,14 +2,20 @@
 //!
 //! Each subcommand lives in its own module; `cli` holds the argument definitions and dispatch.
 
+mod bench;
 mod cli;
 mod demo;
 mod duration;
 mod error;
+mod inspect;
+mod json;
 mod output;
 mod process;
 mod redis_server;
 mod redis_url;
+mod release;
+mod run;
+mod servers;
 
 fn main() -> std::process::ExitCode {
     cli::main()

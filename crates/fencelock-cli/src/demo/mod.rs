@@ -47,8 +47,9 @@ Without --url (or FENCELOCK_URL), the demo starts a throwaway redis-server on a 
 127.0.0.1 and stops it at the end. With --url, it uses the lock \"demo/report\" and the keys \
 \"fencelock-demo:{resource}*\" on that server, and resets those keys first.
 
-Exit status: 0 when the story completed and every check held, 3 when a check failed, 1 on other \
-errors, 130/143 when interrupted.";
+Exit status: 0 when the story completed and every check held, 3 when a check failed, 2 for a \
+usage error (an invalid URL), 69 when Redis cannot be reached or refuses, 1 on other errors, \
+130/143 when interrupted.";
 
 pub const EXAMPLES: &str = "\
 Examples:

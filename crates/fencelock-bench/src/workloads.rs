@@ -1,0 +1,570 @@
+//! The workloads W1–W5. Each function measures one contender on its own, freshly started
+//! `redis-server` and returns a report row; nothing here decides what is good or bad.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use fencelock_testkit::RedisServer;
+use redis::aio::MultiplexedConnection;
+use tokio::time::Instant;
+
+use crate::error::{BenchError, Result};
+use crate::locker::{Held, Library, Locker};
+use crate::report::{W1Row, W2Row, W3Row, W5Row};
+use crate::stats::{Samples, median};
+use crate::system;
+
+/// A fresh server for one measurement, and an admin connection to read its counters.
+pub(crate) struct Bed {
+    pub(crate) server: RedisServer,
+    pub(crate) admin: MultiplexedConnection,
+}
+
+impl Bed {
+    pub(crate) async fn start() -> Result<Bed> {
+        let server = tokio::task::spawn_blocking(RedisServer::start)
+            .await
+            .map_err(|e| BenchError::join("starting redis-server", e))?
+            .map_err(|e| BenchError::io("starting redis-server", e))?;
+        let admin = admin_connection(&server.url()).await?;
+        Ok(Bed { server, admin })
+    }
+}
+
+pub(crate) async fn admin_connection(url: &str) -> Result<MultiplexedConnection> {
+    redis::Client::open(url)
+        .map_err(|e| BenchError::redis(format!("opening {url}"), e))?
+        .get_multiplexed_async_connection()
+        .await
+        .map_err(|e| BenchError::redis(format!("connecting to {url}"), e))
+}
+
+/// W1: one client, sequential acquire + release, a new key each cycle.
+pub(crate) async fn w1(
+    library: Library,
+    ttl: Duration,
+    repetitions: usize,
+    rep_duration: Duration,
+    max_cycles: u64,
+) -> Result<W1Row> {
+    let mut bed = Bed::start().await?;
+    let locker = Locker::connect(library, &bed.server.url(), ttl).await?;
+    let mut rates = Vec::new();
+    let mut p50s = Vec::new();
+    let mut p99s = Vec::new();
+    let mut total_cycles = 0u64;
+    system::reset_stats(&mut bed.admin).await?;
+    let server_cpu_before = system::server_cpu_seconds(&mut bed.admin).await?;
+    let client_cpu_before = system::process_cpu_seconds()?;
+    let mut key_no = 0u64;
+    for rep in 0..repetitions.max(1) {
+        let mut samples = Samples::with_capacity(16 * 1024);
+        let started = Instant::now();
+        let end = started + rep_duration;
+        let mut cycles = 0u64;
+        while cycles < max_cycles {
+            let t0 = Instant::now();
+            if t0 >= end {
+                break;
+            }
+            key_no += 1;
+            locker
+                .cycle(&format!("bench:w1:{rep}:{key_no}"), ttl)
+                .await?;
+            samples.push(t0.elapsed());
+            cycles += 1;
+        }
+        let elapsed = started.elapsed().as_secs_f64();
+        rates.push(cycles as f64 / elapsed);
+        p50s.push(samples.quantile_us(0.50).unwrap_or(f64::NAN));
+        p99s.push(samples.quantile_us(0.99).unwrap_or(f64::NAN));
+        total_cycles += cycles;
+    }
+    let client_cpu = system::process_cpu_seconds()? - client_cpu_before;
+    let server_cpu = system::server_cpu_seconds(&mut bed.admin).await? - server_cpu_before;
+    let mix = system::command_mix(&mut bed.admin).await?;
+    let counters = system::counters(&mut bed.admin).await?;
+    // The INFO calls that read the counters are themselves counted (three before the count).
+    let commands = counters.commands.saturating_sub(3);
+    let per_cycle = |x: f64| (total_cycles > 0).then(|| x / total_cycles as f64);
+    Ok(W1Row {
+        library: library.name().into(),
+        cycles_per_s: median(&rates).unwrap_or(0.0),
+        p50_us: median(&p50s),
+        p99_us: median(&p99s),
+        repetitions: rates.len(),
+        cycles: total_cycles,
+        commands_per_cycle: (total_cycles > 0).then(|| commands as f64 / total_cycles as f64),
+        reads_per_cycle: per_cycle(counters.reads.saturating_sub(3) as f64),
+        client_cpu_us_per_cycle: per_cycle(client_cpu * 1e6),
+        server_cpu_us_per_cycle: per_cycle(server_cpu * 1e6),
+        command_usec_per_cycle: mix
+            .iter()
+            .filter_map(|(k, (_, usec))| per_cycle(*usec as f64).map(|x| (k.clone(), x)))
+            .collect(),
+        command_mix_per_cycle: mix
+            .into_iter()
+            .filter_map(|(k, (n, _))| per_cycle(n as f64).map(|x| (k, x)))
+            .collect(),
+        ratio_to_raw: None,
+        error: None,
+    })
+}
+
+/// W2: `tasks` tasks on one client, each cycling on its own key.
+pub(crate) async fn w2(
+    library: Library,
+    ttl: Duration,
+    tasks: usize,
+    duration: Duration,
+    max_cycles: u64,
+) -> Result<W2Row> {
+    let mut bed = Bed::start().await?;
+    let locker = Locker::connect(library, &bed.server.url(), ttl).await?;
+    let server_cpu_before = system::server_cpu_seconds(&mut bed.admin).await?;
+    let client_cpu_before = system::process_cpu_seconds()?;
+    let start = Instant::now() + Duration::from_millis(20);
+    let end = start + duration;
+    let per_task_max = max_cycles / tasks.max(1) as u64 + 1;
+    let mut set = tokio::task::JoinSet::new();
+    for task in 0..tasks {
+        let locker = locker.clone();
+        set.spawn(async move {
+            tokio::time::sleep_until(start).await;
+            let key = format!("bench:w2:{task}");
+            let mut cycles = 0u64;
+            while cycles < per_task_max && Instant::now() < end {
+                locker.cycle(&key, ttl).await?;
+                cycles += 1;
+            }
+            Ok::<_, BenchError>(cycles)
+        });
+    }
+    let mut total = 0;
+    let mut per_task = Vec::with_capacity(tasks);
+    while let Some(joined) = set.join_next().await {
+        let cycles = joined.map_err(|e| BenchError::join("W2 task", e))??;
+        total += cycles;
+        per_task.push(cycles);
+    }
+    let elapsed = start.elapsed().as_secs_f64();
+    let client_cpu = system::process_cpu_seconds()? - client_cpu_before;
+    let server_cpu = system::server_cpu_seconds(&mut bed.admin).await? - server_cpu_before;
+    let per_cycle = |x: f64| (total > 0).then(|| x / total as f64);
+    drop(bed);
+    Ok(W2Row {
+        client_cpu_us_per_cycle: per_cycle(client_cpu * 1e6),
+        server_cpu_us_per_cycle: per_cycle(server_cpu * 1e6),
+        library: library.name().into(),
+        tasks,
+        cycles_per_s: total as f64 / elapsed,
+        cycles: total,
+        min_task_cycles: per_task.iter().copied().min().unwrap_or(0),
+        max_task_cycles: per_task.iter().copied().max().unwrap_or(0),
+        ratio_to_raw: None,
+        error: None,
+    })
+}
+
+/// What the W3 workers share.
+struct Arena {
+    /// Set while someone is in the critical section.
+    inside: AtomicBool,
+    violations: AtomicU64,
+    /// A read-then-write counter: read on entry, written (+1) on exit. Overlapping holders lose
+    /// updates.
+    counter: AtomicU64,
+    /// Workers currently waiting in an acquire call.
+    waiting: AtomicUsize,
+    /// The instant just before the last release call, and who made it, if someone was waiting.
+    last_release: Mutex<Option<(Instant, usize)>>,
+    handoffs: Mutex<Samples>,
+    holds: Mutex<Samples>,
+}
+
+/// W3: `workers` workers (each its own client) on one key, each holding it for `hold`.
+pub(crate) async fn w3(
+    library: Library,
+    ttl: Duration,
+    workers: usize,
+    hold: Duration,
+    duration: Duration,
+    max_cycles: u64,
+) -> Result<W3Row> {
+    let bed = Bed::start().await?;
+    let url = bed.server.url();
+    let mut lockers = Vec::with_capacity(workers);
+    for _ in 0..workers {
+        lockers.push(Locker::connect(library, &url, ttl).await?);
+    }
+    let arena = Arc::new(Arena {
+        inside: AtomicBool::new(false),
+        violations: AtomicU64::new(0),
+        counter: AtomicU64::new(0),
+        waiting: AtomicUsize::new(0),
+        last_release: Mutex::new(None),
+        handoffs: Mutex::new(Samples::with_capacity(16 * 1024)),
+        holds: Mutex::new(Samples::with_capacity(16 * 1024)),
+    });
+    let start = Instant::now() + Duration::from_millis(50);
+    let end = start + duration;
+    let per_worker_max = max_cycles / workers.max(1) as u64 + 1;
+    let mut set = tokio::task::JoinSet::new();
+    for (id, locker) in lockers.into_iter().enumerate() {
+        let arena = Arc::clone(&arena);
+        set.spawn(async move {
+            tokio::time::sleep_until(start).await;
+            let mut grants = 0u64;
+            let mut all_grants = 0u64;
+            while all_grants < per_worker_max && Instant::now() < end {
+                arena.waiting.fetch_add(1, Ordering::SeqCst);
+                let held = locker.acquire_wait("bench:w3", ttl, end).await;
+                arena.waiting.fetch_sub(1, Ordering::SeqCst);
+                let Some(held) = held? else { break };
+                critical_section(&arena, id, hold).await;
+                all_grants += 1;
+                if Instant::now() <= end {
+                    grants += 1;
+                }
+                let before_release = Instant::now();
+                *lock(&arena.last_release) =
+                    (arena.waiting.load(Ordering::SeqCst) > 0).then_some((before_release, id));
+                locker.release(held).await?;
+            }
+            Ok::<_, BenchError>((grants, all_grants))
+        });
+    }
+    let mut grants = Vec::with_capacity(workers);
+    let mut all = 0;
+    let mut first_error = None;
+    while let Some(joined) = set.join_next().await {
+        match joined.map_err(|e| BenchError::join("W3 worker", e)) {
+            Ok(Ok((g, a))) => {
+                grants.push(g);
+                all += a;
+            }
+            Ok(Err(e)) | Err(e) => {
+                first_error.get_or_insert(e);
+            }
+        }
+    }
+    if let Some(e) = first_error {
+        return Err(e);
+    }
+    drop(bed);
+    let total: u64 = grants.iter().sum();
+    let mut handoffs = std::mem::take(&mut *lock(&arena.handoffs));
+    let holds = std::mem::take(&mut *lock(&arena.holds));
+    let counter = arena.counter.load(Ordering::SeqCst);
+    Ok(W3Row {
+        library: library.name().into(),
+        workers,
+        acquisitions_per_s: total as f64 / duration.as_secs_f64(),
+        acquisitions: total,
+        handoffs: handoffs.len(),
+        handoff_p50_us: handoffs.quantile_us(0.50),
+        handoff_p99_us: handoffs.quantile_us(0.99),
+        mean_hold_us: holds.mean_us(),
+        min_grants: grants.iter().copied().min().unwrap_or(0),
+        max_grants: grants.iter().copied().max().unwrap_or(0),
+        violations: arena.violations.load(Ordering::SeqCst),
+        lost_updates: all.saturating_sub(counter),
+        ratio_to_raw: None,
+        error: None,
+    })
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+async fn critical_section(arena: &Arena, id: usize, hold: Duration) {
+    let granted_at = Instant::now();
+    if arena.inside.swap(true, Ordering::SeqCst) {
+        arena.violations.fetch_add(1, Ordering::SeqCst);
+    }
+    if let Some((released_at, releaser)) = lock(&arena.last_release).take()
+        && releaser != id
+    {
+        lock(&arena.handoffs).push(granted_at.saturating_duration_since(released_at));
+    }
+    let seen = arena.counter.load(Ordering::SeqCst);
+    // Tokio's timer has a 1 ms granularity and rounds up (a 1 ms sleep lasts 1-2 ms); a
+    // thread sleep on the blocking pool is much closer to the requested hold.
+    if tokio::task::spawn_blocking(move || std::thread::sleep(hold))
+        .await
+        .is_err()
+    {
+        tokio::time::sleep(hold).await;
+    }
+    arena.counter.store(seen + 1, Ordering::SeqCst);
+    lock(&arena.holds).push(granted_at.elapsed());
+    arena.inside.store(false, Ordering::SeqCst);
+}
+
+/// W5: `count` locks held with automatic renewal (lease `ttl`) for `hold`.
+pub(crate) async fn w5(
+    library: Library,
+    ttl: Duration,
+    count: usize,
+    hold: Duration,
+) -> Result<W5Row> {
+    let mut bed = Bed::start().await?;
+    let url = bed.server.url();
+    let locker = Locker::connect(library, &url, ttl).await?;
+    system::reset_stats(&mut bed.admin).await?;
+    let rss_before = system::resident_bytes()?;
+    let keeper = Keeper::start(library, &locker, ttl, count).await?;
+    let rss_after = system::resident_bytes()?;
+    // Keep the acquisition burst and the first renewal round (which may have to load the
+    // renewal script) out of the measured window.
+    tokio::time::sleep(ttl / 2).await;
+    let setup = system::counters(&mut bed.admin).await?;
+    system::reset_stats(&mut bed.admin).await?;
+    let cpu_before = system::process_cpu_seconds()?;
+    let started = Instant::now();
+    tokio::time::sleep(hold).await;
+    let cpu_after = system::process_cpu_seconds()?;
+    let wall = started.elapsed().as_secs_f64();
+    let counters = system::counters(&mut bed.admin).await?;
+    let held_in_redis = count_w5_locks(&mut bed.admin).await?;
+    let still_held = keeper.finish(&locker).await?;
+    let renew_scripts = counters.evalsha + counters.eval;
+    Ok(W5Row {
+        library: library.name().into(),
+        locks: count,
+        seconds: wall,
+        renewal_commands_per_s: renew_scripts as f64 / wall,
+        total_commands_per_s: counters.commands.saturating_sub(1) as f64 / wall,
+        reads_per_s: counters.reads.saturating_sub(1) as f64 / wall,
+        client_cpu_percent: (cpu_after - cpu_before) / wall * 100.0,
+        bytes_per_lock: rss_after.saturating_sub(rss_before) as f64 / count.max(1) as f64,
+        still_held,
+        held_in_redis,
+        noscript_replies: setup.evalsha_failed,
+        ratio_to_raw: None,
+        error: None,
+    })
+}
+
+/// How many W5 lock keys exist in Redis (fence keys not counted).
+async fn count_w5_locks(admin: &mut MultiplexedConnection) -> Result<usize> {
+    let mut cursor: u64 = 0;
+    let mut count = 0;
+    // Bounded: SCAN visits each key at most a few times; 100,000 pages is far more than enough.
+    for _ in 0..100_000 {
+        let (next, keys): (u64, Vec<String>) = redis::cmd("SCAN")
+            .arg(cursor)
+            .arg("MATCH")
+            .arg("*bench:w5:*")
+            .arg("COUNT")
+            .arg(1000)
+            .query_async(admin)
+            .await
+            .map_err(|e| BenchError::redis("W5: SCAN for the lock keys", e))?;
+        count += keys.iter().filter(|k| !k.ends_with(":fence")).count();
+        if next == 0 {
+            break;
+        }
+        cursor = next;
+    }
+    Ok(count)
+}
+
+/// The locks W5 keeps alive, per contender.
+enum Keeper {
+    /// fencelock's guards, renewed by the client's watchdog.
+    Guards(Vec<fencelock::LockGuard>),
+    /// Raw locks renewed by one task: one pipeline of compare-and-pexpire scripts every third
+    /// of the lease (what a hand-written watchdog does at best).
+    Raw {
+        stop: Arc<tokio::sync::Notify>,
+        task: tokio::task::JoinHandle<Result<(Vec<crate::locker::RawHeld>, usize)>>,
+    },
+    /// rslock's own renewal: `LockManager::using` (one timer and one extend per lock, shortly
+    /// before its validity ends).
+    #[cfg(feature = "peers")]
+    Using {
+        stop: tokio::sync::watch::Sender<bool>,
+        tasks: tokio::task::JoinSet<Result<bool>>,
+    },
+}
+
+/// How many acquisitions W5 runs at once while it takes its locks.
+const ACQUIRE_CONCURRENCY: usize = 64;
+
+impl Keeper {
+    async fn start(library: Library, locker: &Locker, ttl: Duration, count: usize) -> Result<Self> {
+        let key = |i: usize| format!("bench:w5:{i}");
+        match locker {
+            Locker::Fencelock(_) | Locker::Raw(_) => {
+                let mut held = Vec::with_capacity(count);
+                let mut set = tokio::task::JoinSet::new();
+                let mut next = 0;
+                while held.len() < count {
+                    while next < count && set.len() < ACQUIRE_CONCURRENCY {
+                        let locker = locker.clone();
+                        let name = key(next);
+                        set.spawn(async move { locker.try_acquire(&name, ttl).await });
+                        next += 1;
+                    }
+                    let Some(joined) = set.join_next().await else {
+                        break;
+                    };
+                    let h = joined
+                        .map_err(|e| BenchError::join("W5 acquire", e))??
+                        .ok_or_else(|| BenchError::Bench("W5: a fresh lock was busy".into()))?;
+                    held.push(h);
+                }
+                match locker {
+                    Locker::Raw(raw) => {
+                        let raw_held: Vec<_> = held
+                            .into_iter()
+                            .filter_map(|h| match h {
+                                Held::Raw(r) => Some(r),
+                                _ => None,
+                            })
+                            .collect();
+                        let stop = Arc::new(tokio::sync::Notify::new());
+                        let task = tokio::spawn(raw_renewer(
+                            raw.clone(),
+                            raw_held,
+                            ttl,
+                            Arc::clone(&stop),
+                        ));
+                        Ok(Keeper::Raw { stop, task })
+                    }
+                    _ => Ok(Keeper::Guards(
+                        held.into_iter()
+                            .filter_map(|h| match h {
+                                Held::Fencelock(g) => Some(g),
+                                _ => None,
+                            })
+                            .collect(),
+                    )),
+                }
+            }
+            #[cfg(feature = "peers")]
+            Locker::Rslock(manager) => {
+                let (stop, stopped) = tokio::sync::watch::channel(false);
+                let acquired = Arc::new(AtomicUsize::new(0));
+                let mut tasks = tokio::task::JoinSet::new();
+                for i in 0..count {
+                    let manager = manager.clone();
+                    let mut stopped = stopped.clone();
+                    let acquired = Arc::clone(&acquired);
+                    let name = key(i);
+                    tasks.spawn(async move {
+                        manager
+                            .using(name.as_bytes(), ttl, async || {
+                                acquired.fetch_add(1, Ordering::SeqCst);
+                                let _ = stopped.wait_for(|s| *s).await;
+                            })
+                            .await
+                            .map(|()| true)
+                            .or_else(|e| match e {
+                                rslock::LockError::Unavailable | rslock::LockError::TtlExceeded => {
+                                    Ok(false)
+                                }
+                                other => Err(BenchError::peer("rslock", "using", other)),
+                            })
+                    });
+                }
+                // Wait until every lock is taken (bounded).
+                let deadline = Instant::now() + Duration::from_secs(60);
+                while acquired.load(Ordering::SeqCst) < count {
+                    if Instant::now() > deadline {
+                        let _ = stop.send(true);
+                        return Err(BenchError::Bench(format!(
+                            "W5 rslock: only {} of {count} locks taken after 60 s",
+                            acquired.load(Ordering::SeqCst)
+                        )));
+                    }
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
+                Ok(Keeper::Using { stop, tasks })
+            }
+            _ => Err(BenchError::Bench(format!(
+                "{library} has no automatic renewal to measure"
+            ))),
+        }
+    }
+
+    /// Stops renewing, releases everything; returns how many locks were still held.
+    async fn finish(self, locker: &Locker) -> Result<usize> {
+        match self {
+            Keeper::Guards(guards) => {
+                let held = guards.iter().filter(|g| g.is_held()).count();
+                let mut set = tokio::task::JoinSet::new();
+                for chunk in chunked(guards, ACQUIRE_CONCURRENCY) {
+                    let locker = locker.clone();
+                    set.spawn(async move {
+                        for g in chunk {
+                            locker.release(Held::Fencelock(g)).await?;
+                        }
+                        Ok::<_, BenchError>(())
+                    });
+                }
+                while let Some(j) = set.join_next().await {
+                    j.map_err(|e| BenchError::join("W5 release", e))??;
+                }
+                Ok(held)
+            }
+            Keeper::Raw { stop, task } => {
+                stop.notify_one();
+                let (held, still) = task
+                    .await
+                    .map_err(|e| BenchError::join("W5 raw renewer", e))??;
+                for h in held {
+                    locker.release(Held::Raw(h)).await?;
+                }
+                Ok(still)
+            }
+            #[cfg(feature = "peers")]
+            Keeper::Using { stop, mut tasks } => {
+                let _ = stop.send(true);
+                let mut still = 0;
+                while let Some(j) = tasks.join_next().await {
+                    if j.map_err(|e| BenchError::join("W5 rslock using", e))?? {
+                        still += 1;
+                    }
+                }
+                Ok(still)
+            }
+        }
+    }
+}
+
+fn chunked<T>(items: Vec<T>, chunks: usize) -> Vec<Vec<T>> {
+    let size = items.len().div_ceil(chunks.max(1)).max(1);
+    let mut out: Vec<Vec<T>> = Vec::new();
+    for item in items {
+        match out.last_mut() {
+            Some(last) if last.len() < size => last.push(item),
+            _ => out.push(vec![item]),
+        }
+    }
+    out
+}
+
+async fn raw_renewer(
+    raw: crate::locker::Raw,
+    held: Vec<crate::locker::RawHeld>,
+    ttl: Duration,
+    stop: Arc<tokio::sync::Notify>,
+) -> Result<(Vec<crate::locker::RawHeld>, usize)> {
+    let mut still = held.len();
+    let mut next = Instant::now() + ttl / 3;
+    // Bounded: one renewal per third of the lease until told to stop (a day at most).
+    for _ in 0..(86_400 * 3) {
+        tokio::select! {
+            () = stop.notified() => break,
+            () = tokio::time::sleep_until(next) => {
+                still = raw.extend_many(&held, ttl).await?;
+                next += ttl / 3;
+            }
+        }
+    }
+    Ok((held, still))
+}

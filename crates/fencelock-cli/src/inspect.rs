@@ -1,0 +1,444 @@
+//! `fencelock status NAME` and `fencelock list [PATTERN]`: what Redis says about locks, read
+//! without changing anything.
+//!
+//! `status` asks the library ([`fencelock::Client::inspect`]). `list` finds lock keys with
+//! `SCAN` (never `KEYS`, which blocks the server) on every server, then inspects each name found,
+//! so that over Redlock a lock is listed only when one owner holds it on a majority.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use redis::AsyncConnectionConfig;
+use redis::aio::MultiplexedConnection;
+
+use crate::error::{CliError, EXIT_REDIS};
+use crate::json;
+use crate::redis_url;
+use crate::servers::{ServerArgs, Servers};
+
+/// The time limit for connecting and for one `SCAN` call.
+const SCAN_TIMEOUT: Duration = fencelock::DEFAULT_COMMAND_TIMEOUT;
+/// Keys asked for per `SCAN` call.
+const SCAN_COUNT: usize = 1000;
+/// At most this many `SCAN` calls per server (a bound, far above what any keyspace needs).
+const MAX_SCAN_CALLS: usize = 1_000_000;
+
+pub const STATUS_ABOUT: &str = "\
+Show whether a lock is held, by whom, for how long, and its fences.
+
+Prints the state (free or held), the first 8 hex digits of the holder's owner token (enough to \
+tell holders apart, too little to impersonate one), what is left of the holder's lease, the \
+holder's fence and the last fence handed out for the name. Over several --url (Redlock), a lock \
+counts as held when one owner holds it on a majority of the servers. Nothing is changed.";
+
+pub const STATUS_AFTER_HELP: &str = "\
+Exit status:
+  0   the lock is free or held (read the output, or `held` in --json)
+  2   usage error: invalid lock name or Redis URL
+  69  Redis unreachable, no quorum (Redlock), Redis refused, or a key of the lock is not a lock
+  1   any other error
+
+JSON (--json), one object with these fields, in this order:
+  name          string
+  held          bool
+  holder        string (first 8 hex digits of the owner token), null when free
+  remaining_ms  number (the holder's remaining lease), null when free or without expiry
+  fence         number (the holder's fence), null when free
+  last_fence    number (the last fence handed out for the name), null if none is known
+  servers       [string] (host:port)
+  prefix        string
+
+Examples:
+  fencelock status nightly-report
+  fencelock status --json nightly-report | jq .held";
+
+pub const LIST_ABOUT: &str = "\
+List the locks that are held, with their holder, remaining lease and fence.
+
+Finds lock keys (PREFIX:{NAME}) with SCAN, never KEYS, on every server, keeps the names that \
+match PATTERN, and shows each lock that is held (over several --url: held by one owner on a \
+majority). Nothing is changed.";
+
+pub const LIST_AFTER_HELP: &str = "\
+PATTERN is a Redis glob on the lock name: * any characters, ? one character, [abc] one of
+them, \\ escapes the next character. Default: *.
+
+Exit status:
+  0   success, also when no lock is held
+  2   usage error: invalid Redis URL
+  69  Redis unreachable (over Redlock: fewer than a majority answered) or refused
+  1   any other error
+
+JSON (--json), one object: {\"servers\": [string], \"prefix\": string, \"pattern\": string,
+\"locks\": [lock, ...]}, each lock with the fields of `fencelock status --json` from `name` to
+`last_fence`, sorted by name.
+
+Examples:
+  fencelock list
+  fencelock list 'reports/*'
+  fencelock list --json | jq -r '.locks[].name'";
+
+/// Arguments of `fencelock status`.
+#[derive(Debug, clap::Args)]
+pub struct StatusArgs {
+    #[command(flatten)]
+    servers: ServerArgs,
+
+    /// Print one JSON object instead of text
+    #[arg(long)]
+    json: bool,
+
+    /// The lock's name
+    #[arg(value_name = "NAME")]
+    name: String,
+}
+
+/// Arguments of `fencelock list`.
+#[derive(Debug, clap::Args)]
+pub struct ListArgs {
+    #[command(flatten)]
+    servers: ServerArgs,
+
+    /// Print one JSON object instead of a table
+    #[arg(long)]
+    json: bool,
+
+    /// Only locks whose name matches this glob
+    #[arg(value_name = "PATTERN", default_value = "*")]
+    pattern: String,
+}
+
+/// Runs `fencelock status`.
+pub async fn status(args: StatusArgs) -> Result<(), CliError> {
+    let servers = args.servers.resolve()?;
+    let client = servers.client()?;
+    let info = client.inspect(&args.name).await?;
+    if args.json {
+        let mut fields = lock_fields(&info);
+        fields.push(("servers", json::strings(&servers.addrs)));
+        fields.push(("prefix", json::string(&servers.prefix)));
+        println!("{}", json::object(&fields));
+        return Ok(());
+    }
+    let last_fence = info
+        .last_fence
+        .map_or_else(|| "none yet".to_owned(), |f| f.to_string());
+    let mut lines = Vec::new();
+    match &info.holder {
+        None => lines.push(format!("lock {:?}: free", info.name)),
+        Some(holder) => {
+            lines.push(format!("lock {:?}: held", info.name));
+            lines.push(format!("  holder:     {}", holder.token_prefix));
+            lines.push(format!("  remaining:  {}", remaining(holder.remaining)));
+            lines.push(format!("  fence:      {}", optional(holder.fence)));
+        }
+    }
+    lines.push(format!("  last fence: {last_fence}"));
+    lines.push(format!(
+        "  servers:    {} (key prefix {:?})",
+        servers.describe(),
+        servers.prefix
+    ));
+    println!("{}", lines.join("\n"));
+    Ok(())
+}
+
+/// Runs `fencelock list`.
+pub async fn list(args: ListArgs) -> Result<(), CliError> {
+    let servers = args.servers.resolve()?;
+    let client = servers.client()?;
+    let names = scan_all(&servers, &args.pattern).await?;
+    let mut held = Vec::new();
+    for name in names {
+        match client.inspect(&name).await {
+            Ok(info) if info.holder.is_some() => held.push(info),
+            Ok(_) => {}
+            // Not a fencelock lock, or a name the library refuses: not ours to list.
+            Err(
+                err @ (fencelock::Error::WrongType { .. }
+                | fencelock::Error::InvalidArgument { .. }),
+            ) => {
+                eprintln!("fencelock: skipping {name:?}: {err}");
+            }
+            Err(err) => return Err(err.into()),
+        }
+    }
+    if args.json {
+        let locks: Vec<String> = held
+            .iter()
+            .map(|info| json::object(&lock_fields(info)))
+            .collect();
+        println!(
+            "{}",
+            json::object(&[
+                ("servers", json::strings(&servers.addrs)),
+                ("prefix", json::string(&servers.prefix)),
+                ("pattern", json::string(&args.pattern)),
+                ("locks", format!("[{}]", locks.join(","))),
+            ])
+        );
+        return Ok(());
+    }
+    if held.is_empty() {
+        println!(
+            "no held locks matching {:?} on {} (key prefix {:?})",
+            args.pattern,
+            servers.describe(),
+            servers.prefix
+        );
+        return Ok(());
+    }
+    let mut rows = vec![[
+        "NAME".to_owned(),
+        "HOLDER".to_owned(),
+        "REMAINING".to_owned(),
+        "FENCE".to_owned(),
+    ]];
+    for info in &held {
+        let holder = info.holder.as_ref();
+        rows.push([
+            info.name.clone(),
+            holder.map_or_else(String::new, |h| h.token_prefix.clone()),
+            remaining(holder.and_then(|h| h.remaining)),
+            optional(holder.and_then(|h| h.fence)),
+        ]);
+    }
+    print!("{}", table(&rows));
+    Ok(())
+}
+
+/// The JSON fields of one lock, in a stable order.
+fn lock_fields(info: &fencelock::LockInfo) -> Vec<(&'static str, String)> {
+    let holder = info.holder.as_ref();
+    vec![
+        ("name", json::string(&info.name)),
+        ("held", holder.is_some().to_string()),
+        (
+            "holder",
+            holder.map_or_else(json::null, |h| json::string(&h.token_prefix)),
+        ),
+        (
+            "remaining_ms",
+            json::number(
+                holder
+                    .and_then(|h| h.remaining)
+                    .and_then(|d| u64::try_from(d.as_millis()).ok()),
+            ),
+        ),
+        ("fence", json::number(holder.and_then(|h| h.fence))),
+        ("last_fence", json::number(info.last_fence)),
+    ]
+}
+
+/// The names of the lock keys matching `pattern` on the servers (their union). Over several
+/// servers, a majority must answer.
+async fn scan_all(servers: &Servers, pattern: &str) -> Result<BTreeSet<String>, CliError> {
+    let mut names = BTreeSet::new();
+    let mut failures = Vec::new();
+    for (url, addr) in servers.urls.iter().zip(&servers.addrs) {
+        match scan(url, addr, &servers.prefix, pattern).await {
+            Ok(found) => names.extend(found),
+            Err(err) => failures.push(err),
+        }
+    }
+    let total = servers.urls.len();
+    let answered = total - failures.len();
+    let quorum = total / 2 + 1;
+    if answered >= quorum {
+        for err in &failures {
+            eprintln!("fencelock: warning: {err}; listing from the servers that answered");
+        }
+        return Ok(names);
+    }
+    match failures.len() {
+        1 => Err(failures.remove(0)),
+        _ => Err(CliError::Failed {
+            message: format!(
+                "only {answered} of {total} servers answered ({quorum} needed): {}",
+                failures
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            ),
+            code: EXIT_REDIS,
+        }),
+    }
+}
+
+/// The lock names on one server whose keys match `pattern`, by `SCAN`.
+async fn scan(
+    url: &str,
+    addr: &str,
+    prefix: &str,
+    pattern: &str,
+) -> Result<BTreeSet<String>, CliError> {
+    let mut conn = connect(url, addr).await?;
+    let key_start = format!("{prefix}:{{");
+    let matching = format!("{}{pattern}}}", escape_glob(&key_start));
+    let mut names = BTreeSet::new();
+    let mut cursor: u64 = 0;
+    for _ in 0..MAX_SCAN_CALLS {
+        let mut command = redis::cmd("SCAN");
+        command
+            .arg(cursor)
+            .arg("MATCH")
+            .arg(&matching)
+            .arg("COUNT")
+            .arg(SCAN_COUNT);
+        let reply = tokio::time::timeout(
+            SCAN_TIMEOUT,
+            command.query_async::<(u64, Vec<Vec<u8>>)>(&mut conn),
+        )
+        .await;
+        let (next, keys) = match reply {
+            Ok(Ok(reply)) => reply,
+            Ok(Err(err)) => return Err(classify(addr, url, &err)),
+            Err(_) => {
+                return Err(CliError::Unreachable {
+                    server: addr.to_owned(),
+                    reason: format!("SCAN got no reply within {SCAN_TIMEOUT:?}"),
+                });
+            }
+        };
+        for key in keys {
+            // Lock names are UTF-8 without braces; anything else is not a fencelock lock key.
+            let Ok(key) = String::from_utf8(key) else {
+                continue;
+            };
+            if let Some(name) = key
+                .strip_prefix(&key_start)
+                .and_then(|rest| rest.strip_suffix('}'))
+                && !name.is_empty()
+                && !name.contains(['{', '}'])
+            {
+                names.insert(name.to_owned());
+            }
+        }
+        if next == 0 {
+            return Ok(names);
+        }
+        cursor = next;
+    }
+    Err(CliError::Failed {
+        message: format!("SCAN on {addr} did not finish after {MAX_SCAN_CALLS} calls"),
+        code: EXIT_REDIS,
+    })
+}
+
+async fn connect(url: &str, addr: &str) -> Result<MultiplexedConnection, CliError> {
+    let client = redis::Client::open(url)
+        .map_err(|e| CliError::InvalidUrl(redis_url::redact(&e.to_string(), url)))?;
+    let config = AsyncConnectionConfig::new()
+        .set_connection_timeout(Some(SCAN_TIMEOUT))
+        .set_response_timeout(Some(SCAN_TIMEOUT));
+    match tokio::time::timeout(
+        SCAN_TIMEOUT * 2,
+        client.get_multiplexed_async_connection_with_config(&config),
+    )
+    .await
+    {
+        Ok(Ok(conn)) => Ok(conn),
+        Ok(Err(err)) => Err(classify(addr, url, &err)),
+        Err(_) => Err(CliError::Unreachable {
+            server: addr.to_owned(),
+            reason: format!("no connection within {:?}", SCAN_TIMEOUT * 2),
+        }),
+    }
+}
+
+/// "Unreachable" for connection problems, "refused" for errors Redis answered with.
+fn classify(addr: &str, url: &str, err: &redis::RedisError) -> CliError {
+    let reason = redis_url::redact(&err.to_string(), url);
+    if err.is_io_error()
+        || err.is_timeout()
+        || err.is_connection_refusal()
+        || err.is_connection_dropped()
+    {
+        CliError::Unreachable {
+            server: addr.to_owned(),
+            reason,
+        }
+    } else {
+        CliError::Redis {
+            server: addr.to_owned(),
+            what: "SCAN",
+            reason,
+        }
+    }
+}
+
+/// `text` with Redis glob characters escaped, to match literally.
+fn escape_glob(text: &str) -> String {
+    let mut escaped = String::with_capacity(text.len());
+    for c in text.chars() {
+        if matches!(c, '*' | '?' | '[' | ']' | '\\') {
+            escaped.push('\\');
+        }
+        escaped.push(c);
+    }
+    escaped
+}
+
+/// A remaining lease for people: `27.4s`, `850ms`, `no expiry`.
+fn remaining(d: Option<Duration>) -> String {
+    match d {
+        None => "no expiry".to_owned(),
+        Some(d) if d >= Duration::from_secs(1) => format!("{:.1}s", d.as_secs_f64()),
+        Some(d) => format!("{}ms", d.as_millis()),
+    }
+}
+
+fn optional(n: Option<u64>) -> String {
+    n.map_or_else(|| "-".to_owned(), |n| n.to_string())
+}
+
+/// Rows as left-aligned columns separated by two spaces (no trailing spaces).
+fn table<const N: usize>(rows: &[[String; N]]) -> String {
+    let mut widths = [0usize; N];
+    for row in rows {
+        for (width, cell) in widths.iter_mut().zip(row) {
+            *width = (*width).max(cell.chars().count());
+        }
+    }
+    let mut out = String::new();
+    for row in rows {
+        let mut line = String::new();
+        for (i, cell) in row.iter().enumerate() {
+            line.push_str(cell);
+            if i + 1 < N {
+                let pad = widths[i] - cell.chars().count() + 2;
+                line.extend(std::iter::repeat_n(' ', pad));
+            }
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn glob_characters_in_the_prefix_match_literally() {
+        assert_eq!(escape_glob("a*b?[c]\\:{"), "a\\*b\\?\\[c\\]\\\\:{");
+    }
+
+    #[test]
+    fn remaining_leases_read_well() {
+        assert_eq!(remaining(Some(Duration::from_millis(27_431))), "27.4s");
+        assert_eq!(remaining(Some(Duration::from_millis(850))), "850ms");
+        assert_eq!(remaining(None), "no expiry");
+    }
+
+    #[test]
+    fn tables_align_columns() {
+        let rows = [
+            ["NAME".to_owned(), "FENCE".to_owned()],
+            ["long-name".to_owned(), "1".to_owned()],
+        ];
+        assert_eq!(table(&rows), "NAME       FENCE\nlong-name  1\n");
+    }
+}

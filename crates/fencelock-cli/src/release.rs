@@ -1,0 +1,80 @@
+//! `fencelock release --force NAME`: the operator's tool for a lock whose holder is gone or
+//! stuck. It deletes the lock whoever holds it, on every server, and wakes its waiters.
+
+use crate::error::CliError;
+use crate::servers::ServerArgs;
+
+pub const ABOUT: &str = "\
+Force-release a lock, whoever holds it (an operator's action; needs --force).
+
+Deletes the lock on every server and wakes the processes waiting for it; its fence counter is \
+kept, so the next holder still gets a larger fence. The holder is not asked: if it is alive, it \
+learns that it lost the lock at its next renewal (a third of its lease later at most), and a \
+`fencelock run` holding it then stops its command and exits with 74. Use it when the holder is \
+known to be gone or stuck; a `fencelock run` releases its own lock when its command ends.";
+
+pub const AFTER_HELP: &str = "\
+Exit status:
+  0   success, whether or not the lock was held (the output says which)
+  2   usage error: no --force, invalid lock name or Redis URL
+  69  Redis unreachable, no quorum (Redlock), or Redis refused
+  1   any other error
+
+Examples:
+  fencelock status nightly-report            # who holds it, and for how long
+  fencelock release --force nightly-report";
+
+/// Arguments of `fencelock release`.
+#[derive(Debug, clap::Args)]
+pub struct ReleaseArgs {
+    #[command(flatten)]
+    servers: ServerArgs,
+
+    /// Release the lock whoever holds it (required: the holder is not asked)
+    #[arg(long)]
+    force: bool,
+
+    /// The lock's name
+    #[arg(value_name = "NAME")]
+    name: String,
+}
+
+/// Runs `fencelock release`.
+pub async fn release(args: ReleaseArgs) -> Result<(), CliError> {
+    if !args.force {
+        return Err(CliError::Usage(format!(
+            "refusing to release lock {name:?} without --force. Releasing a lock you do not hold \
+             is an operator's action: whoever holds it loses it while it may still be working \
+             (a `fencelock run` holding it stops its command and exits with 74), and a waiter \
+             can take it at once. A `fencelock run` releases its own lock when its command \
+             ends. If the holder is known to be gone or stuck, run: fencelock release --force \
+             {name:?}",
+            name = args.name
+        )));
+    }
+    let servers = args.servers.resolve()?;
+    let client = servers.client()?;
+    // Who held it, for the operator's record (best effort: the release itself decides).
+    let before = client.inspect(&args.name).await.ok().and_then(|i| i.holder);
+    let was_held = client.force_release(&args.name).await?;
+    if was_held {
+        let by = before.map_or_else(String::new, |holder| {
+            let fence = holder
+                .fence
+                .map_or_else(String::new, |f| format!(" with fence {f}"));
+            format!(", held by {}{fence}", holder.token_prefix)
+        });
+        println!(
+            "lock {:?} released on {}{by}; its holder loses it at its next renewal",
+            args.name,
+            servers.describe()
+        );
+    } else {
+        println!(
+            "lock {:?} was not held on {}; nothing to release",
+            args.name,
+            servers.describe()
+        );
+    }
+    Ok(())
+}

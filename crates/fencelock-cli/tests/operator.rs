@@ -1,0 +1,261 @@
+//! End-to-end tests of the operator commands `status`, `list` and `release --force` against real
+//! redis-servers.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test fails by panicking
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::*;
+use nix::sys::signal::Signal;
+
+#[test]
+fn status_shows_a_free_and_a_held_lock() {
+    let Some(server) = server() else { return };
+    let url = server.url();
+    let dir = scratch();
+
+    let free = run(&["status", "--url", &url, "reports/nightly"]);
+    assert_eq!(free.code, Some(0), "{}", free.explain());
+    assert!(free.stdout.contains("free"), "{}", free.explain());
+    let free_json = run(&["status", "--url", &url, "--json", "reports/nightly"]);
+    assert_eq!(free_json.code, Some(0), "{}", free_json.explain());
+    assert!(
+        free_json.stdout.trim().starts_with("{\"name\":\"reports/nightly\",\"held\":false,\"holder\":null,\"remaining_ms\":null,\"fence\":null,\"last_fence\":null,"),
+        "{}",
+        free_json.explain()
+    );
+
+    let holder = hold(
+        &url,
+        "reports/nightly",
+        dir.path(),
+        &["--ttl", "20s"],
+        Some(0),
+    );
+    let fence = std::fs::read_to_string(path(dir.path(), "reports_nightly.ready"))
+        .expect("the holder's fence");
+    let fence = fence.trim();
+
+    let held = run(&["status", "--url", &url, "reports/nightly"]);
+    assert_eq!(held.code, Some(0), "{}", held.explain());
+    assert!(held.stdout.contains("held"), "{}", held.explain());
+    assert!(held.stdout.contains(fence), "{}", held.explain());
+    assert!(held.stdout.contains("remaining:"), "{}", held.explain());
+
+    let json = run(&["status", "--url", &url, "--json", "reports/nightly"]);
+    assert_eq!(json.code, Some(0), "{}", json.explain());
+    let text = json.stdout.trim();
+    assert!(text.contains("\"held\":true"), "{text}");
+    assert!(text.contains(&format!("\"fence\":{fence},")), "{text}");
+    assert!(text.contains(&format!("\"last_fence\":{fence},")), "{text}");
+    assert!(
+        text.contains(&format!("\"servers\":[\"{}\"]", server.addr())),
+        "{text}"
+    );
+    let remaining_ms: u64 = text
+        .split("\"remaining_ms\":")
+        .nth(1)
+        .and_then(|rest| rest.split(',').next())
+        .and_then(|n| n.parse().ok())
+        .expect("remaining_ms");
+    assert!(remaining_ms > 0 && remaining_ms <= 20_000, "{text}");
+    let token: String = text
+        .split("\"holder\":\"")
+        .nth(1)
+        .map(|rest| rest.chars().take_while(|c| *c != '"').collect())
+        .expect("holder");
+    assert_eq!(token.len(), 8, "{text}");
+
+    holder.signal(Signal::SIGTERM);
+    assert_eq!(holder.finish().code, Some(0));
+    let after = run(&["status", "--url", &url, "reports/nightly"]);
+    assert!(after.stdout.contains("free"), "{}", after.explain());
+    assert!(
+        after.stdout.contains(fence),
+        "last fence: {}",
+        after.explain()
+    );
+}
+
+#[test]
+fn status_errors_name_the_lock_or_the_server() {
+    let unreachable = run(&["status", "--url", "redis://127.0.0.1:1", "x"]);
+    assert_eq!(unreachable.code, Some(69), "{}", unreachable.explain());
+    assert!(unreachable.stderr.contains("127.0.0.1:1"));
+    let Some(server) = server() else { return };
+    let empty = run(&["status", "--url", &server.url(), ""]);
+    assert_eq!(empty.code, Some(2), "{}", empty.explain());
+    server.cmd(&["SET", "fencelock:{foreign}", "x"]).unwrap();
+    server
+        .cmd(&["HSET", "fencelock:{hashed}", "a", "b"])
+        .unwrap();
+    let foreign = run(&["status", "--url", &server.url(), "hashed"]);
+    assert_eq!(foreign.code, Some(69), "{}", foreign.explain());
+    assert!(foreign.stderr.contains("hashed"), "{}", foreign.explain());
+}
+
+#[test]
+fn list_shows_held_locks_matching_a_pattern() {
+    let Some(server) = server() else { return };
+    let url = server.url();
+    let dir = scratch();
+    let a = hold(&url, "jobs-a", dir.path(), &[], Some(0));
+    let b = hold(&url, "jobs-b", dir.path(), &[], Some(0));
+    let other = hold(&url, "other", dir.path(), &[], Some(0));
+    // A released lock leaves only its fence key behind: not listed.
+    assert_eq!(
+        run(&["run", "--url", &url, "gone", "--", "true"]).code,
+        Some(0)
+    );
+
+    let all = run(&["list", "--url", &url]);
+    assert_eq!(all.code, Some(0), "{}", all.explain());
+    let lines: Vec<&str> = all.stdout.lines().collect();
+    assert_eq!(lines.len(), 4, "{}", all.explain());
+    assert!(lines[0].starts_with("NAME") && lines[0].contains("FENCE"));
+    assert!(lines[1].starts_with("jobs-a "), "{}", all.explain());
+    assert!(lines[2].starts_with("jobs-b "), "{}", all.explain());
+    assert!(lines[3].starts_with("other "), "{}", all.explain());
+
+    let jobs = run(&["list", "--url", &url, "jobs-*"]);
+    assert_eq!(jobs.stdout.lines().count(), 3, "{}", jobs.explain());
+    assert!(!jobs.stdout.contains("other"), "{}", jobs.explain());
+
+    let json = run(&["list", "--url", &url, "--json", "o*"]);
+    assert_eq!(json.code, Some(0), "{}", json.explain());
+    let text = json.stdout.trim();
+    assert!(text.starts_with("{\"servers\":["), "{text}");
+    assert!(text.contains("\"pattern\":\"o*\""), "{text}");
+    assert!(
+        text.contains("\"locks\":[{\"name\":\"other\",\"held\":true,"),
+        "{text}"
+    );
+    assert!(!text.contains("jobs-a"), "{text}");
+
+    let none = run(&["list", "--url", &url, "--json", "nothing*"]);
+    assert!(none.stdout.contains("\"locks\":[]"), "{}", none.explain());
+    let none = run(&["list", "--url", &url, "nothing*"]);
+    assert!(none.stdout.contains("no held locks"), "{}", none.explain());
+
+    for holder in [a, b, other] {
+        holder.signal(Signal::SIGTERM);
+        assert_eq!(holder.finish().code, Some(0));
+    }
+    let after = run(&["list", "--url", &url]);
+    assert!(
+        after.stdout.contains("no held locks"),
+        "{}",
+        after.explain()
+    );
+}
+
+#[test]
+fn list_over_several_servers_shows_locks_held_on_a_majority() {
+    let Some(s1) = server() else { return };
+    let (s2, s3) = (server().unwrap(), server().unwrap());
+    let urls = [s1.url(), s2.url(), s3.url()];
+    let dir = scratch();
+    let mut args = vec!["run"];
+    for url in &urls {
+        args.extend_from_slice(&["--url", url]);
+    }
+    let script = format!(
+        "touch \"{}\"; i=0; while [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done",
+        file(dir.path(), "ready")
+    );
+    args.extend_from_slice(&["majority", "--", "sh", "-c", &script]);
+    let holder = Running::start(fencelock(&args));
+    wait_for_file(&path(dir.path(), "ready"), LIMIT);
+    // Held on one server only: not a Redlock hold.
+    s1.cmd(&[
+        "SET",
+        "fencelock:{minority}",
+        "0123456789abcdef:5",
+        "PX",
+        "20000",
+    ])
+    .unwrap();
+
+    let mut list = vec!["list"];
+    for url in &urls {
+        list.extend_from_slice(&["--url", url]);
+    }
+    let done = run(&list);
+    assert_eq!(done.code, Some(0), "{}", done.explain());
+    assert!(done.stdout.contains("majority"), "{}", done.explain());
+    assert!(!done.stdout.contains("minority"), "{}", done.explain());
+
+    // With one server gone, a majority still answers.
+    drop(s3);
+    let done = run(&list);
+    assert_eq!(done.code, Some(0), "{}", done.explain());
+    assert!(done.stdout.contains("majority"), "{}", done.explain());
+    assert!(done.stderr.contains("warning"), "{}", done.explain());
+
+    holder.signal(Signal::SIGTERM);
+    let _ = holder.finish();
+}
+
+#[test]
+fn release_needs_force_and_force_stops_the_holders_command() {
+    let Some(server) = server() else { return };
+    let url = server.url();
+    let dir = scratch();
+    let holder = hold(&url, "stuck", dir.path(), &["--ttl", "600ms"], Some(0));
+
+    let refused = run(&["release", "--url", &url, "stuck"]);
+    assert_eq!(refused.code, Some(2), "{}", refused.explain());
+    assert!(
+        refused.stderr.contains("--force") && refused.stderr.contains("operator"),
+        "{}",
+        refused.explain()
+    );
+    assert!(exists(&server, &lock_key("stuck")), "still held");
+
+    let released = run(&["release", "--url", &url, "--force", "stuck"]);
+    assert_eq!(released.code, Some(0), "{}", released.explain());
+    assert!(
+        released.stdout.contains("released") && released.stdout.contains("held by"),
+        "{}",
+        released.explain()
+    );
+    let done = holder.finish_within(Duration::from_secs(10));
+    assert_eq!(done.code, Some(74), "{}", done.explain());
+    let marker = std::fs::read_to_string(path(dir.path(), "stuck.term")).expect("TERM marker");
+    assert_eq!(marker.trim(), "term");
+
+    let again = run(&["release", "--url", &url, "--force", "stuck"]);
+    assert_eq!(again.code, Some(0), "{}", again.explain());
+    assert!(again.stdout.contains("not held"), "{}", again.explain());
+    let unreachable = run(&["release", "--url", "redis://127.0.0.1:1", "--force", "x"]);
+    assert_eq!(unreachable.code, Some(69), "{}", unreachable.explain());
+}
+
+#[test]
+fn a_forced_release_wakes_a_waiter_at_once() {
+    let Some(server) = server() else { return };
+    let url = server.url();
+    let dir = scratch();
+    // The holder's lease (6s) outlasts the test's patience for the waiter: the waiter can only
+    // get the lock this fast through the forced release, which wakes it.
+    let holder = hold(&url, "handover", dir.path(), &["--ttl", "6s"], Some(0));
+    let waiter = Running::start(fencelock(&[
+        "run", "--url", &url, "--wait", "20s", "handover", "--", "true",
+    ]));
+    std::thread::sleep(Duration::from_millis(300));
+    let released_at = Instant::now();
+    let released = run(&["release", "--url", &url, "--force", "handover"]);
+    assert_eq!(released.code, Some(0), "{}", released.explain());
+    let done = waiter.finish_within(Duration::from_secs(20));
+    assert_eq!(done.code, Some(0), "{}", done.explain());
+    assert!(
+        released_at.elapsed() < Duration::from_secs(2),
+        "the waiter was not woken: {:?}",
+        released_at.elapsed()
+    );
+    // The old holder notices at its next renewal (2s) and stops its command.
+    let old = holder.finish_within(Duration::from_secs(15));
+    assert_eq!(old.code, Some(74), "{}", old.explain());
+}

@@ -1,0 +1,356 @@
+//! End-to-end tests of `fencelock run`: the real binary against a real redis-server.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test fails by panicking
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::*;
+use nix::sys::signal::Signal;
+
+#[test]
+fn concurrent_runs_never_overlap_and_fences_grow() {
+    let Some(server) = server() else { return };
+    let url = server.url();
+    let dir = scratch();
+    let log = file(dir.path(), "intervals");
+    let script = format!(
+        "s=$(date +%s%N); sleep 0.05; e=$(date +%s%N); echo \"$FENCELOCK_FENCE $s $e\" >> \"{log}\""
+    );
+    let runs: Vec<Running> = (0..8)
+        .map(|_| {
+            Running::start(fencelock(&[
+                "run", "--url", &url, "shared", "--", "sh", "-c", &script,
+            ]))
+        })
+        .collect();
+    for run in runs {
+        let done = run.finish_within(Duration::from_secs(60));
+        assert_eq!(done.code, Some(0), "{}", done.explain());
+    }
+    let text = std::fs::read_to_string(&log).expect("the commands' log");
+    let mut intervals: Vec<(u64, u128, u128)> = text
+        .lines()
+        .map(|line| {
+            let mut parts = line.split_whitespace();
+            let mut next = || parts.next().expect("three fields").to_owned();
+            let (fence, start, end) = (next(), next(), next());
+            (
+                fence.parse().unwrap(),
+                start.parse().unwrap(),
+                end.parse().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(intervals.len(), 8, "{text}");
+    intervals.sort_by_key(|&(_, start, _)| start);
+    for pair in intervals.windows(2) {
+        let ((f1, _, end1), (f2, start2, _)) = (pair[0], pair[1]);
+        assert!(start2 > end1, "overlapping holders: {text}");
+        assert!(f2 > f1, "fences must grow in start order: {text}");
+    }
+    assert!(!exists(&server, &lock_key("shared")));
+}
+
+#[test]
+fn the_command_gets_the_lock_in_its_environment_and_its_exit_code_is_kept() {
+    let Some(server) = server() else { return };
+    let url = server.url();
+    let done = run(&[
+        "run",
+        "--url",
+        &url,
+        "jobs/env",
+        "--",
+        "sh",
+        "-c",
+        "echo \"$FENCELOCK_NAME $FENCELOCK_FENCE\"; exit 7",
+    ]);
+    assert_eq!(done.code, Some(7), "{}", done.explain());
+    let (name, fence) = done.stdout.trim().split_once(' ').expect("name and fence");
+    assert_eq!(name, "jobs/env");
+    assert!(fence.parse::<u64>().is_ok_and(|f| f > 0), "{fence}");
+    assert!(done.stderr.is_empty(), "{}", done.explain());
+
+    let killed = run(&[
+        "run",
+        "--url",
+        &url,
+        "jobs/env",
+        "--",
+        "sh",
+        "-c",
+        "kill -9 $$",
+    ]);
+    assert_eq!(killed.code, Some(128 + 9), "{}", killed.explain());
+    let ok = run(&["run", "--url", &url, "jobs/env", "--", "true"]);
+    assert_eq!(ok.code, Some(0), "{}", ok.explain());
+    assert!(!exists(&server, &lock_key("jobs/env")));
+}
+
+#[test]
+fn no_wait_on_a_held_lock_fails_fast_and_wait_gives_up_after_its_limit() {
+    let Some(server) = server() else { return };
+    let url = server.url();
+    let dir = scratch();
+    let holder = hold(&url, "busy", dir.path(), &[], Some(0));
+    let marker = file(dir.path(), "ran");
+    let touch = format!("touch \"{marker}\"");
+
+    let busy = run(&[
+        "run",
+        "--url",
+        &url,
+        "--no-wait",
+        "busy",
+        "--",
+        "sh",
+        "-c",
+        &touch,
+    ]);
+    assert_eq!(busy.code, Some(73), "{}", busy.explain());
+    assert!(busy.elapsed < Duration::from_secs(2), "{}", busy.explain());
+    assert!(
+        busy.stderr.contains("\"busy\"") && busy.stderr.contains(&server.addr().to_string()),
+        "the message names the lock and the server: {}",
+        busy.explain()
+    );
+
+    let waited = run(&[
+        "run", "--url", &url, "--wait", "300ms", "busy", "--", "sh", "-c", &touch,
+    ]);
+    assert_eq!(waited.code, Some(73), "{}", waited.explain());
+    assert!(
+        waited.elapsed >= Duration::from_millis(300),
+        "{}",
+        waited.explain()
+    );
+    assert!(waited.stderr.contains("timed out"), "{}", waited.explain());
+    assert!(
+        !path(dir.path(), "ran").exists(),
+        "the command must not run"
+    );
+
+    holder.signal(Signal::SIGTERM);
+    let held = holder.finish();
+    assert_eq!(held.code, Some(0), "{}", held.explain());
+    assert!(!exists(&server, &lock_key("busy")));
+}
+
+#[test]
+fn a_lost_lock_stops_the_command_with_sigterm_and_exits_74() {
+    let Some(server) = server() else { return };
+    let url = server.url();
+    let dir = scratch();
+    // A short lease: the watchdog renews every 200 ms and sees the deleted key then.
+    let holder = hold(&url, "lost", dir.path(), &["--ttl", "600ms"], Some(0));
+    server.cmd(&["DEL", &lock_key("lost")]).expect("DEL");
+    let done = holder.finish_within(Duration::from_secs(10));
+    assert_eq!(done.code, Some(74), "{}", done.explain());
+    let marker = std::fs::read_to_string(path(dir.path(), "lost.term")).expect("TERM marker");
+    assert_eq!(marker.trim(), "term");
+    assert!(done.stderr.contains("lost"), "{}", done.explain());
+}
+
+#[test]
+fn a_command_that_ignores_sigterm_gets_sigkill_after_the_grace_period() {
+    let Some(server) = server() else { return };
+    let url = server.url();
+    let dir = scratch();
+    let holder = hold(
+        &url,
+        "stubborn",
+        dir.path(),
+        &["--ttl", "600ms", "--kill-after", "500ms"],
+        None,
+    );
+    let deleted_at = Instant::now();
+    let released = run(&["release", "--url", &url, "--force", "stubborn"]);
+    assert_eq!(released.code, Some(0), "{}", released.explain());
+    let done = holder.finish_within(Duration::from_secs(10));
+    let after_delete = deleted_at.elapsed();
+    assert_eq!(done.code, Some(74), "{}", done.explain());
+    assert!(done.stderr.contains("SIGKILL"), "{}", done.explain());
+    assert!(
+        after_delete >= Duration::from_millis(500),
+        "the grace period was not given: {after_delete:?}"
+    );
+    assert!(
+        after_delete < Duration::from_secs(5),
+        "SIGKILL came late: {after_delete:?}"
+    );
+}
+
+#[test]
+fn sigterm_reaches_the_command_and_the_lock_is_released_after_it() {
+    let Some(server) = server() else { return };
+    let url = server.url();
+    let dir = scratch();
+    let holder = hold(&url, "term", dir.path(), &[], Some(3));
+    assert!(exists(&server, &lock_key("term")));
+    holder.signal(Signal::SIGTERM);
+    let done = holder.finish_within(Duration::from_secs(10));
+    assert_eq!(
+        done.code,
+        Some(3),
+        "the command's own code: {}",
+        done.explain()
+    );
+    let marker = std::fs::read_to_string(path(dir.path(), "term.term")).expect("TERM marker");
+    assert_eq!(marker.trim(), "term");
+    assert!(!exists(&server, &lock_key("term")), "released");
+}
+
+#[test]
+fn a_signal_while_waiting_stops_the_wait_at_once_with_nothing_held() {
+    let Some(server) = server() else { return };
+    let url = server.url();
+    let dir = scratch();
+    let holder = hold(&url, "queue", dir.path(), &[], Some(0));
+    let marker = file(dir.path(), "ran");
+    for (signal, code) in [(Signal::SIGTERM, 143), (Signal::SIGINT, 130)] {
+        let waiter = Running::start(fencelock(&[
+            "run",
+            "--url",
+            &url,
+            "queue",
+            "--",
+            "sh",
+            "-c",
+            &format!("touch \"{marker}\""),
+        ]));
+        // Let it get as far as waiting (it cannot acquire: the holder has it).
+        std::thread::sleep(Duration::from_millis(300));
+        let sent = Instant::now();
+        waiter.signal(signal);
+        let done = waiter.finish_within(Duration::from_secs(10));
+        assert_eq!(done.code, Some(code), "{}", done.explain());
+        assert!(
+            sent.elapsed() < Duration::from_secs(2),
+            "{}",
+            done.explain()
+        );
+        assert!(done.stderr.contains("waiting"), "{}", done.explain());
+    }
+    holder.signal(Signal::SIGTERM);
+    assert_eq!(holder.finish().code, Some(0));
+    assert!(
+        !path(dir.path(), "ran").exists(),
+        "the command must not run"
+    );
+    assert!(!exists(&server, &lock_key("queue")), "nothing is held");
+}
+
+#[test]
+fn bad_input_is_refused_with_a_clear_message_and_nothing_is_held() {
+    let Some(server) = server() else { return };
+    let url = server.url();
+    let dir = scratch();
+    let marker = file(dir.path(), "ran");
+    let touch = format!("touch \"{marker}\"");
+    let cases: [(&[&str], i32, &[&str]); 7] = [
+        (
+            &["--url", &url, "--ttl", "5parsecs", "n"],
+            2,
+            &["not a duration"],
+        ),
+        (&["--url", &url, ""], 2, &["empty"]),
+        (&["--url", &url, "a{b}"], 2, &["a{b}", "braces"]),
+        (
+            &["--url", "redis://127.0.0.1:1", "n"],
+            69,
+            &["127.0.0.1:1", "\"n\""],
+        ),
+        (&["--url", "not a url", "n"], 2, &["invalid Redis URL"]),
+        (
+            &["--url", "redis://me:s3cret@127.0.0.1:1", "n"],
+            2,
+            &["password", "FENCELOCK_URL"],
+        ),
+        (
+            &["--url", &url, "--wait", "1s", "--no-wait", "n"],
+            2,
+            &["--no-wait"],
+        ),
+    ];
+    for (args, code, needles) in cases {
+        let mut all = vec!["run"];
+        all.extend_from_slice(args);
+        all.extend_from_slice(&["--", "sh", "-c", &touch]);
+        let done = run(&all);
+        assert_eq!(done.code, Some(code), "{args:?}: {}", done.explain());
+        for needle in needles {
+            assert!(done.stderr.contains(needle), "{args:?}: {}", done.explain());
+        }
+        assert!(!done.stderr.contains("s3cret"), "{}", done.explain());
+    }
+    let missing = run(&["run", "--url", &url, "n", "--", "no-such-command-here"]);
+    assert_eq!(missing.code, Some(127), "{}", missing.explain());
+    assert!(missing.stderr.contains("no-such-command-here"));
+    let not_executable = file(dir.path(), "plain-file");
+    std::fs::write(&not_executable, "echo hi\n").unwrap();
+    let refused = run(&["run", "--url", &url, "n", "--", &not_executable]);
+    assert_eq!(refused.code, Some(126), "{}", refused.explain());
+
+    assert!(!path(dir.path(), "ran").exists(), "no command may run");
+    let leftovers: Vec<String> = server
+        .keys()
+        .unwrap()
+        .into_iter()
+        .filter(|k| !k.ends_with(":fence"))
+        .collect();
+    assert!(leftovers.is_empty(), "held: {leftovers:?}");
+}
+
+#[test]
+fn urls_come_from_the_environment_or_a_file() {
+    let Some(server) = server() else { return };
+    let url = server.url();
+    let dir = scratch();
+    let url_file = file(dir.path(), "url");
+    std::fs::write(&url_file, format!("# the lock server\n{url}\n")).unwrap();
+    for (var, value) in [
+        ("FENCELOCK_URL", url.as_str()),
+        ("FENCELOCK_URL_FILE", url_file.as_str()),
+    ] {
+        let mut command = fencelock(&["run", "from-env", "--", "true"]);
+        command.env(var, value);
+        let done = Running::start(command).finish();
+        assert_eq!(done.code, Some(0), "{var}: {}", done.explain());
+    }
+    let mut command = fencelock(&["run", "from-env", "--", "true"]);
+    command.env("FENCELOCK_URL_FILE", file(dir.path(), "missing"));
+    let done = Running::start(command).finish();
+    assert_eq!(done.code, Some(2), "{}", done.explain());
+    assert!(
+        done.stderr.contains("FENCELOCK_URL_FILE"),
+        "{}",
+        done.explain()
+    );
+}
+
+#[test]
+fn several_urls_hold_the_lock_on_a_majority() {
+    let Some(a) = server() else { return };
+    let (b, c) = (server().unwrap(), server().unwrap());
+    let urls = [a.url(), b.url(), c.url()];
+    let done = run(&[
+        "run",
+        "--url",
+        &urls[0],
+        "--url",
+        &urls[1],
+        "--url",
+        &urls[2],
+        "redlocked",
+        "--",
+        "sh",
+        "-c",
+        "test -n \"$FENCELOCK_FENCE\" && exit 5",
+    ]);
+    assert_eq!(done.code, Some(5), "{}", done.explain());
+    for server in [&a, &b, &c] {
+        assert!(!exists(server, &lock_key("redlocked")));
+    }
+}
