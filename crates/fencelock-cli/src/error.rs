@@ -152,3 +152,33 @@ pub fn lock_error_code(err: &fencelock::Error) -> u8 {
         _ => EXIT_FAILURE,
     }
 }
+
+impl CliError {
+    /// A Redis error from the tool's own connection to `server` (`host:port`) while doing
+    /// `what`: "unreachable" for connection problems, "refused" for errors Redis answered with.
+    /// The message is cleaned of the credentials in `url`.
+    pub fn from_redis(
+        server: &str,
+        url: &str,
+        what: &'static str,
+        err: &redis::RedisError,
+    ) -> Self {
+        let reason = crate::redis_url::redact(&err.to_string(), url);
+        if err.is_io_error()
+            || err.is_timeout()
+            || err.is_connection_refusal()
+            || err.is_connection_dropped()
+        {
+            CliError::Unreachable {
+                server: server.to_owned(),
+                reason,
+            }
+        } else {
+            CliError::Redis {
+                server: server.to_owned(),
+                what,
+                reason,
+            }
+        }
+    }
+}

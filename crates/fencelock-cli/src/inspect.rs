@@ -293,7 +293,7 @@ async fn scan(
         .await;
         let (next, keys) = match reply {
             Ok(Ok(reply)) => reply,
-            Ok(Err(err)) => return Err(classify(addr, url, &err)),
+            Ok(Err(err)) => return Err(CliError::from_redis(addr, url, "SCAN", &err)),
             Err(_) => {
                 return Err(CliError::Unreachable {
                     server: addr.to_owned(),
@@ -339,32 +339,11 @@ async fn connect(url: &str, addr: &str) -> Result<MultiplexedConnection, CliErro
     .await
     {
         Ok(Ok(conn)) => Ok(conn),
-        Ok(Err(err)) => Err(classify(addr, url, &err)),
+        Ok(Err(err)) => Err(CliError::from_redis(addr, url, "SCAN", &err)),
         Err(_) => Err(CliError::Unreachable {
             server: addr.to_owned(),
             reason: format!("no connection within {:?}", SCAN_TIMEOUT * 2),
         }),
-    }
-}
-
-/// "Unreachable" for connection problems, "refused" for errors Redis answered with.
-fn classify(addr: &str, url: &str, err: &redis::RedisError) -> CliError {
-    let reason = redis_url::redact(&err.to_string(), url);
-    if err.is_io_error()
-        || err.is_timeout()
-        || err.is_connection_refusal()
-        || err.is_connection_dropped()
-    {
-        CliError::Unreachable {
-            server: addr.to_owned(),
-            reason,
-        }
-    } else {
-        CliError::Redis {
-            server: addr.to_owned(),
-            what: "SCAN",
-            reason,
-        }
     }
 }
 

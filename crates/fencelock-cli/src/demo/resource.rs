@@ -62,7 +62,7 @@ impl Resource {
         let connecting = client.get_multiplexed_async_connection_with_config(&config);
         let conn = match tokio::time::timeout(TIMEOUT * 2, connecting).await {
             Ok(Ok(conn)) => conn,
-            Ok(Err(err)) => return Err(classify(&server, url, "the connection", &err)),
+            Ok(Err(err)) => return Err(CliError::from_redis(&server, url, "the connection", &err)),
             Err(_) => {
                 return Err(CliError::Unreachable {
                     server,
@@ -105,8 +105,8 @@ impl Resource {
         invocation.key(LOG_KEY).arg(fence).arg(writer).arg(value);
         let reply: Result<(i64, String, String), RedisError> =
             within(invocation.invoke_async(&mut self.conn)).await;
-        let (accepted, current, by) =
-            reply.map_err(|e| classify(&self.server, &self.url, "the fenced write", &e))?;
+        let (accepted, current, by) = reply
+            .map_err(|e| CliError::from_redis(&self.server, &self.url, "the fenced write", &e))?;
         let malformed = || CliError::Redis {
             server: self.server.clone(),
             what: "the fenced write",
@@ -164,7 +164,7 @@ impl Resource {
         what: &'static str,
     ) -> Result<T, CliError> {
         let reply = within(cmd.query_async(&mut self.conn)).await;
-        reply.map_err(|e| classify(&self.server, &self.url, what, &e))
+        reply.map_err(|e| CliError::from_redis(&self.server, &self.url, what, &e))
     }
 }
 
@@ -188,25 +188,4 @@ async fn within<T>(fut: impl Future<Output = redis::RedisResult<T>>) -> redis::R
                 format!("no reply within {TIMEOUT:?}"),
             )))
         })
-}
-
-/// "Unreachable" for connection problems, "refused" for errors Redis answered with.
-fn classify(server: &str, url: &str, what: &'static str, err: &RedisError) -> CliError {
-    let reason = redis_url::redact(&err.to_string(), url);
-    if err.is_io_error()
-        || err.is_timeout()
-        || err.is_connection_refusal()
-        || err.is_connection_dropped()
-    {
-        CliError::Unreachable {
-            server: server.to_owned(),
-            reason,
-        }
-    } else {
-        CliError::Redis {
-            server: server.to_owned(),
-            what,
-            reason,
-        }
-    }
 }
