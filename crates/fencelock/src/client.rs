@@ -63,10 +63,6 @@ impl Shared {
     pub(crate) fn next_id(&self) -> u64 {
         self.next_id.fetch_add(1, Ordering::Relaxed)
     }
-
-    pub(crate) fn instances_arc(&self) -> Arc<Instances> {
-        self.instances.clone()
-    }
 }
 
 /// Configures a [`Client`].

@@ -21,7 +21,7 @@ use crate::error::LostReason;
 use crate::keys::LockKeys;
 use crate::lease::{ClockDrift, Lease, confirm, mark_lost};
 use crate::lock::protocol::{self, ExtendItem, Extended};
-use crate::lock::{reassert_in_background, release_on};
+use crate::lock::{Verdict, judge_extension, release_on};
 use crate::quorum::Instances;
 use crate::token::OwnerToken;
 
@@ -259,8 +259,6 @@ async fn renew(
         )
         .await;
 
-    let total = instances.servers().len();
-    let quorum = instances.quorum();
     let after = Instant::now();
     for (position, (id, ttl, deadline)) in batch.into_iter().enumerate() {
         let Some(entry) = schedule.entries.get_mut(&id) else {
@@ -279,38 +277,22 @@ async fn renew(
                 None => Err("no answer".to_owned()),
             })
             .collect();
-        let count = |e: Extended| {
-            answers
-                .iter()
-                .filter(|a| matches!(a, Ok(x) if *x == e))
-                .count()
-        };
-        let (yes, missing, taken) = (
-            count(Extended::Yes),
-            count(Extended::Missing),
-            count(Extended::Taken),
-        );
+        let usable: Vec<Option<Extended>> =
+            answers.iter().map(|a| a.as_ref().ok().copied()).collect();
         let name = entry.renewal.name.clone();
-        if yes >= quorum {
+        let renewal = &entry.renewal;
+        let tally = judge_extension(
+            instances,
+            &usable,
+            &renewal.keys,
+            &renewal.token,
+            renewal.fence,
+            ttl,
+        );
+        if tally.verdict == Verdict::Extended {
             confirm(&entry.renewal.lease, sent_at, ttl, drift);
             entry.retry_at = None;
-            if missing > 0 && !instances.is_single() {
-                let missing = answers
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, a)| matches!(a, Ok(Extended::Missing)))
-                    .map(|(i, _)| i)
-                    .collect();
-                reassert_in_background(
-                    instances.clone(),
-                    entry.renewal.keys.clone(),
-                    entry.renewal.token.clone(),
-                    entry.renewal.fence,
-                    ttl,
-                    missing,
-                );
-            }
-        } else if missing + taken > total - quorum {
+        } else if tally.verdict == Verdict::Lost {
             tracing::warn!(lock = %name, "lock lost: Redis says this owner no longer holds it");
             mark_lost(&entry.renewal.lease, LostReason::NotOwner);
             schedule.entries.remove(&id);

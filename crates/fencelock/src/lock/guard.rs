@@ -10,7 +10,7 @@ use crate::error::{Error, LostReason, Result};
 use crate::keys::LockKeys;
 use crate::lease::{Lease, LostSignal, confirm, mark_lost};
 use crate::lock::protocol::{self, Extended};
-use crate::lock::{reassert_in_background, release_on, validate_ttl};
+use crate::lock::{Verdict, judge_extension, release_on, validate_ttl};
 use crate::token::OwnerToken;
 use crate::watchdog::{Abandoned, Command};
 
@@ -148,41 +148,30 @@ impl LockGuard {
                 },
             )
             .await;
-        let count = |e: Extended| {
-            answers
-                .iter()
-                .filter(|a| matches!(a, Some(Ok(x)) if *x == e))
-                .count()
-        };
-        let (yes, missing, taken) = (
-            count(Extended::Yes),
-            count(Extended::Missing),
-            count(Extended::Taken),
+        let usable: Vec<Option<Extended>> = answers
+            .iter()
+            .map(|a| a.as_ref().and_then(|r| r.as_ref().ok().copied()))
+            .collect();
+        let tally = judge_extension(
+            &shared.instances,
+            &usable,
+            &self.keys,
+            &self.token,
+            self.fence,
+            ttl,
         );
-        if yes >= quorum {
-            confirm(&self.lease, sent_at, ttl, &shared.drift);
-            if missing > 0 && !instances.is_single() {
-                let missing = answers
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, a)| matches!(a, Some(Ok(Extended::Missing))))
-                    .map(|(i, _)| i)
-                    .collect();
-                reassert_in_background(
-                    shared.instances_arc(),
-                    self.keys.clone(),
-                    self.token.clone(),
-                    self.fence,
-                    ttl,
-                    missing,
-                );
+        match tally.verdict {
+            Verdict::Extended => {
+                confirm(&self.lease, sent_at, ttl, &shared.drift);
+                Ok(())
             }
-            Ok(())
-        } else if missing + taken > total - quorum {
-            mark_lost(&self.lease, LostReason::NotOwner);
-            Err(self.not_held(LostReason::NotOwner))
-        } else {
-            Err(instances.failure(&self.name, "extend", answers, yes, taken))
+            Verdict::Lost => {
+                mark_lost(&self.lease, LostReason::NotOwner);
+                Err(self.not_held(LostReason::NotOwner))
+            }
+            Verdict::Failed => {
+                Err(instances.failure(&self.name, "extend", answers, tally.extended, tally.taken))
+            }
         }
     }
 

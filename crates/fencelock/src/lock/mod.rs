@@ -330,13 +330,13 @@ impl LockRequest {
         let mut failed = 0;
         let mut unreachable = true;
         let mut foreign = None;
-        let mut give_back_at = Vec::new();
+        let mut give_back = GiveBack::default();
         for (i, answer) in answers.iter().enumerate() {
             match answer {
                 Some(Ok(AcquireReply::Granted { fence: f })) => {
                     granted += 1;
                     fence = fence.max(Some(*f));
-                    give_back_at.push(i);
+                    give_back.granted.push(i);
                 }
                 Some(Ok(AcquireReply::Held { remaining: Some(r) })) => {
                     refused += 1;
@@ -351,21 +351,13 @@ impl LockRequest {
                 Some(Err(err)) => {
                     failed += 1;
                     unreachable &= is_unreachable(err);
-                    give_back_at.push(i);
+                    give_back.unknown.push(i);
                 }
-                None => give_back_at.push(i),
+                None => give_back.unknown.push(i),
             }
         }
         if let (true, Some(fence)) = (granted >= quorum, fence) {
             return Ok(Round::Won { fence, sent_at });
-        }
-        let mut give_back = GiveBack::default();
-        for i in give_back_at {
-            if matches!(answers.get(i), Some(Some(Ok(_)))) {
-                give_back.granted.push(i);
-            } else {
-                give_back.unknown.push(i);
-            }
         }
         if let Some((key, found)) = foreign {
             self.give_back(shared, keys, token, give_back).await;
@@ -536,12 +528,76 @@ pub(crate) async fn release_on(
         .await
 }
 
+/// What one extension of one lock amounts to, over every instance.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Verdict {
+    /// A majority extended the lease.
+    Extended,
+    /// So many instances say the key is gone or taken that no majority is left.
+    Lost,
+    /// Neither: instances failed. Nothing was deleted; retry while the lease lasts.
+    Failed,
+}
+
+/// The tally of one lock's extension.
+pub(crate) struct ExtensionTally {
+    pub(crate) verdict: Verdict,
+    pub(crate) extended: usize,
+    pub(crate) taken: usize,
+}
+
+/// Judges one lock's extend answers (one per instance; `None` where an instance gave no usable
+/// answer). When a majority extended, the hold is put back, in the background, on the instances
+/// that lost the key (see [`reassert_in_background`]). The guard's `extend` and the watchdog's
+/// renewals both decide here.
+pub(crate) fn judge_extension(
+    instances: &Arc<Instances>,
+    answers: &[Option<protocol::Extended>],
+    keys: &Arc<LockKeys>,
+    token: &OwnerToken,
+    fence: u64,
+    ttl: Duration,
+) -> ExtensionTally {
+    use protocol::Extended;
+    let count = |e: Extended| answers.iter().filter(|a| **a == Some(e)).count();
+    let (extended, missing, taken) = (
+        count(Extended::Yes),
+        count(Extended::Missing),
+        count(Extended::Taken),
+    );
+    let verdict = if extended >= instances.quorum() {
+        if missing > 0 && !instances.is_single() {
+            let missing = (0..answers.len())
+                .filter(|i| answers[*i] == Some(Extended::Missing))
+                .collect();
+            reassert_in_background(
+                instances.clone(),
+                keys.clone(),
+                token.clone(),
+                fence,
+                ttl,
+                missing,
+            );
+        }
+        Verdict::Extended
+    } else if missing + taken > instances.servers().len() - instances.quorum() {
+        Verdict::Lost
+    } else {
+        Verdict::Failed
+    };
+    ExtensionTally {
+        verdict,
+        extended,
+        taken,
+    }
+}
+
 /// Puts `token`'s hold back, in the background, on the instances in `missing` (over Redlock,
 /// after a renewal found their key gone while a majority still held it). Safe with fencing: it
 /// only ever fills an empty key with the current holder's own value (never takes a lock held by
 /// anyone else), and it raises the instance's fence key to the holder's fence, so an instance
 /// that restarted empty stops handing out fences below it.
-pub(crate) fn reassert_in_background(
+fn reassert_in_background(
     instances: Arc<Instances>,
     keys: Arc<LockKeys>,
     token: OwnerToken,
