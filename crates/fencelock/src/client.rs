@@ -8,8 +8,11 @@ use crate::error::{Error, Result};
 use crate::keys::{self, LockKeys};
 use crate::lease::ClockDrift;
 use crate::lock::LockRequest;
+use crate::lock::hold::Kind;
 use crate::lock::protocol::{self, ForceReleaseReply, StoredState};
 use crate::quorum::Instances;
+use crate::reentrant::ReentrantLock;
+use crate::rwlock::ReadWriteLock;
 use crate::watchdog::Watchdog;
 
 /// The default key prefix.
@@ -254,7 +257,56 @@ impl Client {
     /// Starts a request for the lock `name`; set its options, then call
     /// [`acquire`](LockRequest::acquire) or [`try_acquire`](LockRequest::try_acquire).
     pub fn lock(&self, name: impl Into<String>) -> LockRequest {
-        LockRequest::new(self.clone(), name.into())
+        LockRequest::new(self.clone(), name.into(), Kind::Plain)
+    }
+
+    /// An owner handle for the reentrant lock `name` (see [`ReentrantLock`]). Fails only for a
+    /// bad name or a failing OS random source.
+    pub fn reentrant_lock(&self, name: impl Into<String>) -> Result<ReentrantLock> {
+        ReentrantLock::new(self.clone(), name.into())
+    }
+
+    /// An owner handle for the read-write lock `name` (see [`ReadWriteLock`]). Fails only for a
+    /// bad name or a failing OS random source.
+    pub fn read_write_lock(&self, name: impl Into<String>) -> Result<ReadWriteLock> {
+        ReadWriteLock::new(self.clone(), name.into())
+    }
+
+    /// A request for one permit of the counting semaphore `name`, which lets at most `permits`
+    /// holders in at once. Each permit is a lease of its own: a crashed holder's permit comes
+    /// back when its lease runs out. Every user of the name must use the same `permits` while
+    /// any permit is held ([`Error::Conflict`] otherwise). Not available over Redlock
+    /// ([`Error::Unsupported`]).
+    ///
+    /// ```no_run
+    /// # async fn example(client: fencelock::Client) -> fencelock::Result<()> {
+    /// let permit = client.semaphore("licences", 5).acquire().await?;
+    /// println!("one of 5 licences, fence {}", permit.fence());
+    /// permit.release().await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn semaphore(&self, name: impl Into<String>, permits: u32) -> LockRequest {
+        LockRequest::new(self.clone(), name.into(), Kind::Permit { permits })
+    }
+
+    /// A request for the fair lock `name`: granted in request order, and a waiter that dies
+    /// leaves the queue after the [`queue_timeout`](LockRequest::queue_timeout). Not available
+    /// over Redlock ([`Error::Unsupported`]).
+    ///
+    /// ```no_run
+    /// # async fn example(client: fencelock::Client) -> fencelock::Result<()> {
+    /// let guard = client.fair_lock("deploys").acquire().await?;
+    /// guard.release().await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn fair_lock(&self, name: impl Into<String>) -> LockRequest {
+        LockRequest::new(
+            self.clone(),
+            name.into(),
+            Kind::Fair {
+                queue_timeout: crate::lock::DEFAULT_QUEUE_TIMEOUT,
+            },
+        )
     }
 
     /// Takes the lock `name` if it is free right now (30 s lease, renewed automatically), or

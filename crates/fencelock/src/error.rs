@@ -113,6 +113,87 @@ pub enum Error {
         /// What was found there.
         found: String,
     },
+
+    /// The request conflicts with how the lock is already used (another kind of lock under the
+    /// same name, another number of permits, a read-to-write upgrade, the re-entry limit).
+    /// Nothing was written.
+    #[error("lock {lock:?}: {conflict}")]
+    Conflict {
+        /// The lock.
+        lock: String,
+        /// What conflicts.
+        conflict: Conflict,
+    },
+
+    /// This kind of lock cannot be offered safely in this deployment (a semaphore or a fair
+    /// lock over Redlock). Nothing was sent to Redis.
+    #[error("lock {lock:?}: {reason}")]
+    Unsupported {
+        /// The lock.
+        lock: String,
+        /// Why, and what to use instead.
+        reason: String,
+    },
+}
+
+/// How a request conflicts with the lock's state (see [`Error::Conflict`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Conflict {
+    /// The name is in use by another kind of lock; every user of a name must use the same kind.
+    OtherKind {
+        /// What the name holds now ("a semaphore", "a read-write lock", ...).
+        found: String,
+        /// What was asked for ("lock", "semaphore", ...).
+        requested: &'static str,
+    },
+    /// The semaphore's current holders use another number of permits; every user of a
+    /// semaphore must agree on it (it may change only while no permit is held).
+    PermitsMismatch {
+        /// The number this request used.
+        requested: u32,
+        /// The number the current holders use, as stored.
+        held_with: String,
+    },
+    /// The owner holds a read lock and asked for the write lock: it would wait for itself
+    /// forever. Release the read lock first.
+    Upgrade,
+    /// The owner already holds the write lock and asked for it again; the write lock is not
+    /// reentrant (a read lock under it is allowed: a downgrade).
+    WriteReentry,
+    /// The owner already holds the reentrant lock as many times as the limit allows.
+    ReentryLimit {
+        /// The limit.
+        limit: u32,
+    },
+}
+
+impl fmt::Display for Conflict {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Conflict::OtherKind { found, requested } => write!(
+                f,
+                "the name is in use as {found}, and this request is for a {requested}; every user of a name must use the same kind of lock"
+            ),
+            Conflict::PermitsMismatch {
+                requested,
+                held_with,
+            } => write!(
+                f,
+                "the semaphore is held with {held_with} permits, and this request asks for {requested}; every user of a semaphore must agree on the number of permits"
+            ),
+            Conflict::Upgrade => f.write_str(
+                "this owner holds a read lock and asked for the write lock, which would wait for itself forever; release the read lock first (there is no read-to-write upgrade)",
+            ),
+            Conflict::WriteReentry => f.write_str(
+                "this owner already holds the write lock; the write lock is not reentrant",
+            ),
+            Conflict::ReentryLimit { limit } => write!(
+                f,
+                "this owner already holds the lock {limit} times, the re-entry limit"
+            ),
+        }
+    }
 }
 
 fn fmt_remaining(remaining: Option<Duration>) -> String {
@@ -133,7 +214,9 @@ impl Error {
             | Error::Unreachable { lock, .. }
             | Error::Redis { lock, .. }
             | Error::NoQuorum { lock, .. }
-            | Error::WrongType { lock, .. } => Some(lock),
+            | Error::WrongType { lock, .. }
+            | Error::Conflict { lock, .. }
+            | Error::Unsupported { lock, .. } => Some(lock),
             Error::Config { .. } => None,
         }
     }

@@ -3,7 +3,11 @@
 //! For lock `NAME` under prefix `P` (default `fencelock`):
 //! - `P:{NAME}` holds the lock: `<owner token>:<fence>`, with the lease as its TTL;
 //! - `P:{NAME}:fence` holds the last fence handed out for `NAME`; it never expires;
-//! - `P:{NAME}:released` is the channel a release is published on.
+//! - `P:{NAME}:released` is the channel a release is published on;
+//! - for a fair lock, `P:{NAME}:queue` and `P:{NAME}:alive` hold its waiters.
+//!
+//! The lock key is a string (`<token>:<fence>`) for plain and fair locks, and a hash recording
+//! its kind for reentrant locks, read-write locks and semaphores.
 //!
 //! The braces are a Redis Cluster hash tag: every key of one lock lives in one slot.
 
@@ -28,6 +32,16 @@ impl LockKeys {
             channel: format!("{lock}:released"),
             lock,
         }
+    }
+
+    /// A fair lock's queue: waiter token -> ticket.
+    pub(crate) fn queue(&self) -> String {
+        format!("{}:queue", self.lock)
+    }
+
+    /// A fair lock's waiter liveness: waiter token -> when its place lapses.
+    pub(crate) fn alive(&self) -> String {
+        format!("{}:alive", self.lock)
     }
 }
 

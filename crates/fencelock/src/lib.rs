@@ -63,14 +63,21 @@
 //! the release channel (one pub/sub connection per client) and also wake when the holder's lease
 //! would run out, so a lost message costs a bounded delay, never a hang.
 
+// First, so that its `lua!` macro is visible in the modules below.
+#[macro_use]
+mod lock;
+
 mod client;
 mod connection;
 mod error;
+mod fair;
 mod keys;
 mod lease;
-mod lock;
 mod notify;
 mod quorum;
+mod reentrant;
+mod rwlock;
+mod semaphore;
 mod token;
 mod watchdog;
 
@@ -79,10 +86,15 @@ pub mod blocking;
 pub use client::{
     Client, ClientBuilder, DEFAULT_COMMAND_TIMEOUT, DEFAULT_PREFIX, Holder, LockInfo,
 };
-pub use error::{Error, LostReason, Result};
+pub use error::{Conflict, Error, LostReason, Result};
 pub use keys::MAX_NAME_LEN;
 pub use lease::{ClockDrift, LostSignal};
-pub use lock::{DEFAULT_TTL, LockGuard, LockRequest, MAX_TTL, MIN_TTL, WaitPolicy};
+pub use lock::{
+    DEFAULT_QUEUE_TIMEOUT, DEFAULT_TTL, LockGuard, LockRequest, MAX_TTL, MIN_QUEUE_TIMEOUT,
+    MIN_TTL, WaitPolicy,
+};
+pub use reentrant::{DEFAULT_MAX_REENTRY, ReentrantLock};
+pub use rwlock::ReadWriteLock;
 
 /// The README's examples, compiled as doctests so that they keep working.
 #[doc = include_str!("../../../README.md")]

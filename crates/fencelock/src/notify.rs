@@ -1,10 +1,14 @@
 //! Release notifications: one pub/sub connection per client serves every waiter of every lock.
 //!
 //! A waiter registers interest in a lock's release channel and gets a [`Subscription`]. The
-//! listener task subscribes the channel on the server (once, however many local waiters it has),
-//! wakes one local waiter per release message, and unsubscribes when the last waiter of a channel
-//! goes away. When the pub/sub connection drops, it wakes every waiter (a release may have been
-//! missed), reconnects with backoff and resubscribes. A waiter never depends on a message alone:
+//! listener task subscribes the channel on the server (once, however many local waiters it has)
+//! and unsubscribes when the last waiter of a channel goes away. A message says whom to wake:
+//! `one` (a release that lets exactly one waiter in: a plain lock, a semaphore permit) wakes one
+//! local waiter; anything else (a read-write lock, where many readers may go at once, or a fair
+//! lock, whose next holder only Redis knows) wakes every local waiter of that channel. Waking
+//! everyone is a generation counter, so a waiter between two waits cannot miss it. When the
+//! pub/sub connection drops, it wakes every waiter (a release may have been missed), reconnects
+//! with backoff and resubscribes. A waiter never depends on a message alone:
 //! it also wakes when the holder's lease would have run out, so a lost message costs a bounded
 //! delay, never a hang.
 
@@ -14,15 +18,21 @@ use std::time::Duration;
 
 use futures_util::StreamExt;
 use redis::aio::{PubSubSink, PubSubStream};
-use tokio::sync::{Notify, mpsc, oneshot};
+use tokio::sync::{Notify, mpsc, oneshot, watch};
 
 use crate::connection::within;
 
 /// The waiters of one channel on this client.
 struct Channel {
+    /// Wakes one waiter (a `one` message).
     notify: Arc<Notify>,
+    /// Bumped to wake every waiter.
+    generation: watch::Sender<u64>,
     subscriptions: usize,
 }
+
+/// The payload of a release message that lets exactly one waiter in.
+pub(crate) const WAKE_ONE: &str = "one";
 
 type Registry = Arc<Mutex<HashMap<String, Channel>>>;
 
@@ -53,6 +63,7 @@ pub(crate) struct Subscription {
     requests: mpsc::UnboundedSender<Request>,
     channel: String,
     notify: Arc<Notify>,
+    generation: watch::Receiver<u64>,
 }
 
 impl ReleaseNotifier {
@@ -78,22 +89,24 @@ impl ReleaseNotifier {
     /// could not, the interest still counts and is subscribed when the connection comes back;
     /// meanwhile the waiter relies on its timer.
     pub(crate) fn subscribe(&self, channel: &str) -> (Subscription, oneshot::Receiver<bool>) {
-        let notify = {
+        let (notify, generation) = {
             let mut registry = lock(&self.registry);
             let entry = registry
                 .entry(channel.to_owned())
                 .or_insert_with(|| Channel {
                     notify: Arc::default(),
+                    generation: watch::channel(0).0,
                     subscriptions: 0,
                 });
             entry.subscriptions += 1;
-            entry.notify.clone()
+            (entry.notify.clone(), entry.generation.subscribe())
         };
         let subscription = Subscription {
             registry: self.registry.clone(),
             requests: self.requests.clone(),
             channel: channel.to_owned(),
             notify,
+            generation,
         };
         let (confirmed, reply) = oneshot::channel();
         let _ = self.requests.send(Request::Subscribe {
@@ -105,10 +118,18 @@ impl ReleaseNotifier {
 }
 
 impl Subscription {
-    /// Resolves at the next release message for this channel (at once if one arrived since the
-    /// last call), or when the pub/sub connection was lost.
-    pub(crate) async fn released(&self) {
-        self.notify.notified().await;
+    /// Resolves at the next release message for this channel that wakes this waiter (at once if
+    /// one arrived since the last call), or when the pub/sub connection was lost.
+    pub(crate) async fn released(&mut self) {
+        tokio::select! {
+            () = self.notify.notified() => {}
+            changed = self.generation.changed() => {
+                if changed.is_err() {
+                    // The listener dropped the channel: only the timer is left.
+                    std::future::pending::<()>().await;
+                }
+            }
+        }
     }
 }
 
@@ -154,7 +175,10 @@ impl Listener {
                     self.handle(request).await;
                 }
                 message = next_message(&mut self.connection) => match message {
-                    Some(message) => self.deliver(message.get_channel_name()),
+                    Some(message) => {
+                        let wake_one = message.get_payload_bytes() == WAKE_ONE.as_bytes();
+                        self.deliver(message.get_channel_name(), wake_one);
+                    }
                     None => {
                         tracing::debug!("release listener: pub/sub connection lost");
                         self.disconnected();
@@ -249,16 +273,20 @@ impl Listener {
         true
     }
 
-    /// Wakes one local waiter of the channel that was released.
-    fn deliver(&self, channel: &str) {
+    /// Wakes one local waiter of the channel that was released, or all of them.
+    fn deliver(&self, channel: &str, wake_one: bool) {
         if let Some(entry) = lock(&self.registry).get(channel) {
-            entry.notify.notify_one();
+            if wake_one {
+                entry.notify.notify_one();
+            } else {
+                entry.generation.send_modify(|g| *g = g.wrapping_add(1));
+            }
         }
     }
 
     fn wake_everyone(&self) {
         for entry in lock(&self.registry).values() {
-            entry.notify.notify_waiters();
+            entry.generation.send_modify(|g| *g = g.wrapping_add(1));
         }
     }
 }

@@ -226,8 +226,8 @@ pub(crate) struct Subscriptions(Vec<Subscription>);
 
 impl Subscriptions {
     /// Resolves at a release message from any instance.
-    pub(crate) async fn released(&self) {
-        let waits = self.0.iter().map(|s| Box::pin(s.released()));
+    pub(crate) async fn released(&mut self) {
+        let waits = self.0.iter_mut().map(|s| Box::pin(s.released()));
         futures_util::future::select_all(waits).await;
     }
 }

@@ -18,18 +18,15 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use crate::error::LostReason;
-use crate::keys::LockKeys;
 use crate::lease::{ClockDrift, Lease, confirm, mark_lost};
+use crate::lock::hold::Hold;
 use crate::lock::protocol::{self, ExtendItem, Extended};
 use crate::lock::{Verdict, judge_extension, release_on};
 use crate::quorum::Instances;
-use crate::token::OwnerToken;
 
-/// A lock the watchdog keeps alive.
+/// A hold (of any kind of lock) the watchdog keeps alive.
 pub(crate) struct Renewal {
-    pub(crate) name: Arc<str>,
-    pub(crate) keys: Arc<LockKeys>,
-    pub(crate) token: OwnerToken,
+    pub(crate) hold: Arc<Hold>,
     pub(crate) fence: u64,
     pub(crate) lease: Lease,
     /// Stop renewing after this instant (the `max_hold` cap).
@@ -39,9 +36,7 @@ pub(crate) struct Renewal {
 /// A hold to release in the background: a dropped guard's, or the leftovers of a failed
 /// acquisition or release.
 pub(crate) struct Abandoned {
-    pub(crate) name: Arc<str>,
-    pub(crate) keys: Arc<LockKeys>,
-    pub(crate) token: OwnerToken,
+    pub(crate) hold: Arc<Hold>,
     pub(crate) fence: Option<u64>,
     /// The instances to release on (`None`: all).
     pub(crate) only: Option<Vec<usize>>,
@@ -151,7 +146,7 @@ impl Schedule {
             } else if now >= deadline {
                 // The deadline passed without a confirmed renewal (the reason carries the last
                 // renewal error, if there was one).
-                tracing::warn!(lock = %entry.renewal.name, reason = %expiry_reason, "lock lost: its deadline passed before a renewal was confirmed");
+                tracing::warn!(lock = %entry.renewal.hold.name, reason = %expiry_reason, "lock lost: its deadline passed before a renewal was confirmed");
                 mark_lost(&entry.renewal.lease, expiry_reason);
                 self.entries.remove(&id);
             } else if entry.renewal.hold_until.is_some_and(|until| now >= until) {
@@ -159,7 +154,7 @@ impl Schedule {
                     .renewal
                     .lease
                     .send_modify(|s| s.expiry_reason = LostReason::MaxHoldReached);
-                tracing::debug!(lock = %entry.renewal.name, "max hold time reached; renewal stops");
+                tracing::debug!(lock = %entry.renewal.hold.name, "max hold time reached; renewal stops");
                 self.entries.remove(&id);
             } else if entry.due_at() > now + entry.slack() {
                 // Renewed by hand since it was queued: it comes up again at its new time.
@@ -244,8 +239,7 @@ async fn renew(
         .iter()
         .filter_map(|(id, ttl, _)| {
             schedule.entries.get(id).map(|e| ExtendItem {
-                keys: e.renewal.keys.clone(),
-                token: e.renewal.token.clone(),
+                hold: e.renewal.hold.clone(),
                 ttl: *ttl,
             })
         })
@@ -279,16 +273,9 @@ async fn renew(
             .collect();
         let usable: Vec<Option<Extended>> =
             answers.iter().map(|a| a.as_ref().ok().copied()).collect();
-        let name = entry.renewal.name.clone();
+        let name = entry.renewal.hold.name.clone();
         let renewal = &entry.renewal;
-        let tally = judge_extension(
-            instances,
-            &usable,
-            &renewal.keys,
-            &renewal.token,
-            renewal.fence,
-            ttl,
-        );
+        let tally = judge_extension(instances, &usable, &renewal.hold, renewal.fence, ttl);
         if tally.verdict == Verdict::Extended {
             confirm(&entry.renewal.lease, sent_at, ttl, drift);
             entry.retry_at = None;
@@ -333,8 +320,7 @@ async fn release_abandoned(instances: Arc<Instances>, lock: Abandoned) {
         let limit = instances.command_timeout();
         let answers = release_on(
             &instances,
-            &lock.keys,
-            &lock.token,
+            &lock.hold,
             lock.fence,
             pending.as_deref(),
             limit,
@@ -352,10 +338,10 @@ async fn release_abandoned(instances: Arc<Instances>, lock: Abandoned) {
         if failed.is_empty() {
             return;
         }
-        tracing::debug!(lock = %lock.name, failed = failed.len(), "background release failed; retrying");
+        tracing::debug!(lock = %lock.hold.name, failed = failed.len(), "background release failed; retrying");
         pending = Some(failed);
         tokio::time::sleep(delay).await;
         delay *= 4;
     }
-    tracing::debug!(lock = %lock.name, "could not release a hold on every instance; the lease will run out there");
+    tracing::debug!(lock = %lock.hold.name, "could not release a hold on every instance; the lease will run out there");
 }

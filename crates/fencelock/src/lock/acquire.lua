@@ -5,9 +5,10 @@
 -- Reply: {1, fence}        granted (or already held by this owner)
 --        {0, pttl}         held by another owner; pttl -1 means the key has no expiry
 --        {-1, key, type}   a key holds something that is not ours; nothing was written
+--        {-2, 'kind', k}   the name is used by another kind of lock; nothing was written
 local value = redis.pcall('get', KEYS[1])
 if type(value) == 'table' then
-  return {-1, KEYS[1], redis.call('type', KEYS[1]).ok}
+  return refuse_other_kind(KEYS[1], 'lock')
 end
 if value then
   local mine = ARGV[1] .. ':'
@@ -17,22 +18,10 @@ if value then
   end
   return {0, redis.call('pttl', KEYS[1])}
 end
-local last = redis.pcall('get', KEYS[2])
-if type(last) == 'table' then
-  return {-1, KEYS[2], redis.call('type', KEYS[2]).ok}
+local last, err = last_fence(KEYS[2])
+if err then
+  return err
 end
-local fence = 0
-if last then
-  fence = tonumber(last)
-  if not fence then
-    return {-1, KEYS[2], 'a string that is not a number'}
-  end
-end
--- The fence survives a lost counter (restart without persistence, failover, flush): it is never
--- below the server's clock in microseconds, which is past every fence handed out before.
-local now = redis.call('time')
-fence = math.max(fence + 1, tonumber(now[1]) * 1000000 + tonumber(now[2]))
-local text = string.format('%.0f', fence)
-redis.call('set', KEYS[2], text)
-redis.call('set', KEYS[1], ARGV[1] .. ":" .. text, 'PX', ARGV[2])
+local fence, text = next_fence(KEYS[2], last)
+redis.call('set', KEYS[1], ARGV[1] .. ':' .. text, 'PX', ARGV[2])
 return {1, fence}

@@ -1,13 +1,14 @@
--- An operator's release: delete the lock whoever holds it, and tell waiters.
+-- An operator's release: delete the lock whoever holds it (any kind of fencelock lock), and wake
+-- every waiter.
 -- KEYS[1] the lock key; ARGV[1] the release channel
 -- Reply: {1} released, {0} it was free, {-1, key, type} the key is not a lock (left untouched)
-local value = redis.pcall('get', KEYS[1])
-if type(value) == 'table' then
-  return {-1, KEYS[1], redis.call('type', KEYS[1]).ok}
+local kind, err = kind_of(KEYS[1])
+if err then
+  return err
 end
-if not value then
+if kind == 'free' then
   return {0}
 end
 redis.call('del', KEYS[1])
-redis.call('publish', ARGV[1], 'released')
+redis.call('publish', ARGV[1], 'all')
 return {1}

@@ -7,14 +7,14 @@ use tokio::time::Instant;
 
 use crate::client::Client;
 use crate::error::{Error, LostReason, Result};
-use crate::keys::LockKeys;
 use crate::lease::{Lease, LostSignal, confirm, mark_lost};
+use crate::lock::hold::Hold;
 use crate::lock::protocol::{self, Extended};
 use crate::lock::{Verdict, judge_extension, release_on, validate_ttl};
-use crate::token::OwnerToken;
 use crate::watchdog::{Abandoned, Command};
 
-/// Proof of holding a lock, for as long as its lease lasts.
+/// Proof of holding a lock (of any kind: a plain lock, one hold of a reentrant lock, a read or
+/// write lock, a semaphore permit, a fair lock), for as long as its lease lasts.
 ///
 /// A lock on Redis is a lease: if this process stalls longer than the lease (a long GC-like
 /// pause, a stopped VM, a slow network), another process can take the lock while this guard
@@ -30,9 +30,7 @@ use crate::watchdog::{Abandoned, Command};
 #[must_use = "dropping the guard releases the lock at once"]
 pub struct LockGuard {
     client: Client,
-    name: Arc<str>,
-    keys: Arc<LockKeys>,
-    token: OwnerToken,
+    hold: Arc<Hold>,
     fence: u64,
     lease: Lease,
     renewal_id: Option<u64>,
@@ -42,9 +40,10 @@ pub struct LockGuard {
 impl std::fmt::Debug for LockGuard {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("LockGuard")
-            .field("name", &self.name)
+            .field("name", &self.hold.name)
+            .field("kind", &self.hold.kind.label())
             .field("fence", &self.fence)
-            .field("token", &self.token)
+            .field("token", &self.hold.token)
             .field("is_held", &self.is_held())
             .finish()
     }
@@ -53,18 +52,14 @@ impl std::fmt::Debug for LockGuard {
 impl LockGuard {
     pub(crate) fn new(
         client: Client,
-        name: Arc<str>,
-        keys: Arc<LockKeys>,
-        token: OwnerToken,
+        hold: Arc<Hold>,
         fence: u64,
         lease: Lease,
         renewal_id: Option<u64>,
     ) -> Self {
         LockGuard {
             client,
-            name,
-            keys,
-            token,
+            hold,
             fence,
             lease,
             renewal_id,
@@ -74,11 +69,17 @@ impl LockGuard {
 
     /// The lock's name.
     pub fn name(&self) -> &str {
-        &self.name
+        &self.hold.name
     }
 
     /// The fencing token of this acquisition: strictly larger than that of every earlier
     /// acquisition of this lock name (also across a Redis restart or flush, see the crate docs).
+    ///
+    /// Per kind: a plain or fair lock, a write lock and a semaphore permit get a new fence with
+    /// each grant. A reentrant lock gets one when it passes from free to held, and every
+    /// re-entry keeps it. A read lock gets no fence of its own: this is the fence of the last
+    /// write lock granted before it (0 if there was none), so a reader can tell which write it
+    /// sees.
     pub fn fence(&self) -> u64 {
         self.fence
     }
@@ -111,7 +112,7 @@ impl LockGuard {
     /// reports it lost. Over Redlock it succeeds only when a majority extended within the lease;
     /// a partial extension deletes nothing (the watchdog retries until the deadline).
     pub async fn extend(&self, ttl: Duration) -> Result<()> {
-        validate_ttl(&self.name, ttl)?;
+        validate_ttl(&self.hold.name, ttl)?;
         let sent_at = Instant::now();
         if let Some(reason) = self.lease.borrow().lost_at(sent_at) {
             return Err(self.not_held(reason));
@@ -126,15 +127,7 @@ impl LockGuard {
         let answers = instances
             .on_all(
                 None,
-                |server| {
-                    protocol::extend(
-                        server.clone(),
-                        self.keys.clone(),
-                        self.token.clone(),
-                        ttl,
-                        limit,
-                    )
-                },
+                |server| protocol::extend(server.clone(), self.hold.clone(), ttl, limit),
                 |answers| {
                     let yes = answers
                         .iter()
@@ -152,14 +145,7 @@ impl LockGuard {
             .iter()
             .map(|a| a.as_ref().and_then(|r| r.as_ref().ok().copied()))
             .collect();
-        let tally = judge_extension(
-            &shared.instances,
-            &usable,
-            &self.keys,
-            &self.token,
-            self.fence,
-            ttl,
-        );
+        let tally = judge_extension(&shared.instances, &usable, &self.hold, self.fence, ttl);
         match tally.verdict {
             Verdict::Extended => {
                 confirm(&self.lease, sent_at, ttl, &shared.drift);
@@ -169,9 +155,13 @@ impl LockGuard {
                 mark_lost(&self.lease, LostReason::NotOwner);
                 Err(self.not_held(LostReason::NotOwner))
             }
-            Verdict::Failed => {
-                Err(instances.failure(&self.name, "extend", answers, tally.extended, tally.taken))
-            }
+            Verdict::Failed => Err(instances.failure(
+                &self.hold.name,
+                "extend",
+                answers,
+                tally.extended,
+                tally.taken,
+            )),
         }
     }
 
@@ -190,16 +180,7 @@ impl LockGuard {
         let instances = &shared.instances;
         let ttl = self.lease.borrow().ttl;
         let limit = instances.limit(ttl);
-        let answers = release_on(
-            instances,
-            &self.keys,
-            &self.token,
-            Some(self.fence),
-            None,
-            limit,
-            true,
-        )
-        .await;
+        let answers = release_on(instances, &self.hold, Some(self.fence), None, limit, true).await;
         mark_lost(&self.lease, LostReason::Released);
         let released = answers
             .iter()
@@ -214,14 +195,14 @@ impl LockGuard {
             .map(|(i, _)| i)
             .collect();
         let unanswered = answers.iter().filter(|a| a.is_none()).count();
-        tracing::debug!(lock = %self.name, fence = self.fence, released, failed = failed.len(), unanswered, "lock released");
+        tracing::debug!(lock = %self.hold.name, fence = self.fence, released, failed = failed.len(), unanswered, "lock released");
         if !failed.is_empty() {
             self.release_in_background(None, Some(failed.clone()));
         }
         if released >= instances.quorum() {
             Ok(true)
         } else if failed.len() + unanswered > instances.servers().len() - instances.quorum() {
-            Err(instances.failure(&self.name, "release", answers, released, 0))
+            Err(instances.failure(&self.hold.name, "release", answers, released, 0))
         } else {
             Ok(false)
         }
@@ -229,7 +210,7 @@ impl LockGuard {
 
     fn not_held(&self, reason: LostReason) -> Error {
         Error::NotHeld {
-            lock: self.name.to_string(),
+            lock: self.hold.name.to_string(),
             reason,
         }
     }
@@ -238,15 +219,13 @@ impl LockGuard {
         let sent = self.client.shared.watchdog.send(Command::Release {
             id: renewal_id,
             lock: Abandoned {
-                name: self.name.clone(),
-                keys: self.keys.clone(),
-                token: self.token.clone(),
+                hold: self.hold.clone(),
                 fence: Some(self.fence),
                 only,
             },
         });
         if !sent {
-            tracing::debug!(lock = %self.name, "client is gone; the lease will run out on its own");
+            tracing::debug!(lock = %self.hold.name, "client is gone; the lease will run out on its own");
         }
     }
 }

@@ -1,7 +1,11 @@
-//! The fenced lock: requesting it (with a lease, a wait policy and automatic renewal), waiting
+//! Requesting a lock of any kind (with a lease, a wait policy and automatic renewal), waiting
 //! for it without polling Redis in a loop, and the one place that says how a hold is released.
+//! What differs between kinds (plain, reentrant, read-write, semaphore, fair) is only which
+//! scripts run; see [`hold`].
 
 mod guard;
+pub(crate) mod hold;
+#[macro_use]
 pub(crate) mod protocol;
 
 use std::sync::Arc;
@@ -20,6 +24,7 @@ use crate::lease::{Lease, LeaseState};
 use crate::quorum::{Answer, Instances};
 use crate::token::OwnerToken;
 use crate::watchdog::{Abandoned, Command, Renewal};
+use hold::{Hold, Kind};
 use protocol::AcquireReply;
 
 /// The default lease.
@@ -29,6 +34,12 @@ pub const MIN_TTL: Duration = Duration::from_millis(10);
 /// The longest lease accepted (about 34 years; Redis itself accepts more, but a lease this long
 /// is a mistake, and instants this far ahead overflow some clocks).
 pub const MAX_TTL: Duration = Duration::from_millis(1 << 40);
+/// How long a waiter's place in a queue (a fair lock's queue, a writer waiting for readers)
+/// lasts without a refresh, by default. A waiter refreshes it three times as often; one that
+/// dies leaves the queue this long after its last refresh.
+pub const DEFAULT_QUEUE_TIMEOUT: Duration = Duration::from_secs(5);
+/// The shortest queue timeout accepted.
+pub const MIN_QUEUE_TIMEOUT: Duration = Duration::from_millis(30);
 
 /// How long to wait for a lock that someone else holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -41,7 +52,10 @@ pub enum WaitPolicy {
     Forever,
 }
 
-/// A request for a lock, built by [`Client::lock`].
+/// A request for a lock, built by [`Client::lock`], [`Client::fair_lock`], [`Client::semaphore`],
+/// [`ReentrantLock::request`](crate::ReentrantLock::request) or
+/// [`ReadWriteLock::read`](crate::ReadWriteLock::read) / [`write`](crate::ReadWriteLock::write).
+/// Every kind takes the same options and gives the same [`LockGuard`].
 ///
 /// ```no_run
 /// # async fn example(client: fencelock::Client) -> fencelock::Result<()> {
@@ -59,6 +73,7 @@ pub enum WaitPolicy {
 pub struct LockRequest {
     client: Client,
     name: String,
+    kind: Kind,
     ttl: Duration,
     wait: WaitPolicy,
     auto_renew: bool,
@@ -94,10 +109,11 @@ struct GiveBack {
 }
 
 impl LockRequest {
-    pub(crate) fn new(client: Client, name: String) -> Self {
+    pub(crate) fn new(client: Client, name: String, kind: Kind) -> Self {
         LockRequest {
             client,
             name,
+            kind,
             ttl: DEFAULT_TTL,
             wait: WaitPolicy::Forever,
             auto_renew: true,
@@ -142,9 +158,54 @@ impl LockRequest {
         self
     }
 
+    /// For a fair lock or a write lock: how long a waiter's place in the queue lasts without a
+    /// refresh (default [`DEFAULT_QUEUE_TIMEOUT`]). A waiting request refreshes it three times
+    /// as often; if the waiting process dies, the others move on this long after. Other kinds
+    /// have no queue and ignore it.
+    pub fn queue_timeout(mut self, timeout: Duration) -> Self {
+        match &mut self.kind {
+            Kind::Write { queue_timeout, .. } | Kind::Fair { queue_timeout } => {
+                *queue_timeout = timeout;
+            }
+            _ => {}
+        }
+        self
+    }
+
     fn validate(&self) -> Result<()> {
         keys::validate_name(&self.name)?;
         validate_ttl(&self.name, self.ttl)?;
+        if let Some(refresh) = self.kind.refresh_every()
+            && refresh * 3 < MIN_QUEUE_TIMEOUT
+        {
+            return Err(Error::invalid(
+                &self.name,
+                format!(
+                    "the queue timeout {:?} is shorter than the minimum of {MIN_QUEUE_TIMEOUT:?}",
+                    refresh * 3
+                ),
+            ));
+        }
+        if let Kind::Permit { permits: 0 } = self.kind {
+            return Err(Error::invalid(
+                &self.name,
+                "a semaphore needs at least 1 permit",
+            ));
+        }
+        if let Kind::Reentrant { max_depth: 0, .. } = self.kind {
+            return Err(Error::invalid(
+                &self.name,
+                "the re-entry limit must be at least 1",
+            ));
+        }
+        if !self.client.shared.instances.is_single()
+            && let Some(reason) = self.kind.redlock_refusal()
+        {
+            return Err(Error::Unsupported {
+                lock: self.name.clone(),
+                reason: reason.to_owned(),
+            });
+        }
         if let Some(limit) = self.max_hold
             && limit < self.ttl
         {
@@ -171,24 +232,38 @@ impl LockRequest {
         self.validate()?;
         let shared = self.client.shared.clone();
         let keys = Arc::new(shared.keys(&self.name));
+        let name: Arc<str> = Arc::from(self.name.as_str());
         let mut in_flight = InFlight {
             request: &self,
-            keys: keys.clone(),
-            token: self.new_token()?,
+            hold: self.hold(&name, &keys)?,
             armed: true,
         };
-        let result = self.acquire_with(&shared, keys, &mut in_flight).await;
-        in_flight.armed = false;
+        let result = self
+            .acquire_with(&shared, &name, &keys, &mut in_flight)
+            .await;
+        // A waiter that gives up may have left a place in a queue: the armed guard takes it back.
+        in_flight.armed = result.is_err() && self.kind.queues();
         result
+    }
+
+    /// A hold for this request with a fresh token.
+    fn hold(&self, name: &Arc<str>, keys: &Arc<LockKeys>) -> Result<Arc<Hold>> {
+        Ok(Arc::new(Hold {
+            name: name.clone(),
+            kind: self.kind.clone(),
+            keys: keys.clone(),
+            token: self.new_token()?,
+        }))
     }
 
     async fn acquire_with(
         &self,
         shared: &Arc<Shared>,
-        keys: Arc<LockKeys>,
+        name: &Arc<str>,
+        keys: &Arc<LockKeys>,
         in_flight: &mut InFlight<'_>,
     ) -> Result<LockGuard> {
-        let mut token = in_flight.token.clone();
+        let mut hold = in_flight.hold.clone();
         let started = Instant::now();
         let give_up_at = match self.wait {
             WaitPolicy::NoWait => Some(started),
@@ -198,17 +273,17 @@ impl LockRequest {
         let mut subscription = None;
         let mut retries = 0;
         loop {
-            let (remaining, split) = match self.round(shared, &keys, &token).await? {
+            let (remaining, split) = match self.round(shared, &hold).await? {
                 Round::Won { fence, sent_at } => {
                     let lease = LeaseState::new(sent_at, self.ttl, &shared.drift);
                     if lease.deadline > Instant::now() {
-                        return Ok(self.guard(keys, token, fence, lease, started));
+                        return Ok(self.guard(hold, fence, lease, started));
                     }
                     // The grant came so late that the lease may already be over: useless.
                     tracing::debug!(lock = %self.name, "grant arrived after its own deadline; giving it back");
-                    self.abandon(&keys, &token, Some(fence), None);
-                    token = self.new_token()?;
-                    in_flight.token = token.clone();
+                    self.abandon(&hold, Some(fence), None);
+                    hold = self.hold(name, keys)?;
+                    in_flight.hold = hold.clone();
                     (Some(Duration::ZERO), true)
                 }
                 Round::Failed {
@@ -226,7 +301,7 @@ impl LockRequest {
                         tokio::time::sleep(Duration::from_millis(50) * 4u32.pow(retries - 1)).await;
                         continue;
                     }
-                    self.give_back(shared, &keys, &token, give_back).await;
+                    self.give_back(shared, &hold, give_back).await;
                     return Err(error);
                 }
                 Round::Contended {
@@ -234,10 +309,10 @@ impl LockRequest {
                     split,
                     give_back,
                 } => {
-                    if self.give_back(shared, &keys, &token, give_back).await {
+                    if self.give_back(shared, &hold, give_back).await {
                         // Releases of this token may still be in flight: never reuse it.
-                        token = self.new_token()?;
-                        in_flight.token = token.clone();
+                        hold = self.hold(name, keys)?;
+                        in_flight.hold = hold.clone();
                     }
                     (remaining, split)
                 }
@@ -255,7 +330,7 @@ impl LockRequest {
                     },
                 });
             }
-            let Some(waiting) = &subscription else {
+            let Some(waiting) = &mut subscription else {
                 // Subscribe, then try again at once: a release between the first try and the
                 // subscription would otherwise go unnoticed.
                 let limit = shared.instances.limit(self.ttl);
@@ -265,12 +340,16 @@ impl LockRequest {
             // Sleep until a release message, the holder's lease running out (plus a little
             // jitter so that waiters of many clients do not all retry at the same instant), or
             // the caller's limit. After a split vote, retry after a short random delay instead.
-            let pause = if split {
+            let mut pause = if split {
                 random_up_to((self.ttl / 10).min(Duration::from_millis(50)))
             } else {
                 let remaining = remaining.unwrap_or_default();
                 remaining + random_up_to((remaining / 16).min(Duration::from_millis(10)))
             };
+            // A queued waiter comes back in time to keep its place.
+            if let Some(refresh) = self.kind.refresh_every() {
+                pause = pause.min(refresh);
+            }
             let wake_at = give_up_at.map_or(now + pause, |at| at.min(now + pause));
             tokio::select! {
                 () = waiting.released() => {}
@@ -296,12 +375,7 @@ impl LockRequest {
     /// One acquisition round: the acquire script on every instance at once, decided as soon as
     /// a majority granted or can no longer grant. A round that is not won gives back what it may
     /// have taken before it returns.
-    async fn round(
-        &self,
-        shared: &Shared,
-        keys: &Arc<LockKeys>,
-        token: &OwnerToken,
-    ) -> Result<Round> {
+    async fn round(&self, shared: &Shared, hold: &Arc<Hold>) -> Result<Round> {
         let instances = &shared.instances;
         let total = instances.servers().len();
         let quorum = instances.quorum();
@@ -311,7 +385,7 @@ impl LockRequest {
         let answers = instances
             .on_all(
                 None,
-                |server| protocol::acquire(server.clone(), keys.clone(), token.clone(), ttl, limit),
+                |server| protocol::acquire(server.clone(), hold.clone(), ttl, limit),
                 |answers| {
                     let granted = answers.iter().filter(|a| is_grant(a)).count();
                     let against = answers
@@ -330,6 +404,7 @@ impl LockRequest {
         let mut failed = 0;
         let mut unreachable = true;
         let mut foreign = None;
+        let mut conflict = None;
         let mut give_back = GiveBack::default();
         for (i, answer) in answers.iter().enumerate() {
             match answer {
@@ -343,8 +418,9 @@ impl LockRequest {
                     remaining = Some(remaining.map_or(*r, |m| m.min(*r)));
                 }
                 Some(Ok(AcquireReply::Held { remaining: None })) => {
-                    foreign = Some((keys.lock.clone(), "a string with no expiry".to_owned()));
+                    foreign = Some((hold.keys.lock.clone(), "a key with no expiry".to_owned()));
                 }
+                Some(Ok(AcquireReply::Refused(c))) => conflict = Some(c.clone()),
                 Some(Ok(AcquireReply::Foreign { key, found })) => {
                     foreign = Some((key.clone(), found.clone()));
                 }
@@ -359,8 +435,15 @@ impl LockRequest {
         if let (true, Some(fence)) = (granted >= quorum, fence) {
             return Ok(Round::Won { fence, sent_at });
         }
+        if let Some(conflict) = conflict {
+            self.give_back(shared, hold, give_back).await;
+            return Err(Error::Conflict {
+                lock: self.name.clone(),
+                conflict,
+            });
+        }
         if let Some((key, found)) = foreign {
-            self.give_back(shared, keys, token, give_back).await;
+            self.give_back(shared, hold, give_back).await;
             return Err(Error::WrongType {
                 lock: self.name.clone(),
                 key,
@@ -385,73 +468,40 @@ impl LockRequest {
     /// Gives back what a lost round may hold: releases where it was granted (waiting for the
     /// answers, so the lock is free for others at once) and, in the background, where the
     /// outcome is unknown. Returns whether anything was given back.
-    async fn give_back(
-        &self,
-        shared: &Shared,
-        keys: &Arc<LockKeys>,
-        token: &OwnerToken,
-        give_back: GiveBack,
-    ) -> bool {
+    async fn give_back(&self, shared: &Shared, hold: &Arc<Hold>, give_back: GiveBack) -> bool {
         let GiveBack { granted, unknown } = give_back;
         let gave = !granted.is_empty() || !unknown.is_empty();
         if !granted.is_empty() {
             let limit = shared.instances.limit(self.ttl);
-            release_on(
-                &shared.instances,
-                keys,
-                token,
-                None,
-                Some(&granted),
-                limit,
-                false,
-            )
-            .await;
+            release_on(&shared.instances, hold, None, Some(&granted), limit, false).await;
         }
         if !unknown.is_empty() {
-            self.abandon(keys, token, None, Some(unknown));
+            self.abandon(hold, None, Some(unknown));
         }
         gave
     }
 
-    /// Releases `token`'s hold in the background (on `only`, or on every instance).
-    fn abandon(
-        &self,
-        keys: &Arc<LockKeys>,
-        token: &OwnerToken,
-        fence: Option<u64>,
-        only: Option<Vec<usize>>,
-    ) {
+    /// Releases `hold` in the background (on `only`, or on every instance).
+    fn abandon(&self, hold: &Arc<Hold>, fence: Option<u64>, only: Option<Vec<usize>>) {
         self.client.shared.watchdog.send(Command::Release {
             id: None,
             lock: Abandoned {
-                name: Arc::from(self.name.as_str()),
-                keys: Arc::clone(keys),
-                token: token.clone(),
+                hold: hold.clone(),
                 fence,
                 only,
             },
         });
     }
 
-    fn guard(
-        &self,
-        keys: Arc<LockKeys>,
-        token: OwnerToken,
-        fence: u64,
-        lease: LeaseState,
-        started: Instant,
-    ) -> LockGuard {
+    fn guard(&self, hold: Arc<Hold>, fence: u64, lease: LeaseState, started: Instant) -> LockGuard {
         let shared = &self.client.shared;
         let lease: Lease = Arc::new(watch::channel(lease).0);
-        let name: Arc<str> = Arc::from(self.name.as_str());
         let renewal_id = self.auto_renew.then(|| {
             let id = shared.next_id();
             shared.watchdog.send(Command::Renew {
                 id,
                 renewal: Renewal {
-                    name: name.clone(),
-                    keys: keys.clone(),
-                    token: token.clone(),
+                    hold: hold.clone(),
                     fence,
                     lease: lease.clone(),
                     hold_until: self.max_hold.and_then(|limit| started.checked_add(limit)),
@@ -459,16 +509,8 @@ impl LockRequest {
             });
             id
         });
-        tracing::debug!(lock = %name, fence, "lock acquired");
-        LockGuard::new(
-            self.client.clone(),
-            name,
-            keys,
-            token,
-            fence,
-            lease,
-            renewal_id,
-        )
+        tracing::debug!(lock = %hold.name, kind = hold.kind.label(), fence, "lock acquired");
+        LockGuard::new(self.client.clone(), hold, fence, lease, renewal_id)
     }
 }
 
@@ -476,8 +518,7 @@ impl LockRequest {
 /// whatever the token may have been granted is released in the background.
 struct InFlight<'a> {
     request: &'a LockRequest,
-    keys: Arc<LockKeys>,
-    token: OwnerToken,
+    hold: Arc<Hold>,
     armed: bool,
 }
 
@@ -485,7 +526,7 @@ impl Drop for InFlight<'_> {
     fn drop(&mut self) {
         if self.armed {
             tracing::debug!(lock = %self.request.name, "acquire cancelled; giving back what it may hold");
-            self.request.abandon(&self.keys, &self.token, None, None);
+            self.request.abandon(&self.hold, None, None);
         }
     }
 }
@@ -501,8 +542,7 @@ fn is_grant(answer: &Answer<AcquireReply>) -> bool {
 /// background, and by a lost acquisition round giving back its partial grants.
 pub(crate) async fn release_on(
     instances: &Instances,
-    keys: &Arc<LockKeys>,
-    token: &OwnerToken,
+    hold: &Arc<Hold>,
     fence: Option<u64>,
     only: Option<&[usize]>,
     limit: Duration,
@@ -511,11 +551,15 @@ pub(crate) async fn release_on(
     let quorum = instances.quorum();
     // The write-back matters only over Redlock; on a single instance the fence key already
     // holds this fence (or a larger one).
-    let fence = if instances.is_single() { None } else { fence };
+    let fence = if instances.is_single() || !hold.writes_fence_back() {
+        None
+    } else {
+        fence
+    };
     instances
         .on_all(
             only,
-            |server| protocol::release(server.clone(), keys.clone(), token.clone(), fence, limit),
+            |server| protocol::release(server.clone(), hold.clone(), fence, limit),
             |answers| {
                 until_majority
                     && answers
@@ -553,8 +597,7 @@ pub(crate) struct ExtensionTally {
 pub(crate) fn judge_extension(
     instances: &Arc<Instances>,
     answers: &[Option<protocol::Extended>],
-    keys: &Arc<LockKeys>,
-    token: &OwnerToken,
+    hold: &Arc<Hold>,
     fence: u64,
     ttl: Duration,
 ) -> ExtensionTally {
@@ -566,18 +609,11 @@ pub(crate) fn judge_extension(
         count(Extended::Taken),
     );
     let verdict = if extended >= instances.quorum() {
-        if missing > 0 && !instances.is_single() {
+        if missing > 0 && !instances.is_single() && hold.reassert_call(fence, ttl).is_some() {
             let missing = (0..answers.len())
                 .filter(|i| answers[*i] == Some(Extended::Missing))
                 .collect();
-            reassert_in_background(
-                instances.clone(),
-                keys.clone(),
-                token.clone(),
-                fence,
-                ttl,
-                missing,
-            );
+            reassert_in_background(instances.clone(), hold.clone(), fence, ttl, missing);
         }
         Verdict::Extended
     } else if missing + taken > instances.servers().len() - instances.quorum() {
@@ -599,8 +635,7 @@ pub(crate) fn judge_extension(
 /// that restarted empty stops handing out fences below it.
 fn reassert_in_background(
     instances: Arc<Instances>,
-    keys: Arc<LockKeys>,
-    token: OwnerToken,
+    hold: Arc<Hold>,
     fence: u64,
     ttl: Duration,
     missing: Vec<usize>,
@@ -610,16 +645,7 @@ fn reassert_in_background(
         let answers = instances
             .on_all(
                 Some(&missing),
-                |server| {
-                    protocol::reassert(
-                        server.clone(),
-                        keys.clone(),
-                        token.clone(),
-                        fence,
-                        ttl,
-                        limit,
-                    )
-                },
+                |server| protocol::reassert(server.clone(), hold.clone(), fence, ttl, limit),
                 |_| false,
             )
             .await;
@@ -627,7 +653,7 @@ fn reassert_in_background(
             .iter()
             .filter(|a| matches!(a, Some(Ok(true))))
             .count();
-        tracing::debug!(lock = %keys.lock, restored, "re-asserted the hold on instances that had lost it");
+        tracing::debug!(lock = %hold.name, restored, "re-asserted the hold on instances that had lost it");
     });
 }
 

@@ -1,6 +1,7 @@
-//! The plain lock's protocol: one round trip per operation, each a Lua script run by SHA
-//! (re-loaded transparently when the server answers `NOSCRIPT`). This is the one place that says
-//! how a lock is acquired, released, extended and inspected.
+//! Running fencelock's scripts: one round trip per operation, each a Lua script run by SHA
+//! (re-loaded transparently when the server answers `NOSCRIPT`), and the replies they give. The
+//! scripts of each kind of lock live next to its module; [`Hold`] says which one applies. The
+//! plain lock's own scripts, the shared holder-entry extend, inspect and force-release are here.
 
 use std::sync::{Arc, LazyLock};
 use std::time::Duration;
@@ -8,26 +9,94 @@ use std::time::Duration;
 use redis::{RedisError, Script, Value};
 
 use crate::connection::Server;
+use crate::error::Conflict;
 use crate::keys::LockKeys;
-use crate::token::OwnerToken;
+use crate::lock::hold::{Call, Hold};
 
-static ACQUIRE: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("acquire.lua")));
-static RELEASE: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("release.lua")));
-static EXTEND: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("extend.lua")));
-static INSPECT: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("inspect.lua")));
-static REASSERT: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("reassert.lua")));
-static FORCE_RELEASE: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("force_release.lua")));
+/// A Lua script with the shared helpers (`prelude.lua`) prepended, and its source (a renewal
+/// pipeline loads it with `SCRIPT LOAD`).
+pub(crate) struct Lua {
+    pub(crate) script: Script,
+    pub(crate) source: &'static str,
+}
+
+impl Lua {
+    pub(crate) fn new(source: &'static str) -> Self {
+        Lua {
+            script: Script::new(source),
+            source,
+        }
+    }
+}
+
+/// A script of this crate: `lua!("acquire.lua")` is that file (next to the module that names it)
+/// with the shared prelude in front.
+macro_rules! lua {
+    ($file:literal) => {
+        std::sync::LazyLock::new(|| {
+            $crate::lock::protocol::Lua::new(concat!(
+                include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/lock/prelude.lua")),
+                include_str!($file)
+            ))
+        })
+    };
+}
+
+pub(crate) static ACQUIRE: LazyLock<Lua> = lua!("acquire.lua");
+pub(crate) static RELEASE: LazyLock<Lua> = lua!("release.lua");
+pub(crate) static EXTEND: LazyLock<Lua> = lua!("extend.lua");
+pub(crate) static ENTRY_EXTEND: LazyLock<Lua> = lua!("entry_extend.lua");
+pub(crate) static REASSERT: LazyLock<Lua> = lua!("reassert.lua");
+static INSPECT: LazyLock<Lua> = lua!("inspect.lua");
+static FORCE_RELEASE: LazyLock<Lua> = lua!("force_release.lua");
+
+impl Call {
+    fn invocation(&self) -> redis::ScriptInvocation<'static> {
+        let mut invocation = self.lua.script.prepare_invoke();
+        for key in &self.keys {
+            invocation.key(key);
+        }
+        for arg in &self.args {
+            invocation.arg(arg);
+        }
+        invocation
+    }
+
+    async fn run<T: redis::FromRedisValue>(
+        &self,
+        server: &Server,
+        limit: Duration,
+    ) -> redis::RedisResult<T> {
+        server.invoke(&self.invocation(), limit).await
+    }
+
+    fn push_to(&self, pipe: &mut redis::Pipeline) {
+        let command = pipe
+            .cmd("EVALSHA")
+            .arg(self.lua.script.get_hash())
+            .arg(self.keys.len());
+        for key in &self.keys {
+            command.arg(key);
+        }
+        for arg in &self.args {
+            command.arg(arg);
+        }
+    }
+}
 
 /// What Redis said to an acquire.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum AcquireReply {
     /// The lock is ours, with this fence.
     Granted { fence: u64 },
-    /// Another owner holds it; `remaining` is its lease (`None`: the key has no expiry).
+    /// Another owner holds it; `remaining` is how long until something in the way lapses (its
+    /// lease; `None`: a key with no expiry).
     Held { remaining: Option<Duration> },
     /// A key holds something that is not a fencelock lock.
     Foreign { key: String, found: String },
+    /// The request conflicts with the lock's state (another kind, another number of permits,
+    /// a read-to-write upgrade, the re-entry limit). Nothing was written.
+    Refused(Conflict),
 }
 
 /// The lease as Redis wants it: whole milliseconds, at least one.
@@ -37,18 +106,11 @@ pub(crate) fn lease_millis(ttl: Duration) -> u64 {
 
 pub(crate) async fn acquire(
     server: Server,
-    keys: Arc<LockKeys>,
-    token: OwnerToken,
+    hold: Arc<Hold>,
     ttl: Duration,
     limit: Duration,
 ) -> redis::RedisResult<AcquireReply> {
-    let mut invocation = ACQUIRE.prepare_invoke();
-    invocation
-        .key(&keys.lock)
-        .key(&keys.fence)
-        .arg(token.as_str())
-        .arg(lease_millis(ttl));
-    let reply: Vec<Value> = server.invoke(&invocation, limit).await?;
+    let reply: Vec<Value> = hold.acquire_call(ttl).run(&server, limit).await?;
     match reply.as_slice() {
         [Value::Int(1), fence] => Ok(AcquireReply::Granted {
             fence: as_u64(fence)?,
@@ -60,27 +122,42 @@ pub(crate) async fn acquire(
             key: as_string(key)?,
             found: describe_type(&as_string(found)?),
         }),
+        [Value::Int(-2), what, detail] => {
+            let detail = as_string(detail)?;
+            let conflict = match as_string(what)?.as_str() {
+                "kind" => Conflict::OtherKind {
+                    found: describe_kind(&detail),
+                    requested: hold.kind.label(),
+                },
+                "permits" => Conflict::PermitsMismatch {
+                    requested: match &hold.kind {
+                        crate::lock::hold::Kind::Permit { permits } => *permits,
+                        _ => 0,
+                    },
+                    held_with: detail,
+                },
+                "depth" => Conflict::ReentryLimit {
+                    limit: detail.parse().unwrap_or(0),
+                },
+                "upgrade" => Conflict::Upgrade,
+                "write-reentry" => Conflict::WriteReentry,
+                _ => return Err(unexpected("acquire", &reply)),
+            };
+            Ok(AcquireReply::Refused(conflict))
+        }
         _ => Err(unexpected("acquire", &reply)),
     }
 }
 
-/// Deletes the lock if `token` holds it, raising the fence key to at least `fence` and
-/// publishing on the release channel. True if it was held.
+/// Releases `hold` if it is still there (raising the fence key to at least `fence` first, when
+/// given) and wakes waiters. True if it was held.
 pub(crate) async fn release(
     server: Server,
-    keys: Arc<LockKeys>,
-    token: OwnerToken,
+    hold: Arc<Hold>,
     fence: Option<u64>,
     limit: Duration,
 ) -> redis::RedisResult<bool> {
-    let mut invocation = RELEASE.prepare_invoke();
-    invocation
-        .key(&keys.lock)
-        .key(&keys.fence)
-        .arg(token.as_str())
-        .arg(&keys.channel)
-        .arg(fence.map(|f| f.to_string()).unwrap_or_default());
-    let released: i64 = server.invoke(&invocation, limit).await?;
+    let released: i64 = hold.release_call(fence).run(&server, limit).await?;
     Ok(released == 1)
 }
 
@@ -105,79 +182,69 @@ impl Extended {
     }
 }
 
-/// Re-arms the lease to `ttl` if `token` holds the lock.
+/// Re-arms `hold`'s lease to `ttl` if it is still there.
 pub(crate) async fn extend(
     server: Server,
-    keys: Arc<LockKeys>,
-    token: OwnerToken,
+    hold: Arc<Hold>,
     ttl: Duration,
     limit: Duration,
 ) -> redis::RedisResult<Extended> {
-    let mut invocation = EXTEND.prepare_invoke();
-    invocation
-        .key(&keys.lock)
-        .arg(token.as_str())
-        .arg(lease_millis(ttl));
-    let reply: i64 = server.invoke(&invocation, limit).await?;
+    let reply: i64 = hold.extend_call(ttl).run(&server, limit).await?;
     Ok(Extended::from_reply(reply))
 }
 
-/// Puts `token`'s hold back on an instance whose key is gone (over Redlock, while the owner still
-/// holds a majority). True if it was put back.
+/// Puts `hold` back on an instance whose key is gone (over Redlock, while the owner still holds
+/// a majority). True if it was put back; false also for kinds that do not re-assert.
 pub(crate) async fn reassert(
     server: Server,
-    keys: Arc<LockKeys>,
-    token: OwnerToken,
+    hold: Arc<Hold>,
     fence: u64,
     ttl: Duration,
     limit: Duration,
 ) -> redis::RedisResult<bool> {
-    let mut invocation = REASSERT.prepare_invoke();
-    invocation
-        .key(&keys.lock)
-        .key(&keys.fence)
-        .arg(token.as_str())
-        .arg(lease_millis(ttl))
-        .arg(fence);
-    let reply: i64 = server.invoke(&invocation, limit).await?;
+    let Some(call) = hold.reassert_call(fence, ttl) else {
+        return Ok(false);
+    };
+    let reply: i64 = call.run(&server, limit).await?;
     Ok(reply == 1)
 }
 
 /// One lease to re-arm in a batch.
 pub(crate) struct ExtendItem {
-    pub(crate) keys: Arc<LockKeys>,
-    pub(crate) token: OwnerToken,
+    pub(crate) hold: Arc<Hold>,
     pub(crate) ttl: Duration,
 }
 
-/// Re-arms many leases in one round trip (a pipeline of the extend script). Each item gets its
-/// own answer or error. The whole call fails only when the pipeline itself does (the server is
-/// unreachable).
+/// Re-arms many leases (of any kinds) in one round trip: a pipeline of extend scripts. Each item
+/// gets its own answer or error. The whole call fails only when the pipeline itself does (the
+/// server is unreachable).
 pub(crate) async fn extend_many(
     server: Server,
     items: Arc<[ExtendItem]>,
     limit: Duration,
 ) -> redis::RedisResult<Vec<redis::RedisResult<Extended>>> {
-    // The pipeline starts with SCRIPT LOAD (cheap when the script is cached: a hash and a
-    // lookup), so that a server that lost its script cache (restart, failover, SCRIPT FLUSH)
-    // does not answer NOSCRIPT to every renewal of the batch.
+    let calls: Vec<Call> = items.iter().map(|i| i.hold.extend_call(i.ttl)).collect();
+    // The pipeline starts with a SCRIPT LOAD of each script it uses (cheap when the script is
+    // cached: a hash and a lookup), so that a server that lost its script cache (restart,
+    // failover, SCRIPT FLUSH) does not answer NOSCRIPT to every renewal of the batch.
+    let mut scripts: Vec<&'static Lua> = Vec::new();
+    for call in &calls {
+        if !scripts.iter().any(|s| std::ptr::eq(*s, call.lua)) {
+            scripts.push(call.lua);
+        }
+    }
     let mut pipe = redis::pipe();
     pipe.ignore_errors();
-    pipe.cmd("SCRIPT")
-        .arg("LOAD")
-        .arg(include_str!("extend.lua"));
-    for item in items.iter() {
-        pipe.cmd("EVALSHA")
-            .arg(EXTEND.get_hash())
-            .arg(1)
-            .arg(&item.keys.lock)
-            .arg(item.token.as_str())
-            .arg(lease_millis(item.ttl));
+    for lua in &scripts {
+        pipe.cmd("SCRIPT").arg("LOAD").arg(lua.source);
+    }
+    for call in &calls {
+        call.push_to(&mut pipe);
     }
     let replies: Vec<redis::RedisResult<Value>> = server.pipeline(&pipe, limit).await?;
     Ok(replies
         .into_iter()
-        .skip(1) // the SCRIPT LOAD
+        .skip(scripts.len())
         .map(|r| {
             r.and_then(|v| redis::from_redis_value::<i64>(v).map_err(RedisError::from))
                 .map(Extended::from_reply)
@@ -207,7 +274,7 @@ pub(crate) async fn inspect(
     keys: Arc<LockKeys>,
     limit: Duration,
 ) -> redis::RedisResult<StoredState> {
-    let mut invocation = INSPECT.prepare_invoke();
+    let mut invocation = INSPECT.script.prepare_invoke();
     invocation.key(&keys.lock).key(&keys.fence);
     let reply: Vec<Value> = server.invoke(&invocation, limit).await?;
     match reply.as_slice() {
@@ -241,7 +308,7 @@ pub(crate) async fn force_release(
     keys: Arc<LockKeys>,
     limit: Duration,
 ) -> redis::RedisResult<ForceReleaseReply> {
-    let mut invocation = FORCE_RELEASE.prepare_invoke();
+    let mut invocation = FORCE_RELEASE.script.prepare_invoke();
     invocation.key(&keys.lock).arg(&keys.channel);
     let reply: Vec<Value> = server.invoke(&invocation, limit).await?;
     match reply.as_slice() {
@@ -252,6 +319,17 @@ pub(crate) async fn force_release(
             found: describe_type(&as_string(found)?),
         }),
         _ => Err(unexpected("force-release", &reply)),
+    }
+}
+
+/// A lock kind recorded in Redis, for messages.
+fn describe_kind(kind: &str) -> String {
+    match kind {
+        "lock" => "a plain or fair lock".to_owned(),
+        "reentrant" => "a reentrant lock".to_owned(),
+        "rw" => "a read-write lock".to_owned(),
+        "semaphore" => "a semaphore".to_owned(),
+        other => format!("a lock of kind {other:?}"),
     }
 }
 
@@ -296,6 +374,8 @@ fn unexpected_value(what: &str, value: &Value) -> RedisError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::lock::hold::Kind;
+    use crate::token::OwnerToken;
     use fencelock_testkit::RedisServer;
 
     const LIMIT: Duration = Duration::from_secs(2);
@@ -305,83 +385,58 @@ mod tests {
         Server::new(client, LIMIT).unwrap()
     }
 
+    fn plain(keys: &Arc<LockKeys>) -> Arc<Hold> {
+        Arc::new(Hold {
+            name: Arc::from("test"),
+            kind: Kind::Plain,
+            keys: keys.clone(),
+            token: OwnerToken::generate().unwrap(),
+        })
+    }
+
     #[tokio::test]
     async fn acquire_is_idempotent_for_one_token() {
         let redis = RedisServer::start().unwrap();
         let server = server_for(&redis);
         let keys = Arc::new(LockKeys::new("fencelock", "idem"));
-        let token = OwnerToken::generate().unwrap();
-        let first = acquire(
-            server.clone(),
-            keys.clone(),
-            token.clone(),
-            Duration::from_secs(1),
-            LIMIT,
-        )
-        .await
-        .unwrap();
+        let hold = plain(&keys);
+        let first = acquire(server.clone(), hold.clone(), Duration::from_secs(1), LIMIT)
+            .await
+            .unwrap();
         let AcquireReply::Granted { fence } = first else {
             panic!("{first:?}")
         };
         // A retry with the same token (as after a lost reply) confirms the same fence and
         // re-arms the lease.
         redis.cmd(&["PEXPIRE", &keys.lock, "100"]).unwrap();
-        let again = acquire(
-            server.clone(),
-            keys.clone(),
-            token.clone(),
-            Duration::from_secs(5),
-            LIMIT,
-        )
-        .await
-        .unwrap();
+        let again = acquire(server.clone(), hold.clone(), Duration::from_secs(5), LIMIT)
+            .await
+            .unwrap();
         assert_eq!(again, AcquireReply::Granted { fence });
         let redis::Value::Int(pttl) = redis.cmd(&["PTTL", &keys.lock]).unwrap() else {
             panic!("PTTL")
         };
         assert!(pttl > 4000, "lease not re-armed: {pttl}");
         // Another token is refused and told the remaining lease.
-        let other = OwnerToken::generate().unwrap();
-        let held = acquire(
-            server.clone(),
-            keys.clone(),
-            other.clone(),
-            Duration::from_secs(1),
-            LIMIT,
-        )
-        .await
-        .unwrap();
+        let other = plain(&keys);
+        let held = acquire(server.clone(), other.clone(), Duration::from_secs(1), LIMIT)
+            .await
+            .unwrap();
         assert!(
             matches!(held, AcquireReply::Held { remaining: Some(r) } if r > Duration::from_secs(4)),
             "{held:?}"
         );
         // Only the owner's token releases; the fence key stays.
+        assert!(!release(server.clone(), other, None, LIMIT).await.unwrap());
         assert!(
-            !release(server.clone(), keys.clone(), other.clone(), None, LIMIT)
+            release(server.clone(), hold.clone(), Some(fence), LIMIT)
                 .await
                 .unwrap()
         );
         assert!(
-            release(
-                server.clone(),
-                keys.clone(),
-                token.clone(),
-                Some(fence),
-                LIMIT
-            )
-            .await
-            .unwrap()
-        );
-        assert!(
-            !release(
-                server.clone(),
-                keys.clone(),
-                token.clone(),
-                Some(fence),
-                LIMIT
-            )
-            .await
-            .unwrap()
+            !release(server.clone(), hold, Some(fence), LIMIT)
+                .await
+                .unwrap()
         );
         let mut left = redis.keys().unwrap();
         left.sort();
@@ -392,28 +447,37 @@ mod tests {
     async fn extend_many_answers_per_lock_in_one_pipeline() {
         let redis = RedisServer::start().unwrap();
         let server = server_for(&redis);
-        let held = Arc::new(LockKeys::new("fencelock", "held"));
-        let gone = LockKeys::new("fencelock", "gone");
-        let token = OwnerToken::generate().unwrap();
-        acquire(
-            server.clone(),
-            held.clone(),
-            token.clone(),
-            Duration::from_millis(500),
-            LIMIT,
-        )
-        .await
-        .unwrap();
+        let held = plain(&Arc::new(LockKeys::new("fencelock", "held")));
+        let gone = plain(&Arc::new(LockKeys::new("fencelock", "gone")));
+        let permit = Arc::new(Hold {
+            name: Arc::from("sem"),
+            kind: Kind::Permit { permits: 2 },
+            keys: Arc::new(LockKeys::new("fencelock", "sem")),
+            token: OwnerToken::generate().unwrap(),
+        });
+        for hold in [&held, &permit] {
+            let reply = acquire(
+                server.clone(),
+                hold.clone(),
+                Duration::from_millis(500),
+                LIMIT,
+            )
+            .await
+            .unwrap();
+            assert!(matches!(reply, AcquireReply::Granted { .. }), "{reply:?}");
+        }
         redis.script_flush().unwrap();
         let items: Arc<[ExtendItem]> = Arc::from(vec![
             ExtendItem {
-                keys: held.clone(),
-                token: token.clone(),
+                hold: held.clone(),
                 ttl: Duration::from_secs(9),
             },
             ExtendItem {
-                keys: Arc::new(gone),
-                token: token.clone(),
+                hold: gone,
+                ttl: Duration::from_secs(9),
+            },
+            ExtendItem {
+                hold: permit.clone(),
                 ttl: Duration::from_secs(9),
             },
         ]);
@@ -421,7 +485,16 @@ mod tests {
             .await
             .unwrap();
         let replies: Vec<Extended> = replies.into_iter().map(Result::unwrap).collect();
-        assert_eq!(replies, vec![Extended::Yes, Extended::Missing]);
+        assert_eq!(
+            replies,
+            vec![Extended::Yes, Extended::Missing, Extended::Yes]
+        );
         assert!(redis.keys().unwrap().iter().all(|k| !k.contains("gone")));
+        for key in [&held.keys.lock, &permit.keys.lock] {
+            let redis::Value::Int(pttl) = redis.cmd(&["PTTL", key]).unwrap() else {
+                panic!("PTTL")
+            };
+            assert!(pttl > 8000, "{key} not re-armed: {pttl}");
+        }
     }
 }

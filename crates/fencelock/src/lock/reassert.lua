@@ -6,10 +6,6 @@
 if redis.call('exists', KEYS[1]) == 1 then
   return 0
 end
-local last = redis.pcall('get', KEYS[2])
-local fence = tonumber(ARGV[3])
-if fence and (last == false or (tonumber(last) and tonumber(last) < fence)) then
-  redis.call('set', KEYS[2], ARGV[3])
-end
+raise_fence(KEYS[2], ARGV[3])
 redis.call('set', KEYS[1], ARGV[1] .. ':' .. ARGV[3], 'PX', ARGV[2])
 return 1

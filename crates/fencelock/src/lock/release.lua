@@ -1,6 +1,7 @@
--- Release the lock only if this owner holds it, and tell waiters.
+-- Release the lock only if this owner holds it, and wake one waiter.
 -- KEYS[1] the lock key, KEYS[2] the fence key
 -- ARGV[1] the owner token, ARGV[2] the release channel, ARGV[3] the fence the owner was given
+-- (or '')
 -- Reply: 1 released, 0 not held by this owner (nothing touched)
 --
 -- Before the key goes, the fence key is raised to at least the owner's fence. Over Redlock the
@@ -9,13 +10,9 @@
 local value = redis.pcall('get', KEYS[1])
 local mine = ARGV[1] .. ':'
 if type(value) == 'string' and string.sub(value, 1, #mine) == mine then
-  local last = redis.pcall('get', KEYS[2])
-  local fence = tonumber(ARGV[3])
-  if fence and (last == false or (tonumber(last) and tonumber(last) < fence)) then
-    redis.call('set', KEYS[2], ARGV[3])
-  end
+  raise_fence(KEYS[2], ARGV[3])
   redis.call('del', KEYS[1])
-  redis.call('publish', ARGV[2], 'released')
+  redis.call('publish', ARGV[2], 'one')
   return 1
 end
 return 0

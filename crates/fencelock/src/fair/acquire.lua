@@ -1,0 +1,61 @@
+-- Take the fair lock in request order. The lock key is the plain lock's ('<token>:<fence>' with
+-- the lease as TTL); waiters queue in two sorted sets next to it:
+--   KEYS[3] queue: token -> ticket (arrival order)
+--   KEYS[4] alive: token -> the instant (server ms) its place lapses unless refreshed
+-- Each attempt refreshes the caller's place; a waiter that dies stops refreshing and leaves the
+-- queue after the queue timeout, so a dead waiter never blocks the others for longer.
+-- KEYS[1] the lock key, KEYS[2] the fence key, KEYS[3] the queue, KEYS[4] the liveness set
+-- ARGV[1] the owner token, ARGV[2] the lease in milliseconds, ARGV[3] the queue timeout in ms
+-- Reply: {1, fence} | {0, ms to wait at most before trying again} | {-1, key, type}
+--        | {-2, 'kind', k}
+local value = redis.pcall('get', KEYS[1])
+if type(value) == 'table' then
+  return refuse_other_kind(KEYS[1], 'lock')
+end
+if value then
+  local mine = ARGV[1] .. ':'
+  if string.sub(value, 1, #mine) == mine then
+    redis.call('pexpire', KEYS[1], ARGV[2])
+    return {1, tonumber(string.sub(value, #mine + 1))}
+  end
+end
+for i = 3, 4 do
+  local t = redis.call('type', KEYS[i]).ok
+  if t ~= 'none' and t ~= 'zset' then
+    return {-1, KEYS[i], t}
+  end
+end
+local now = now_ms()
+local lapsed = redis.call('zrangebyscore', KEYS[4], '-inf', now)
+for _, token in ipairs(lapsed) do
+  redis.call('zrem', KEYS[3], token)
+  redis.call('zrem', KEYS[4], token)
+end
+if not redis.call('zscore', KEYS[3], ARGV[1]) then
+  local tail = redis.call('zrange', KEYS[3], -1, -1, 'withscores')
+  local ticket = 1
+  if #tail > 0 then
+    ticket = tonumber(tail[2]) + 1
+  end
+  redis.call('zadd', KEYS[3], ticket, ARGV[1])
+end
+local head = redis.call('zrange', KEYS[3], 0, 0)[1]
+if not value and head == ARGV[1] then
+  local last, err = last_fence(KEYS[2])
+  if err then
+    return err
+  end
+  local fence, text = next_fence(KEYS[2], last)
+  redis.call('set', KEYS[1], ARGV[1] .. ':' .. text, 'PX', ARGV[2])
+  redis.call('zrem', KEYS[3], ARGV[1])
+  redis.call('zrem', KEYS[4], ARGV[1])
+  return {1, fence}
+end
+redis.call('zadd', KEYS[4], now + tonumber(ARGV[3]), ARGV[1])
+keep_for(KEYS[3], ARGV[3])
+keep_for(KEYS[4], ARGV[3])
+if value then
+  return {0, redis.call('pttl', KEYS[1])}
+end
+-- Free, but another waiter is first: it takes the lock, or its place lapses.
+return {0, math.max(tonumber(redis.call('zscore', KEYS[4], head) or now) - now, 1)}

@@ -1,0 +1,263 @@
+//! What one acquisition holds in Redis — which kind of lock, under which keys, with which token —
+//! and which of that kind's scripts acquires, extends and releases it. The request loop, the
+//! guard and the watchdog work on a [`Hold`] and never need to know the kind.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::keys::LockKeys;
+use crate::lock::protocol::{Lua, lease_millis};
+use crate::token::OwnerToken;
+use crate::{fair, lock, reentrant, rwlock, semaphore};
+
+/// The kinds of lock, with what each needs to know beyond the name.
+#[derive(Debug, Clone)]
+pub(crate) enum Kind {
+    /// The plain fenced lock.
+    Plain,
+    /// A reentrant lock: `owner` is the handle's token, shared by all its holds.
+    Reentrant { owner: OwnerToken, max_depth: u32 },
+    /// The shared side of a read-write lock.
+    Read { owner: OwnerToken },
+    /// The exclusive side of a read-write lock. While it waits for readers it keeps a waiting
+    /// entry, which lapses after `queue_timeout` if the writer dies.
+    Write {
+        owner: OwnerToken,
+        queue_timeout: Duration,
+    },
+    /// One permit of a counting semaphore of `permits`.
+    Permit { permits: u32 },
+    /// A fair (FIFO) lock; a waiter's place lapses after `queue_timeout` without a refresh.
+    Fair { queue_timeout: Duration },
+}
+
+impl Kind {
+    /// What to call it in messages.
+    pub(crate) fn label(&self) -> &'static str {
+        match self {
+            Kind::Plain => "lock",
+            Kind::Reentrant { .. } => "reentrant lock",
+            Kind::Read { .. } => "read lock",
+            Kind::Write { .. } => "write lock",
+            Kind::Permit { .. } => "semaphore",
+            Kind::Fair { .. } => "fair lock",
+        }
+    }
+
+    /// Why this kind cannot be held over a Redlock quorum, if it cannot.
+    pub(crate) fn redlock_refusal(&self) -> Option<&'static str> {
+        match self {
+            Kind::Permit { .. } => Some(
+                "a semaphore cannot be held over Redlock: majority voting does not bound the \
+                 holders to N (with 3 instances and 2 permits, three holders can each win a \
+                 different majority); use a single Redis server (with a replica and failover) \
+                 for semaphores",
+            ),
+            Kind::Fair { .. } => Some(
+                "a fair lock cannot be held over Redlock: each instance orders its own queue, so \
+                 no request order holds across a majority; use a single Redis server for fair \
+                 locks, or a plain lock over Redlock",
+            ),
+            Kind::Plain | Kind::Reentrant { .. } | Kind::Read { .. } | Kind::Write { .. } => None,
+        }
+    }
+
+    /// How often a waiter must try again to keep its place in a queue (fair lock, waiting
+    /// writer), if it has one.
+    pub(crate) fn refresh_every(&self) -> Option<Duration> {
+        match self {
+            Kind::Write { queue_timeout, .. } | Kind::Fair { queue_timeout } => {
+                Some(*queue_timeout / 3)
+            }
+            _ => None,
+        }
+    }
+
+    /// Whether a waiter leaves an entry behind (a place in a queue) that must be taken back when
+    /// it gives up.
+    pub(crate) fn queues(&self) -> bool {
+        self.refresh_every().is_some()
+    }
+}
+
+/// One acquisition's hold: what the guard, the watchdog and a give-back act on.
+#[derive(Debug)]
+pub(crate) struct Hold {
+    pub(crate) name: Arc<str>,
+    pub(crate) kind: Kind,
+    pub(crate) keys: Arc<LockKeys>,
+    /// The token of this acquisition (each hold has its own, also under a shared owner).
+    pub(crate) token: OwnerToken,
+}
+
+/// One script call: the script, its keys and its arguments.
+pub(crate) struct Call {
+    pub(crate) lua: &'static Lua,
+    pub(crate) keys: Vec<String>,
+    pub(crate) args: Vec<String>,
+}
+
+impl Call {
+    fn new(lua: &'static Lua, keys: &[&str], args: Vec<String>) -> Self {
+        Call {
+            lua,
+            keys: keys.iter().map(|k| (*k).to_owned()).collect(),
+            args,
+        }
+    }
+}
+
+impl Hold {
+    fn field(&self, role: &str) -> String {
+        format!("{role}{}", self.token.as_str())
+    }
+
+    /// The acquire script: reply `{1, fence}`, `{0, ms}`, `{-1, key, type}` or `{-2, what, detail}`.
+    pub(crate) fn acquire_call(&self, ttl: Duration) -> Call {
+        let k = &self.keys;
+        let token = self.token.as_str().to_owned();
+        let ttl = lease_millis(ttl).to_string();
+        match &self.kind {
+            Kind::Plain => Call::new(
+                &lock::protocol::ACQUIRE,
+                &[&k.lock, &k.fence],
+                vec![token, ttl],
+            ),
+            Kind::Reentrant { owner, max_depth } => Call::new(
+                &reentrant::ACQUIRE,
+                &[&k.lock, &k.fence],
+                vec![token, ttl, owner.as_str().to_owned(), max_depth.to_string()],
+            ),
+            Kind::Read { owner } => Call::new(
+                &rwlock::READ,
+                &[&k.lock, &k.fence],
+                vec![token, ttl, owner.as_str().to_owned()],
+            ),
+            Kind::Write {
+                owner,
+                queue_timeout,
+            } => Call::new(
+                &rwlock::WRITE,
+                &[&k.lock, &k.fence],
+                vec![
+                    token,
+                    ttl,
+                    owner.as_str().to_owned(),
+                    lease_millis(*queue_timeout).to_string(),
+                ],
+            ),
+            Kind::Permit { permits } => Call::new(
+                &semaphore::ACQUIRE,
+                &[&k.lock, &k.fence],
+                vec![token, ttl, permits.to_string()],
+            ),
+            Kind::Fair { queue_timeout } => Call::new(
+                &fair::ACQUIRE,
+                &[&k.lock, &k.fence, &k.queue(), &k.alive()],
+                vec![token, ttl, lease_millis(*queue_timeout).to_string()],
+            ),
+        }
+    }
+
+    /// The release script (reply 1 released, 0 not held). `fence` is written back as a floor
+    /// on the fence key (over Redlock; `None` on a single instance).
+    pub(crate) fn release_call(&self, fence: Option<u64>) -> Call {
+        let k = &self.keys;
+        let token = self.token.as_str().to_owned();
+        let floor = fence.map(|f| f.to_string()).unwrap_or_default();
+        let args = vec![token, k.channel.clone(), floor];
+        match &self.kind {
+            Kind::Plain => Call::new(&lock::protocol::RELEASE, &[&k.lock, &k.fence], args),
+            Kind::Reentrant { .. } => Call::new(&reentrant::RELEASE, &[&k.lock, &k.fence], args),
+            Kind::Read { .. } | Kind::Write { .. } => {
+                Call::new(&rwlock::RELEASE, &[&k.lock, &k.fence], args)
+            }
+            Kind::Permit { .. } => Call::new(&semaphore::RELEASE, &[&k.lock], args),
+            Kind::Fair { .. } => Call::new(
+                &fair::RELEASE,
+                &[&k.lock, &k.fence, &k.queue(), &k.alive()],
+                args,
+            ),
+        }
+    }
+
+    /// The extend script: reply 1 extended, 0 gone, -1 taken by someone (or something) else.
+    pub(crate) fn extend_call(&self, ttl: Duration) -> Call {
+        let k = &self.keys;
+        let ttl = lease_millis(ttl).to_string();
+        let token = self.token.as_str().to_owned();
+        match &self.kind {
+            Kind::Plain | Kind::Fair { .. } => {
+                Call::new(&lock::protocol::EXTEND, &[&k.lock], vec![token, ttl])
+            }
+            Kind::Reentrant { .. } => Call::new(&reentrant::EXTEND, &[&k.lock], vec![token, ttl]),
+            Kind::Read { .. } => Call::new(
+                &lock::protocol::ENTRY_EXTEND,
+                &[&k.lock],
+                vec![self.field("r:"), ttl],
+            ),
+            Kind::Write { .. } => Call::new(
+                &lock::protocol::ENTRY_EXTEND,
+                &[&k.lock],
+                vec![self.field("w:"), ttl],
+            ),
+            Kind::Permit { .. } => Call::new(
+                &lock::protocol::ENTRY_EXTEND,
+                &[&k.lock],
+                vec![self.field("p:"), ttl],
+            ),
+        }
+    }
+
+    /// Over Redlock, the script that puts a hold back on an instance that lost it while a
+    /// majority still has it. Only the plain lock has one; for the others a renewal that finds
+    /// the key gone on a minority simply goes on with the majority.
+    pub(crate) fn reassert_call(&self, fence: u64, ttl: Duration) -> Option<Call> {
+        let k = &self.keys;
+        match self.kind {
+            Kind::Plain => Some(Call::new(
+                &lock::protocol::REASSERT,
+                &[&k.lock, &k.fence],
+                vec![
+                    self.token.as_str().to_owned(),
+                    lease_millis(ttl).to_string(),
+                    fence.to_string(),
+                ],
+            )),
+            _ => None,
+        }
+    }
+
+    /// Whether a release should write the holder's fence back (over Redlock): for every kind
+    /// whose holder was given a fence of its own (a reader's is the last writer's).
+    pub(crate) fn writes_fence_back(&self) -> bool {
+        !matches!(self.kind, Kind::Read { .. } | Kind::Permit { .. })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_kind_runs_its_own_scripts_with_the_prelude() {
+        let cases: [(&Lua, &str); 9] = [
+            (&lock::protocol::ACQUIRE, "Take the lock if it is free"),
+            (&reentrant::ACQUIRE, "Take the reentrant lock"),
+            (&reentrant::EXTEND, "Re-arm the reentrant lock"),
+            (
+                &reentrant::RELEASE,
+                "Release one hold of the reentrant lock",
+            ),
+            (&rwlock::READ, "Take a read lock"),
+            (&rwlock::WRITE, "Take the write lock"),
+            (&semaphore::ACQUIRE, "Take one permit"),
+            (&fair::ACQUIRE, "Take the fair lock"),
+            (&fair::RELEASE, "Release the fair lock"),
+        ];
+        for (lua, opening) in cases {
+            assert!(lua.source.contains("local function now_ms()"));
+            assert!(lua.source.contains(opening), "{opening}");
+        }
+    }
+}
