@@ -61,9 +61,39 @@ impl Client {
 
     /// Starts a request for lock `name`.
     pub fn lock(&self, name: impl Into<String>) -> LockRequest {
+        self.request(self.inner.lock(name))
+    }
+
+    /// An owner handle for the reentrant lock `name`; see [`crate::Client::reentrant_lock`].
+    pub fn reentrant_lock(&self, name: impl Into<String>) -> Result<ReentrantLock> {
+        Ok(ReentrantLock {
+            runtime: self.runtime.clone(),
+            inner: self.inner.reentrant_lock(name)?,
+        })
+    }
+
+    /// An owner handle for the read-write lock `name`; see [`crate::Client::read_write_lock`].
+    pub fn read_write_lock(&self, name: impl Into<String>) -> Result<ReadWriteLock> {
+        Ok(ReadWriteLock {
+            runtime: self.runtime.clone(),
+            inner: self.inner.read_write_lock(name)?,
+        })
+    }
+
+    /// A request for one permit of semaphore `name`; see [`crate::Client::semaphore`].
+    pub fn semaphore(&self, name: impl Into<String>, permits: u32) -> LockRequest {
+        self.request(self.inner.semaphore(name, permits))
+    }
+
+    /// A request for the fair lock `name`; see [`crate::Client::fair_lock`].
+    pub fn fair_lock(&self, name: impl Into<String>) -> LockRequest {
+        self.request(self.inner.fair_lock(name))
+    }
+
+    fn request(&self, inner: crate::LockRequest) -> LockRequest {
         LockRequest {
             runtime: self.runtime.clone(),
-            inner: self.inner.lock(name),
+            inner,
         }
     }
 
@@ -80,6 +110,57 @@ impl Client {
     /// See [`crate::Client::force_release`].
     pub fn force_release(&self, name: &str) -> Result<bool> {
         self.runtime.block_on(self.inner.force_release(name))
+    }
+}
+
+/// An owner of a reentrant lock (blocking); see [`crate::ReentrantLock`]. Clones are the same
+/// owner.
+#[derive(Debug, Clone)]
+pub struct ReentrantLock {
+    runtime: Arc<tokio::runtime::Runtime>,
+    inner: crate::ReentrantLock,
+}
+
+impl ReentrantLock {
+    /// See [`crate::ReentrantLock::max_reentry`].
+    pub fn max_reentry(mut self, limit: u32) -> Self {
+        self.inner = self.inner.max_reentry(limit);
+        self
+    }
+    /// See [`crate::ReentrantLock::request`].
+    pub fn request(&self) -> LockRequest {
+        LockRequest {
+            runtime: self.runtime.clone(),
+            inner: self.inner.request(),
+        }
+    }
+    /// Takes one hold, blocking as long as it takes.
+    pub fn acquire(&self) -> Result<LockGuard> {
+        self.request().acquire()
+    }
+}
+
+/// An owner of a read-write lock (blocking); see [`crate::ReadWriteLock`].
+#[derive(Debug, Clone)]
+pub struct ReadWriteLock {
+    runtime: Arc<tokio::runtime::Runtime>,
+    inner: crate::ReadWriteLock,
+}
+
+impl ReadWriteLock {
+    /// See [`crate::ReadWriteLock::read`].
+    pub fn read(&self) -> LockRequest {
+        LockRequest {
+            runtime: self.runtime.clone(),
+            inner: self.inner.read(),
+        }
+    }
+    /// See [`crate::ReadWriteLock::write`].
+    pub fn write(&self) -> LockRequest {
+        LockRequest {
+            runtime: self.runtime.clone(),
+            inner: self.inner.write(),
+        }
     }
 }
 
@@ -118,6 +199,11 @@ impl LockRequest {
     /// See [`crate::LockRequest::max_hold`].
     pub fn max_hold(mut self, limit: Duration) -> Self {
         self.inner = self.inner.max_hold(limit);
+        self
+    }
+    /// See [`crate::LockRequest::queue_timeout`].
+    pub fn queue_timeout(mut self, timeout: Duration) -> Self {
+        self.inner = self.inner.queue_timeout(timeout);
         self
     }
 

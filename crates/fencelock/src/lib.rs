@@ -84,7 +84,7 @@ mod watchdog;
 pub mod blocking;
 
 pub use client::{
-    Client, ClientBuilder, DEFAULT_COMMAND_TIMEOUT, DEFAULT_PREFIX, Holder, LockInfo,
+    Client, ClientBuilder, DEFAULT_COMMAND_TIMEOUT, DEFAULT_PREFIX, Holder, LockInfo, LockKind,
 };
 pub use error::{Conflict, Error, LostReason, Result};
 pub use keys::MAX_NAME_LEN;

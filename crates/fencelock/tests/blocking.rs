@@ -78,3 +78,58 @@ fn a_blocking_guard_reports_loss_and_drop_releases() {
         .unwrap();
     assert!(again.release().unwrap());
 }
+
+#[test]
+fn the_blocking_client_offers_every_kind_of_lock() {
+    let redis = server();
+    let a = Client::open(&redis.url()).unwrap();
+    let b = Client::open(&redis.url()).unwrap();
+
+    let mine = a.reentrant_lock("b-reentrant").unwrap();
+    let outer = mine.acquire().unwrap();
+    let inner = mine.clone().request().no_wait().acquire().unwrap();
+    assert_eq!(outer.fence(), inner.fence());
+    let theirs = b.reentrant_lock("b-reentrant").unwrap();
+    assert!(theirs.request().try_acquire().unwrap().is_none());
+    assert!(inner.release().unwrap());
+    assert!(theirs.request().try_acquire().unwrap().is_none());
+    let first_fence = outer.fence();
+    assert!(outer.release().unwrap());
+    let taken = theirs.request().try_acquire().unwrap().unwrap();
+    assert!(taken.fence() > first_fence);
+    drop(taken);
+
+    let rw_a = a.read_write_lock("b-rw").unwrap();
+    let rw_b = b.read_write_lock("b-rw").unwrap();
+    let r1 = rw_a.read().acquire().unwrap();
+    let r2 = rw_b.read().acquire().unwrap();
+    // A third owner's writer waits for both readers (rw_b itself would be an upgrade).
+    let rw_c = b.read_write_lock("b-rw").unwrap();
+    assert!(rw_c.write().try_acquire().unwrap().is_none());
+    assert!(matches!(
+        rw_b.write().try_acquire(),
+        Err(Error::Conflict { .. })
+    ));
+    drop((r1, r2));
+    let w = rw_b
+        .write()
+        .wait_up_to(Duration::from_secs(5))
+        .acquire()
+        .unwrap();
+    assert!(rw_a.read().try_acquire().unwrap().is_none());
+    assert!(w.release().unwrap());
+
+    let p1 = a.semaphore("b-sem", 2).acquire().unwrap();
+    let p2 = b.semaphore("b-sem", 2).acquire().unwrap();
+    assert!(a.semaphore("b-sem", 2).try_acquire().unwrap().is_none());
+    assert_ne!(p1.fence(), p2.fence());
+    drop((p1, p2));
+
+    let f = a
+        .fair_lock("b-fair")
+        .queue_timeout(Duration::from_secs(1))
+        .acquire()
+        .unwrap();
+    assert!(b.fair_lock("b-fair").try_acquire().unwrap().is_none());
+    assert!(f.release().unwrap());
+}

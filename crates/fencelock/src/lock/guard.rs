@@ -67,6 +67,10 @@ impl LockGuard {
         }
     }
 
+    pub(crate) fn lease(&self) -> &Lease {
+        &self.lease
+    }
+
     /// The lock's name.
     pub fn name(&self) -> &str {
         &self.hold.name

@@ -15,8 +15,14 @@ use crate::{fair, lock, reentrant, rwlock, semaphore};
 pub(crate) enum Kind {
     /// The plain fenced lock.
     Plain,
-    /// A reentrant lock: `owner` is the handle's token, shared by all its holds.
-    Reentrant { owner: OwnerToken, max_depth: u32 },
+    /// A reentrant lock: `owner` is the handle's token, shared by all its holds. `held_fence`
+    /// is the handle's memory of the fence its current hold was given (see
+    /// [`crate::reentrant`]); acquisitions through one handle take turns on it over Redlock.
+    Reentrant {
+        owner: OwnerToken,
+        max_depth: u32,
+        held_fence: Arc<tokio::sync::Mutex<Option<HeldFence>>>,
+    },
     /// The shared side of a read-write lock.
     Read { owner: OwnerToken },
     /// The exclusive side of a read-write lock. While it waits for readers it keeps a waiting
@@ -80,6 +86,27 @@ impl Kind {
     }
 }
 
+/// Over Redlock, a reentrant handle's memory of its current hold: the fence it was given, and
+/// the leases of the guards taken into it. The hold lasts while one of them is still held.
+#[derive(Debug)]
+pub(crate) struct HeldFence {
+    pub(crate) fence: u64,
+    pub(crate) leases: Vec<std::sync::Weak<tokio::sync::watch::Sender<crate::lease::LeaseState>>>,
+}
+
+impl HeldFence {
+    /// The fence, if a guard of this hold is still held now.
+    pub(crate) fn current(&mut self) -> Option<u64> {
+        let now = tokio::time::Instant::now();
+        self.leases.retain(|lease| {
+            lease
+                .upgrade()
+                .is_some_and(|lease| lease.borrow().lost_at(now).is_none())
+        });
+        (!self.leases.is_empty()).then_some(self.fence)
+    }
+}
+
 /// One acquisition's hold: what the guard, the watchdog and a give-back act on.
 #[derive(Debug)]
 pub(crate) struct Hold {
@@ -123,7 +150,9 @@ impl Hold {
                 &[&k.lock, &k.fence],
                 vec![token, ttl],
             ),
-            Kind::Reentrant { owner, max_depth } => Call::new(
+            Kind::Reentrant {
+                owner, max_depth, ..
+            } => Call::new(
                 &reentrant::ACQUIRE,
                 &[&k.lock, &k.fence],
                 vec![token, ttl, owner.as_str().to_owned(), max_depth.to_string()],
@@ -241,7 +270,10 @@ mod tests {
 
     #[test]
     fn each_kind_runs_its_own_scripts_with_the_prelude() {
-        let cases: [(&Lua, &str); 9] = [
+        let cases: [(&Lua, &str); 12] = [
+            (&semaphore::RELEASE, "Give back one permit"),
+            (&rwlock::RELEASE, "Release a read or write hold"),
+            (&lock::protocol::ENTRY_EXTEND, "Re-arm one holder entry"),
             (&lock::protocol::ACQUIRE, "Take the lock if it is free"),
             (&reentrant::ACQUIRE, "Take the reentrant lock"),
             (&reentrant::EXTEND, "Re-arm the reentrant lock"),

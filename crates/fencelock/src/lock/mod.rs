@@ -24,7 +24,7 @@ use crate::lease::{Lease, LeaseState};
 use crate::quorum::{Answer, Instances};
 use crate::token::OwnerToken;
 use crate::watchdog::{Abandoned, Command, Renewal};
-use hold::{Hold, Kind};
+use hold::{HeldFence, Hold, Kind};
 use protocol::AcquireReply;
 
 /// The default lease.
@@ -224,7 +224,9 @@ impl LockRequest {
     ///
     /// Errors: [`Error::Busy`] (held, and no waiting), [`Error::TimedOut`], [`Error::Unreachable`],
     /// [`Error::Redis`], [`Error::NoQuorum`] (Redlock), [`Error::WrongType`],
-    /// [`Error::InvalidArgument`]. On any error nothing is left held.
+    /// [`Error::Conflict`] (the name is used differently), [`Error::Unsupported`] (this kind
+    /// over Redlock), [`Error::InvalidArgument`]. On any error nothing is left held, and a
+    /// waiter's place in a queue is given back.
     ///
     /// Cancel-safe: if the returned future is dropped before it completes (in a `select!`, or
     /// by a timeout), whatever it may have been granted is released in the background.
@@ -233,13 +235,27 @@ impl LockRequest {
         let shared = self.client.shared.clone();
         let keys = Arc::new(shared.keys(&self.name));
         let name: Arc<str> = Arc::from(self.name.as_str());
+        // Over Redlock, a reentrant handle remembers its hold's fence; its acquisitions take
+        // turns so that the memory follows the order of the grants.
+        let mut held_fence = match &self.kind {
+            Kind::Reentrant { held_fence, .. } if !shared.instances.is_single() => {
+                Some(held_fence.clone().lock_owned().await)
+            }
+            _ => None,
+        };
         let mut in_flight = InFlight {
             request: &self,
             hold: self.hold(&name, &keys)?,
             armed: true,
         };
         let result = self
-            .acquire_with(&shared, &name, &keys, &mut in_flight)
+            .acquire_with(
+                &shared,
+                &name,
+                &keys,
+                &mut in_flight,
+                held_fence.as_deref_mut(),
+            )
             .await;
         // A waiter that gives up may have left a place in a queue: the armed guard takes it back.
         in_flight.armed = result.is_err() && self.kind.queues();
@@ -262,6 +278,7 @@ impl LockRequest {
         name: &Arc<str>,
         keys: &Arc<LockKeys>,
         in_flight: &mut InFlight<'_>,
+        mut held_fence: Option<&mut Option<HeldFence>>,
     ) -> Result<LockGuard> {
         let mut hold = in_flight.hold.clone();
         let started = Instant::now();
@@ -274,10 +291,30 @@ impl LockRequest {
         let mut retries = 0;
         loop {
             let (remaining, split) = match self.round(shared, &hold).await? {
-                Round::Won { fence, sent_at } => {
+                Round::Won { mut fence, sent_at } => {
                     let lease = LeaseState::new(sent_at, self.ttl, &shared.drift);
                     if lease.deadline > Instant::now() {
-                        return Ok(self.guard(hold, fence, lease, started));
+                        let Some(memory) = held_fence.as_deref_mut() else {
+                            return Ok(self.guard(hold, fence, lease, started));
+                        };
+                        // While a hold of this handle is still held, this grant is a re-entry
+                        // into that hold (no other owner can have had the lock meanwhile), and
+                        // gets its fence. Otherwise it starts a new hold with the fence of this
+                        // grant.
+                        match memory.as_mut().and_then(HeldFence::current) {
+                            Some(held) => fence = held,
+                            None => {
+                                *memory = Some(HeldFence {
+                                    fence,
+                                    leases: Vec::new(),
+                                })
+                            }
+                        }
+                        let guard = self.guard(hold, fence, lease, started);
+                        if let Some(memory) = memory.as_mut() {
+                            memory.leases.push(Arc::downgrade(guard.lease()));
+                        }
+                        return Ok(guard);
                     }
                     // The grant came so late that the lease may already be over: useless.
                     tracing::debug!(lock = %self.name, "grant arrived after its own deadline; giving it back");

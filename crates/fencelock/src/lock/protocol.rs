@@ -252,21 +252,36 @@ pub(crate) async fn extend_many(
         .collect())
 }
 
-/// A lock's state as stored in Redis.
+/// A lock's state as stored on one instance.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum StoredState {
-    Lock {
-        /// The holder's value (`token:fence`), if held.
-        value: Option<String>,
-        /// The key's PTTL (-2: no key, -1: no expiry).
-        pttl: i64,
-        /// The last fence handed out, if any.
-        last_fence: Option<u64>,
-    },
-    Foreign {
-        key: String,
-        found: String,
-    },
+    Lock(StoredLock),
+    Foreign { key: String, found: String },
+}
+
+/// A lock of any kind, as stored on one instance.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct StoredLock {
+    /// `free`, `lock` (plain or fair), `reentrant`, `rw` or `semaphore`.
+    pub(crate) kind: String,
+    pub(crate) last_fence: Option<u64>,
+    /// A reentrant lock's hold count, a semaphore's N.
+    pub(crate) detail: Option<u32>,
+    /// Queued fair-lock waiters, or writers waiting for readers.
+    pub(crate) waiting: u64,
+    pub(crate) entries: Vec<StoredEntry>,
+}
+
+/// One holder of a stored lock.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct StoredEntry {
+    /// `holder`, `writer`, `reader` or `permit`.
+    pub(crate) role: String,
+    /// The owner token (for a permit, the permit's token).
+    pub(crate) token: String,
+    /// Milliseconds left on its lease (-1: no expiry).
+    pub(crate) remaining_ms: i64,
+    pub(crate) fence: Option<u64>,
 }
 
 pub(crate) async fn inspect(
@@ -275,17 +290,39 @@ pub(crate) async fn inspect(
     limit: Duration,
 ) -> redis::RedisResult<StoredState> {
     let mut invocation = INSPECT.script.prepare_invoke();
-    invocation.key(&keys.lock).key(&keys.fence);
+    invocation
+        .key(&keys.lock)
+        .key(&keys.fence)
+        .key(keys.queue());
     let reply: Vec<Value> = server.invoke(&invocation, limit).await?;
     match reply.as_slice() {
-        [Value::Int(1), value, Value::Int(pttl), fence] => {
-            let value = as_string(value)?;
-            let fence = as_string(fence)?;
-            Ok(StoredState::Lock {
-                value: (!value.is_empty()).then_some(value),
-                pttl: *pttl,
-                last_fence: fence.parse().ok(),
-            })
+        [
+            Value::Int(1),
+            kind,
+            fence,
+            detail,
+            Value::Int(waiting),
+            rest @ ..,
+        ] => {
+            let mut entries = Vec::new();
+            for chunk in rest.chunks(4) {
+                let [role, token, Value::Int(remaining_ms), fence] = chunk else {
+                    return Err(unexpected("inspect", &reply));
+                };
+                entries.push(StoredEntry {
+                    role: as_string(role)?,
+                    token: as_string(token)?,
+                    remaining_ms: *remaining_ms,
+                    fence: as_string(fence)?.parse().ok(),
+                });
+            }
+            Ok(StoredState::Lock(StoredLock {
+                kind: as_string(kind)?,
+                last_fence: as_string(fence)?.parse().ok(),
+                detail: as_string(detail)?.parse().ok(),
+                waiting: u64::try_from(*waiting).unwrap_or(0),
+                entries,
+            }))
         }
         [Value::Int(-1), key, found] => Ok(StoredState::Foreign {
             key: as_string(key)?,

@@ -6,13 +6,20 @@
 //! own token, its own [`LockGuard`]), recorded in the lock's hash, so a retry after a lost reply
 //! cannot count twice and a release can never undo someone else's hold. The fence is handed out
 //! when the lock goes from free to held; every re-entry gets the same fence.
+//!
+//! Over Redlock each instance hands out its own fence, and the hold's fence is the largest of
+//! the granting majority's; a re-entry answered by another majority would see another largest.
+//! So the handle remembers the fence of its current hold, and an acquisition granted while one
+//! of the hold's guards is still held gets that fence: while that lease is valid on a majority,
+//! no other owner can have held the lock, so it is the same hold. Acquisitions through one
+//! handle take turns over Redlock.
 
-use std::sync::LazyLock;
+use std::sync::{Arc, LazyLock};
 
 use crate::client::Client;
 use crate::error::{Error, Result};
 use crate::keys;
-use crate::lock::hold::Kind;
+use crate::lock::hold::{HeldFence, Kind};
 use crate::lock::protocol::Lua;
 use crate::lock::{LockGuard, LockRequest};
 use crate::token::OwnerToken;
@@ -45,6 +52,7 @@ pub struct ReentrantLock {
     name: String,
     owner: OwnerToken,
     max_reentry: u32,
+    held_fence: Arc<tokio::sync::Mutex<Option<HeldFence>>>,
 }
 
 impl ReentrantLock {
@@ -57,6 +65,7 @@ impl ReentrantLock {
             name,
             owner,
             max_reentry: DEFAULT_MAX_REENTRY,
+            held_fence: Arc::default(),
         })
     }
 
@@ -81,6 +90,7 @@ impl ReentrantLock {
             Kind::Reentrant {
                 owner: self.owner.clone(),
                 max_depth: self.max_reentry,
+                held_fence: self.held_fence.clone(),
             },
         )
     }

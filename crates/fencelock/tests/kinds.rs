@@ -1,0 +1,212 @@
+//! What every kind of lock shares: one name is one kind, inspect and force-release understand
+//! every kind, and each kind's refusals over Redlock.
+
+mod common;
+
+use std::time::Duration;
+
+use fencelock::{Client, Conflict, Error, LockKind};
+
+use common::{client, keys, server};
+
+/// Takes `name` as `kind` and keeps the guard.
+async fn take(client: &Client, kind: &str, name: &str) -> fencelock::LockGuard {
+    let request = match kind {
+        "lock" => client.lock(name),
+        "fair" => client.fair_lock(name),
+        "reentrant" => client.reentrant_lock(name).unwrap().request(),
+        "read" => client.read_write_lock(name).unwrap().read(),
+        "write" => client.read_write_lock(name).unwrap().write(),
+        "semaphore" => client.semaphore(name, 3),
+        other => panic!("unknown kind {other}"),
+    };
+    request.no_wait().acquire().await.unwrap()
+}
+
+async fn try_take(
+    client: &Client,
+    kind: &str,
+    name: &str,
+) -> fencelock::Result<Option<fencelock::LockGuard>> {
+    let request = match kind {
+        "lock" => client.lock(name),
+        "fair" => client.fair_lock(name),
+        "reentrant" => client.reentrant_lock(name).unwrap().request(),
+        "read" => client.read_write_lock(name).unwrap().read(),
+        "write" => client.read_write_lock(name).unwrap().write(),
+        "semaphore" => client.semaphore(name, 3),
+        other => panic!("unknown kind {other}"),
+    };
+    request.try_acquire().await
+}
+
+#[tokio::test]
+async fn one_name_is_one_kind_and_a_mixup_is_a_clear_error_that_changes_nothing() {
+    let redis = server();
+    let a = client(&redis.url());
+    let b = client(&redis.url());
+    // Hash kinds refuse each other and the string kinds; the string kinds refuse hash kinds.
+    // (A plain and a fair lock share the held key's format: they exclude each other, but the
+    // plain lock ignores the fair lock's queue.)
+    let families: [(&str, &[&str]); 4] = [
+        ("reentrant", &["lock", "fair", "read", "semaphore"]),
+        ("read", &["lock", "reentrant", "semaphore"]),
+        ("semaphore", &["lock", "fair", "reentrant", "write"]),
+        ("lock", &["reentrant", "read", "write", "semaphore"]),
+    ];
+    for (held_as, others) in families {
+        let name = format!("mixed-{held_as}");
+        let guard = take(&a, held_as, &name).await;
+        let before = redis
+            .cmd(&["DUMP", &format!("fencelock:{{{name}}}")])
+            .unwrap();
+        for other in others {
+            let err = try_take(&b, other, &name).await.unwrap_err();
+            let text = err.to_string();
+            assert!(
+                matches!(
+                    err,
+                    Error::Conflict {
+                        conflict: Conflict::OtherKind { .. },
+                        ..
+                    }
+                ),
+                "{held_as} then {other}: {err:?}"
+            );
+            assert!(text.contains(&name) && text.contains("same kind"), "{text}");
+        }
+        let after = redis
+            .cmd(&["DUMP", &format!("fencelock:{{{name}}}")])
+            .unwrap();
+        assert_eq!(
+            before, after,
+            "{held_as}: the lock was changed by refused requests"
+        );
+        assert!(guard.release().await.unwrap());
+    }
+}
+
+#[tokio::test]
+async fn inspect_describes_every_kind() {
+    let redis = server();
+    let a = client(&redis.url());
+    assert_eq!(a.inspect("nothing").await.unwrap().kind, None);
+
+    let plain = take(&a, "lock", "i-lock").await;
+    let info = a.inspect("i-lock").await.unwrap();
+    assert_eq!(info.kind, Some(LockKind::Lock));
+    assert_eq!(
+        info.holder.as_ref().and_then(|h| h.fence),
+        Some(plain.fence())
+    );
+
+    let owner = a.reentrant_lock("i-re").unwrap();
+    let g1 = owner.acquire().await.unwrap();
+    let _g2 = owner.acquire().await.unwrap();
+    let info = a.inspect("i-re").await.unwrap();
+    assert_eq!(info.kind, Some(LockKind::Reentrant { holds: 2 }));
+    assert_eq!(info.holder.as_ref().and_then(|h| h.fence), Some(g1.fence()));
+    assert!(info.holder.as_ref().and_then(|h| h.remaining).is_some());
+
+    let rw = a.read_write_lock("i-rw").unwrap();
+    let w = rw.write().acquire().await.unwrap();
+    let info = a.inspect("i-rw").await.unwrap();
+    assert_eq!(info.kind, Some(LockKind::ReadWrite));
+    assert_eq!(info.holder.as_ref().and_then(|h| h.fence), Some(w.fence()));
+    w.release().await.unwrap();
+    let r1 = rw.read().acquire().await.unwrap();
+    let r2 = a
+        .read_write_lock("i-rw")
+        .unwrap()
+        .read()
+        .acquire()
+        .await
+        .unwrap();
+    let info = a.inspect("i-rw").await.unwrap();
+    assert!(info.holder.is_none());
+    assert_eq!(info.shared.len(), 2);
+    assert!(info.is_held());
+    drop((r1, r2));
+
+    let p1 = a.semaphore("i-sem", 4).acquire().await.unwrap();
+    let p2 = a.semaphore("i-sem", 4).acquire().await.unwrap();
+    let info = a.inspect("i-sem").await.unwrap();
+    assert_eq!(info.kind, Some(LockKind::Semaphore { permits: 4 }));
+    let prefixes: Vec<&str> = info
+        .shared
+        .iter()
+        .map(|h| h.token_prefix.as_str())
+        .collect();
+    assert!(prefixes.iter().all(|p| p.len() == 8), "{prefixes:?}");
+    let mut fences: Vec<Option<u64>> = info.shared.iter().map(|h| h.fence).collect();
+    fences.sort();
+    assert_eq!(fences, vec![Some(p1.fence()), Some(p2.fence())]);
+    assert_eq!(info.last_fence, Some(p2.fence()));
+}
+
+#[tokio::test]
+async fn force_release_frees_every_kind_and_the_holders_learn_it() {
+    let redis = server();
+    let a = client(&redis.url());
+    let b = client(&redis.url());
+    for kind in ["lock", "fair", "reentrant", "write", "read", "semaphore"] {
+        let name = format!("forced-{kind}");
+        let guard = take(&a, kind, &name).await;
+        assert!(b.force_release(&name).await.unwrap(), "{kind}");
+        assert!(!b.force_release(&name).await.unwrap(), "{kind}");
+        let again = try_take(&b, kind, &name).await.unwrap();
+        let again = again.unwrap_or_else(|| panic!("{kind}: not free after force-release"));
+        // The holder learns it at its next renewal or release.
+        assert!(
+            !guard.release().await.unwrap(),
+            "{kind}: a force-released hold was released"
+        );
+        assert!(again.release().await.unwrap(), "{kind}");
+    }
+    // Only the fence keys (and nothing foreign) are left.
+    assert!(
+        keys(&redis).iter().all(|k| k.ends_with(":fence")),
+        "{:?}",
+        keys(&redis)
+    );
+}
+
+#[tokio::test]
+async fn semaphores_and_fair_locks_are_refused_over_redlock_and_nothing_is_written() {
+    let servers: Vec<_> = (0..3).map(|_| server()).collect();
+    let urls: Vec<String> = servers.iter().map(|s| s.url()).collect();
+    let redlock = Client::builder_redlock(&urls)
+        .command_timeout(Duration::from_millis(500))
+        .build()
+        .unwrap();
+    for request in [redlock.semaphore("licences", 2), redlock.fair_lock("queue")] {
+        let err = request.acquire().await.unwrap_err();
+        let text = err.to_string();
+        assert!(matches!(err, Error::Unsupported { .. }), "{err:?}");
+        assert!(text.contains("Redlock"), "{text}");
+    }
+    // The kinds that are safe over a quorum work. A reentrant hold keeps its fence over every
+    // re-entry, although each instance hands out its own fences; a new hold gets a larger one.
+    let re = redlock.reentrant_lock("r").unwrap();
+    let mut last = 0;
+    for _ in 0..20 {
+        let g1 = re.acquire().await.unwrap();
+        let g2 = re.acquire().await.unwrap();
+        let g3 = re.clone().acquire().await.unwrap();
+        assert!(g1.fence() > last);
+        assert_eq!((g1.fence(), g1.fence()), (g2.fence(), g3.fence()));
+        last = g1.fence();
+        for guard in [g3, g2, g1] {
+            assert!(guard.release().await.unwrap());
+        }
+    }
+    for s in &servers {
+        assert!(
+            keys(s)
+                .iter()
+                .all(|k| !k.contains("licences") && !k.contains("queue")),
+            "{:?}",
+            keys(s)
+        );
+    }
+}
