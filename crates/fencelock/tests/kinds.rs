@@ -14,13 +14,25 @@ async fn take(client: &Client, kind: &str, name: &str) -> fencelock::LockGuard {
     let request = match kind {
         "lock" => client.lock(name),
         "fair" => client.fair_lock(name),
-        "reentrant" => client.reentrant_lock(name).unwrap().request(),
-        "read" => client.read_write_lock(name).unwrap().read(),
-        "write" => client.read_write_lock(name).unwrap().write(),
+        "reentrant" => client
+            .reentrant_lock(name)
+            .unwrap_or_else(|e| panic!("{e}"))
+            .request(),
+        "read" => client
+            .read_write_lock(name)
+            .unwrap_or_else(|e| panic!("{e}"))
+            .read(),
+        "write" => client
+            .read_write_lock(name)
+            .unwrap_or_else(|e| panic!("{e}"))
+            .write(),
         "semaphore" => client.semaphore(name, 3),
         other => panic!("unknown kind {other}"),
     };
-    request.no_wait().acquire().await.unwrap()
+    match request.no_wait().acquire().await {
+        Ok(guard) => guard,
+        Err(e) => panic!("{kind}: {e}"),
+    }
 }
 
 async fn try_take(
@@ -31,9 +43,18 @@ async fn try_take(
     let request = match kind {
         "lock" => client.lock(name),
         "fair" => client.fair_lock(name),
-        "reentrant" => client.reentrant_lock(name).unwrap().request(),
-        "read" => client.read_write_lock(name).unwrap().read(),
-        "write" => client.read_write_lock(name).unwrap().write(),
+        "reentrant" => client
+            .reentrant_lock(name)
+            .unwrap_or_else(|e| panic!("{e}"))
+            .request(),
+        "read" => client
+            .read_write_lock(name)
+            .unwrap_or_else(|e| panic!("{e}"))
+            .read(),
+        "write" => client
+            .read_write_lock(name)
+            .unwrap_or_else(|e| panic!("{e}"))
+            .write(),
         "semaphore" => client.semaphore(name, 3),
         other => panic!("unknown kind {other}"),
     };
