@@ -25,6 +25,7 @@ const EXAMPLES: &str = "\
 Examples:
   fencelock run nightly-report -- ./make-report.sh   # one host at a time, across the fleet
   fencelock run --no-wait backup -- ./backup.sh      # skip (exit 73) if another host runs it
+  fencelock run --permits 3 encode -- ./encode.sh    # at most 3 at once, across the fleet
   fencelock status nightly-report                    # holder, remaining lease, fences
   fencelock list                                     # every held lock
   fencelock release --force nightly-report           # operator: the holder is gone

@@ -3,7 +3,11 @@
 /// Exit code: something else went wrong (an I/O error, a process could not be started, ...).
 pub const EXIT_FAILURE: u8 = 1;
 /// Exit code: a usage error: a bad option or argument (clap uses the same code), an invalid lock
-/// name, an invalid Redis URL, `release` without `--force`.
+/// name, an invalid Redis URL, `release` without `--force`; and a request that disagrees with how
+/// the other users use the name ([`fencelock::Error::Conflict`]: another `--permits`, another kind
+/// of lock) or that this deployment cannot offer ([`fencelock::Error::Unsupported`]: a semaphore
+/// over Redlock). Either way nothing was written, and retrying the same command does not help:
+/// the operator must change it (or the other users' commands).
 pub const EXIT_USAGE: u8 = 2;
 /// Exit code: the demo ran but did not show what it promises, or an invariant did not hold.
 pub const EXIT_DEMO_FAILED: u8 = 3;
@@ -148,7 +152,10 @@ pub fn lock_error_code(err: &fencelock::Error) -> u8 {
         | Error::NoQuorum { .. }
         | Error::Redis { .. }
         | Error::WrongType { .. } => EXIT_REDIS,
-        Error::InvalidArgument { .. } | Error::Config { .. } => EXIT_USAGE,
+        Error::InvalidArgument { .. }
+        | Error::Config { .. }
+        | Error::Conflict { .. }
+        | Error::Unsupported { .. } => EXIT_USAGE,
         _ => EXIT_FAILURE,
     }
 }
@@ -179,6 +186,38 @@ impl CliError {
                 what,
                 reason,
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use fencelock::{Conflict, Error};
+
+    #[test]
+    fn conflicts_and_unsupported_requests_are_usage_errors() {
+        let mismatch = Error::Conflict {
+            lock: "jobs".into(),
+            conflict: Conflict::PermitsMismatch {
+                requested: 3,
+                held_with: "2".into(),
+            },
+        };
+        let other_kind = Error::Conflict {
+            lock: "jobs".into(),
+            conflict: Conflict::OtherKind {
+                found: "a semaphore".into(),
+                requested: "lock",
+            },
+        };
+        let unsupported = Error::Unsupported {
+            lock: "jobs".into(),
+            reason: "a semaphore cannot be held over Redlock".into(),
+        };
+        for err in [mismatch, other_kind, unsupported] {
+            assert_eq!(lock_error_code(&err), EXIT_USAGE, "{err}");
+            assert_eq!(CliError::Lock(err).exit_code(), EXIT_USAGE);
         }
     }
 }

@@ -5,6 +5,10 @@
 //! lease, release the lock when the command ends, and exit with the command's exit code. If the
 //! lock is lost while the command runs, the command's process group gets SIGTERM, then SIGKILL
 //! after a grace period, and `fencelock` exits with [`EXIT_LOCK_LOST`].
+//!
+//! With `--permits N` the command runs under one permit of the semaphore NAME instead (at most N
+//! commands at once), with the same environment (plus `FENCELOCK_PERMITS`), renewal, stopping
+//! and exit codes.
 
 use std::ffi::{OsStr, OsString};
 use std::os::unix::process::ExitStatusExt;
@@ -30,6 +34,8 @@ const GIVE_BACK_TIME: Duration = Duration::from_millis(150);
 const GROUP_POLL: Duration = Duration::from_millis(20);
 /// How long to wait for a SIGKILLed command to be reaped.
 const REAP_LIMIT: Duration = Duration::from_secs(5);
+/// The command's environment variable with the semaphore's number of permits (`--permits`).
+const PERMITS_ENV: &str = "FENCELOCK_PERMITS";
 
 pub const LONG_ABOUT: &str = "\
 Run a command while holding a distributed lock: the distributed flock(1).
@@ -52,15 +58,27 @@ The command runs in a process group of its own, like under timeout(1): SIGINT, S
 SIGQUIT, SIGUSR1 and SIGUSR2 sent to fencelock are forwarded to that group, and the lock is \
 released when the command has ended. It should not read from the terminal (it is not in the \
 terminal's foreground process group). While fencelock is still waiting for the lock, SIGINT, \
-SIGTERM and SIGHUP stop the wait at once (exit 130, 143, 129) with nothing held.";
+SIGTERM and SIGHUP stop the wait at once (exit 130, 143, 129) with nothing held.
+
+With --permits N, NAME is a semaphore of N permits instead of a lock: up to N commands run at \
+once under it, each holding one permit (a lease of its own, renewed and lost like a lock) with a \
+fence of its own, and FENCELOCK_PERMITS=N in its environment. Every user of NAME must pass the \
+same --permits while any permit is held (exit 2 otherwise, nothing run); --permits 1 is a \
+semaphore of one permit, not the plain lock, and refuses a `fencelock run NAME` without \
+--permits (and the other way round). A semaphore needs a single Redis server: over Redlock \
+majority voting cannot bound the holders to N, so --permits with several servers is refused \
+(exit 2) before anything is sent.";
 
 pub const AFTER_HELP: &str = "\
 Exit status:
   0-255  the command's own exit status (128+N if signal N killed it)
-  2      usage error: bad option, invalid lock name or Redis URL (nothing was run)
+  2      usage error (nothing was run): bad option, invalid lock name or Redis URL,
+         --permits with several servers, --permits other than that of NAME's holders,
+         or NAME in use as another kind of lock (a semaphore vs a plain lock)
   69     Redis unreachable, no quorum (Redlock), or Redis refused a command
-  73     lock not acquired: held by another owner (--no-wait), or --wait ran out
-  74     the lock was lost while the command ran (the command was stopped)
+  73     lock not acquired: held by another owner, or all N permits held (--no-wait),
+         or --wait ran out
+  74     the lock (or permit) was lost while the command ran (the command was stopped)
   126    the command was found but cannot be executed
   127    the command was not found
   129, 130, 143  SIGHUP, SIGINT, SIGTERM while waiting for the lock (nothing was run)
@@ -75,6 +93,7 @@ Examples:
   fencelock run nightly-report -- ./make-report.sh --date today
   fencelock run --no-wait backup -- rsync -a /data/ backup:/data/
   fencelock run --wait 5m --ttl 10s migrate -- sh -c 'exec ./migrate --fence \"$FENCELOCK_FENCE\"'
+  fencelock run --permits 3 transcode -- ./transcode.sh   # at most 3 at once, fleet-wide
   FENCELOCK_URL=redis://r1:6379,redis://r2:6379,redis://r3:6379 fencelock run job -- ./job";
 
 /// Arguments of `fencelock run`.
@@ -100,6 +119,12 @@ pub struct RunArgs {
     #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
     kill_after: Duration,
 
+    /// Take one permit of the semaphore NAME with N permits instead of the lock: at most N
+    /// commands run at once. Every user of NAME must pass the same N (--permits 1 is not the
+    /// plain lock); a single Redis server only (not Redlock)
+    #[arg(long, value_name = "N", value_parser = parse_permits)]
+    permits: Option<u32>,
+
     /// The lock's name (no braces, no control characters)
     #[arg(value_name = "NAME")]
     name: String,
@@ -122,13 +147,22 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
     check_command(program)?;
     let mut signals = Signals::new()?;
     let client = servers.client()?;
-    let mut request = client.lock(args.name.clone()).ttl(args.ttl);
+    let mut request = match args.permits {
+        Some(permits) => client.semaphore(args.name.clone(), permits),
+        None => client.lock(args.name.clone()),
+    }
+    .ttl(args.ttl);
     request = match (args.no_wait, args.wait) {
         (true, _) => request.no_wait(),
         (false, Some(limit)) => request.wait_up_to(limit),
         (false, None) => request.wait(fencelock::WaitPolicy::Forever),
     };
-    tracing::debug!(lock = %args.name, servers = %servers.describe(), "acquiring");
+    // What is held, for messages: `lock "NAME"` or `permit of semaphore "NAME" (N permits)`.
+    let held = match args.permits {
+        Some(n) => format!("permit of semaphore {:?} ({n} permits)", args.name),
+        None => format!("lock {:?}", args.name),
+    };
+    tracing::debug!(lock = %args.name, permits = ?args.permits, servers = %servers.describe(), "acquiring");
 
     let acquired = tokio::select! {
         biased;
@@ -142,11 +176,15 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
     let guard = match acquired {
         Ok(guard) => guard,
         Err(err) => {
-            if servers.urls.len() > 1 {
+            let refused_unsent = matches!(
+                err,
+                fencelock::Error::Unsupported { .. } | fencelock::Error::InvalidArgument { .. }
+            );
+            if servers.urls.len() > 1 && !refused_unsent {
                 // Redlock: a lost round may be giving back partial grants in the background.
                 tokio::time::sleep(GIVE_BACK_TIME).await;
             }
-            return Err(acquire_error(err, &servers));
+            return Err(acquire_error(err, &servers, args.permits));
         }
     };
     let fence = guard.fence();
@@ -159,6 +197,11 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
     }
 
     let mut command = tokio::process::Command::new(program);
+    match args.permits {
+        Some(permits) => command.env(PERMITS_ENV, permits.to_string()),
+        // Not inherited from an outer `fencelock run --permits`: it would describe another name.
+        None => command.env_remove(PERMITS_ENV),
+    };
     command
         .args(program_args)
         .env("FENCELOCK_NAME", &args.name)
@@ -215,9 +258,8 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
                 Ok(false) => {
                     return Err(CliError::Failed {
                         message: format!(
-                            "lock {:?} (fence {fence}) was lost before {} ended (exit status \
+                            "{held} (fence {fence}) was lost before {} ended (exit status \
                              {code}); another holder may have run at the same time",
-                            args.name,
                             show(program)
                         ),
                         code: EXIT_LOCK_LOST,
@@ -237,9 +279,8 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
         }
         Outcome::Lost(reason) => {
             eprintln!(
-                "fencelock: lock {:?} (fence {fence}) was lost while {} ran: {reason}; \
+                "fencelock: {held} (fence {fence}) was lost while {} ran: {reason}; \
                  stopping it (SIGTERM, SIGKILL after {})",
-                args.name,
                 show(program),
                 format_duration(args.kill_after)
             );
@@ -247,10 +288,7 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
             // Nothing to give back any more (the hold is gone); this ends the renewal.
             let _ = guard.release().await;
             Err(CliError::Failed {
-                message: format!(
-                    "lock {:?} was lost while the command ran; the command {how}",
-                    args.name
-                ),
+                message: format!("{held} was lost while the command ran; the command {how}"),
                 code: EXIT_LOCK_LOST,
             })
         }
@@ -262,15 +300,71 @@ enum Outcome {
     Lost(fencelock::LostReason),
 }
 
-/// The error of a failed acquisition, with the servers named where the library does not.
-fn acquire_error(err: fencelock::Error, servers: &Servers) -> CliError {
+/// `--permits`: a number of permits, at least 1.
+fn parse_permits(text: &str) -> Result<u32, String> {
+    match text.trim().parse::<u32>() {
+        Ok(0) => Err("a semaphore needs at least 1 permit; --permits 0 would let no one in".into()),
+        Ok(permits) => Ok(permits),
+        Err(_) => Err(format!(
+            "{text:?} is not a number of permits: write a whole number from 1 to {}",
+            u32::MAX
+        )),
+    }
+}
+
+/// The error of a failed acquisition, with the servers named where the library does not, and
+/// what to do about a semaphore's refusals in the tool's own terms.
+fn acquire_error(err: fencelock::Error, servers: &Servers, permits: Option<u32>) -> CliError {
+    use fencelock::{Conflict, Error};
+
     let code = crate::error::lock_error_code(&err);
-    match err {
-        fencelock::Error::Busy { .. } | fencelock::Error::TimedOut { .. } => CliError::Failed {
-            message: format!("{err} (on {})", servers.describe()),
-            code,
-        },
-        other => CliError::Lock(other),
+    let on = servers.describe();
+    let message = match (&err, permits) {
+        (Error::Busy { lock, remaining }, Some(n)) => {
+            let next = remaining.map_or_else(String::new, |d| {
+                format!(" (the first of their leases runs out in {d:?})")
+            });
+            format!(
+                "semaphore {lock:?}: {} held{next} (on {on})",
+                permits_are(n)
+            )
+        }
+        (Error::TimedOut { .. }, Some(n)) => {
+            format!("{err}: {} still held (on {on})", permits_are(n))
+        }
+        (Error::Busy { .. } | Error::TimedOut { .. }, None) => format!("{err} (on {on})"),
+        (Error::Unsupported { .. }, _) => format!(
+            "{err} (on {on}). --permits needs a single Redis server, and {} were given; nothing \
+             was sent to them and nothing was run",
+            servers.urls.len()
+        ),
+        (Error::Conflict { conflict, .. }, _) => {
+            let hint = match (conflict, permits) {
+                (Conflict::PermitsMismatch { held_with, .. }, _) => format!(
+                    " Pass --permits {held_with} as its holders do (the number can change only \
+                     while no permit is held)."
+                ),
+                (Conflict::OtherKind { found, .. }, None) if found.contains("semaphore") => {
+                    " Its users hold permits of it: pass the same --permits as they do.".to_owned()
+                }
+                (Conflict::OtherKind { found, .. }, Some(_)) if found.contains("plain") => {
+                    " Its users hold it as a lock, not a semaphore: drop --permits.".to_owned()
+                }
+                _ => String::new(),
+            };
+            format!("{err} (on {on}).{hint} Nothing was run")
+        }
+        _ => return CliError::Lock(err),
+    };
+    CliError::Failed { message, code }
+}
+
+/// "all N permits are" / "its only permit is", for messages.
+fn permits_are(n: u32) -> String {
+    if n == 1 {
+        "its only permit is".to_owned()
+    } else {
+        format!("all {n} permits are")
     }
 }
 
