@@ -26,10 +26,12 @@ const MAX_SCAN_CALLS: usize = 1_000_000;
 pub const STATUS_ABOUT: &str = "\
 Show whether a lock is held, by whom, for how long, and its fences.
 
-Prints the state (free or held), the first 8 hex digits of the holder's owner token (enough to \
-tell holders apart, too little to impersonate one), what is left of the holder's lease, the \
-holder's fence and the last fence handed out for the name. Over several --url (Redlock), a lock \
-counts as held when one owner holds it on a majority of the servers. Nothing is changed.";
+Prints the state (free or held, and the kind of lock: lock, reentrant lock, read-write lock, \
+semaphore), the first 8 hex digits of the holder's owner token (enough to tell holders apart, \
+too little to impersonate one), what is left of the holder's lease, the holder's fence and the \
+last fence handed out for the name; for a read-write lock the writer or each reader, for a \
+semaphore each permit held, and how many wait in a queue. Over several --url (Redlock), a \
+holder counts when it is found on a majority of the servers. Nothing is changed.";
 
 pub const STATUS_AFTER_HELP: &str = "\
 Exit status:
@@ -45,6 +47,10 @@ JSON (--json), one object with these fields, in this order:
   remaining_ms  number (the holder's remaining lease), null when free or without expiry
   fence         number (the holder's fence), null when free
   last_fence    number (the last fence handed out for the name), null if none is known
+  kind          \"lock\", \"reentrant\", \"read-write\" or \"semaphore\"; null when free
+  permits       number (a semaphore's N), else null
+  shared        [{holder, remaining_ms, fence}] (readers, or semaphore permits)
+  waiting       number (fair-lock waiters, or writers waiting for readers)
   servers       [string] (host:port)
   prefix        string
 
@@ -71,7 +77,7 @@ Exit status:
 
 JSON (--json), one object: {\"servers\": [string], \"prefix\": string, \"pattern\": string,
 \"locks\": [lock, ...]}, each lock with the fields of `fencelock status --json` from `name` to
-`last_fence`, sorted by name.
+`waiting`, sorted by name.
 
 Examples:
   fencelock list
@@ -124,14 +130,33 @@ pub async fn status(args: StatusArgs) -> Result<(), CliError> {
         .last_fence
         .map_or_else(|| "none yet".to_owned(), |f| f.to_string());
     let mut lines = Vec::new();
-    match &info.holder {
-        None => lines.push(format!("lock {:?}: free", info.name)),
-        Some(holder) => {
-            lines.push(format!("lock {:?}: held", info.name));
-            lines.push(format!("  holder:     {}", holder.token_prefix));
-            lines.push(format!("  remaining:  {}", remaining(holder.remaining)));
-            lines.push(format!("  fence:      {}", optional(holder.fence)));
-        }
+    match &info.kind {
+        Some(kind) if info.is_held() => lines.push(format!("lock {:?}: held ({kind})", info.name)),
+        _ => lines.push(format!("lock {:?}: free", info.name)),
+    }
+    if let Some(holder) = &info.holder {
+        let role = match info.kind {
+            Some(fencelock::LockKind::ReadWrite) => "writer:    ",
+            _ => "holder:    ",
+        };
+        lines.push(format!("  {role} {}", holder.token_prefix));
+        lines.push(format!("  remaining:  {}", remaining(holder.remaining)));
+        lines.push(format!("  fence:      {}", optional(holder.fence)));
+    }
+    for holder in &info.shared {
+        let role = match info.kind {
+            Some(fencelock::LockKind::Semaphore { .. }) => "permit:    ",
+            _ => "reader:    ",
+        };
+        lines.push(format!(
+            "  {role} {} (remaining {}, fence {})",
+            holder.token_prefix,
+            remaining(holder.remaining),
+            optional(holder.fence)
+        ));
+    }
+    if info.waiting > 0 {
+        lines.push(format!("  waiting:    {}", info.waiting));
     }
     lines.push(format!("  last fence: {last_fence}"));
     lines.push(format!(
@@ -151,7 +176,7 @@ pub async fn list(args: ListArgs) -> Result<(), CliError> {
     let mut held = Vec::new();
     for name in names {
         match client.inspect(&name).await {
-            Ok(info) if info.holder.is_some() => held.push(info),
+            Ok(info) if info.is_held() => held.push(info),
             Ok(_) => {}
             // Not a fencelock lock, or a name the library refuses: not ours to list.
             Err(
@@ -190,18 +215,34 @@ pub async fn list(args: ListArgs) -> Result<(), CliError> {
     }
     let mut rows = vec![[
         "NAME".to_owned(),
+        "KIND".to_owned(),
         "HOLDER".to_owned(),
         "REMAINING".to_owned(),
         "FENCE".to_owned(),
     ]];
     for info in &held {
-        let holder = info.holder.as_ref();
-        rows.push([
-            info.name.clone(),
-            holder.map_or_else(String::new, |h| h.token_prefix.clone()),
-            remaining(holder.and_then(|h| h.remaining)),
-            optional(holder.and_then(|h| h.fence)),
-        ]);
+        let kind = info.kind.map_or_else(String::new, |k| k.to_string());
+        match &info.holder {
+            Some(holder) => rows.push([
+                info.name.clone(),
+                kind,
+                holder.token_prefix.clone(),
+                remaining(holder.remaining),
+                optional(holder.fence),
+            ]),
+            None => {
+                // Shared holders: how many, the soonest lease to run out, the largest fence.
+                let soonest = info.shared.iter().filter_map(|h| h.remaining).min();
+                let largest = info.shared.iter().filter_map(|h| h.fence).max();
+                rows.push([
+                    info.name.clone(),
+                    kind,
+                    format!("{} shared", info.shared.len()),
+                    remaining(soonest),
+                    optional(largest),
+                ]);
+            }
+        }
     }
     print!("{}", table(&rows));
     Ok(())
@@ -210,9 +251,35 @@ pub async fn list(args: ListArgs) -> Result<(), CliError> {
 /// The JSON fields of one lock, in a stable order.
 fn lock_fields(info: &fencelock::LockInfo) -> Vec<(&'static str, String)> {
     let holder = info.holder.as_ref();
+    let shared: Vec<String> = info
+        .shared
+        .iter()
+        .map(|h| {
+            json::object(&[
+                ("holder", json::string(&h.token_prefix)),
+                (
+                    "remaining_ms",
+                    json::number(h.remaining.and_then(|d| u64::try_from(d.as_millis()).ok())),
+                ),
+                ("fence", json::number(h.fence)),
+            ])
+        })
+        .collect();
+    let kind = match info.kind {
+        None => json::null(),
+        Some(fencelock::LockKind::Lock) => json::string("lock"),
+        Some(fencelock::LockKind::Reentrant { .. }) => json::string("reentrant"),
+        Some(fencelock::LockKind::ReadWrite) => json::string("read-write"),
+        Some(fencelock::LockKind::Semaphore { .. }) => json::string("semaphore"),
+        Some(_) => json::string("other"),
+    };
+    let permits = match info.kind {
+        Some(fencelock::LockKind::Semaphore { permits }) => Some(u64::from(permits)),
+        _ => None,
+    };
     vec![
         ("name", json::string(&info.name)),
-        ("held", holder.is_some().to_string()),
+        ("held", info.is_held().to_string()),
         (
             "holder",
             holder.map_or_else(json::null, |h| json::string(&h.token_prefix)),
@@ -227,6 +294,10 @@ fn lock_fields(info: &fencelock::LockInfo) -> Vec<(&'static str, String)> {
         ),
         ("fence", json::number(holder.and_then(|h| h.fence))),
         ("last_fence", json::number(info.last_fence)),
+        ("kind", kind),
+        ("permits", json::number(permits)),
+        ("shared", format!("[{}]", shared.join(","))),
+        ("waiting", json::number(Some(info.waiting))),
     ]
 }
 

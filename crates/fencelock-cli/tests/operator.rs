@@ -80,6 +80,74 @@ fn status_shows_a_free_and_a_held_lock() {
 }
 
 #[test]
+fn status_and_list_show_a_semaphores_permits() {
+    let Some(server) = server() else { return };
+    let url = server.url();
+    let dir_a = scratch();
+    let dir_b = scratch();
+    let a = hold(&url, "licences", dir_a.path(), &["--permits", "3"], Some(0));
+    let b = hold(&url, "licences", dir_b.path(), &["--permits", "3"], Some(0));
+    let fences: Vec<String> = [&dir_a, &dir_b]
+        .iter()
+        .map(|d| {
+            std::fs::read_to_string(path(d.path(), "licences.ready"))
+                .expect("a holder's fence")
+                .trim()
+                .to_owned()
+        })
+        .collect();
+
+    let status = run(&["status", "--url", &url, "licences"]);
+    assert_eq!(status.code, Some(0), "{}", status.explain());
+    assert!(
+        status.stdout.contains("held (semaphore of 3)"),
+        "{}",
+        status.explain()
+    );
+    assert_eq!(
+        status.stdout.matches("permit:").count(),
+        2,
+        "{}",
+        status.explain()
+    );
+    for fence in &fences {
+        assert!(
+            status.stdout.contains(fence.as_str()),
+            "{}",
+            status.explain()
+        );
+    }
+
+    let json = run(&["status", "--url", &url, "--json", "licences"]);
+    let text = json.stdout.trim();
+    assert!(text.contains("\"held\":true"), "{text}");
+    assert!(
+        text.contains("\"kind\":\"semaphore\",\"permits\":3,"),
+        "{text}"
+    );
+    assert_eq!(text.matches("\"holder\":\"").count(), 2, "{text}");
+
+    let list = run(&["list", "--url", &url]);
+    assert_eq!(list.code, Some(0), "{}", list.explain());
+    let row = list
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("licences "))
+        .unwrap_or_else(|| panic!("{}", list.explain()));
+    assert!(
+        row.contains("semaphore of 3") && row.contains("2 shared"),
+        "{row}"
+    );
+
+    for holder in [a, b] {
+        holder.signal(Signal::SIGTERM);
+        assert_eq!(holder.finish().code, Some(0));
+    }
+    let after = run(&["status", "--url", &url, "licences"]);
+    assert!(after.stdout.contains("free"), "{}", after.explain());
+}
+
+#[test]
 fn status_errors_name_the_lock_or_the_server() {
     let unreachable = run(&["status", "--url", "redis://127.0.0.1:1", "x"]);
     assert_eq!(unreachable.code, Some(69), "{}", unreachable.explain());
