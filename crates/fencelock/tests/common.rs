@@ -65,3 +65,32 @@ pub fn fence_of(line: &str) -> u64 {
         _ => panic!("no fence in {line:?}"),
     }
 }
+
+/// The integer reply of one command (`ZCARD`, `HLEN`, `PTTL`, ...), run on a fresh connection.
+pub fn integer_reply(server: &RedisServer, args: &[&str]) -> i64 {
+    match server.cmd(args) {
+        Ok(redis::Value::Int(n)) => n,
+        other => panic!("{args:?}: expected an integer, got {other:?}"),
+    }
+}
+
+/// A hash's fields and values (empty if the key is missing), for "nothing changed" checks.
+pub fn hash_fields(server: &RedisServer, key: &str) -> std::collections::BTreeMap<String, String> {
+    let value = match server.cmd(&["HGETALL", key]) {
+        Ok(value) => value,
+        Err(e) => panic!("HGETALL {key} failed: {e}"),
+    };
+    match redis::from_redis_value(value) {
+        Ok(fields) => fields,
+        Err(e) => panic!("HGETALL {key}: unexpected reply: {e}"),
+    }
+}
+
+/// The fields of a hash whose names start with `prefix` (for instance the holds `h:`, the
+/// readers `r:` or the waiting writers `i:` of a lock).
+pub fn fields_starting(server: &RedisServer, key: &str, prefix: &str) -> Vec<String> {
+    hash_fields(server, key)
+        .into_keys()
+        .filter(|field| field.starts_with(prefix))
+        .collect()
+}

@@ -18,12 +18,21 @@ if value then
     redis.call('pexpire', KEYS[1], ARGV[2])
     return {1, tonumber(string.sub(value, #mine + 1))}
   end
+  -- A key with no expiry is no holder's lease: the caller reports it, and no place is taken.
+  if redis.call('pttl', KEYS[1]) < 0 then
+    return {0, -1}
+  end
 end
 for i = 3, 4 do
   local t = redis.call('type', KEYS[i]).ok
   if t ~= 'none' and t ~= 'zset' then
     return {-1, KEYS[i], t}
   end
+end
+-- The fence key too, before anything is written: a refused request takes no place in the queue.
+local last, err = last_fence(KEYS[2])
+if err then
+  return err
 end
 local now = now_ms()
 local lapsed = redis.call('zrangebyscore', KEYS[4], '-inf', now)
@@ -39,12 +48,14 @@ if not redis.call('zscore', KEYS[3], ARGV[1]) then
   end
   redis.call('zadd', KEYS[3], ticket, ARGV[1])
 end
+-- A place with no liveness entry (left by an eviction, or by anything that wrote one set and not
+-- the other) can never lapse: it counts as lapsed now, or it would block the queue for good.
 local head = redis.call('zrange', KEYS[3], 0, 0)[1]
+while head and head ~= ARGV[1] and not redis.call('zscore', KEYS[4], head) do
+  redis.call('zrem', KEYS[3], head)
+  head = redis.call('zrange', KEYS[3], 0, 0)[1]
+end
 if not value and head == ARGV[1] then
-  local last, err = last_fence(KEYS[2])
-  if err then
-    return err
-  end
   local fence, text = next_fence(KEYS[2], last)
   redis.call('set', KEYS[1], ARGV[1] .. ':' .. text, 'PX', ARGV[2])
   redis.call('zrem', KEYS[3], ARGV[1])

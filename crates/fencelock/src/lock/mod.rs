@@ -257,8 +257,23 @@ impl LockRequest {
                 held_fence.as_deref_mut(),
             )
             .await;
-        // A waiter that gives up may have left a place in a queue: the armed guard takes it back.
-        in_flight.armed = result.is_err() && self.kind.queues();
+        in_flight.armed = false;
+        if result.is_err() && self.kind.queues() {
+            // A waiter that gives up may have left a place in a queue: take it back before
+            // returning, so that the next request does not find it there. Where that fails, the
+            // armed guard retries in the background.
+            let limit = shared.instances.limit(self.ttl);
+            let answers = release_on(
+                &shared.instances,
+                &in_flight.hold,
+                None,
+                None,
+                limit,
+                false,
+            )
+            .await;
+            in_flight.armed = answers.iter().any(|a| !matches!(a, Some(Ok(_))));
+        }
         result
     }
 

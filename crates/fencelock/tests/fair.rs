@@ -1,0 +1,608 @@
+//! The fair (FIFO) lock against real redis-server processes.
+
+mod common;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use fencelock::{Client, Conflict, Error};
+use fencelock_testkit::{RedisServer, is_test_child, spawn_test_child};
+use tokio::time::Instant;
+
+use common::{client, fence_of, integer_reply, keys, server};
+
+fn queue_key(name: &str) -> String {
+    format!("fencelock:{{{name}}}:queue")
+}
+
+fn alive_key(name: &str) -> String {
+    format!("fencelock:{{{name}}}:alive")
+}
+
+/// How many waiters the queue of `name` holds.
+fn queued(redis: &RedisServer, name: &str) -> i64 {
+    integer_reply(redis, &["ZCARD", &queue_key(name)])
+}
+
+/// Waits (at most `limit`) until the queue of `name` holds `count` waiters.
+async fn wait_for_queue(redis: &RedisServer, name: &str, count: i64, limit: Duration) {
+    let until = Instant::now() + limit;
+    loop {
+        let now = queued(redis, name);
+        if now == count {
+            return;
+        }
+        assert!(
+            Instant::now() < until,
+            "the queue of {name} holds {now} waiters, not {count}, after {limit:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// The count of `cmdstat_<name>` calls in `INFO commandstats` (commands run by scripts count).
+fn calls(redis: &RedisServer, command: &str) -> u64 {
+    let info = match redis.cmd(&["INFO", "commandstats"]) {
+        Ok(redis::Value::BulkString(info)) => String::from_utf8_lossy(&info).into_owned(),
+        other => panic!("INFO commandstats: {other:?}"),
+    };
+    let prefix = format!("cmdstat_{command}:calls=");
+    info.lines()
+        .find_map(|line| line.strip_prefix(&prefix))
+        .and_then(|rest| rest.split(',').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn waiters_on_several_clients_are_granted_in_request_order_with_growing_fences() {
+    const WAITERS: usize = 6;
+    let redis = server();
+    let clients: Vec<Client> = (0..3).map(|_| client(&redis.url())).collect();
+    let ttl = Duration::from_secs(10);
+    let holder = clients[0]
+        .fair_lock("fifo")
+        .ttl(ttl)
+        .acquire()
+        .await
+        .unwrap();
+    let grants = Arc::new(Mutex::new(vec![(usize::MAX, holder.fence())]));
+    let mut waiters = Vec::new();
+    for i in 0..WAITERS {
+        // Interleave the clients: 0, 2, 1, 0, 2, 1.
+        let client = clients[(i * 2) % clients.len()].clone();
+        let grants = grants.clone();
+        waiters.push(tokio::spawn(async move {
+            let guard = client
+                .fair_lock("fifo")
+                .ttl(ttl)
+                .wait_up_to(Duration::from_secs(15))
+                .acquire()
+                .await
+                .unwrap();
+            grants.lock().unwrap().push((i, guard.fence()));
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            assert!(guard.release().await.unwrap());
+        }));
+        // The next waiter starts only once this one has its place.
+        wait_for_queue(&redis, "fifo", i as i64 + 1, Duration::from_secs(5)).await;
+    }
+    // Let the waiters settle into their waits (and refresh their places) for a while.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(queued(&redis, "fifo"), WAITERS as i64);
+    assert!(holder.release().await.unwrap());
+    for waiter in waiters {
+        waiter.await.unwrap();
+    }
+    let grants = grants.lock().unwrap().clone();
+    let order: Vec<usize> = grants.iter().skip(1).map(|(i, _)| *i).collect();
+    assert_eq!(
+        order,
+        (0..WAITERS).collect::<Vec<_>>(),
+        "not granted in request order"
+    );
+    assert!(
+        grants.windows(2).all(|w| w[0].1 < w[1].1),
+        "fences do not grow in grant order: {grants:?}"
+    );
+    assert_eq!(
+        keys(&redis),
+        vec!["fencelock:{fifo}:fence"],
+        "a queue was left behind"
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// A fair-lock user in a child process (the test binary re-runs itself).
+
+const URL_ENV: &str = "FENCELOCK_TEST_URL";
+const NAME_ENV: &str = "FENCELOCK_TEST_NAME";
+const TTL_ENV: &str = "FENCELOCK_TEST_TTL_MS";
+const QUEUE_TIMEOUT_ENV: &str = "FENCELOCK_TEST_QUEUE_TIMEOUT_MS";
+
+/// Child role: ask for the fair lock (waiting as long as it takes), print `ACQUIRED <fence>` when
+/// granted, and hold it (renewed) for at most 30 s.
+#[test]
+fn child_fair_user() {
+    if !is_test_child() {
+        return;
+    }
+    let url = std::env::var(URL_ENV).unwrap();
+    let name = std::env::var(NAME_ENV).unwrap();
+    let ms = |var: &str| Duration::from_millis(std::env::var(var).unwrap().parse().unwrap());
+    let (ttl, queue_timeout) = (ms(TTL_ENV), ms(QUEUE_TIMEOUT_ENV));
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async {
+        let client = client(&url);
+        let guard = client
+            .fair_lock(name)
+            .ttl(ttl)
+            .queue_timeout(queue_timeout)
+            .acquire()
+            .await
+            .unwrap();
+        println!("ACQUIRED {}", guard.fence());
+        let reason = tokio::time::timeout(Duration::from_secs(30), guard.lost()).await;
+        println!("LOST {reason:?}");
+    });
+}
+
+fn spawn_fair_user(
+    redis: &RedisServer,
+    name: &str,
+    ttl: Duration,
+    queue_timeout: Duration,
+) -> fencelock_testkit::ChildGuard {
+    match spawn_test_child(
+        "child_fair_user",
+        &[
+            (URL_ENV, &redis.url()),
+            (NAME_ENV, name),
+            (TTL_ENV, &ttl.as_millis().to_string()),
+            (QUEUE_TIMEOUT_ENV, &queue_timeout.as_millis().to_string()),
+        ],
+    ) {
+        Ok(child) => child,
+        Err(e) => panic!("cannot spawn a child: {e}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_waiter_leaves_the_queue_after_its_queue_timeout() {
+    let redis = server();
+    let a = client(&redis.url());
+    let b = client(&redis.url());
+    let queue_timeout = Duration::from_millis(500);
+    let holder = a
+        .fair_lock("dead-waiter")
+        .ttl(Duration::from_secs(10))
+        .acquire()
+        .await
+        .unwrap();
+    let mut child = spawn_fair_user(
+        &redis,
+        "dead-waiter",
+        Duration::from_secs(10),
+        queue_timeout,
+    );
+    wait_for_queue(&redis, "dead-waiter", 1, Duration::from_secs(20)).await;
+    let behind = {
+        let b = b.clone();
+        tokio::spawn(async move {
+            let guard = b
+                .fair_lock("dead-waiter")
+                .wait_up_to(Duration::from_secs(8))
+                .acquire()
+                .await
+                .unwrap();
+            (Instant::now(), guard)
+        })
+    };
+    wait_for_queue(&redis, "dead-waiter", 2, Duration::from_secs(5)).await;
+
+    child.kill().unwrap();
+    let released_at = Instant::now();
+    assert!(holder.release().await.unwrap());
+    let (granted_at, guard) = behind.await.unwrap();
+    let waited = granted_at - released_at;
+    // The dead waiter ahead held its place at most one queue timeout after its last refresh.
+    assert!(
+        waited < queue_timeout + Duration::from_secs(1),
+        "the waiter behind a dead one got the lock after {waited:?}"
+    );
+    assert!(guard.fence() > 0);
+    assert_eq!(
+        queued(&redis, "dead-waiter"),
+        0,
+        "the dead waiter is still queued"
+    );
+    assert_eq!(
+        integer_reply(&redis, &["EXISTS", &alive_key("dead-waiter")]),
+        0
+    );
+    assert!(guard.release().await.unwrap());
+    assert_eq!(keys(&redis), vec!["fencelock:{dead-waiter}:fence"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiter_that_gives_up_or_is_cancelled_leaves_the_queue_at_once() {
+    let redis = server();
+    let a = client(&redis.url());
+    let b = client(&redis.url());
+    let c = client(&redis.url());
+    let ttl = Duration::from_secs(10);
+    let mut holder = a.fair_lock("quitter").ttl(ttl).acquire().await.unwrap();
+
+    for cancel in [false, true] {
+        // A first waiter that will give up (its limit expires, or its future is dropped), and a
+        // second one behind it that waits (with the default 5 s queue timeout).
+        let quitter = {
+            let b = b.clone();
+            tokio::spawn(async move {
+                let request = b.fair_lock("quitter").ttl(ttl);
+                if cancel {
+                    let outcome =
+                        tokio::time::timeout(Duration::from_secs(1), request.acquire()).await;
+                    assert!(outcome.is_err(), "the cancelled waiter got the lock");
+                } else {
+                    let err = request
+                        .wait_up_to(Duration::from_secs(1))
+                        .acquire()
+                        .await
+                        .unwrap_err();
+                    assert!(matches!(err, Error::TimedOut { .. }), "{err:?}");
+                }
+                Instant::now()
+            })
+        };
+        wait_for_queue(&redis, "quitter", 1, Duration::from_secs(5)).await;
+        let patient = {
+            let c = c.clone();
+            tokio::spawn(async move {
+                let guard = c
+                    .fair_lock("quitter")
+                    .ttl(ttl)
+                    .wait_up_to(Duration::from_secs(8))
+                    .acquire()
+                    .await
+                    .unwrap();
+                (Instant::now(), guard)
+            })
+        };
+        wait_for_queue(&redis, "quitter", 2, Duration::from_secs(5)).await;
+        let gave_up_at = quitter.await.unwrap();
+        // Its place goes at once (a background give-back), not one queue timeout later.
+        wait_for_queue(&redis, "quitter", 1, Duration::from_millis(500)).await;
+        assert!(gave_up_at.elapsed() < Duration::from_secs(1));
+        assert_eq!(integer_reply(&redis, &["ZCARD", &alive_key("quitter")]), 1);
+
+        let released_at = Instant::now();
+        assert!(holder.release().await.unwrap());
+        let (granted_at, guard) = patient.await.unwrap();
+        let waited = granted_at - released_at;
+        assert!(
+            waited < Duration::from_secs(1),
+            "the waiter behind one that gave up got the lock after {waited:?} (cancel: {cancel})"
+        );
+        assert_eq!(queued(&redis, "quitter"), 0);
+        holder = guard;
+    }
+    assert!(holder.release().await.unwrap());
+    assert_eq!(keys(&redis), vec!["fencelock:{quitter}:fence"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn under_contention_every_task_gets_its_turn_and_holds_alone() {
+    const TASKS: usize = 6;
+    let redis = server();
+    let clients: Vec<Client> = (0..3).map(|_| client(&redis.url())).collect();
+    let holders = Arc::new(AtomicUsize::new(0));
+    let fences = Arc::new(Mutex::new(Vec::new()));
+    let until = Instant::now() + Duration::from_secs(3);
+    let mut tasks = Vec::new();
+    for task in 0..TASKS {
+        let client = clients[task % clients.len()].clone();
+        let (holders, fences) = (holders.clone(), fences.clone());
+        tasks.push(tokio::spawn(async move {
+            let mut grants = 0u32;
+            while Instant::now() < until {
+                let guard = client
+                    .fair_lock("contended")
+                    .ttl(Duration::from_secs(2))
+                    .wait_up_to(Duration::from_secs(10))
+                    .acquire()
+                    .await
+                    .unwrap();
+                assert_eq!(
+                    holders.fetch_add(1, Ordering::SeqCst),
+                    0,
+                    "two holders at once"
+                );
+                fences.lock().unwrap().push(guard.fence());
+                grants += 1;
+                tokio::time::sleep(Duration::from_millis(5)).await;
+                holders.fetch_sub(1, Ordering::SeqCst);
+                assert!(guard.release().await.unwrap(), "the lock was lost");
+            }
+            grants
+        }));
+    }
+    let mut counts = Vec::new();
+    for task in tasks {
+        counts.push(task.await.unwrap());
+    }
+    let (least, most) = (*counts.iter().min().unwrap(), *counts.iter().max().unwrap());
+    println!("grants per task: {counts:?}");
+    assert!(least > 0, "a task never got the lock: {counts:?}");
+    assert!(
+        most <= least * 2,
+        "grants are spread unevenly over the tasks: {counts:?}"
+    );
+    let fences = fences.lock().unwrap().clone();
+    assert_eq!(fences.len() as u32, counts.iter().sum::<u32>());
+    assert!(
+        fences.windows(2).all(|w| w[0] < w[1]),
+        "fences do not grow in grant order"
+    );
+    assert_eq!(keys(&redis), vec!["fencelock:{contended}:fence"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_holders_lock_goes_to_the_head_of_the_queue_after_its_lease() {
+    let redis = server();
+    let ttl = Duration::from_millis(800);
+    let mut child = spawn_fair_user(&redis, "crashed", ttl, Duration::from_secs(5));
+    let child_fence = fence_of(
+        &child
+            .wait_for_line("ACQUIRED", Duration::from_secs(20))
+            .unwrap(),
+    );
+    let clients = [client(&redis.url()), client(&redis.url())];
+    let order = Arc::new(Mutex::new(Vec::new()));
+    let mut waiters = Vec::new();
+    for (i, client) in clients.iter().enumerate() {
+        let (client, order) = (client.clone(), order.clone());
+        waiters.push(tokio::spawn(async move {
+            let guard = client
+                .fair_lock("crashed")
+                .ttl(ttl)
+                .wait_up_to(Duration::from_secs(8))
+                .acquire()
+                .await
+                .unwrap();
+            order
+                .lock()
+                .unwrap()
+                .push((i, Instant::now(), guard.fence()));
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            assert!(guard.release().await.unwrap());
+        }));
+        wait_for_queue(&redis, "crashed", i as i64 + 1, Duration::from_secs(5)).await;
+    }
+    child.kill().unwrap();
+    let killed_at = Instant::now();
+    for waiter in waiters {
+        waiter.await.unwrap();
+    }
+    let order = order.lock().unwrap().clone();
+    assert_eq!(order.iter().map(|g| g.0).collect::<Vec<_>>(), vec![0, 1]);
+    let waited = order[0].1 - killed_at;
+    assert!(
+        waited >= ttl / 3 && waited < ttl + Duration::from_millis(700),
+        "the head waiter got the dead holder's lock after {waited:?} (lease {ttl:?})"
+    );
+    assert!(child_fence < order[0].2 && order[0].2 < order[1].2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn try_acquire_takes_a_free_lock_only_when_nobody_is_queued() {
+    let redis = server();
+    let a = client(&redis.url());
+    let b = client(&redis.url());
+
+    // Free, nobody queued: granted, and nothing is left after the release.
+    let guard = a.fair_lock("try").try_acquire().await.unwrap().unwrap();
+    assert_eq!(queued(&redis, "try"), 0);
+    // Busy: the refused request's place in the queue is given back in the background.
+    assert!(b.fair_lock("try").try_acquire().await.unwrap().is_none());
+    wait_for_queue(&redis, "try", 0, Duration::from_millis(500)).await;
+    assert!(guard.release().await.unwrap());
+    assert_eq!(keys(&redis), vec!["fencelock:{try}:fence"]);
+
+    // Held, with a waiter (a child process) queued; then the waiter is frozen and the lock
+    // released: the lock is free, but it belongs to the head of the queue.
+    let queue_timeout = Duration::from_secs(2);
+    let holder = a.fair_lock("try").acquire().await.unwrap();
+    let mut child = spawn_fair_user(&redis, "try", Duration::from_secs(10), queue_timeout);
+    wait_for_queue(&redis, "try", 1, Duration::from_secs(20)).await;
+    child.pause().unwrap();
+    assert!(holder.release().await.unwrap());
+    assert_eq!(integer_reply(&redis, &["EXISTS", "fencelock:{try}"]), 0);
+    let err = b.fair_lock("try").no_wait().acquire().await.unwrap_err();
+    assert!(matches!(err, Error::Busy { .. }), "{err:?}");
+    assert!(b.fair_lock("try").try_acquire().await.unwrap().is_none());
+    assert_eq!(integer_reply(&redis, &["EXISTS", "fencelock:{try}"]), 0);
+    // The refused requests did not keep a place in the queue.
+    wait_for_queue(&redis, "try", 1, Duration::from_millis(500)).await;
+
+    // The frozen waiter's place lapses one queue timeout after its last refresh.
+    child.kill().unwrap();
+    let killed_at = Instant::now();
+    let guard = b
+        .fair_lock("try")
+        .wait_up_to(Duration::from_secs(5))
+        .acquire()
+        .await
+        .unwrap();
+    assert!(
+        killed_at.elapsed() < queue_timeout + Duration::from_secs(1),
+        "{:?}",
+        killed_at.elapsed()
+    );
+    assert_eq!(queued(&redis, "try"), 0);
+    assert!(guard.release().await.unwrap());
+}
+
+#[tokio::test]
+async fn foreign_keys_are_refused_and_left_untouched() {
+    let redis = server();
+    let a = client(&redis.url());
+    redis
+        .cmd(&["SET", &queue_key("q1"), "not a queue"])
+        .unwrap();
+    redis.cmd(&["RPUSH", &alive_key("q2"), "x"]).unwrap();
+    redis.cmd(&["RPUSH", "fencelock:{q3}", "x"]).unwrap();
+    for (name, key, found) in [
+        ("q1", queue_key("q1"), "a string"),
+        ("q2", alive_key("q2"), "a list"),
+        ("q3", "fencelock:{q3}".to_owned(), "a list"),
+    ] {
+        let started = Instant::now();
+        let err = a
+            .fair_lock(name)
+            .wait_up_to(Duration::from_secs(5))
+            .acquire()
+            .await
+            .unwrap_err();
+        assert!(
+            started.elapsed() < Duration::from_secs(2),
+            "{name}: it waited"
+        );
+        match &err {
+            Error::WrongType {
+                lock,
+                key: k,
+                found: f,
+            } => {
+                assert_eq!(lock, name);
+                assert_eq!(k, &key);
+                assert_eq!(f, found);
+            }
+            other => panic!("{name}: expected WrongType, got {other:?}"),
+        }
+    }
+    // A bad queue key is reported also while another owner holds the lock.
+    let held = a.lock("q4").acquire().await.unwrap();
+    redis.cmd(&["HSET", &queue_key("q4"), "f", "v"]).unwrap();
+    let err = a.fair_lock("q4").try_acquire().await.unwrap_err();
+    assert!(
+        matches!(&err, Error::WrongType { key, .. } if *key == queue_key("q4")),
+        "{err:?}"
+    );
+    assert!(held.release().await.unwrap());
+
+    // A fence key that is not a counter: refused before anything is written (no place is
+    // taken in the queue, not even for a moment).
+    redis.cmd(&["SADD", "fencelock:{q5}:fence", "x"]).unwrap();
+    redis.cmd(&["CONFIG", "RESETSTAT"]).unwrap();
+    let err = a.fair_lock("q5").acquire().await.unwrap_err();
+    assert!(
+        matches!(&err, Error::WrongType { key, .. } if key == "fencelock:{q5}:fence"),
+        "{err:?}"
+    );
+    // A lock key with no expiry (nobody's lease): refused, again without taking a place.
+    redis.cmd(&["SET", "fencelock:{q7}", "0123abcd:5"]).unwrap();
+    redis.cmd(&["SET", "fencelock:{q8}", "hello"]).unwrap();
+    for name in ["q7", "q8"] {
+        let err = a
+            .fair_lock(name)
+            .wait_up_to(Duration::from_secs(5))
+            .acquire()
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&err, Error::WrongType { key, found, .. }
+                if *key == format!("fencelock:{{{name}}}") && found.contains("no expiry")),
+            "{err:?}"
+        );
+    }
+    assert_eq!(calls(&redis, "zadd"), 0, "a refused request queued itself");
+
+    // Another kind under the name.
+    let permit = a.semaphore("q6", 2).acquire().await.unwrap();
+    let err = a.fair_lock("q6").try_acquire().await.unwrap_err();
+    assert!(
+        matches!(
+            &err,
+            Error::Conflict {
+                conflict: Conflict::OtherKind { found, requested: "fair lock" },
+                ..
+            } if found.contains("semaphore")
+        ),
+        "{err:?}"
+    );
+    assert!(permit.release().await.unwrap());
+
+    // Nothing was written or changed.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(
+        keys(&redis),
+        vec![
+            "fencelock:{q1}:queue",
+            "fencelock:{q2}:alive",
+            "fencelock:{q3}",
+            "fencelock:{q4}:fence",
+            "fencelock:{q4}:queue",
+            "fencelock:{q5}:fence",
+            "fencelock:{q6}:fence",
+            "fencelock:{q7}",
+            "fencelock:{q8}",
+        ]
+    );
+    assert_eq!(
+        redis.cmd(&["GET", &queue_key("q1")]).unwrap(),
+        redis::Value::BulkString(b"not a queue".to_vec())
+    );
+    assert_eq!(integer_reply(&redis, &["LLEN", &alive_key("q2")]), 1);
+    assert_eq!(integer_reply(&redis, &["LLEN", "fencelock:{q3}"]), 1);
+    assert_eq!(integer_reply(&redis, &["HLEN", &queue_key("q4")]), 1);
+    assert_eq!(integer_reply(&redis, &["SCARD", "fencelock:{q5}:fence"]), 1);
+}
+
+#[tokio::test]
+async fn a_queued_entry_without_liveness_does_not_block_the_lock() {
+    // A place in the queue with no liveness entry (left by a client that died between an
+    // acquire that failed and its clean-up, or by an eviction) counts as lapsed.
+    let redis = server();
+    let a = client(&redis.url());
+    redis
+        .cmd(&["ZADD", &queue_key("ghost"), "1", "0123456789abcdef"])
+        .unwrap();
+    let started = Instant::now();
+    let guard = a
+        .fair_lock("ghost")
+        .wait_up_to(Duration::from_secs(3))
+        .acquire()
+        .await
+        .unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(1),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(guard.release().await.unwrap());
+    assert_eq!(keys(&redis), vec!["fencelock:{ghost}:fence"]);
+}
+
+#[tokio::test]
+async fn a_fair_lock_over_redlock_is_refused_before_anything_is_sent() {
+    let servers: Vec<RedisServer> = (0..3).map(|_| server()).collect();
+    let urls: Vec<String> = servers.iter().map(RedisServer::url).collect();
+    let client = Client::open_redlock(&urls).unwrap();
+    let err = client.fair_lock("ordered").acquire().await.unwrap_err();
+    assert!(
+        matches!(err, Error::Unsupported { ref lock, .. } if lock == "ordered"),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("fair lock"), "{err}");
+    let err = client.fair_lock("ordered").try_acquire().await.unwrap_err();
+    assert!(matches!(err, Error::Unsupported { .. }), "{err:?}");
+    for server in &servers {
+        assert!(
+            keys(server).is_empty(),
+            "a key was written on {}",
+            server.url()
+        );
+    }
+}

@@ -1,0 +1,630 @@
+//! The counting semaphore against real redis-server processes.
+
+mod common;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use fencelock::{Client, Conflict, Error, LostReason};
+use fencelock_testkit::{RedisServer, is_test_child, spawn_test_child};
+use tokio::time::Instant;
+
+use common::{client, fence_of, integer_reply, keys, server};
+
+/// The semaphore's hash as `field=value` lines, sorted (for "nothing changed" checks).
+fn snapshot(redis: &RedisServer, name: &str) -> Vec<String> {
+    let key = format!("fencelock:{{{name}}}");
+    let fields: Vec<String> = match redis.cmd(&["HGETALL", &key]) {
+        Ok(value) => redis::from_redis_value(value).unwrap_or_else(|e| panic!("HGETALL: {e}")),
+        Err(e) => panic!("HGETALL {key}: {e}"),
+    };
+    let mut pairs: Vec<String> = fields
+        .chunks(2)
+        .map(|pair| format!("{}={}", pair[0], pair[1]))
+        .collect();
+    pairs.sort();
+    pairs
+}
+
+/// The value of a string key (`None`: no such key).
+fn get(redis: &RedisServer, key: &str) -> Option<String> {
+    match redis.cmd(&["GET", key]) {
+        Ok(value) => redis::from_redis_value(value).unwrap_or_else(|e| panic!("GET: {e}")),
+        Err(e) => panic!("GET {key}: {e}"),
+    }
+}
+
+/// How many permits the semaphore's hash records (live or not yet dropped).
+fn permit_entries(redis: &RedisServer, name: &str) -> usize {
+    snapshot(redis, name)
+        .iter()
+        .filter(|f| f.starts_with("p:"))
+        .count()
+}
+
+/// One grant seen by a task: when its `acquire` was called, when it returned, and the fence.
+#[derive(Debug, Clone, Copy)]
+struct Grant {
+    called: Instant,
+    granted: Instant,
+    fence: u64,
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn never_more_than_n_holders_all_n_used_and_fences_follow_grant_order() {
+    const N: usize = 3;
+    const TASKS: usize = 12;
+    const ROUNDS: usize = 6;
+    let redis = server();
+    let clients: Vec<Client> = (0..3).map(|_| client(&redis.url())).collect();
+    let holders = Arc::new(AtomicUsize::new(0));
+    let most = Arc::new(AtomicUsize::new(0));
+    let grants = Arc::new(Mutex::new(Vec::new()));
+    let mut tasks = Vec::new();
+    for task in 0..TASKS {
+        let client = clients[task % clients.len()].clone();
+        let (holders, most, grants) = (holders.clone(), most.clone(), grants.clone());
+        tasks.push(tokio::spawn(async move {
+            for round in 0..ROUNDS {
+                let called = Instant::now();
+                let permit = client
+                    .semaphore("pool", N as u32)
+                    .ttl(Duration::from_secs(2))
+                    .wait_up_to(Duration::from_secs(10))
+                    .acquire()
+                    .await
+                    .unwrap();
+                let granted = Instant::now();
+                // Counted after the grant and uncounted before the release, so the local count
+                // never exceeds what Redis granted.
+                let now = holders.fetch_add(1, Ordering::SeqCst) + 1;
+                most.fetch_max(now, Ordering::SeqCst);
+                assert!(now <= N, "{now} holders of a semaphore of {N}");
+                grants.lock().unwrap().push(Grant {
+                    called,
+                    granted,
+                    fence: permit.fence(),
+                });
+                tokio::time::sleep(Duration::from_millis(5 + ((task + round) % 4) as u64 * 5))
+                    .await;
+                holders.fetch_sub(1, Ordering::SeqCst);
+                assert!(permit.release().await.unwrap(), "the permit was lost");
+            }
+        }));
+    }
+    for task in tasks {
+        task.await.unwrap();
+    }
+    assert_eq!(
+        most.load(Ordering::SeqCst),
+        N,
+        "the N permits were never all in use at once"
+    );
+    let grants = grants.lock().unwrap().clone();
+    assert_eq!(grants.len(), TASKS * ROUNDS);
+    let mut fences: Vec<u64> = grants.iter().map(|g| g.fence).collect();
+    fences.sort_unstable();
+    fences.dedup();
+    assert_eq!(fences.len(), grants.len(), "a fence was handed out twice");
+    // Grant order as far as it can be observed: a grant that returned before another acquire
+    // was even called came first in Redis, so its fence is smaller.
+    for a in &grants {
+        for b in &grants {
+            if a.granted < b.called {
+                assert!(
+                    a.fence < b.fence,
+                    "grant {a:?} came before {b:?} but has the larger fence"
+                );
+            }
+        }
+    }
+    // The fence counter in Redis stands at the last (largest) grant.
+    assert_eq!(
+        get(&redis, "fencelock:{pool}:fence"),
+        fences.last().map(u64::to_string)
+    );
+    // Every permit was given back: only the fence counter is left.
+    assert_eq!(keys(&redis), vec!["fencelock:{pool}:fence"]);
+}
+
+// ---------------------------------------------------------------------------------------------
+// A permit holder in a child process (the test binary re-runs itself).
+
+const URL_ENV: &str = "FENCELOCK_TEST_URL";
+const TTL_ENV: &str = "FENCELOCK_TEST_TTL_MS";
+const PERMITS_ENV: &str = "FENCELOCK_TEST_PERMITS";
+
+/// Child role: take one permit of "leased" (N from the environment), print `ACQUIRED <fence>`,
+/// hold it (renewed) for at most 30 s.
+#[test]
+fn child_permit_holder() {
+    if !is_test_child() {
+        return;
+    }
+    let url = std::env::var(URL_ENV).unwrap();
+    let ttl = Duration::from_millis(std::env::var(TTL_ENV).unwrap().parse().unwrap());
+    let permits: u32 = std::env::var(PERMITS_ENV).unwrap().parse().unwrap();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async {
+        let client = client(&url);
+        let permit = client
+            .semaphore("leased", permits)
+            .ttl(ttl)
+            .acquire()
+            .await
+            .unwrap();
+        println!("ACQUIRED {}", permit.fence());
+        let reason = tokio::time::timeout(Duration::from_secs(30), permit.lost()).await;
+        println!("LOST {reason:?}");
+    });
+}
+
+#[tokio::test]
+async fn a_killed_holders_permit_comes_back_after_its_lease_while_the_others_stay_held() {
+    let redis = server();
+    let ttl = Duration::from_millis(600);
+    let mut child = spawn_test_child(
+        "child_permit_holder",
+        &[
+            (URL_ENV, &redis.url()),
+            (TTL_ENV, &ttl.as_millis().to_string()),
+            (PERMITS_ENV, "3"),
+        ],
+    )
+    .unwrap();
+    let child_fence = fence_of(
+        &child
+            .wait_for_line("ACQUIRED", Duration::from_secs(20))
+            .unwrap(),
+    );
+    let a = client(&redis.url());
+    let b = client(&redis.url());
+    let held_since = Instant::now();
+    let mine = [
+        a.semaphore("leased", 3).ttl(ttl).acquire().await.unwrap(),
+        a.semaphore("leased", 3).ttl(ttl).acquire().await.unwrap(),
+    ];
+    assert!(
+        b.semaphore("leased", 3)
+            .ttl(ttl)
+            .try_acquire()
+            .await
+            .unwrap()
+            .is_none(),
+        "a fourth permit of three"
+    );
+
+    child.kill().unwrap();
+    let killed_at = Instant::now();
+    let taken = b
+        .semaphore("leased", 3)
+        .ttl(ttl)
+        .wait_up_to(Duration::from_secs(5))
+        .acquire()
+        .await
+        .unwrap();
+    let waited = killed_at.elapsed();
+    assert!(taken.fence() > child_fence);
+    // The dead holder renewed at most a third of a lease before it died: its permit came back
+    // when that lease ran out, not before and not much after.
+    assert!(
+        waited >= ttl / 3 && waited < ttl + Duration::from_millis(700),
+        "the dead holder's permit came back after {waited:?} (lease {ttl:?})"
+    );
+
+    // The two live permits are renewed by the watchdog, each on its own lease, far past their
+    // first lease.
+    while held_since.elapsed() < ttl * 4 {
+        for permit in &mine {
+            assert!(permit.is_held(), "a renewed permit was lost");
+        }
+        assert_eq!(permit_entries(&redis, "leased"), 3);
+        assert!(
+            b.semaphore("leased", 3)
+                .ttl(ttl)
+                .try_acquire()
+                .await
+                .unwrap()
+                .is_none(),
+            "a renewed permit was handed out again"
+        );
+        tokio::time::sleep(ttl / 4).await;
+    }
+    for permit in mine {
+        assert!(permit.release().await.unwrap());
+    }
+    assert!(taken.release().await.unwrap());
+    assert_eq!(keys(&redis), vec!["fencelock:{leased}:fence"]);
+}
+
+#[tokio::test]
+async fn another_number_of_permits_is_refused_while_any_is_held_and_accepted_after() {
+    let redis = server();
+    let a = client(&redis.url());
+    let b = client(&redis.url());
+    let ttl = Duration::from_secs(10);
+    let first = a.semaphore("n", 2).ttl(ttl).acquire().await.unwrap();
+    let second = a.semaphore("n", 2).ttl(ttl).acquire().await.unwrap();
+
+    for requested in [3, 1] {
+        let before = (snapshot(&redis, "n"), get(&redis, "fencelock:{n}:fence"));
+        // Also while waiting: a mismatch is an error at once, not a wait.
+        let started = Instant::now();
+        let err = b
+            .semaphore("n", requested)
+            .wait_up_to(Duration::from_secs(5))
+            .acquire()
+            .await
+            .unwrap_err();
+        assert!(started.elapsed() < Duration::from_secs(2), "it waited");
+        match &err {
+            Error::Conflict {
+                lock,
+                conflict:
+                    Conflict::PermitsMismatch {
+                        requested: r,
+                        held_with,
+                    },
+            } => {
+                assert_eq!(lock, "n");
+                assert_eq!(*r, requested);
+                assert_eq!(held_with, "2");
+            }
+            other => panic!("expected a permits mismatch, got {other:?}"),
+        }
+        let text = err.to_string();
+        assert!(
+            text.contains('2') && text.contains(&requested.to_string()),
+            "{text}"
+        );
+        assert_eq!(
+            (snapshot(&redis, "n"), get(&redis, "fencelock:{n}:fence")),
+            before,
+            "a refused request changed the semaphore"
+        );
+    }
+
+    // One permit left held (fewer holders than the stored N): still a mismatch.
+    assert!(first.release().await.unwrap());
+    let err = b.semaphore("n", 3).try_acquire().await.unwrap_err();
+    assert!(
+        matches!(
+            &err,
+            Error::Conflict {
+                conflict: Conflict::PermitsMismatch { requested: 3, held_with },
+                ..
+            } if held_with == "2"
+        ),
+        "{err:?}"
+    );
+    assert_eq!(permit_entries(&redis, "n"), 1);
+
+    // Once every permit is given back, the new N is accepted and enforced.
+    assert!(second.release().await.unwrap());
+    let three: Vec<_> = {
+        let mut permits = Vec::new();
+        for _ in 0..3 {
+            permits.push(b.semaphore("n", 3).ttl(ttl).acquire().await.unwrap());
+        }
+        permits
+    };
+    assert!(snapshot(&redis, "n").contains(&"permits=3".to_string()));
+    assert!(b.semaphore("n", 3).try_acquire().await.unwrap().is_none());
+    let err = a.semaphore("n", 2).try_acquire().await.unwrap_err();
+    assert!(
+        matches!(&err, Error::Conflict { conflict: Conflict::PermitsMismatch { requested: 2, held_with }, .. } if held_with == "3"),
+        "{err:?}"
+    );
+    for permit in three {
+        assert!(permit.release().await.unwrap());
+    }
+
+    // Permits whose leases ran out (holders gone) do not pin N either.
+    let stale = a
+        .semaphore("n", 3)
+        .ttl(Duration::from_millis(100))
+        .auto_renew(false)
+        .acquire()
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(250)).await;
+    let renumbered = b.semaphore("n", 5).try_acquire().await.unwrap();
+    assert!(renumbered.is_some(), "a lapsed permit kept the old N");
+    assert!(snapshot(&redis, "n").contains(&"permits=5".to_string()));
+    assert!(!stale.release().await.unwrap());
+    assert!(renumbered.unwrap().release().await.unwrap());
+}
+
+#[tokio::test]
+async fn bad_arguments_and_foreign_keys_are_refused_and_left_untouched() {
+    let redis = server();
+    let a = client(&redis.url());
+
+    let err = a.semaphore("zero", 0).acquire().await.unwrap_err();
+    assert!(matches!(err, Error::InvalidArgument { .. }), "{err:?}");
+    assert!(err.to_string().contains("at least 1 permit"), "{err}");
+    let err = a.semaphore("zero", 0).try_acquire().await.unwrap_err();
+    assert!(matches!(err, Error::InvalidArgument { .. }), "{err:?}");
+    let long = "x".repeat(fencelock::MAX_NAME_LEN + 1);
+    for name in ["", "a{b}", "tab\there", long.as_str()] {
+        let err = a.semaphore(name, 2).acquire().await.unwrap_err();
+        assert!(
+            matches!(err, Error::InvalidArgument { .. }),
+            "{name:?}: {err:?}"
+        );
+    }
+    let err = a
+        .semaphore("ttl", 2)
+        .ttl(Duration::ZERO)
+        .acquire()
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::InvalidArgument { .. }), "{err:?}");
+    assert!(
+        keys(&redis).is_empty(),
+        "an invalid request wrote something"
+    );
+
+    // Keys that hold something fencelock did not put there.
+    redis
+        .cmd(&["RPUSH", "fencelock:{listed}", "a", "b"])
+        .unwrap();
+    redis.cmd(&["SET", "fencelock:{texted}", "hello"]).unwrap();
+    redis
+        .cmd(&["HSET", "fencelock:{hashed}", "f", "v"])
+        .unwrap();
+    redis
+        .cmd(&["SADD", "fencelock:{badfence}:fence", "x"])
+        .unwrap();
+    for (name, key, found) in [
+        ("listed", "fencelock:{listed}", "a list"),
+        ("texted", "fencelock:{texted}", "not a fencelock lock"),
+        ("hashed", "fencelock:{hashed}", "a hash"),
+        ("badfence", "fencelock:{badfence}:fence", "a set"),
+    ] {
+        let err = a
+            .semaphore(name, 2)
+            .wait_up_to(Duration::from_secs(5))
+            .acquire()
+            .await
+            .unwrap_err();
+        match &err {
+            Error::WrongType {
+                lock,
+                key: k,
+                found: f,
+            } => {
+                assert_eq!(lock, name);
+                assert_eq!(k, key);
+                assert!(f.contains(found), "{name}: found {f:?}");
+            }
+            other => panic!("{name}: expected WrongType, got {other:?}"),
+        }
+    }
+    assert_eq!(
+        keys(&redis),
+        vec![
+            "fencelock:{badfence}:fence",
+            "fencelock:{hashed}",
+            "fencelock:{listed}",
+            "fencelock:{texted}",
+        ],
+        "a refused request wrote something"
+    );
+    assert_eq!(integer_reply(&redis, &["LLEN", "fencelock:{listed}"]), 2);
+    assert_eq!(get(&redis, "fencelock:{texted}").as_deref(), Some("hello"));
+    assert_eq!(snapshot(&redis, "hashed"), vec!["f=v"]);
+    assert_eq!(
+        integer_reply(&redis, &["SCARD", "fencelock:{badfence}:fence"]),
+        1
+    );
+
+    // Another kind of lock under the name, both ways round.
+    let plain = a.lock("shared").acquire().await.unwrap();
+    let before = get(&redis, "fencelock:{shared}");
+    let err = a.semaphore("shared", 2).try_acquire().await.unwrap_err();
+    assert!(
+        matches!(
+            &err,
+            Error::Conflict {
+                conflict: Conflict::OtherKind { found, requested: "semaphore" },
+                ..
+            } if found.contains("plain")
+        ),
+        "{err:?}"
+    );
+    assert_eq!(get(&redis, "fencelock:{shared}"), before);
+    assert!(plain.release().await.unwrap());
+    let permit = a.semaphore("shared", 2).acquire().await.unwrap();
+    let before = snapshot(&redis, "shared");
+    for request in [a.lock("shared"), a.fair_lock("shared")] {
+        let err = request.try_acquire().await.unwrap_err();
+        assert!(
+            matches!(
+                &err,
+                Error::Conflict {
+                    conflict: Conflict::OtherKind { found, .. },
+                    ..
+                } if found.contains("semaphore")
+            ),
+            "{err:?}"
+        );
+    }
+    assert_eq!(snapshot(&redis, "shared"), before);
+    assert!(permit.release().await.unwrap());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiter_on_a_full_semaphore_is_woken_promptly_by_a_release() {
+    let redis = server();
+    let a = client(&redis.url());
+    let b = client(&redis.url());
+    let ttl = Duration::from_secs(10);
+    let mut held = vec![
+        a.semaphore("full", 2).ttl(ttl).acquire().await.unwrap(),
+        a.semaphore("full", 2).ttl(ttl).acquire().await.unwrap(),
+    ];
+    for _ in 0..3 {
+        let waiter = {
+            let b = b.clone();
+            tokio::spawn(async move {
+                let permit = b.semaphore("full", 2).ttl(ttl).acquire().await.unwrap();
+                (Instant::now(), permit)
+            })
+        };
+        // Let the waiter subscribe and settle into its wait.
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        assert!(!waiter.is_finished(), "a third permit of two");
+        let released_at = Instant::now();
+        assert!(held.remove(0).release().await.unwrap());
+        let (granted_at, permit) = waiter.await.unwrap();
+        let delay = granted_at - released_at;
+        // Woken by the release message, not by a 10 s lease running out.
+        assert!(
+            delay < Duration::from_secs(1),
+            "waiter woke after {delay:?}"
+        );
+        held.push(permit);
+    }
+    for permit in held {
+        assert!(permit.release().await.unwrap());
+    }
+}
+
+#[tokio::test]
+async fn waiting_on_a_full_semaphore_is_bounded_and_leaves_nothing_behind() {
+    let redis = server();
+    let a = client(&redis.url());
+    let b = client(&redis.url());
+    let only = a.semaphore("one", 1).acquire().await.unwrap();
+    let before = (
+        snapshot(&redis, "one"),
+        get(&redis, "fencelock:{one}:fence"),
+    );
+
+    assert!(b.semaphore("one", 1).try_acquire().await.unwrap().is_none());
+    let err = b.semaphore("one", 1).no_wait().acquire().await.unwrap_err();
+    assert!(
+        matches!(err, Error::Busy { remaining: Some(r), .. } if r > Duration::from_secs(20)),
+        "{err:?}"
+    );
+    let started = Instant::now();
+    let err = b
+        .semaphore("one", 1)
+        .wait_up_to(Duration::from_millis(300))
+        .acquire()
+        .await
+        .unwrap_err();
+    let waited = started.elapsed();
+    assert!(matches!(err, Error::TimedOut { .. }), "{err:?}");
+    assert!(
+        waited >= Duration::from_millis(300) && waited < Duration::from_secs(2),
+        "{waited:?}"
+    );
+    // Give a background give-back (if any) the time to land, then check nothing changed.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(
+        (
+            snapshot(&redis, "one"),
+            get(&redis, "fencelock:{one}:fence")
+        ),
+        before
+    );
+    assert!(only.release().await.unwrap());
+    assert_eq!(keys(&redis), vec!["fencelock:{one}:fence"]);
+}
+
+#[tokio::test]
+async fn release_says_whether_the_permit_was_still_held_and_loss_is_signalled() {
+    let redis = server();
+    let a = client(&redis.url());
+    let ttl = Duration::from_millis(600);
+
+    // Released while held: true, and the semaphore is gone with its last permit.
+    let permit = a.semaphore("r", 2).ttl(ttl).acquire().await.unwrap();
+    assert!(permit.release().await.unwrap());
+    assert_eq!(keys(&redis), vec!["fencelock:{r}:fence"]);
+
+    // Its entry deleted behind its back (the other permit untouched): the lost signal fires at
+    // the next renewal, release says false, and the other permit is still held.
+    let doomed = a.semaphore("r", 2).ttl(ttl).acquire().await.unwrap();
+    let other = a.semaphore("r", 2).ttl(ttl).acquire().await.unwrap();
+    let lost = doomed.lost();
+    assert!(!lost.is_lost());
+    let field = snapshot(&redis, "r")
+        .into_iter()
+        .filter_map(|f| f.split('=').next().map(str::to_owned))
+        .find(|f| {
+            f.starts_with("p:") && {
+                let value = redis
+                    .cmd(&["HGET", "fencelock:{r}", f])
+                    .ok()
+                    .and_then(|v| redis::from_redis_value::<String>(v).ok())
+                    .unwrap_or_default();
+                value.ends_with(&format!(":{}", doomed.fence()))
+            }
+        })
+        .unwrap();
+    assert_eq!(integer_reply(&redis, &["HDEL", "fencelock:{r}", &field]), 1);
+    let reason = tokio::time::timeout(ttl, lost.wait())
+        .await
+        .expect("the lost signal did not fire");
+    assert_eq!(reason, LostReason::NotOwner);
+    assert!(!doomed.is_held());
+    assert!(!doomed.release().await.unwrap());
+    assert!(other.is_held());
+    assert_eq!(permit_entries(&redis, "r"), 1);
+
+    // After an operator's force-release: false.
+    assert!(a.force_release("r").await.unwrap());
+    assert!(!other.release().await.unwrap());
+
+    // After its lease ran out without renewal (its entry still there, next to a live permit
+    // that keeps the semaphore's key alive): false, and the live permit is untouched.
+    let keeper = a.semaphore("r", 2).ttl(ttl).acquire().await.unwrap();
+    let lapsed = a
+        .semaphore("r", 2)
+        .ttl(Duration::from_millis(100))
+        .auto_renew(false)
+        .acquire()
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(250)).await;
+    assert_eq!(permit_entries(&redis, "r"), 2);
+    assert!(!lapsed.is_held());
+    assert!(!lapsed.release().await.unwrap());
+    assert_eq!(permit_entries(&redis, "r"), 1);
+    assert!(keeper.is_held());
+    assert!(keeper.release().await.unwrap());
+    assert_eq!(keys(&redis), vec!["fencelock:{r}:fence"]);
+}
+
+#[tokio::test]
+async fn a_semaphore_over_redlock_is_refused_before_anything_is_sent() {
+    let servers: Vec<RedisServer> = (0..3).map(|_| server()).collect();
+    let urls: Vec<String> = servers.iter().map(RedisServer::url).collect();
+    let client = Client::open_redlock(&urls).unwrap();
+    let err = client.semaphore("licences", 2).acquire().await.unwrap_err();
+    assert!(
+        matches!(err, Error::Unsupported { ref lock, .. } if lock == "licences"),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("semaphore"), "{err}");
+    let err = client
+        .semaphore("licences", 2)
+        .try_acquire()
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::Unsupported { .. }), "{err:?}");
+    for server in &servers {
+        assert!(
+            keys(server).is_empty(),
+            "a key was written on {}",
+            server.url()
+        );
+    }
+    // The same client still takes a plain lock over the quorum.
+    let plain = client.lock("licences-plain").acquire().await.unwrap();
+    assert!(plain.release().await.unwrap());
+}
