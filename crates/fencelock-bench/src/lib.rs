@@ -9,8 +9,10 @@
 //! - **rslock** and **redlock** — the peer crates (feature `peers`, on by default).
 //!
 //! Workloads: W1 uncontended latency, W2 uncontended throughput, W3 contended handoff, W4 Redlock
-//! over five instances (healthy, then one stopped), W5 keeping many locks alive. See
-//! `docs/BENCHMARKS.md` for what each measures and how to read the numbers.
+//! over five instances (healthy, then one stopped), W5 keeping many locks alive, and W6 the lock
+//! family (fencelock only: its reentrant, read-write, semaphore and fair locks next to its plain
+//! lock, uncontended and contended, with invariant counters). See `docs/BENCHMARKS.md` for what
+//! each measures and how to read the numbers.
 //!
 //! ```no_run
 //! # async fn example() -> Result<(), fencelock_bench::BenchError> {
@@ -23,6 +25,7 @@
 //! `run` needs a multi-threaded Tokio runtime (redlock runs on the blocking pool).
 
 mod error;
+mod family;
 mod locker;
 mod redlock_w4;
 mod report;
@@ -35,7 +38,10 @@ use std::time::Duration;
 pub use error::{BenchError, Result};
 pub use locker::Library;
 pub use redlock_w4::FencelockRedlockFactory;
-pub use report::{Machine, Report, TargetCheck, W1Row, W2Row, W3Row, W4Phase, W4Row, W5Row};
+pub use report::{
+    Machine, Report, TargetCheck, W1Row, W2Row, W3Row, W4Phase, W4Row, W5Row, W6Contended,
+    W6Report, W6Uncontended,
+};
 
 use serde::{Deserialize, Serialize};
 
@@ -52,16 +58,20 @@ pub enum Workload {
     W4,
     /// Keeping many locks alive with automatic renewal.
     W5,
+    /// The lock family (fencelock only): every kind uncontended and contended, next to the
+    /// plain lock.
+    W6,
 }
 
 impl Workload {
     /// All workloads.
-    pub const ALL: [Workload; 5] = [
+    pub const ALL: [Workload; 6] = [
         Workload::W1,
         Workload::W2,
         Workload::W3,
         Workload::W4,
         Workload::W5,
+        Workload::W6,
     ];
 }
 
@@ -75,7 +85,8 @@ impl std::str::FromStr for Workload {
             "w3" | "3" => Ok(Workload::W3),
             "w4" | "4" => Ok(Workload::W4),
             "w5" | "5" => Ok(Workload::W5),
-            other => Err(format!("unknown workload {other:?} (expected w1 … w5)")),
+            "w6" | "6" => Ok(Workload::W6),
+            other => Err(format!("unknown workload {other:?} (expected w1 … w6)")),
         }
     }
 }
@@ -128,6 +139,18 @@ pub struct BenchOptions {
     /// the allocator and would make a later contender's bytes-per-lock look smaller; a fresh
     /// process avoids that. `None`: in this process (bytes per lock then only an indication).
     pub w5_child: Option<std::path::PathBuf>,
+    /// W6 uncontended: repetitions of every kind (interleaved; the report shows medians), and
+    /// the length of each.
+    pub w6_repetitions: usize,
+    /// See `w6_repetitions`.
+    pub w6_duration: Duration,
+    /// W6 contended: rounds of every kind (interleaved; medians), the length of each, and the
+    /// time each holder stays in the critical section.
+    pub w6_rounds: usize,
+    /// See `w6_rounds`.
+    pub w6_round: Duration,
+    /// See `w6_rounds`.
+    pub w6_hold: Duration,
     /// How to build a fencelock client over several instances for W4 (default:
     /// `fencelock::Client::open_redlock`). `None`: W4's fencelock row says it is not wired.
     pub fencelock_redlock: Option<FencelockRedlockFactory>,
@@ -145,6 +168,16 @@ impl std::fmt::Debug for BenchOptions {
             .field("w3", &(self.w3_workers, self.w3_hold, self.w3_duration))
             .field("w4", &(self.w4_instances, self.w4_phase))
             .field("w5", &(self.w5_locks, self.w5_hold, self.w5_ttl))
+            .field(
+                "w6",
+                &(
+                    self.w6_repetitions,
+                    self.w6_duration,
+                    self.w6_rounds,
+                    self.w6_round,
+                    self.w6_hold,
+                ),
+            )
             .field("fencelock_redlock", &self.fencelock_redlock.is_some())
             .finish_non_exhaustive()
     }
@@ -165,7 +198,7 @@ fn fencelock_redlock_factory() -> Option<FencelockRedlockFactory> {
 }
 
 impl BenchOptions {
-    /// The full run (about four minutes on two cores).
+    /// The full run (about six and a half minutes on two cores, W6 about 75 s of it).
     pub fn full() -> Self {
         BenchOptions {
             libraries: Library::all(),
@@ -188,12 +221,18 @@ impl BenchOptions {
             w5_hold: Duration::from_secs(30),
             w5_ttl: Duration::from_secs(3),
             w5_child: None,
+            w6_repetitions: 5,
+            w6_duration: Duration::from_secs(1),
+            w6_rounds: 3,
+            w6_round: Duration::from_secs(2),
+            w6_hold: Duration::from_millis(1),
             fencelock_redlock: fencelock_redlock_factory(),
         }
     }
 
-    /// The smoke run: every workload for about half a second (W5: 500 locks for 2 s), to check
-    /// that everything works. Its numbers are not meaningful.
+    /// The smoke run: every workload for about half a second (W5: 500 locks for 2 s; W6: each
+    /// kind 2 × 150 ms uncontended and 300 ms contended), to check that everything works. Its
+    /// numbers are not meaningful.
     pub fn smoke() -> Self {
         BenchOptions {
             smoke: true,
@@ -205,6 +244,10 @@ impl BenchOptions {
             w4_cycle_limit: Duration::from_secs(1),
             w5_locks: 500,
             w5_hold: Duration::from_secs(2),
+            w6_repetitions: 2,
+            w6_duration: Duration::from_millis(150),
+            w6_rounds: 1,
+            w6_round: Duration::from_millis(300),
             ..Self::full()
         }
     }
@@ -231,6 +274,8 @@ impl BenchOptions {
             self.w3_duration,
             self.w4_phase,
             self.w5_hold,
+            self.w6_duration * u32::try_from(self.w6_repetitions).unwrap_or(u32::MAX),
+            self.w6_round * u32::try_from(self.w6_rounds).unwrap_or(u32::MAX),
         ]
         .into_iter()
         .max()
@@ -241,35 +286,79 @@ impl BenchOptions {
         Ok(())
     }
 
+    /// The parameters of the selected workloads, in words.
     fn parameters(&self) -> Vec<String> {
-        vec![
-            format!(
-                "lease (TTL) {:?} for W1–W4, {:?} for W5; identical for every library",
-                self.ttl, self.w5_ttl
+        let lines = [
+            (
+                None,
+                format!(
+                    "lease (TTL) {:?} for W1–W4 and W6, {:?} for W5; identical for every library",
+                    self.ttl, self.w5_ttl
+                ),
             ),
-            format!(
-                "W1: {} repetitions × {:?}; medians of the repetitions",
-                self.w1_repetitions, self.w1_duration
+            (
+                Some(Workload::W1),
+                format!(
+                    "W1: {} repetitions × {:?}; medians of the repetitions",
+                    self.w1_repetitions, self.w1_duration
+                ),
             ),
-            format!("W2: {} tasks × {:?}", self.w2_tasks, self.w2_duration),
-            format!(
-                "W3: {} workers (one client each) × {:?}, holding the lock {:?} each time (a thread sleep on the blocking pool)",
-                self.w3_workers, self.w3_duration, self.w3_hold
+            (
+                Some(Workload::W2),
+                format!("W2: {} tasks × {:?}", self.w2_tasks, self.w2_duration),
             ),
-            format!(
-                "W4: {} instances, {:?} healthy then {:?} with one SIGSTOPped; raw per-instance timeout {:?}; a cycle longer than {:?} counts as hung",
-                self.w4_instances,
-                self.w4_phase,
-                self.w4_phase,
-                self.w4_instance_timeout,
-                self.w4_cycle_limit
+            (
+                Some(Workload::W3),
+                format!(
+                    "W3: {} workers (one client each) × {:?}, holding the lock {:?} each time (a thread sleep on the blocking pool)",
+                    self.w3_workers, self.w3_duration, self.w3_hold
+                ),
             ),
-            format!("W5: {} locks held for {:?}", self.w5_locks, self.w5_hold),
-            format!(
-                "waiting (W3): fencelock release notifications; raw polls SET NX every {:?}; rslock/redlock their own retry loops (3 tries, random 0–200 ms apart, repeated until the window ends)",
-                locker::RAW_POLL
+            (
+                Some(Workload::W4),
+                format!(
+                    "W4: {} instances, {:?} healthy then {:?} with one SIGSTOPped; raw per-instance timeout {:?}; a cycle longer than {:?} counts as hung",
+                    self.w4_instances,
+                    self.w4_phase,
+                    self.w4_phase,
+                    self.w4_instance_timeout,
+                    self.w4_cycle_limit
+                ),
             ),
-        ]
+            (
+                Some(Workload::W5),
+                format!("W5: {} locks held for {:?}", self.w5_locks, self.w5_hold),
+            ),
+            (
+                Some(Workload::W6),
+                format!(
+                    "W6 (fencelock only, one server): uncontended {} repetitions × {:?} per kind, interleaved across kinds, medians; contended {} rounds × {:?} per kind, interleaved, medians; holds of {:?}; {} workers on {} clients (semaphore: {} workers, N={}; read-write: 1 writer + {} readers); out of order = overtook a waiter that asked more than {:?} earlier",
+                    self.w6_repetitions,
+                    self.w6_duration,
+                    self.w6_rounds,
+                    self.w6_round,
+                    self.w6_hold,
+                    family::WORKERS,
+                    family::CLIENTS,
+                    family::PERMIT_WORKERS,
+                    family::CROWD_PERMITS,
+                    family::READERS,
+                    family::ORDER_TOLERANCE
+                ),
+            ),
+            (
+                Some(Workload::W3),
+                format!(
+                    "waiting (W3): fencelock release notifications; raw polls SET NX every {:?}; rslock/redlock their own retry loops (3 tries, random 0–200 ms apart, repeated until the window ends)",
+                    locker::RAW_POLL
+                ),
+            ),
+        ];
+        lines
+            .into_iter()
+            .filter(|(w, _)| w.is_none_or(|w| self.workloads.contains(&w)))
+            .map(|(_, line)| line)
+            .collect()
     }
 }
 
@@ -304,6 +393,7 @@ pub async fn run(opts: BenchOptions) -> Result<Report> {
         w3: Vec::new(),
         w4: Vec::new(),
         w5: Vec::new(),
+        w6: W6Report::default(),
         targets: Vec::new(),
         notes: Vec::new(),
     };
@@ -460,6 +550,27 @@ pub async fn run(opts: BenchOptions) -> Result<Report> {
     }
     if has(Workload::W5) && opts.w5_child.is_none() {
         report.notes.push("W5 ran in this process: bytes per lock of a later contender can read low (the allocator reuses memory an earlier one freed)".into());
+    }
+    if has(Workload::W6) {
+        if opts.libraries.contains(&Library::Fencelock) {
+            let params = family::W6Params {
+                ttl: opts.ttl,
+                repetitions: opts.w6_repetitions,
+                repetition: opts.w6_duration,
+                rounds: opts.w6_rounds,
+                round: opts.w6_round,
+                hold: opts.w6_hold,
+                max_cycles: cycles,
+            };
+            report.w6 = family::w6(&params).await.unwrap_or_else(|e| W6Report {
+                error: Some(e.to_string()),
+                ..W6Report::default()
+            });
+        } else {
+            report.notes.push(
+                "W6 measures fencelock's lock kinds; it ran only with fencelock selected".into(),
+            );
+        }
     }
     report.machine.load_after = system::load_average();
     report.finish();

@@ -1,7 +1,7 @@
 //! `fencelock-bench`: runs the benchmark and prints the markdown report.
 //!
 //! ```text
-//! fencelock-bench                       # the full run (~4 min)
+//! fencelock-bench                       # the full run (~5 min)
 //! fencelock-bench --smoke               # every workload ~0.5 s: does it all work?
 //! fencelock-bench --json bench.json --svg docs/benchmark-ratios.svg
 //! fencelock-bench --from-json bench.json --svg out.svg   # re-render, no run
@@ -20,13 +20,14 @@ use fencelock_bench::{BenchError, BenchOptions, Library, Report, Workload};
     about = "Benchmark fencelock against a raw SET NX baseline, rslock and redlock, on redis-server instances it starts itself"
 )]
 struct Args {
-    /// Run every workload for about half a second (W5: 500 locks for 2 s) to check it works.
+    /// Run every workload for about half a second (W5: 500 locks for 2 s; W6: each kind
+    /// 2 × 150 ms uncontended, 300 ms contended) to check it works.
     #[arg(long)]
     smoke: bool,
     /// Contenders, comma-separated (default: all built in).
     #[arg(long, value_delimiter = ',')]
     libraries: Option<Vec<Library>>,
-    /// Workloads, comma-separated: w1,w2,w3,w4,w5 (default: all).
+    /// Workloads, comma-separated: w1,w2,w3,w4,w5,w6 (default: all).
     #[arg(long, value_delimiter = ',')]
     workloads: Option<Vec<Workload>>,
     /// Write the report as JSON to this file.
@@ -62,6 +63,18 @@ struct Args {
     /// W5: seconds to hold them.
     #[arg(long, value_name = "SECONDS")]
     w5_seconds: Option<f64>,
+    /// W6: seconds per uncontended repetition of each kind.
+    #[arg(long, value_name = "SECONDS")]
+    w6_seconds: Option<f64>,
+    /// W6: uncontended repetitions of each kind.
+    #[arg(long)]
+    w6_repetitions: Option<usize>,
+    /// W6: seconds per contended round of each kind.
+    #[arg(long, value_name = "SECONDS")]
+    w6_round_seconds: Option<f64>,
+    /// W6: contended rounds of each kind.
+    #[arg(long)]
+    w6_rounds: Option<usize>,
     /// W5: run in this process instead of one fresh child process per contender.
     #[arg(long)]
     w5_in_process: bool,
@@ -116,6 +129,18 @@ fn options(args: &Args) -> Result<BenchOptions, BenchError> {
     }
     if let Some(s) = args.w5_seconds {
         opts.w5_hold = seconds(s, "w5-seconds")?;
+    }
+    if let Some(s) = args.w6_seconds {
+        opts.w6_duration = seconds(s, "w6-seconds")?;
+    }
+    if let Some(n) = args.w6_repetitions {
+        opts.w6_repetitions = n;
+    }
+    if let Some(s) = args.w6_round_seconds {
+        opts.w6_round = seconds(s, "w6-round-seconds")?;
+    }
+    if let Some(n) = args.w6_rounds {
+        opts.w6_rounds = n;
     }
     if let Some(ms) = args.w5_ttl_ms {
         opts.w5_ttl = Duration::from_millis(ms);

@@ -189,6 +189,139 @@ pub struct W5Row {
     pub error: Option<String>,
 }
 
+/// W6 — one lock kind, uncontended: one task, sequential cycles on one name.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct W6Uncontended {
+    /// The kind of lock (and, for the reentrant lock, which measurement).
+    pub kind: String,
+    /// What one cycle is.
+    pub cycle: String,
+    /// Median over the repetitions of cycles per second.
+    pub cycles_per_s: f64,
+    /// Median over the repetitions of the per-cycle p50, in µs.
+    pub p50_us: Option<f64>,
+    /// Median over the repetitions of the per-cycle p99, in µs.
+    pub p99_us: Option<f64>,
+    /// How many repetitions.
+    pub repetitions: usize,
+    /// Cycles over all repetitions.
+    pub cycles: u64,
+    /// Socket reads of the server (`total_reads_processed`) per cycle: round trips per cycle.
+    pub reads_per_cycle: Option<f64>,
+    /// Redis commands (`total_commands_processed`, commands inside scripts included) per cycle.
+    pub commands_per_cycle: Option<f64>,
+    /// Server time in scripts (`usec` of `EVALSHA` and `EVAL` in `INFO commandstats`) per
+    /// cycle, µs.
+    pub script_us_per_cycle: Option<f64>,
+    /// The Redis server's CPU time per cycle, µs.
+    pub server_cpu_us_per_cycle: Option<f64>,
+    /// This process's CPU time per cycle, µs.
+    pub client_cpu_us_per_cycle: Option<f64>,
+    /// Calls per cycle of each Redis command (commands run inside scripts included).
+    #[serde(default)]
+    pub command_mix_per_cycle: std::collections::BTreeMap<String, f64>,
+    /// Cycles whose fences broke a promise (a fence not larger than the previous cycle's, a
+    /// re-entry with another fence, a reader of a never-written lock with a fence other than 0)
+    /// or whose release found the hold gone.
+    pub failed_checks: u64,
+    /// `cycles_per_s` / the plain lock's, in the same run.
+    pub ratio_to_plain: Option<f64>,
+    /// Why the row has no numbers.
+    pub error: Option<String>,
+}
+
+/// W6 — one lock kind, contended: several workers on two clients, one name, a short hold.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct W6Contended {
+    /// The kind of lock (for read-write: the writer's row or the readers' row).
+    pub kind: String,
+    /// Who competes, in words.
+    pub contenders: String,
+    /// Workers this row counts.
+    pub workers: usize,
+    /// What the handoff of this row measures (from which release to which grant).
+    pub handoff: String,
+    /// Rounds measured.
+    pub rounds: usize,
+    /// Median over the rounds of the acquisitions per second (granted within the window).
+    pub acquisitions_per_s: f64,
+    /// Acquisitions granted within the windows, all rounds.
+    pub acquisitions: u64,
+    /// Handoffs measured, all rounds.
+    pub handoffs: usize,
+    /// Median over the rounds of the handoff p50, µs.
+    pub handoff_p50_us: Option<f64>,
+    /// Median over the rounds of the handoff p99, µs.
+    pub handoff_p99_us: Option<f64>,
+    /// Median over the rounds of the mean time in the critical section, µs.
+    pub mean_hold_us: Option<f64>,
+    /// Fewest grants of one worker (all rounds).
+    pub min_grants: u64,
+    /// Most grants of one worker (all rounds).
+    pub max_grants: u64,
+    /// What must never happen: a grant while another holder of an exclusive kind (or the
+    /// writer, or readers for the writer) was inside, more than N permits, a re-entry refused,
+    /// a release that found its hold gone.
+    pub violations: u64,
+    /// Fences that broke a promise: an exclusive grant's fence not larger than every earlier
+    /// one, a permit's not larger than those granted before its request began, a reader's not
+    /// the last write's, a re-entry's not the outer hold's.
+    pub fence_errors: u64,
+    /// Grants that overtook a worker still waiting whose request began more than the order
+    /// tolerance earlier (the fair lock promises 0). `None` where order is not defined.
+    pub out_of_order: Option<u64>,
+    /// Grants that overtook a waiting worker whose request began less than the tolerance
+    /// earlier (ambiguous: either may have reached Redis first).
+    pub near_ties: Option<u64>,
+    /// `acquisitions_per_s` / the plain lock's, in the same run.
+    pub ratio_to_plain: Option<f64>,
+    /// `handoff_p50_us` / the plain lock's, in the same run.
+    pub handoff_ratio_to_plain: Option<f64>,
+    /// Why the row has no numbers.
+    pub error: Option<String>,
+}
+
+/// W6 — the lock family (fencelock only), side by side with the plain lock in one run.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct W6Report {
+    /// One task, sequential cycles.
+    pub uncontended: Vec<W6Uncontended>,
+    /// Several workers on one name.
+    pub contended: Vec<W6Contended>,
+    /// Why W6 did not run.
+    pub error: Option<String>,
+}
+
+impl W6Report {
+    /// Fills in the ratios to the plain lock of the same run.
+    pub(crate) fn set_ratios(&mut self) {
+        let plain = self
+            .uncontended
+            .iter()
+            .find(|r| r.kind == "plain" && r.error.is_none())
+            .map(|r| r.cycles_per_s);
+        for r in self.uncontended.iter_mut().filter(|r| r.error.is_none()) {
+            r.ratio_to_plain = ratio(r.cycles_per_s, plain);
+        }
+        let plain = self
+            .contended
+            .iter()
+            .find(|r| r.kind == "plain" && r.error.is_none())
+            .map(|r| (r.acquisitions_per_s, r.handoff_p50_us));
+        for r in self.contended.iter_mut().filter(|r| r.error.is_none()) {
+            r.ratio_to_plain = ratio(r.acquisitions_per_s, plain.map(|p| p.0));
+            r.handoff_ratio_to_plain = r
+                .handoff_p50_us
+                .and_then(|h| ratio(h, plain.and_then(|p| p.1)));
+        }
+    }
+
+    /// Whether there is anything to show.
+    pub fn is_empty(&self) -> bool {
+        self.uncontended.is_empty() && self.contended.is_empty() && self.error.is_none()
+    }
+}
+
 /// One target of the issue, checked against this run.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct TargetCheck {
@@ -219,6 +352,9 @@ pub struct Report {
     pub w4: Vec<W4Row>,
     /// W5 rows.
     pub w5: Vec<W5Row>,
+    /// W6: the lock family (absent from reports written before it existed).
+    #[serde(default)]
+    pub w6: W6Report,
     /// The issue's targets.
     pub targets: Vec<TargetCheck>,
     /// Remarks (left-out contenders, TODOs).
@@ -284,6 +420,7 @@ impl Report {
         for r in self.w5.iter_mut().filter(|r| r.error.is_none()) {
             r.ratio_to_raw = ratio(r.client_cpu_percent, raw5);
         }
+        self.w6.set_ratios();
         self.targets = self.check_targets();
     }
 
@@ -383,6 +520,42 @@ impl Report {
                     f5.still_held, f5.locks, f5.held_in_redis
                 ),
                 met: Some(f5.still_held == f5.locks && f5.held_in_redis == f5.locks),
+            });
+        }
+        let w6 = &self.w6;
+        if !w6.uncontended.is_empty() || !w6.contended.is_empty() {
+            let checks: u64 = w6.uncontended.iter().map(|r| r.failed_checks).sum();
+            let violations: u64 = w6.contended.iter().map(|r| r.violations).sum();
+            let fences: u64 = w6.contended.iter().map(|r| r.fence_errors).sum();
+            let errors = w6.uncontended.iter().filter(|r| r.error.is_some()).count()
+                + w6.contended.iter().filter(|r| r.error.is_some()).count();
+            out.push(TargetCheck {
+                target: "W6: every kind keeps its invariant (no violations, no fence errors, no failed checks)".into(),
+                measured: format!(
+                    "{violations} violations, {fences} fence errors (contended); {checks} failed checks (uncontended){}",
+                    if errors > 0 {
+                        format!("; {errors} rows failed to run")
+                    } else {
+                        String::new()
+                    }
+                ),
+                met: (errors == 0).then_some(violations == 0 && fences == 0 && checks == 0),
+            });
+            let fair = w6
+                .contended
+                .iter()
+                .find(|r| r.kind == "fair" && r.error.is_none());
+            out.push(match fair.and_then(|f| f.out_of_order.map(|o| (f, o))) {
+                Some((f, o)) => TargetCheck {
+                    target: "W6: the fair lock grants in request order".into(),
+                    measured: format!(
+                        "{o} out-of-order grants of {} (and {} near ties)",
+                        f.acquisitions,
+                        f.near_ties.unwrap_or(0)
+                    ),
+                    met: Some(o == 0),
+                },
+                None => unmeasured("W6: the fair lock grants in request order"),
             });
         }
         out
@@ -606,6 +779,9 @@ impl Report {
                 );
             }
         }
+        if !self.w6.is_empty() {
+            self.w6_markdown(&mut md);
+        }
         if !self.targets.is_empty() {
             let _ = writeln!(md, "\n### Targets\n");
             let _ = writeln!(md, "| target | measured | met |");
@@ -626,6 +802,107 @@ impl Report {
             }
         }
         md
+    }
+
+    fn w6_markdown(&self, md: &mut String) {
+        let w6 = &self.w6;
+        if let Some(e) = &w6.error {
+            let _ = writeln!(md, "\n### W6 — the lock family\n\n*{e}*");
+        }
+        if !w6.uncontended.is_empty() {
+            let _ = writeln!(
+                md,
+                "\n### W6 — the lock family, uncontended (1 task, sequential cycles, one name per kind)\n"
+            );
+            let _ = writeln!(
+                md,
+                "| kind | a cycle | cycles/s | p50 µs | p99 µs | round trips/cycle | Redis cmds/cycle | script µs/cycle (server) | server CPU µs/cycle | client CPU µs/cycle | failed checks | ratio to plain |"
+            );
+            let _ = writeln!(
+                md,
+                "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+            );
+            for r in &w6.uncontended {
+                if let Some(e) = &r.error {
+                    let _ = writeln!(
+                        md,
+                        "| {} | {} | {} | | | | | | | | | |",
+                        r.kind,
+                        r.cycle,
+                        cell_error(e)
+                    );
+                    continue;
+                }
+                let _ = writeln!(
+                    md,
+                    "| {} | {} | {:.0} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                    r.kind,
+                    r.cycle,
+                    r.cycles_per_s,
+                    opt(r.p50_us, 0),
+                    opt(r.p99_us, 0),
+                    opt(r.reads_per_cycle, 2),
+                    opt(r.commands_per_cycle, 1),
+                    opt(r.script_us_per_cycle, 1),
+                    opt(r.server_cpu_us_per_cycle, 1),
+                    opt(r.client_cpu_us_per_cycle, 1),
+                    r.failed_checks,
+                    ratio_cell(r.ratio_to_plain)
+                );
+            }
+        }
+        if !w6.contended.is_empty() {
+            let _ = writeln!(
+                md,
+                "\n### W6 — the lock family, contended (workers on 2 clients, one name, short holds)\n"
+            );
+            let _ = writeln!(
+                md,
+                "| kind | contenders | acquisitions/s | handoff p50 µs | handoff p99 µs | handoffs | mean hold µs | grants per worker (min–max) | violations | fence errors | out-of-order grants (near ties) | acq/s ratio to plain | handoff p50 ratio to plain |"
+            );
+            let _ = writeln!(
+                md,
+                "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+            );
+            for r in &w6.contended {
+                if let Some(e) = &r.error {
+                    let _ = writeln!(
+                        md,
+                        "| {} | {} | {} | | | | | | | | | | |",
+                        r.kind,
+                        r.contenders,
+                        cell_error(e)
+                    );
+                    continue;
+                }
+                let order = match (r.out_of_order, r.near_ties) {
+                    (Some(o), Some(t)) => format!("{o} ({t})"),
+                    (Some(o), None) => o.to_string(),
+                    _ => "–".into(),
+                };
+                let _ = writeln!(
+                    md,
+                    "| {} | {} | {:.0} | {} | {} | {} | {} | {}–{} | {} | {} | {order} | {} | {} |",
+                    r.kind,
+                    r.contenders,
+                    r.acquisitions_per_s,
+                    opt(r.handoff_p50_us, 0),
+                    opt(r.handoff_p99_us, 0),
+                    r.handoffs,
+                    opt(r.mean_hold_us, 0),
+                    r.min_grants,
+                    r.max_grants,
+                    r.violations,
+                    r.fence_errors,
+                    ratio_cell(r.ratio_to_plain),
+                    ratio_cell(r.handoff_ratio_to_plain)
+                );
+            }
+            let _ = writeln!(md, "\nHandoff, per row:\n");
+            for r in &w6.contended {
+                let _ = writeln!(md, "- {}: {}", r.kind, r.handoff);
+            }
+        }
     }
 
     /// A horizontal bar chart (SVG) of each contender's ratio to raw, per workload.

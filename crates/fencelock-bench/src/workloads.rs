@@ -275,7 +275,7 @@ pub(crate) async fn w3(
     })
 }
 
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
@@ -290,17 +290,22 @@ async fn critical_section(arena: &Arena, id: usize, hold: Duration) {
         lock(&arena.handoffs).push(granted_at.saturating_duration_since(released_at));
     }
     let seen = arena.counter.load(Ordering::SeqCst);
-    // Tokio's timer has a 1 ms granularity and rounds up (a 1 ms sleep lasts 1-2 ms); a
-    // thread sleep on the blocking pool is much closer to the requested hold.
+    hold_for(hold).await;
+    arena.counter.store(seen + 1, Ordering::SeqCst);
+    lock(&arena.holds).push(granted_at.elapsed());
+    arena.inside.store(false, Ordering::SeqCst);
+}
+
+/// Stays in a critical section for `hold`. Tokio's timer has a 1 ms granularity and rounds up
+/// (a 1 ms sleep lasts 1-2 ms); a thread sleep on the blocking pool is much closer to the
+/// requested hold.
+pub(crate) async fn hold_for(hold: Duration) {
     if tokio::task::spawn_blocking(move || std::thread::sleep(hold))
         .await
         .is_err()
     {
         tokio::time::sleep(hold).await;
     }
-    arena.counter.store(seen + 1, Ordering::SeqCst);
-    lock(&arena.holds).push(granted_at.elapsed());
-    arena.inside.store(false, Ordering::SeqCst);
 }
 
 /// W5: `count` locks held with automatic renewal (lease `ttl`) for `hold`.

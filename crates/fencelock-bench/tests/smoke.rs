@@ -1,5 +1,6 @@
-//! The smoke mode for fencelock and the raw baseline on W1–W3 and a small W5: everything runs
-//! and the output is sane. No timing assertions: the machine may be busy.
+//! The smoke mode for fencelock and the raw baseline on W1–W3 and a small W5, and for
+//! fencelock's lock family (W6): everything runs and the output is sane. No timing assertions:
+//! the machine may be busy.
 
 use std::time::Duration;
 
@@ -68,4 +69,122 @@ async fn smoke_run_of_fencelock_and_raw() {
     let back = fencelock_bench::Report::from_json(&json).unwrap();
     assert_eq!(back.w3.len(), report.w3.len());
     assert!(report.to_svg().starts_with("<svg"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn smoke_run_of_the_lock_family() {
+    if !fencelock_testkit::redis_server_available() {
+        eprintln!("skipped: no redis-server (install Debian's redis-server package)");
+        return;
+    }
+    let opts = BenchOptions {
+        libraries: vec![Library::Fencelock],
+        workloads: vec![Workload::W6],
+        ..BenchOptions::smoke()
+    };
+    let report = fencelock_bench::run(opts).await.unwrap();
+    let w6 = &report.w6;
+    assert!(w6.error.is_none(), "W6: {:?}", w6.error);
+
+    let kinds: Vec<&str> = w6.uncontended.iter().map(|r| r.kind.as_str()).collect();
+    assert_eq!(
+        kinds,
+        [
+            "plain",
+            "reentrant",
+            "reentrant: re-entry only",
+            "read",
+            "write",
+            "semaphore (N=4)",
+            "fair"
+        ]
+    );
+    for row in &w6.uncontended {
+        assert!(row.error.is_none(), "W6 {}: {:?}", row.kind, row.error);
+        assert!(row.cycles > 0 && row.cycles_per_s > 0.0, "W6 {row:?}");
+        assert_eq!(row.failed_checks, 0, "W6 {row:?}");
+        let p50 = row.p50_us.unwrap();
+        assert!(p50 > 0.0 && p50 <= row.p99_us.unwrap(), "W6 {row:?}");
+        // One round trip per acquire and per release: 4 for the reentrant cycle (acquire,
+        // re-enter, 2 releases), 2 for every other.
+        let reads = row.reads_per_cycle.unwrap();
+        let expected = if row.kind == "reentrant" {
+            3.0..6.0
+        } else {
+            1.5..3.0
+        };
+        assert!(expected.contains(&reads), "W6 {row:?}");
+        assert!(
+            row.command_mix_per_cycle.contains_key("evalsha"),
+            "W6 {row:?}"
+        );
+        assert!(row.ratio_to_plain.is_some(), "W6 {row:?}");
+    }
+    assert_eq!(w6.uncontended[0].ratio_to_plain, Some(1.0));
+
+    let kinds: Vec<&str> = w6.contended.iter().map(|r| r.kind.as_str()).collect();
+    assert_eq!(
+        kinds,
+        [
+            "plain",
+            "reentrant (each grant re-entered once)",
+            "write (writers only)",
+            "fair",
+            "semaphore (N=2)",
+            "read-write: the writer",
+            "read-write: readers"
+        ]
+    );
+    for row in &w6.contended {
+        assert!(row.error.is_none(), "W6 {}: {:?}", row.kind, row.error);
+        assert!(row.acquisitions > 0, "W6 {row:?}");
+        assert!(row.max_grants >= row.min_grants, "W6 {row:?}");
+        // The invariants: never two exclusive holders, never more than N permits, never a
+        // writer with readers or a reader with a writer; fences as promised.
+        assert_eq!(row.violations, 0, "W6 {row:?}");
+        assert_eq!(row.fence_errors, 0, "W6 {row:?}");
+        // Order is counted where it is defined (not asserted: it depends on timing).
+        assert_eq!(
+            row.out_of_order.is_some(),
+            !row.kind.starts_with("read-write"),
+            "W6 {row:?}"
+        );
+    }
+    assert_eq!(w6.contended[0].ratio_to_plain, Some(1.0));
+    let fair = w6.contended.iter().find(|r| r.kind == "fair").unwrap();
+    assert!(fair.near_ties.is_some(), "W6 {fair:?}");
+    for target in ["W6: every kind keeps its invariant", "W6: the fair lock"] {
+        let check = report
+            .targets
+            .iter()
+            .find(|t| t.target.starts_with(target))
+            .unwrap_or_else(|| panic!("{target} missing from {:?}", report.targets));
+        assert!(check.met.is_some(), "{check:?}");
+    }
+    assert!(report.w1.is_empty() && report.w3.is_empty());
+
+    let md = report.to_markdown();
+    for heading in [
+        "### W6 — the lock family, uncontended",
+        "### W6 — the lock family, contended",
+        "| fair |",
+    ] {
+        assert!(md.contains(heading), "{heading} missing from\n{md}");
+    }
+    let back = fencelock_bench::Report::from_json(&report.to_json().unwrap()).unwrap();
+    assert_eq!(back.w6.contended.len(), w6.contended.len());
+    assert_eq!(back.w6.uncontended.len(), w6.uncontended.len());
+}
+
+/// A report written before W6 existed still reads (W6 empty).
+#[test]
+fn reports_without_w6_still_read() {
+    let opts = BenchOptions::smoke();
+    assert!(opts.workloads.contains(&Workload::W6));
+    let json = r#"{"machine":{"cores":2,"cpu_model":null,"redis_version":"7","load_before":null,
+        "load_after":null,"sharing":"","os":""},"smoke":true,"parameters":[],"w1":[],"w2":[],
+        "w3":[],"w4":[],"w5":[],"targets":[],"notes":[]}"#;
+    let report = fencelock_bench::Report::from_json(json).unwrap();
+    assert!(report.w6.is_empty());
+    assert!(!report.to_markdown().contains("### W6"));
 }
