@@ -83,7 +83,8 @@ impl LockGuard {
     /// each grant. A reentrant lock gets one when it passes from free to held, and every
     /// re-entry keeps it. A read lock gets no fence of its own: this is the fence of the last
     /// write lock granted before it (0 if there was none), so a reader can tell which write it
-    /// sees.
+    /// sees. Over Redlock, where each instance counts on its own, it is at least the last
+    /// write's fence and below the next write's.
     pub fn fence(&self) -> u64 {
         self.fence
     }

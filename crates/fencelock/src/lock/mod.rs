@@ -263,15 +263,8 @@ impl LockRequest {
             // returning, so that the next request does not find it there. Where that fails, the
             // armed guard retries in the background.
             let limit = shared.instances.limit(self.ttl);
-            let answers = release_on(
-                &shared.instances,
-                &in_flight.hold,
-                None,
-                None,
-                limit,
-                false,
-            )
-            .await;
+            let answers =
+                release_on(&shared.instances, &in_flight.hold, None, None, limit, false).await;
             in_flight.armed = answers.iter().any(|a| !matches!(a, Some(Ok(_))));
         }
         result
@@ -362,6 +355,12 @@ impl LockRequest {
                     give_back,
                 } => {
                     if self.give_back(shared, &hold, give_back).await {
+                        // A queued waiter (a writer waiting for readers) also left a waiting
+                        // entry under this token on the instances that refused it: take those
+                        // back too, or they keep new readers out until they lapse.
+                        if self.kind.queues() {
+                            self.abandon(&hold, None, None);
+                        }
                         // Releases of this token may still be in flight: never reuse it.
                         hold = self.hold(name, keys)?;
                         in_flight.hold = hold.clone();
@@ -433,6 +432,11 @@ impl LockRequest {
         let quorum = instances.quorum();
         let limit = instances.limit(self.ttl);
         let ttl = self.ttl;
+        // A queued waiter (a writer waiting for readers) hears every instance out when it loses
+        // a round: an instance not waited for would have to be given back under a new token,
+        // and that give-back's release message would wake this waiter at once, round after
+        // round, each round leaving a waiting entry behind.
+        let queues = hold.kind.queues();
         let sent_at = Instant::now();
         let answers = instances
             .on_all(
@@ -444,7 +448,7 @@ impl LockRequest {
                         .iter()
                         .filter(|a| a.is_some() && !is_grant(a))
                         .count();
-                    granted >= quorum || against > total - quorum
+                    granted >= quorum || (!queues && against > total - quorum)
                 },
             )
             .await;

@@ -115,8 +115,10 @@ pub(crate) async fn acquire(
         [Value::Int(1), fence] => Ok(AcquireReply::Granted {
             fence: as_u64(fence)?,
         }),
+        // -1: a key with no expiry. Any other negative wait is over already.
         [Value::Int(0), Value::Int(pttl)] => Ok(AcquireReply::Held {
-            remaining: u64::try_from(*pttl).ok().map(Duration::from_millis),
+            remaining: (*pttl != -1)
+                .then(|| Duration::from_millis(u64::try_from(*pttl).unwrap_or(0))),
         }),
         [Value::Int(-1), key, found] => Ok(AcquireReply::Foreign {
             key: as_string(key)?,

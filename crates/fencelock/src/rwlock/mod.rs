@@ -6,7 +6,8 @@
 //!   readers wait behind it. That entry is refreshed while the writer waits and lapses after the
 //!   queue timeout if the writer dies.
 //! - Writers get a fence of their own with every grant. A reader's [`LockGuard::fence`] is the
-//!   fence of the last write granted before it, so a reader can tell which write it sees.
+//!   fence of the last write granted before it, so a reader can tell which write it sees (over
+//!   Redlock: at least that fence, and below the next write's).
 //! - Ownership belongs to a [`ReadWriteLock`] handle. An owner that holds the write lock may
 //!   also take a read lock (a downgrade). An owner that holds a read lock and asks for the write
 //!   lock would wait for itself forever; that is refused with `Conflict::Upgrade`.
