@@ -9,27 +9,25 @@ use fencelock::{Client, Conflict, Error, LockKind};
 
 use common::{client, keys, server};
 
-/// Takes `name` as `kind` and keeps the guard.
-async fn take(client: &Client, kind: &str, name: &str) -> fencelock::LockGuard {
-    let request = match kind {
+/// A request for `name` as `kind` (a semaphore has 3 permits).
+fn request(client: &Client, kind: &str, name: &str) -> fencelock::LockRequest {
+    fn owner<T>(handle: fencelock::Result<T>) -> T {
+        handle.unwrap_or_else(|e| panic!("{e}"))
+    }
+    match kind {
         "lock" => client.lock(name),
         "fair" => client.fair_lock(name),
-        "reentrant" => client
-            .reentrant_lock(name)
-            .unwrap_or_else(|e| panic!("{e}"))
-            .request(),
-        "read" => client
-            .read_write_lock(name)
-            .unwrap_or_else(|e| panic!("{e}"))
-            .read(),
-        "write" => client
-            .read_write_lock(name)
-            .unwrap_or_else(|e| panic!("{e}"))
-            .write(),
+        "reentrant" => owner(client.reentrant_lock(name)).request(),
+        "read" => owner(client.read_write_lock(name)).read(),
+        "write" => owner(client.read_write_lock(name)).write(),
         "semaphore" => client.semaphore(name, 3),
         other => panic!("unknown kind {other}"),
-    };
-    match request.no_wait().acquire().await {
+    }
+}
+
+/// Takes `name` as `kind` and keeps the guard.
+async fn take(client: &Client, kind: &str, name: &str) -> fencelock::LockGuard {
+    match request(client, kind, name).no_wait().acquire().await {
         Ok(guard) => guard,
         Err(e) => panic!("{kind}: {e}"),
     }
@@ -40,25 +38,7 @@ async fn try_take(
     kind: &str,
     name: &str,
 ) -> fencelock::Result<Option<fencelock::LockGuard>> {
-    let request = match kind {
-        "lock" => client.lock(name),
-        "fair" => client.fair_lock(name),
-        "reentrant" => client
-            .reentrant_lock(name)
-            .unwrap_or_else(|e| panic!("{e}"))
-            .request(),
-        "read" => client
-            .read_write_lock(name)
-            .unwrap_or_else(|e| panic!("{e}"))
-            .read(),
-        "write" => client
-            .read_write_lock(name)
-            .unwrap_or_else(|e| panic!("{e}"))
-            .write(),
-        "semaphore" => client.semaphore(name, 3),
-        other => panic!("unknown kind {other}"),
-    };
-    request.try_acquire().await
+    request(client, kind, name).try_acquire().await
 }
 
 #[tokio::test]
