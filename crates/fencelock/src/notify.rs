@@ -18,14 +18,15 @@ use std::time::Duration;
 
 use futures_util::StreamExt;
 use redis::aio::{PubSubSink, PubSubStream};
-use tokio::sync::{Notify, mpsc, oneshot, watch};
+use tokio::sync::{Semaphore, mpsc, oneshot, watch};
 
 use crate::connection::within;
 
 /// The waiters of one channel on this client.
 struct Channel {
-    /// Wakes one waiter (a `one` message).
-    notify: Arc<Notify>,
+    /// Wakes one waiter per `one` message: a count of pending wake-ups (never more than there
+    /// are waiters), so that two releases in quick succession wake two waiters.
+    wake_one: Arc<Semaphore>,
     /// Bumped to wake every waiter.
     generation: watch::Sender<u64>,
     subscriptions: usize,
@@ -62,7 +63,7 @@ pub(crate) struct Subscription {
     registry: Registry,
     requests: mpsc::UnboundedSender<Request>,
     channel: String,
-    notify: Arc<Notify>,
+    wake_one: Arc<Semaphore>,
     generation: watch::Receiver<u64>,
 }
 
@@ -89,23 +90,23 @@ impl ReleaseNotifier {
     /// could not, the interest still counts and is subscribed when the connection comes back;
     /// meanwhile the waiter relies on its timer.
     pub(crate) fn subscribe(&self, channel: &str) -> (Subscription, oneshot::Receiver<bool>) {
-        let (notify, generation) = {
+        let (wake_one, generation) = {
             let mut registry = lock(&self.registry);
             let entry = registry
                 .entry(channel.to_owned())
                 .or_insert_with(|| Channel {
-                    notify: Arc::default(),
+                    wake_one: Arc::new(Semaphore::new(0)),
                     generation: watch::channel(0).0,
                     subscriptions: 0,
                 });
             entry.subscriptions += 1;
-            (entry.notify.clone(), entry.generation.subscribe())
+            (entry.wake_one.clone(), entry.generation.subscribe())
         };
         let subscription = Subscription {
             registry: self.registry.clone(),
             requests: self.requests.clone(),
             channel: channel.to_owned(),
-            notify,
+            wake_one,
             generation,
         };
         let (confirmed, reply) = oneshot::channel();
@@ -122,7 +123,10 @@ impl Subscription {
     /// one arrived since the last call), or when the pub/sub connection was lost.
     pub(crate) async fn released(&mut self) {
         tokio::select! {
-            () = self.notify.notified() => {}
+            permit = self.wake_one.acquire() => match permit {
+                Ok(permit) => permit.forget(),
+                Err(_) => std::future::pending::<()>().await,
+            },
             changed = self.generation.changed() => {
                 if changed.is_err() {
                     // The listener dropped the channel: only the timer is left.
@@ -277,7 +281,9 @@ impl Listener {
     fn deliver(&self, channel: &str, wake_one: bool) {
         if let Some(entry) = lock(&self.registry).get(channel) {
             if wake_one {
-                entry.notify.notify_one();
+                if entry.wake_one.available_permits() < entry.subscriptions {
+                    entry.wake_one.add_permits(1);
+                }
             } else {
                 entry.generation.send_modify(|g| *g = g.wrapping_add(1));
             }
