@@ -91,10 +91,7 @@ impl Client {
     }
 
     fn request(&self, inner: crate::LockRequest) -> LockRequest {
-        LockRequest {
-            runtime: self.runtime.clone(),
-            inner,
-        }
+        LockRequest::new(&self.runtime, inner)
     }
 
     /// Takes lock `name` if it is free now; `Ok(None)` if another owner holds it.
@@ -129,10 +126,7 @@ impl ReentrantLock {
     }
     /// See [`crate::ReentrantLock::request`].
     pub fn request(&self) -> LockRequest {
-        LockRequest {
-            runtime: self.runtime.clone(),
-            inner: self.inner.request(),
-        }
+        LockRequest::new(&self.runtime, self.inner.request())
     }
     /// Takes one hold, blocking as long as it takes.
     pub fn acquire(&self) -> Result<LockGuard> {
@@ -150,17 +144,11 @@ pub struct ReadWriteLock {
 impl ReadWriteLock {
     /// See [`crate::ReadWriteLock::read`].
     pub fn read(&self) -> LockRequest {
-        LockRequest {
-            runtime: self.runtime.clone(),
-            inner: self.inner.read(),
-        }
+        LockRequest::new(&self.runtime, self.inner.read())
     }
     /// See [`crate::ReadWriteLock::write`].
     pub fn write(&self) -> LockRequest {
-        LockRequest {
-            runtime: self.runtime.clone(),
-            inner: self.inner.write(),
-        }
+        LockRequest::new(&self.runtime, self.inner.write())
     }
 }
 
@@ -173,6 +161,13 @@ pub struct LockRequest {
 }
 
 impl LockRequest {
+    fn new(runtime: &Arc<tokio::runtime::Runtime>, inner: crate::LockRequest) -> Self {
+        LockRequest {
+            runtime: runtime.clone(),
+            inner,
+        }
+    }
+
     /// See [`crate::LockRequest::ttl`].
     pub fn ttl(mut self, ttl: Duration) -> Self {
         self.inner = self.inner.ttl(ttl);

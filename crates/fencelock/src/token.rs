@@ -21,6 +21,12 @@ impl OwnerToken {
         Ok(OwnerToken(hex.into()))
     }
 
+    /// A fresh token for lock `name`, with the OS's failure as an error naming the lock.
+    pub(crate) fn for_lock(name: &str) -> crate::Result<Self> {
+        Self::generate()
+            .map_err(|e| crate::Error::invalid(name, format!("the OS random source failed: {e}")))
+    }
+
     pub(crate) fn as_str(&self) -> &str {
         &self.0
     }

@@ -13,10 +13,10 @@ if type(value) == 'table' then
   return refuse_other_kind(KEYS[1], 'lock')
 end
 if value then
-  local mine = ARGV[1] .. ':'
-  if string.sub(value, 1, #mine) == mine then
+  local held = fence_if_held(value, ARGV[1])
+  if held then
     redis.call('pexpire', KEYS[1], ARGV[2])
-    return {1, tonumber(string.sub(value, #mine + 1))}
+    return {1, tonumber(held)}
   end
   -- A key with no expiry is no holder's lease: the caller reports it, and no place is taken.
   if redis.call('pttl', KEYS[1]) < 0 then

@@ -6,8 +6,7 @@
 -- Reply: 1 the lock was released, 0 it was not held by this owner
 local released = 0
 local value = redis.pcall('get', KEYS[1])
-local mine = ARGV[1] .. ':'
-if type(value) == 'string' and string.sub(value, 1, #mine) == mine then
+if fence_if_held(value, ARGV[1]) then
   raise_fence(KEYS[2], ARGV[3])
   redis.call('del', KEYS[1])
   released = 1

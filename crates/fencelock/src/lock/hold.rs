@@ -95,6 +95,21 @@ pub(crate) struct HeldFence {
 }
 
 impl HeldFence {
+    /// The fence for a grant of `granted` through the handle whose memory this is: the current
+    /// hold's, while one of its guards is still held (no other owner can have had the lock in
+    /// the meantime, so this grant is a re-entry into it); otherwise `granted`, which starts a
+    /// new hold.
+    pub(crate) fn settle(memory: &mut Option<HeldFence>, granted: u64) -> u64 {
+        if let Some(held) = memory.as_mut().and_then(HeldFence::current) {
+            return held;
+        }
+        *memory = Some(HeldFence {
+            fence: granted,
+            leases: Vec::new(),
+        });
+        granted
+    }
+
     /// The fence, if a guard of this hold is still held now.
     pub(crate) fn current(&mut self) -> Option<u64> {
         let now = tokio::time::Instant::now();
@@ -243,8 +258,8 @@ impl Hold {
     /// the key gone on a minority simply goes on with the majority.
     pub(crate) fn reassert_call(&self, fence: u64, ttl: Duration) -> Option<Call> {
         let k = &self.keys;
-        match self.kind {
-            Kind::Plain => Some(Call::new(
+        self.reasserts().then(|| {
+            Call::new(
                 &lock::protocol::REASSERT,
                 &[&k.lock, &k.fence],
                 vec![
@@ -252,9 +267,14 @@ impl Hold {
                     lease_millis(ttl).to_string(),
                     fence.to_string(),
                 ],
-            )),
-            _ => None,
-        }
+            )
+        })
+    }
+
+    /// Whether this kind puts a hold back on an instance that lost it (see
+    /// [`reassert_call`](Self::reassert_call)).
+    pub(crate) fn reasserts(&self) -> bool {
+        matches!(self.kind, Kind::Plain)
     }
 
     /// Whether a release should write the holder's fence back (over Redlock): for every kind

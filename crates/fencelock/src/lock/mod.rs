@@ -276,7 +276,7 @@ impl LockRequest {
             name: name.clone(),
             kind: self.kind.clone(),
             keys: keys.clone(),
-            token: self.new_token()?,
+            token: OwnerToken::for_lock(&self.name)?,
         }))
     }
 
@@ -302,24 +302,13 @@ impl LockRequest {
                 Round::Won { mut fence, sent_at } => {
                     let lease = LeaseState::new(sent_at, self.ttl, &shared.drift);
                     if lease.deadline > Instant::now() {
-                        let Some(memory) = held_fence.as_deref_mut() else {
-                            return Ok(self.guard(hold, fence, lease, started));
-                        };
-                        // While a hold of this handle is still held, this grant is a re-entry
-                        // into that hold (no other owner can have had the lock meanwhile), and
-                        // gets its fence. Otherwise it starts a new hold with the fence of this
-                        // grant.
-                        match memory.as_mut().and_then(HeldFence::current) {
-                            Some(held) => fence = held,
-                            None => {
-                                *memory = Some(HeldFence {
-                                    fence,
-                                    leases: Vec::new(),
-                                })
-                            }
+                        // Over Redlock, a reentrant grant while the handle's hold is still
+                        // held is a re-entry into that hold and keeps its fence.
+                        if let Some(memory) = held_fence.as_deref_mut() {
+                            fence = HeldFence::settle(memory, fence);
                         }
                         let guard = self.guard(hold, fence, lease, started);
-                        if let Some(memory) = memory.as_mut() {
+                        if let Some(memory) = held_fence.as_deref_mut().and_then(Option::as_mut) {
                             memory.leases.push(Arc::downgrade(guard.lease()));
                         }
                         return Ok(guard);
@@ -416,11 +405,6 @@ impl LockRequest {
             Err(Error::Busy { .. }) => Ok(None),
             Err(e) => Err(e),
         }
-    }
-
-    fn new_token(&self) -> Result<OwnerToken> {
-        OwnerToken::generate()
-            .map_err(|e| Error::invalid(&self.name, format!("the OS random source failed: {e}")))
     }
 
     /// One acquisition round: the acquire script on every instance at once, decided as soon as
@@ -665,7 +649,7 @@ pub(crate) fn judge_extension(
         count(Extended::Taken),
     );
     let verdict = if extended >= instances.quorum() {
-        if missing > 0 && !instances.is_single() && hold.reassert_call(fence, ttl).is_some() {
+        if missing > 0 && !instances.is_single() && hold.reasserts() {
             let missing = (0..answers.len())
                 .filter(|i| answers[*i] == Some(Extended::Missing))
                 .collect();

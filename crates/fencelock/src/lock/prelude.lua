@@ -52,6 +52,19 @@ local function raise_fence(key, floor)
   end
 end
 
+-- The fence (as a string) in a plain or fair lock's value `<token>:<fence>` when `token` holds
+-- it; nil otherwise (another holder, no value, or an error table from a pcall).
+local function fence_if_held(value, token)
+  if type(value) ~= 'string' then
+    return nil
+  end
+  local mine = token .. ':'
+  if string.sub(value, 1, #mine) == mine then
+    return string.sub(value, #mine + 1)
+  end
+  return nil
+end
+
 -- What a lock key holds: 'free', 'lock' (a plain or fair lock), or the kind recorded in a hash
 -- ('reentrant', 'rw', 'semaphore'); or nil and an error reply for a key that is not a lock.
 local function kind_of(key)

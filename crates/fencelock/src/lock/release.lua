@@ -8,8 +8,7 @@
 -- owner's fence is the largest of its majority's; writing it back on every instance it held means
 -- that whichever majority takes the lock next contains an instance that knows it.
 local value = redis.pcall('get', KEYS[1])
-local mine = ARGV[1] .. ':'
-if type(value) == 'string' and string.sub(value, 1, #mine) == mine then
+if fence_if_held(value, ARGV[1]) then
   raise_fence(KEYS[2], ARGV[3])
   redis.call('del', KEYS[1])
   redis.call('publish', ARGV[2], 'one')

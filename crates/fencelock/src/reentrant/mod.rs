@@ -17,7 +17,7 @@
 use std::sync::{Arc, LazyLock};
 
 use crate::client::Client;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::keys;
 use crate::lock::hold::{HeldFence, Kind};
 use crate::lock::protocol::Lua;
@@ -58,8 +58,7 @@ pub struct ReentrantLock {
 impl ReentrantLock {
     pub(crate) fn new(client: Client, name: String) -> Result<Self> {
         keys::validate_name(&name)?;
-        let owner = OwnerToken::generate()
-            .map_err(|e| Error::invalid(&name, format!("the OS random source failed: {e}")))?;
+        let owner = OwnerToken::for_lock(&name)?;
         Ok(ReentrantLock {
             client,
             name,

@@ -15,7 +15,7 @@
 use std::sync::LazyLock;
 
 use crate::client::Client;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::keys;
 use crate::lock::hold::Kind;
 use crate::lock::protocol::Lua;
@@ -62,8 +62,7 @@ pub struct ReadWriteLock {
 impl ReadWriteLock {
     pub(crate) fn new(client: Client, name: String) -> Result<Self> {
         keys::validate_name(&name)?;
-        let owner = OwnerToken::generate()
-            .map_err(|e| Error::invalid(&name, format!("the OS random source failed: {e}")))?;
+        let owner = OwnerToken::for_lock(&name)?;
         Ok(ReadWriteLock {
             client,
             name,
