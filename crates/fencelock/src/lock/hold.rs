@@ -2,6 +2,7 @@
 //! and which of that kind's scripts acquires, extends and releases it. The request loop, the
 //! guard and the watchdog work on a [`Hold`] and never need to know the kind.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -132,141 +133,147 @@ pub(crate) struct Hold {
     pub(crate) token: OwnerToken,
 }
 
-/// One script call: the script, its keys and its arguments.
-pub(crate) struct Call {
+/// One script call: the script, its keys and its arguments. Keys and arguments borrow from the
+/// hold where they can, so that a renewal batch of thousands of holds copies each string once,
+/// into the pipeline.
+pub(crate) struct Call<'a> {
     pub(crate) lua: &'static Lua,
-    pub(crate) keys: Vec<String>,
-    pub(crate) args: Vec<String>,
+    pub(crate) keys: Vec<Cow<'a, str>>,
+    pub(crate) args: Vec<Arg<'a>>,
 }
 
-impl Call {
-    fn new(lua: &'static Lua, keys: &[&str], args: Vec<String>) -> Self {
+/// One argument of a script call.
+pub(crate) enum Arg<'a> {
+    Str(&'a str),
+    Text(String),
+    Int(u64),
+}
+
+impl<'a> Call<'a> {
+    fn new(lua: &'static Lua, keys: &[&'a str], args: Vec<Arg<'a>>) -> Self {
         Call {
             lua,
-            keys: keys.iter().map(|k| (*k).to_owned()).collect(),
+            keys: keys.iter().map(|k| Cow::Borrowed(*k)).collect(),
+            args,
+        }
+    }
+
+    /// The same, for a fair lock: its queue keys are derived from the lock key.
+    fn fair(lua: &'static Lua, keys: &'a LockKeys, args: Vec<Arg<'a>>) -> Self {
+        Call {
+            lua,
+            keys: vec![
+                Cow::Borrowed(keys.lock.as_str()),
+                Cow::Borrowed(keys.fence.as_str()),
+                Cow::Owned(keys.queue()),
+                Cow::Owned(keys.alive()),
+            ],
             args,
         }
     }
 }
 
 impl Hold {
-    fn field(&self, role: &str) -> String {
-        format!("{role}{}", self.token.as_str())
+    fn field(&self, role: &str) -> Arg<'_> {
+        Arg::Text(format!("{role}{}", self.token.as_str()))
+    }
+
+    fn token(&self) -> Arg<'_> {
+        Arg::Str(self.token.as_str())
     }
 
     /// The acquire script: reply `{1, fence}`, `{0, ms}`, `{-1, key, type}` or `{-2, what, detail}`.
-    pub(crate) fn acquire_call(&self, ttl: Duration) -> Call {
-        let k = &self.keys;
-        let token = self.token.as_str().to_owned();
-        let ttl = lease_millis(ttl).to_string();
+    pub(crate) fn acquire_call(&self, ttl: Duration) -> Call<'_> {
+        let k = &*self.keys;
+        let (token, ttl) = (self.token(), Arg::Int(lease_millis(ttl)));
+        let lock_and_fence = [k.lock.as_str(), k.fence.as_str()];
         match &self.kind {
-            Kind::Plain => Call::new(
-                &lock::protocol::ACQUIRE,
-                &[&k.lock, &k.fence],
-                vec![token, ttl],
-            ),
+            Kind::Plain => Call::new(&lock::protocol::ACQUIRE, &lock_and_fence, vec![token, ttl]),
             Kind::Reentrant {
                 owner, max_depth, ..
             } => Call::new(
                 &reentrant::ACQUIRE,
-                &[&k.lock, &k.fence],
-                vec![token, ttl, owner.as_str().to_owned(), max_depth.to_string()],
+                &lock_and_fence,
+                vec![
+                    token,
+                    ttl,
+                    Arg::Str(owner.as_str()),
+                    Arg::Int(u64::from(*max_depth)),
+                ],
             ),
             Kind::Read { owner } => Call::new(
                 &rwlock::READ,
-                &[&k.lock, &k.fence],
-                vec![token, ttl, owner.as_str().to_owned()],
+                &lock_and_fence,
+                vec![token, ttl, Arg::Str(owner.as_str())],
             ),
             Kind::Write {
                 owner,
                 queue_timeout,
             } => Call::new(
                 &rwlock::WRITE,
-                &[&k.lock, &k.fence],
+                &lock_and_fence,
                 vec![
                     token,
                     ttl,
-                    owner.as_str().to_owned(),
-                    lease_millis(*queue_timeout).to_string(),
+                    Arg::Str(owner.as_str()),
+                    Arg::Int(lease_millis(*queue_timeout)),
                 ],
             ),
             Kind::Permit { permits } => Call::new(
                 &semaphore::ACQUIRE,
-                &[&k.lock, &k.fence],
-                vec![token, ttl, permits.to_string()],
+                &lock_and_fence,
+                vec![token, ttl, Arg::Int(u64::from(*permits))],
             ),
-            Kind::Fair { queue_timeout } => Call::new(
+            Kind::Fair { queue_timeout } => Call::fair(
                 &fair::ACQUIRE,
-                &[&k.lock, &k.fence, &k.queue(), &k.alive()],
-                vec![token, ttl, lease_millis(*queue_timeout).to_string()],
+                k,
+                vec![token, ttl, Arg::Int(lease_millis(*queue_timeout))],
             ),
         }
     }
 
     /// The release script (reply 1 released, 0 not held). `fence` is written back as a floor
     /// on the fence key (over Redlock; `None` on a single instance).
-    pub(crate) fn release_call(&self, fence: Option<u64>) -> Call {
-        let k = &self.keys;
-        let token = self.token.as_str().to_owned();
-        let floor = fence.map(|f| f.to_string()).unwrap_or_default();
-        let args = vec![token, k.channel.clone(), floor];
+    pub(crate) fn release_call(&self, fence: Option<u64>) -> Call<'_> {
+        let k = &*self.keys;
+        let floor = fence.map_or(Arg::Str(""), Arg::Int);
+        let args = vec![self.token(), Arg::Str(k.channel.as_str()), floor];
+        let lock_and_fence = [k.lock.as_str(), k.fence.as_str()];
         match &self.kind {
-            Kind::Plain => Call::new(&lock::protocol::RELEASE, &[&k.lock, &k.fence], args),
-            Kind::Reentrant { .. } => Call::new(&reentrant::RELEASE, &[&k.lock, &k.fence], args),
+            Kind::Plain => Call::new(&lock::protocol::RELEASE, &lock_and_fence, args),
+            Kind::Reentrant { .. } => Call::new(&reentrant::RELEASE, &lock_and_fence, args),
             Kind::Read { .. } | Kind::Write { .. } => {
-                Call::new(&rwlock::RELEASE, &[&k.lock, &k.fence], args)
+                Call::new(&rwlock::RELEASE, &lock_and_fence, args)
             }
-            Kind::Permit { .. } => Call::new(&semaphore::RELEASE, &[&k.lock], args),
-            Kind::Fair { .. } => Call::new(
-                &fair::RELEASE,
-                &[&k.lock, &k.fence, &k.queue(), &k.alive()],
-                args,
-            ),
+            Kind::Permit { .. } => Call::new(&semaphore::RELEASE, &[k.lock.as_str()], args),
+            Kind::Fair { .. } => Call::fair(&fair::RELEASE, k, args),
         }
     }
 
     /// The extend script: reply 1 extended, 0 gone, -1 taken by someone (or something) else.
-    pub(crate) fn extend_call(&self, ttl: Duration) -> Call {
-        let k = &self.keys;
-        let ttl = lease_millis(ttl).to_string();
-        let token = self.token.as_str().to_owned();
-        match &self.kind {
-            Kind::Plain | Kind::Fair { .. } => {
-                Call::new(&lock::protocol::EXTEND, &[&k.lock], vec![token, ttl])
-            }
-            Kind::Reentrant { .. } => Call::new(&reentrant::EXTEND, &[&k.lock], vec![token, ttl]),
-            Kind::Read { .. } => Call::new(
-                &lock::protocol::ENTRY_EXTEND,
-                &[&k.lock],
-                vec![self.field("r:"), ttl],
-            ),
-            Kind::Write { .. } => Call::new(
-                &lock::protocol::ENTRY_EXTEND,
-                &[&k.lock],
-                vec![self.field("w:"), ttl],
-            ),
-            Kind::Permit { .. } => Call::new(
-                &lock::protocol::ENTRY_EXTEND,
-                &[&k.lock],
-                vec![self.field("p:"), ttl],
-            ),
-        }
+    pub(crate) fn extend_call(&self, ttl: Duration) -> Call<'_> {
+        let lock = [self.keys.lock.as_str()];
+        let ttl = Arg::Int(lease_millis(ttl));
+        let (lua, holder) = match &self.kind {
+            Kind::Plain | Kind::Fair { .. } => (&*lock::protocol::EXTEND, self.token()),
+            Kind::Reentrant { .. } => (&*reentrant::EXTEND, self.token()),
+            Kind::Read { .. } => (&*lock::protocol::ENTRY_EXTEND, self.field("r:")),
+            Kind::Write { .. } => (&*lock::protocol::ENTRY_EXTEND, self.field("w:")),
+            Kind::Permit { .. } => (&*lock::protocol::ENTRY_EXTEND, self.field("p:")),
+        };
+        Call::new(lua, &lock, vec![holder, ttl])
     }
 
     /// Over Redlock, the script that puts a hold back on an instance that lost it while a
     /// majority still has it. Only the plain lock has one; for the others a renewal that finds
     /// the key gone on a minority simply goes on with the majority.
-    pub(crate) fn reassert_call(&self, fence: u64, ttl: Duration) -> Option<Call> {
-        let k = &self.keys;
+    pub(crate) fn reassert_call(&self, fence: u64, ttl: Duration) -> Option<Call<'_>> {
+        let k = &*self.keys;
         self.reasserts().then(|| {
             Call::new(
                 &lock::protocol::REASSERT,
-                &[&k.lock, &k.fence],
-                vec![
-                    self.token.as_str().to_owned(),
-                    lease_millis(ttl).to_string(),
-                    fence.to_string(),
-                ],
+                &[k.lock.as_str(), k.fence.as_str()],
+                vec![self.token(), Arg::Int(lease_millis(ttl)), Arg::Int(fence)],
             )
         })
     }

@@ -11,7 +11,7 @@ use redis::{RedisError, Script, Value};
 use crate::connection::Server;
 use crate::error::Conflict;
 use crate::keys::LockKeys;
-use crate::lock::hold::{Call, Hold};
+use crate::lock::hold::{Arg, Call, Hold};
 
 /// A Lua script with the shared helpers (`prelude.lua`) prepended, and its source (a renewal
 /// pipeline loads it with `SCRIPT LOAD`).
@@ -50,11 +50,24 @@ pub(crate) static REASSERT: LazyLock<Lua> = lua!("reassert.lua");
 static INSPECT: LazyLock<Lua> = lua!("inspect.lua");
 static FORCE_RELEASE: LazyLock<Lua> = lua!("force_release.lua");
 
-impl Call {
+impl redis::ToRedisArgs for Arg<'_> {
+    fn write_redis_args<W>(&self, out: &mut W)
+    where
+        W: ?Sized + redis::RedisWrite,
+    {
+        match self {
+            Arg::Str(s) => s.write_redis_args(out),
+            Arg::Text(s) => s.write_redis_args(out),
+            Arg::Int(n) => n.write_redis_args(out),
+        }
+    }
+}
+
+impl Call<'_> {
     fn invocation(&self) -> redis::ScriptInvocation<'static> {
         let mut invocation = self.lua.script.prepare_invoke();
         for key in &self.keys {
-            invocation.key(key);
+            invocation.key(key.as_ref());
         }
         for arg in &self.args {
             invocation.arg(arg);
@@ -76,7 +89,7 @@ impl Call {
             .arg(self.lua.script.get_hash())
             .arg(self.keys.len());
         for key in &self.keys {
-            command.arg(key);
+            command.arg(key.as_ref());
         }
         for arg in &self.args {
             command.arg(arg);
