@@ -4,8 +4,9 @@
 //! listener task subscribes the channel on the server (once, however many local waiters it has)
 //! and unsubscribes when the last waiter of a channel goes away. A message says whom to wake:
 //! `one` (a release that lets exactly one waiter in: a plain lock, a semaphore permit) wakes one
-//! local waiter; anything else (a read-write lock, where many readers may go at once, or a fair
-//! lock, whose next holder only Redis knows) wakes every local waiter of that channel. Waking
+//! local waiter; `to:<token>` (a fair lock, whose next holder only Redis knows) wakes the waiter
+//! whose request has that owner token, if it is on this client; anything else (a read-write
+//! lock, where many readers may go at once) wakes every local waiter of that channel. Waking
 //! everyone is a generation counter, so a waiter between two waits cannot miss it. When the
 //! pub/sub connection drops, it wakes every waiter (a release may have been missed), reconnects
 //! with backoff and resubscribes. A waiter never depends on a message alone:
@@ -29,11 +30,36 @@ struct Channel {
     wake_one: Arc<Semaphore>,
     /// Bumped to wake every waiter.
     generation: watch::Sender<u64>,
+    /// The waiters that can be woken by their request's owner token.
+    addressed: HashMap<String, Arc<Semaphore>>,
     subscriptions: usize,
 }
 
 /// The payload of a release message that lets exactly one waiter in.
 pub(crate) const WAKE_ONE: &str = "one";
+
+/// The prefix of a release message that wakes the waiter with the owner token that follows.
+pub(crate) const WAKE_TOKEN: &str = "to:";
+
+/// Whom a release message wakes.
+#[derive(Debug, PartialEq)]
+enum Wake<'a> {
+    One,
+    Token(&'a [u8]),
+    All,
+}
+
+impl<'a> Wake<'a> {
+    fn of(payload: &'a [u8]) -> Self {
+        if payload == WAKE_ONE.as_bytes() {
+            Wake::One
+        } else if let Some(token) = payload.strip_prefix(WAKE_TOKEN.as_bytes()) {
+            Wake::Token(token)
+        } else {
+            Wake::All
+        }
+    }
+}
 
 type Registry = Arc<Mutex<HashMap<String, Channel>>>;
 
@@ -65,6 +91,9 @@ pub(crate) struct Subscription {
     channel: String,
     wake_one: Arc<Semaphore>,
     generation: watch::Receiver<u64>,
+    /// Wakes this waiter alone, by the owner token it answers to.
+    personal: Arc<Semaphore>,
+    address: Option<String>,
 }
 
 impl ReleaseNotifier {
@@ -97,6 +126,7 @@ impl ReleaseNotifier {
                 .or_insert_with(|| Channel {
                     wake_one: Arc::new(Semaphore::new(0)),
                     generation: watch::channel(0).0,
+                    addressed: HashMap::new(),
                     subscriptions: 0,
                 });
             entry.subscriptions += 1;
@@ -108,6 +138,8 @@ impl ReleaseNotifier {
             channel: channel.to_owned(),
             wake_one,
             generation,
+            personal: Arc::new(Semaphore::new(0)),
+            address: None,
         };
         let (confirmed, reply) = oneshot::channel();
         let _ = self.requests.send(Request::Subscribe {
@@ -119,11 +151,34 @@ impl ReleaseNotifier {
 }
 
 impl Subscription {
+    /// Makes release messages addressed to `token` (the owner token of the waiter's current
+    /// request) wake this waiter. Cheap when the token did not change.
+    pub(crate) fn answer_to(&mut self, token: &str) {
+        if self.address.as_deref() == Some(token) {
+            return;
+        }
+        let mut registry = lock(&self.registry);
+        let Some(entry) = registry.get_mut(&self.channel) else {
+            return;
+        };
+        if let Some(old) = self.address.take() {
+            entry.addressed.remove(&old);
+        }
+        entry
+            .addressed
+            .insert(token.to_owned(), self.personal.clone());
+        self.address = Some(token.to_owned());
+    }
+
     /// Resolves at the next release message for this channel that wakes this waiter (at once if
     /// one arrived since the last call), or when the pub/sub connection was lost.
     pub(crate) async fn released(&mut self) {
         tokio::select! {
             permit = self.wake_one.acquire() => match permit {
+                Ok(permit) => permit.forget(),
+                Err(_) => std::future::pending::<()>().await,
+            },
+            permit = self.personal.acquire() => match permit {
                 Ok(permit) => permit.forget(),
                 Err(_) => std::future::pending::<()>().await,
             },
@@ -143,6 +198,9 @@ impl Drop for Subscription {
         let Some(entry) = registry.get_mut(&self.channel) else {
             return;
         };
+        if let Some(address) = &self.address {
+            entry.addressed.remove(address);
+        }
         entry.subscriptions = entry.subscriptions.saturating_sub(1);
         if entry.subscriptions == 0 {
             registry.remove(&self.channel);
@@ -180,8 +238,8 @@ impl Listener {
                 }
                 message = next_message(&mut self.connection) => match message {
                     Some(message) => {
-                        let wake_one = message.get_payload_bytes() == WAKE_ONE.as_bytes();
-                        self.deliver(message.get_channel_name(), wake_one);
+                        let wake = Wake::of(message.get_payload_bytes());
+                        self.deliver(message.get_channel_name(), wake);
                     }
                     None => {
                         tracing::debug!("release listener: pub/sub connection lost");
@@ -277,16 +335,29 @@ impl Listener {
         true
     }
 
-    /// Wakes one local waiter of the channel that was released, or all of them.
-    fn deliver(&self, channel: &str, wake_one: bool) {
-        if let Some(entry) = lock(&self.registry).get(channel) {
-            if wake_one {
+    /// Wakes one local waiter of the channel that was released, the one addressed, or all.
+    fn deliver(&self, channel: &str, wake: Wake<'_>) {
+        let registry = lock(&self.registry);
+        let Some(entry) = registry.get(channel) else {
+            return;
+        };
+        match wake {
+            Wake::One => {
                 if entry.wake_one.available_permits() < entry.subscriptions {
                     entry.wake_one.add_permits(1);
                 }
-            } else {
-                entry.generation.send_modify(|g| *g = g.wrapping_add(1));
             }
+            Wake::Token(token) => {
+                let waiter = std::str::from_utf8(token)
+                    .ok()
+                    .and_then(|token| entry.addressed.get(token));
+                if let Some(waiter) = waiter
+                    && waiter.available_permits() == 0
+                {
+                    waiter.add_permits(1);
+                }
+            }
+            Wake::All => entry.generation.send_modify(|g| *g = g.wrapping_add(1)),
         }
     }
 
@@ -308,5 +379,18 @@ async fn sleep_until(at: Option<tokio::time::Instant>) {
     match at {
         Some(at) => tokio::time::sleep_until(at).await,
         None => tokio::time::sleep(Duration::ZERO).await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Wake;
+
+    #[test]
+    fn release_payloads_say_whom_to_wake() {
+        assert_eq!(Wake::of(b"one"), Wake::One);
+        assert_eq!(Wake::of(b"to:ab12"), Wake::Token(b"ab12"));
+        assert_eq!(Wake::of(b"all"), Wake::All);
+        assert_eq!(Wake::of(b""), Wake::All);
     }
 }

@@ -225,6 +225,14 @@ fn describe(err: &redis::RedisError) -> String {
 pub(crate) struct Subscriptions(Vec<Subscription>);
 
 impl Subscriptions {
+    /// Makes messages addressed to `token` (the owner token of the current request) wake this
+    /// waiter.
+    pub(crate) fn answer_to(&mut self, token: &str) {
+        for subscription in &mut self.0 {
+            subscription.answer_to(token);
+        }
+    }
+
     /// Resolves at a release message from any instance.
     pub(crate) async fn released(&mut self) {
         let waits = self.0.iter_mut().map(|s| Box::pin(s.released()));

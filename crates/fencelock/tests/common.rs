@@ -94,3 +94,18 @@ pub fn fields_starting(server: &RedisServer, key: &str, prefix: &str) -> Vec<Str
         .filter(|field| field.starts_with(prefix))
         .collect()
 }
+
+/// How many times `command` ran on the server (`INFO commandstats`; commands run by scripts
+/// count too).
+pub fn calls(server: &RedisServer, command: &str) -> u64 {
+    let info = match server.cmd(&["INFO", "commandstats"]) {
+        Ok(redis::Value::BulkString(info)) => String::from_utf8_lossy(&info).into_owned(),
+        other => panic!("INFO commandstats: {other:?}"),
+    };
+    let prefix = format!("cmdstat_{command}:calls=");
+    info.lines()
+        .find_map(|line| line.strip_prefix(&prefix))
+        .and_then(|rest| rest.split(',').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0)
+}

@@ -10,7 +10,7 @@ use fencelock::{Client, Conflict, Error};
 use fencelock_testkit::{RedisServer, is_test_child, spawn_test_child};
 use tokio::time::Instant;
 
-use common::{client, fence_of, integer_reply, keys, server};
+use common::{calls, client, fence_of, integer_reply, keys, server};
 
 fn queue_key(name: &str) -> String {
     format!("fencelock:{{{name}}}:queue")
@@ -39,20 +39,6 @@ async fn wait_for_queue(redis: &RedisServer, name: &str, count: i64, limit: Dura
         );
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-}
-
-/// The count of `cmdstat_<name>` calls in `INFO commandstats` (commands run by scripts count).
-fn calls(redis: &RedisServer, command: &str) -> u64 {
-    let info = match redis.cmd(&["INFO", "commandstats"]) {
-        Ok(redis::Value::BulkString(info)) => String::from_utf8_lossy(&info).into_owned(),
-        other => panic!("INFO commandstats: {other:?}"),
-    };
-    let prefix = format!("cmdstat_{command}:calls=");
-    info.lines()
-        .find_map(|line| line.strip_prefix(&prefix))
-        .and_then(|rest| rest.split(',').next())
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(0)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -111,6 +97,97 @@ async fn waiters_on_several_clients_are_granted_in_request_order_with_growing_fe
         vec!["fencelock:{fifo}:fence"],
         "a queue was left behind"
     );
+}
+
+/// Script runs on the server so far (EVALSHA, and EVAL should a script ever be sent whole).
+fn script_runs(redis: &RedisServer) -> u64 {
+    calls(redis, "evalsha") + calls(redis, "eval")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_release_wakes_only_the_head_of_the_queue() {
+    const WAITERS: usize = 5;
+    let redis = server();
+    let clients: Vec<Client> = (0..2).map(|_| client(&redis.url())).collect();
+    // Long leases and queue timeouts: no waiter comes back on its own timer during the test, so
+    // every script run after the release was caused by a release message.
+    let ttl = Duration::from_secs(20);
+    let queue_timeout = Duration::from_secs(30);
+    // Load the scripts: a script's first EVALSHA answers NOSCRIPT, and counts as a call.
+    let warm_up = clients[0].fair_lock("herd").acquire().await.unwrap();
+    assert!(warm_up.release().await.unwrap());
+    let holder = clients[0]
+        .fair_lock("herd")
+        .ttl(ttl)
+        .acquire()
+        .await
+        .unwrap();
+    let (granted, mut grants) = tokio::sync::mpsc::unbounded_channel();
+    let mut waiters = Vec::new();
+    for i in 0..WAITERS {
+        let client = clients[i % clients.len()].clone();
+        let granted = granted.clone();
+        waiters.push(tokio::spawn(async move {
+            let guard = client
+                .fair_lock("herd")
+                .ttl(ttl)
+                .queue_timeout(queue_timeout)
+                .wait_up_to(Duration::from_secs(15))
+                .acquire()
+                .await
+                .unwrap();
+            granted.send(i).unwrap();
+            guard
+        }));
+        wait_for_queue(&redis, "herd", i as i64 + 1, Duration::from_secs(5)).await;
+    }
+    // Every waiter has subscribed and is asleep (its subscribe-then-retry run is over).
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let before = script_runs(&redis);
+    assert!(holder.release().await.unwrap());
+    let first = tokio::time::timeout(Duration::from_secs(5), grants.recv())
+        .await
+        .unwrap();
+    assert_eq!(
+        first,
+        Some(0),
+        "the lock did not go to the head of the queue"
+    );
+    // Time for any other waiter that was woken to run its acquire script.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let runs = script_runs(&redis) - before;
+    assert_eq!(
+        runs, 2,
+        "a handoff to the head of a queue of {WAITERS} ran {runs} scripts (the release and the \
+         head's acquire are 2): other waiters were woken for nothing"
+    );
+    assert_eq!(queued(&redis, "herd"), WAITERS as i64 - 1);
+    // The rest still go in order, each woken by its predecessor's release.
+    let mut holder = waiters.remove(0).await.unwrap();
+    for (next, waiter) in waiters.into_iter().enumerate() {
+        assert!(holder.release().await.unwrap());
+        holder = waiter.await.unwrap();
+        let granted = tokio::time::timeout(Duration::from_secs(5), grants.recv()).await;
+        assert_eq!(granted.unwrap(), Some(next + 1));
+    }
+    assert!(holder.release().await.unwrap());
+    assert_eq!(keys(&redis), vec!["fencelock:{herd}:fence"]);
+}
+
+#[tokio::test]
+async fn a_free_lock_with_nobody_queued_is_taken_without_a_place_in_the_queue() {
+    let redis = server();
+    let a = client(&redis.url());
+    for _ in 0..3 {
+        let guard = a.fair_lock("fast").acquire().await.unwrap();
+        assert!(guard.release().await.unwrap());
+    }
+    assert_eq!(
+        calls(&redis, "zadd"),
+        0,
+        "an uncontended acquire queued itself"
+    );
+    assert_eq!(keys(&redis), vec!["fencelock:{fast}:fence"]);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -9,7 +9,7 @@ use fencelock::{Error, LostReason, WaitPolicy};
 use fencelock_testkit::{is_test_child, spawn_test_child};
 use tokio::time::Instant;
 
-use common::{client, fence_of, keys, server};
+use common::{calls, client, fence_of, keys, server};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sixteen_tasks_are_mutually_exclusive_and_fences_grow_in_grant_order() {
@@ -619,21 +619,6 @@ async fn fences_grow_across_processes() {
         child.wait_for_line("LOST", Duration::from_secs(5)).unwrap();
     }
     assert!(fences.windows(2).all(|w| w[0] < w[1]), "{fences:?}");
-}
-
-/// The count of `cmdstat_<name>` calls in `INFO commandstats`.
-fn calls(redis: &fencelock_testkit::RedisServer, command: &str) -> u64 {
-    let info = match redis.cmd(&["INFO", "commandstats"]) {
-        Ok(redis::Value::BulkString(info)) => info,
-        other => panic!("INFO commandstats: {other:?}"),
-    };
-    let info = String::from_utf8_lossy(&info).into_owned();
-    let prefix = format!("cmdstat_{command}:calls=");
-    info.lines()
-        .find_map(|line| line.strip_prefix(&prefix))
-        .and_then(|rest| rest.split(',').next())
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(0)
 }
 
 #[tokio::test]

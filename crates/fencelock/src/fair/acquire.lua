@@ -2,8 +2,9 @@
 -- the lease as TTL); waiters queue in two sorted sets next to it:
 --   KEYS[3] queue: token -> ticket (arrival order)
 --   KEYS[4] alive: token -> the instant (server ms) its place lapses unless refreshed
--- Each attempt refreshes the caller's place; a waiter that dies stops refreshing and leaves the
--- queue after the queue timeout, so a dead waiter never blocks the others for longer.
+-- Each attempt refreshes the caller's place (a caller that finds the lock free and nobody queued
+-- takes it without one); a waiter that dies stops refreshing and leaves the queue after the
+-- queue timeout, so a dead waiter never blocks the others for longer.
 -- KEYS[1] the lock key, KEYS[2] the fence key, KEYS[3] the queue, KEYS[4] the liveness set
 -- ARGV[1] the owner token, ARGV[2] the lease in milliseconds, ARGV[3] the queue timeout in ms
 -- Reply: {1, fence} | {0, ms to wait at most before trying again} | {-1, key, type}
@@ -34,12 +35,17 @@ local last, err = last_fence(KEYS[2])
 if err then
   return err
 end
-local now = now_ms()
-local lapsed = redis.call('zrangebyscore', KEYS[4], '-inf', now)
-for _, token in ipairs(lapsed) do
-  redis.call('zrem', KEYS[3], token)
-  redis.call('zrem', KEYS[4], token)
+local function grant()
+  local fence, text = next_fence(KEYS[2], last)
+  redis.call('set', KEYS[1], ARGV[1] .. ':' .. text, 'PX', ARGV[2])
+  return {1, fence}
 end
+-- Nobody queued and the lock free: take it without a place in the queue.
+if not value and redis.call('zcard', KEYS[3]) == 0 then
+  return grant()
+end
+local now = now_ms()
+drop_lapsed(KEYS[3], KEYS[4], now)
 if not redis.call('zscore', KEYS[3], ARGV[1]) then
   local tail = redis.call('zrange', KEYS[3], -1, -1, 'withscores')
   local ticket = 1
@@ -48,25 +54,24 @@ if not redis.call('zscore', KEYS[3], ARGV[1]) then
   end
   redis.call('zadd', KEYS[3], ticket, ARGV[1])
 end
--- A place with no liveness entry (left by an eviction, or by anything that wrote one set and not
--- the other) can never lapse: it counts as lapsed now, or it would block the queue for good.
-local head = redis.call('zrange', KEYS[3], 0, 0)[1]
-while head and head ~= ARGV[1] and not redis.call('zscore', KEYS[4], head) do
-  redis.call('zrem', KEYS[3], head)
-  head = redis.call('zrange', KEYS[3], 0, 0)[1]
-end
+local head = live_head(KEYS[3], KEYS[4], ARGV[1])
 if not value and head == ARGV[1] then
-  local fence, text = next_fence(KEYS[2], last)
-  redis.call('set', KEYS[1], ARGV[1] .. ':' .. text, 'PX', ARGV[2])
   redis.call('zrem', KEYS[3], ARGV[1])
   redis.call('zrem', KEYS[4], ARGV[1])
-  return {1, fence}
+  return grant()
 end
 redis.call('zadd', KEYS[4], now + tonumber(ARGV[3]), ARGV[1])
 keep_for(KEYS[3], ARGV[3])
 keep_for(KEYS[4], ARGV[3])
+-- A waiter behind the head comes back when the head's place lapses, at the latest: a release
+-- wakes only the head, and a dead head must not keep the others waiting for longer than its
+-- queue timeout. (A live head refreshes its place long before that.)
+local head_lapses = nil
+if head ~= ARGV[1] then
+  head_lapses = math.max(tonumber(redis.call('zscore', KEYS[4], head) or now) - now, 1)
+end
 if value then
-  return {0, redis.call('pttl', KEYS[1])}
+  return {0, math.min(redis.call('pttl', KEYS[1]), head_lapses or math.huge)}
 end
 -- Free, but another waiter is first: it takes the lock, or its place lapses.
-return {0, math.max(tonumber(redis.call('zscore', KEYS[4], head) or now) - now, 1)}
+return {0, head_lapses or 1}

@@ -391,6 +391,8 @@ impl LockRequest {
                 pause = pause.min(refresh);
             }
             let wake_at = give_up_at.map_or(now + pause, |at| at.min(now + pause));
+            // A fair lock's release wakes the next waiter by its token.
+            waiting.answer_to(hold.token.as_str());
             tokio::select! {
                 () = waiting.released() => {}
                 () = tokio::time::sleep_until(wake_at) => {}
