@@ -50,7 +50,7 @@ JSON (--json), one object with these fields, in this order:
   kind          \"lock\", \"reentrant\", \"read-write\" or \"semaphore\"; null when free
   permits       number (a semaphore's N), else null
   shared        [{holder, remaining_ms, fence}] (readers, or semaphore permits)
-  waiting       number (fair-lock waiters, or writers waiting for readers)
+  waiting       number (fair-lock waiters, or a read-write lock's waiting readers and writers)
   servers       [string] (host:port)
   prefix        string
 

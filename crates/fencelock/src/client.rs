@@ -190,7 +190,8 @@ pub struct LockInfo {
     /// The shared holders: the readers of a read-write lock (one entry per read hold, with its
     /// owner), or the permits of a semaphore (one entry per permit).
     pub shared: Vec<Holder>,
-    /// How many wait in a queue: fair-lock waiters, or writers waiting for readers.
+    /// How many wait in a queue: fair-lock waiters, or a read-write lock's waiting readers and
+    /// writers.
     pub waiting: u64,
     /// The last fence handed out for this name (the current holder's, if held).
     pub last_fence: Option<u64>,

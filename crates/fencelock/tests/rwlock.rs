@@ -17,9 +17,26 @@ fn lock_key(name: &str) -> String {
     format!("fencelock:{{{name}}}")
 }
 
-/// The entries of the read-write lock `name` with this role (`r:`, `w:` or `i:`).
+/// The entries of the read-write lock `name` with this role (`r:` readers, `w:` the writer,
+/// `i:` waiting writers, `q:` waiting readers).
 fn entries(redis: &RedisServer, name: &str, role: &str) -> usize {
     fields_starting(redis, &lock_key(name), role).len()
+}
+
+/// Waits (at most 5 s) until the read-write lock `name` has `count` entries with this role.
+async fn wait_for_entries(redis: &RedisServer, name: &str, role: &str, count: usize) {
+    let until = Instant::now() + Duration::from_secs(5);
+    loop {
+        let now = entries(redis, name, role);
+        if now == count {
+            return;
+        }
+        assert!(
+            Instant::now() < until,
+            "{name} has {now} {role} entries, not {count}"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
 }
 
 /// Takes the read lock, waiting at most 5 s (a writer's failed request gives its waiting entry
@@ -177,6 +194,7 @@ async fn readers_and_writers_exclude_each_other_under_contention() {
                     let guard = lock
                         .write()
                         .ttl(Duration::from_secs(5))
+                        .wait_up_to(Duration::from_secs(30))
                         .acquire()
                         .await
                         .unwrap();
@@ -199,6 +217,7 @@ async fn readers_and_writers_exclude_each_other_under_contention() {
                     let guard = lock
                         .read()
                         .ttl(Duration::from_secs(5))
+                        .wait_up_to(Duration::from_secs(30))
                         .acquire()
                         .await
                         .unwrap();
@@ -363,6 +382,46 @@ async fn a_reader_arriving_after_a_waiting_writer_waits_behind_it() {
     assert!(granted_at - released_at < Duration::from_secs(1));
     assert_eq!(late.fence(), fence);
     assert!(late.release().await.unwrap());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn readers_and_writers_take_turns_by_arrival() {
+    let redis = server();
+    let (a, b, c) = (
+        client(&redis.url()),
+        client(&redis.url()),
+        client(&redis.url()),
+    );
+    let first_writer = a.read_write_lock("phases").unwrap();
+    let reader = b.read_write_lock("phases").unwrap();
+    let writer = c.read_write_lock("phases").unwrap();
+    let writing = first_writer.write().acquire().await.unwrap();
+
+    // A request that does not wait records nothing.
+    assert!(reader.read().try_acquire().await.unwrap().is_none());
+    assert_eq!(entries(&redis, "phases", "q:"), 0);
+    // A reader waits for the writer, then a writer comes after it.
+    let waiting_reader = spawn_acquire(reader.read().wait_up_to(Duration::from_secs(5)));
+    wait_for_entries(&redis, "phases", "q:", 1).await;
+    let waiting_writer = spawn_acquire(writer.write().wait_up_to(Duration::from_secs(10)));
+    wait_for_entries(&redis, "phases", "i:", 1).await;
+    assert_eq!(a.inspect("phases").await.unwrap().waiting, 2);
+
+    // The reader came first, so it goes first.
+    assert!(writing.release().await.unwrap());
+    let (_, reading) = waiting_reader.await.unwrap();
+    let reading = reading.expect("the reader waiting before the writer did not go first");
+    settle().await;
+    assert!(
+        !waiting_writer.is_finished(),
+        "a writer got in with a reader"
+    );
+    assert!(reading.release().await.unwrap());
+    let (_, written) = waiting_writer.await.unwrap();
+    let written = written.unwrap();
+
+    assert!(written.release().await.unwrap());
+    assert_eq!(keys(&redis), vec!["fencelock:{phases}:fence"]);
 }
 
 #[tokio::test]
@@ -814,6 +873,7 @@ async fn a_failed_write_request_over_redlock_leaves_no_waiting_entry_behind() {
 
 const URL_ENV: &str = "FENCELOCK_TEST_URL";
 const MS_ENV: &str = "FENCELOCK_TEST_MS";
+const SIDE_ENV: &str = "FENCELOCK_TEST_SIDE";
 
 fn child_setup() -> (String, Duration, tokio::runtime::Runtime) {
     let var = |name: &str| match std::env::var(name) {
@@ -848,29 +908,37 @@ fn child_reader() {
     });
 }
 
-/// Child role: ask for the write lock on `rw-waiter` with a queue timeout of `MS`, say
-/// `WAITING` once it has waited a while, and keep waiting until killed.
+/// Child role: ask for the `SIDE` (`read` or `write`) lock on `rw-waiter` with a queue timeout
+/// of `MS`, say `WAITING` once it has waited a while, and keep waiting; once granted, say
+/// `ACQUIRED <fence>`, release, and say `RELEASED`.
 #[test]
-fn child_waiting_writer() {
+fn child_waiter() {
     if !is_test_child() {
         return;
     }
     let (url, queue_timeout, runtime) = child_setup();
+    let side = std::env::var(SIDE_ENV).unwrap();
     runtime.block_on(async {
         let client = client(&url);
         let lock = client.read_write_lock("rw-waiter").unwrap();
-        let acquiring = lock
-            .write()
+        let request = match side.as_str() {
+            "read" => lock.read(),
+            "write" => lock.write(),
+            other => panic!("{SIDE_ENV}: {other:?}"),
+        };
+        let acquiring = request
             .queue_timeout(queue_timeout)
             .wait_up_to(Duration::from_secs(30))
             .acquire();
         tokio::pin!(acquiring);
         tokio::select! {
-            result = &mut acquiring => panic!("the writer did not wait: {result:?}"),
+            result = &mut acquiring => panic!("the {side}er did not wait: {result:?}"),
             () = tokio::time::sleep(Duration::from_millis(150)) => println!("WAITING"),
         }
-        let result = acquiring.await;
-        println!("DONE {}", result.is_ok());
+        let guard = acquiring.await.unwrap();
+        println!("ACQUIRED {}", guard.fence());
+        assert!(guard.release().await.unwrap());
+        println!("RELEASED");
     });
 }
 
@@ -920,8 +988,12 @@ async fn a_writer_killed_while_waiting_stops_blocking_readers_after_its_queue_ti
     let reader = a.read_write_lock("rw-waiter").unwrap();
     let reading = reader.read().acquire().await.unwrap();
     let mut child = spawn_test_child(
-        "child_waiting_writer",
-        &[(URL_ENV, &redis.url()), (MS_ENV, "900")],
+        "child_waiter",
+        &[
+            (URL_ENV, &redis.url()),
+            (MS_ENV, "900"),
+            (SIDE_ENV, "write"),
+        ],
     )
     .unwrap();
     child
@@ -952,4 +1024,85 @@ async fn a_writer_killed_while_waiting_stops_blocking_readers_after_its_queue_ti
     assert!(late_reading.release().await.unwrap());
     let written = reader.write().no_wait().acquire().await.unwrap();
     assert!(written.release().await.unwrap());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reader_killed_while_waiting_stops_blocking_writers_after_its_queue_timeout() {
+    let redis = server();
+    let queue_timeout = Duration::from_millis(900);
+    let a = client(&redis.url());
+    let writer = a.read_write_lock("rw-waiter").unwrap();
+    let writing = writer.write().acquire().await.unwrap();
+    let mut child = spawn_test_child(
+        "child_waiter",
+        &[(URL_ENV, &redis.url()), (MS_ENV, "900"), (SIDE_ENV, "read")],
+    )
+    .unwrap();
+    child
+        .wait_for_line("WAITING", Duration::from_secs(20))
+        .unwrap();
+    assert_eq!(entries(&redis, "rw-waiter", "q:"), 1);
+    // A writer that comes after the (soon dead) reader waits behind it.
+    let late = a.read_write_lock("rw-waiter").unwrap();
+    let waiting = spawn_acquire(late.write().wait_up_to(Duration::from_secs(5)));
+    wait_for_entries(&redis, "rw-waiter", "i:", 1).await;
+    child.kill().unwrap();
+    let killed_at = Instant::now();
+    assert!(writing.release().await.unwrap());
+    // The dead reader refreshed its entry at most a third of the timeout before the kill.
+    tokio::time::sleep_until(killed_at + Duration::from_millis(400)).await;
+    assert!(
+        !waiting.is_finished(),
+        "a writer got in before the dead reader's entry lapsed"
+    );
+    let (granted_at, late_writing) = waiting.await.unwrap();
+    let late_writing = late_writing.expect("the dead reader blocked writers for good");
+    let waited = granted_at - killed_at;
+    assert!(
+        waited < queue_timeout + Duration::from_millis(500),
+        "{waited:?}"
+    );
+    assert_eq!(entries(&redis, "rw-waiter", "q:"), 0);
+    assert!(late_writing.release().await.unwrap());
+    assert_eq!(keys(&redis), vec!["fencelock:{rw-waiter}:fence"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_writer_that_releases_and_asks_again_goes_after_a_reader_that_waited() {
+    let redis = server();
+    let a = client(&redis.url());
+    let writer = a.read_write_lock("rw-waiter").unwrap();
+    let writing = writer.write().acquire().await.unwrap();
+    // The reader is in a child process, so that it can be frozen: however slow it is to wake,
+    // its turn comes before the writer's next one.
+    let mut child = spawn_test_child(
+        "child_waiter",
+        &[
+            (URL_ENV, &redis.url()),
+            (MS_ENV, "5000"),
+            (SIDE_ENV, "read"),
+        ],
+    )
+    .unwrap();
+    child
+        .wait_for_line("WAITING", Duration::from_secs(20))
+        .unwrap();
+    assert_eq!(entries(&redis, "rw-waiter", "q:"), 1);
+    child.pause().unwrap();
+    assert!(writing.release().await.unwrap());
+    let again = spawn_acquire(writer.write().wait_up_to(Duration::from_secs(10)));
+    settle().await;
+    assert!(
+        !again.is_finished(),
+        "the writer took the lock again before the reader that waited for it"
+    );
+    assert_eq!(entries(&redis, "rw-waiter", "i:"), 1);
+    child.resume().unwrap();
+    child
+        .wait_for_line("RELEASED", Duration::from_secs(5))
+        .unwrap();
+    let (_, written) = again.await.unwrap();
+    let written = written.expect("the writer did not get its turn after the reader");
+    assert!(written.release().await.unwrap());
+    assert_eq!(keys(&redis), vec!["fencelock:{rw-waiter}:fence"]);
 }

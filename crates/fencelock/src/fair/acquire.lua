@@ -7,6 +7,7 @@
 -- queue timeout, so a dead waiter never blocks the others for longer.
 -- KEYS[1] the lock key, KEYS[2] the fence key, KEYS[3] the queue, KEYS[4] the liveness set
 -- ARGV[1] the owner token, ARGV[2] the lease in milliseconds, ARGV[3] the queue timeout in ms
+-- (0: the caller does not wait, and takes no place)
 -- Reply: {1, fence} | {0, ms to wait at most before trying again} | {-1, key, type}
 --        | {-2, 'kind', k}
 local value = redis.pcall('get', KEYS[1])
@@ -46,6 +47,17 @@ if not value and redis.call('zcard', KEYS[3]) == 0 then
 end
 local now = now_ms()
 drop_lapsed(KEYS[3], KEYS[4], now)
+-- A queue timeout of 0 is a request that does not wait: it takes no place in the queue.
+if tonumber(ARGV[3]) <= 0 then
+  local head = live_head(KEYS[3], KEYS[4], nil)
+  if not value and not head then
+    return grant()
+  end
+  if value then
+    return {0, redis.call('pttl', KEYS[1])}
+  end
+  return {0, math.max(tonumber(redis.call('zscore', KEYS[4], head)) - now, 1)}
+end
 if not redis.call('zscore', KEYS[3], ARGV[1]) then
   local tail = redis.call('zrange', KEYS[3], -1, -1, 'withscores')
   local ticket = 1

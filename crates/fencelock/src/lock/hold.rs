@@ -24,10 +24,14 @@ pub(crate) enum Kind {
         max_depth: u32,
         held_fence: Arc<tokio::sync::Mutex<Option<HeldFence>>>,
     },
-    /// The shared side of a read-write lock.
-    Read { owner: OwnerToken },
-    /// The exclusive side of a read-write lock. While it waits for readers it keeps a waiting
-    /// entry, which lapses after `queue_timeout` if the writer dies.
+    /// The shared side of a read-write lock. While it waits it keeps a waiting entry, which
+    /// lapses after `queue_timeout` if the reader dies.
+    Read {
+        owner: OwnerToken,
+        queue_timeout: Duration,
+    },
+    /// The exclusive side of a read-write lock. While it waits it keeps a waiting entry, which
+    /// lapses after `queue_timeout` if the writer dies.
     Write {
         owner: OwnerToken,
         queue_timeout: Duration,
@@ -70,13 +74,34 @@ impl Kind {
     }
 
     /// How often a waiter must try again to keep its place in a queue (fair lock, waiting
-    /// writer), if it has one.
+    /// reader or writer), if it has one.
     pub(crate) fn refresh_every(&self) -> Option<Duration> {
         match self {
-            Kind::Write { queue_timeout, .. } | Kind::Fair { queue_timeout } => {
-                Some(*queue_timeout / 3)
+            Kind::Read { queue_timeout, .. }
+            | Kind::Write { queue_timeout, .. }
+            | Kind::Fair { queue_timeout } => {
+                (!queue_timeout.is_zero()).then(|| *queue_timeout / 3)
             }
             _ => None,
+        }
+    }
+
+    /// The same kind for a request that does not wait: a queue timeout of zero tells the
+    /// acquire script not to take a place in the queue.
+    pub(crate) fn without_queue(self) -> Self {
+        match self {
+            Kind::Read { owner, .. } => Kind::Read {
+                owner,
+                queue_timeout: Duration::ZERO,
+            },
+            Kind::Write { owner, .. } => Kind::Write {
+                owner,
+                queue_timeout: Duration::ZERO,
+            },
+            Kind::Fair { .. } => Kind::Fair {
+                queue_timeout: Duration::ZERO,
+            },
+            other => other,
         }
     }
 
@@ -173,6 +198,11 @@ impl<'a> Call<'a> {
     }
 }
 
+/// A queue timeout for a script, in milliseconds; 0 (a request that does not wait) stays 0.
+fn queue_millis(queue_timeout: Duration) -> Arg<'static> {
+    Arg::Int(u64::try_from(queue_timeout.as_millis()).unwrap_or(u64::MAX))
+}
+
 impl Hold {
     fn field(&self, role: &str) -> Arg<'_> {
         Arg::Text(format!("{role}{}", self.token.as_str()))
@@ -201,22 +231,25 @@ impl Hold {
                     Arg::Int(u64::from(*max_depth)),
                 ],
             ),
-            Kind::Read { owner } => Call::new(
-                &rwlock::READ,
-                &lock_and_fence,
-                vec![token, ttl, Arg::Str(owner.as_str())],
-            ),
-            Kind::Write {
+            Kind::Read {
+                owner,
+                queue_timeout,
+            }
+            | Kind::Write {
                 owner,
                 queue_timeout,
             } => Call::new(
-                &rwlock::WRITE,
+                if matches!(self.kind, Kind::Read { .. }) {
+                    &rwlock::READ
+                } else {
+                    &rwlock::WRITE
+                },
                 &lock_and_fence,
                 vec![
                     token,
                     ttl,
                     Arg::Str(owner.as_str()),
-                    Arg::Int(lease_millis(*queue_timeout)),
+                    queue_millis(*queue_timeout),
                 ],
             ),
             Kind::Permit { permits } => Call::new(
@@ -227,7 +260,7 @@ impl Hold {
             Kind::Fair { queue_timeout } => Call::fair(
                 &fair::ACQUIRE,
                 k,
-                vec![token, ttl, Arg::Int(lease_millis(*queue_timeout))],
+                vec![token, ttl, queue_millis(*queue_timeout)],
             ),
         }
     }

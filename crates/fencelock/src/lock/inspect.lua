@@ -3,7 +3,7 @@
 -- Reply: {1, kind, last fence or '', detail or '', waiting, role1, token1, remaining1, fence1, ...}
 --          kind: 'free', 'lock' (plain or fair), 'reentrant', 'rw' or 'semaphore';
 --          detail: a reentrant lock's hold count, a semaphore's N;
---          waiting: queued fair-lock waiters, or writers waiting for readers;
+--          waiting: queued fair-lock waiters, or a read-write lock's waiting readers and writers;
 --          one (role, token, remaining ms (-1: no expiry), fence or '') per holder, role being
 --          'holder' (token: the owner's), 'writer', 'reader' or 'permit' (token: the hold's);
 --          holders whose lease ran out are left out
@@ -41,7 +41,7 @@ elseif kind == 'rw' or kind == 'semaphore' then
     local role, id = string.match(all[i], '^(%a):(%x+)$')
     local remaining = expiry_of(all[i + 1]) - now
     if role and remaining > 0 then
-      if role == 'i' then
+      if role == 'i' or role == 'q' then
         reply[5] = reply[5] + 1
       else
         local names = {r = 'reader', w = 'writer', p = 'permit'}

@@ -158,13 +158,15 @@ impl LockRequest {
         self
     }
 
-    /// For a fair lock or a write lock: how long a waiter's place in the queue lasts without a
-    /// refresh (default [`DEFAULT_QUEUE_TIMEOUT`]). A waiting request refreshes it three times
-    /// as often; if the waiting process dies, the others move on this long after. Other kinds
-    /// have no queue and ignore it.
+    /// For a fair lock, a read lock or a write lock: how long a waiter's place in the queue
+    /// lasts without a refresh (default [`DEFAULT_QUEUE_TIMEOUT`]). A waiting request refreshes
+    /// it three times as often; if the waiting process dies, the others move on this long
+    /// after. Other kinds have no queue and ignore it.
     pub fn queue_timeout(mut self, timeout: Duration) -> Self {
         match &mut self.kind {
-            Kind::Write { queue_timeout, .. } | Kind::Fair { queue_timeout } => {
+            Kind::Read { queue_timeout, .. }
+            | Kind::Write { queue_timeout, .. }
+            | Kind::Fair { queue_timeout } => {
                 *queue_timeout = timeout;
             }
             _ => {}
@@ -230,8 +232,12 @@ impl LockRequest {
     ///
     /// Cancel-safe: if the returned future is dropped before it completes (in a `select!`, or
     /// by a timeout), whatever it may have been granted is released in the background.
-    pub async fn acquire(self) -> Result<LockGuard> {
+    pub async fn acquire(mut self) -> Result<LockGuard> {
         self.validate()?;
+        if matches!(self.wait, WaitPolicy::NoWait) {
+            // A request that does not wait takes no place in a queue (and has none to give back).
+            self.kind = self.kind.without_queue();
+        }
         let shared = self.client.shared.clone();
         let keys = Arc::new(shared.keys(&self.name));
         let name: Arc<str> = Arc::from(self.name.as_str());

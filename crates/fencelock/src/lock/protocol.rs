@@ -282,7 +282,7 @@ pub(crate) struct StoredLock {
     pub(crate) last_fence: Option<u64>,
     /// A reentrant lock's hold count, a semaphore's N.
     pub(crate) detail: Option<u32>,
-    /// Queued fair-lock waiters, or writers waiting for readers.
+    /// Queued fair-lock waiters, or a read-write lock's waiting readers and writers.
     pub(crate) waiting: u64,
     pub(crate) entries: Vec<StoredEntry>,
 }

@@ -2,9 +2,13 @@
 //!
 //! - Each reader's hold is a lease of its own: a reader that crashes blocks writers for at most
 //!   its lease.
-//! - Writers are not starved: a writer that finds readers records that it waits, and new
-//!   readers wait behind it. That entry is refreshed while the writer waits and lapses after the
-//!   queue timeout if the writer dies.
+//! - Waiters take turns by arrival, a phase at a time (phase-fair): a writer that finds the lock
+//!   held records that it waits, and the readers that come after it wait behind it, so writers
+//!   are not starved by a stream of readers; a reader that finds a writer records that it waits
+//!   too, and the writers that come after it (the same writer asking again included) wait
+//!   until it has read, so readers are not starved by a stream of writers. All the readers
+//!   waiting go in together. A waiting entry is refreshed while its request waits and lapses
+//!   after the queue timeout if the waiting process dies.
 //! - Writers get a fence of their own with every grant. A reader's [`LockGuard::fence`] is the
 //!   fence of the last write granted before it, so a reader can tell which write it sees (over
 //!   Redlock: at least that fence, and below the next write's).
@@ -75,13 +79,15 @@ impl ReadWriteLock {
         &self.name
     }
 
-    /// A request for a read (shared) hold.
+    /// A request for a read (shared) hold. Its [`queue_timeout`](LockRequest::queue_timeout)
+    /// says how long its waiting entry outlives a reader that died while waiting.
     pub fn read(&self) -> LockRequest {
         LockRequest::new(
             self.client.clone(),
             self.name.clone(),
             Kind::Read {
                 owner: self.owner.clone(),
+                queue_timeout: DEFAULT_QUEUE_TIMEOUT,
             },
         )
     }

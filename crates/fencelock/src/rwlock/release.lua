@@ -1,5 +1,5 @@
--- Release a read or write hold (and a waiting writer's entry), and wake every waiter: after a
--- writer, all the waiting readers may go at once.
+-- Release a read or write hold (and a waiter's entry), and wake every waiter: after a writer,
+-- all the waiting readers may go at once.
 -- KEYS[1] the lock key, KEYS[2] the fence key
 -- ARGV[1] the hold token, ARGV[2] the release channel, ARGV[3] the writer's fence (or '')
 -- Reply: 1 a live hold was released, 0 none was there (nothing else touched)
@@ -9,13 +9,13 @@ end
 local now = now_ms()
 local released = 0
 local changed = false
-for _, role in ipairs({'w:', 'r:', 'i:'}) do
+for _, role in ipairs({'w:', 'r:', 'i:', 'q:'}) do
   local field = role .. ARGV[1]
   local value = redis.call('hget', KEYS[1], field)
   if value then
     redis.call('hdel', KEYS[1], field)
     changed = true
-    if role ~= 'i:' and expiry_of(value) > now then
+    if (role == 'w:' or role == 'r:') and expiry_of(value) > now then
       released = 1
     end
     if role == 'w:' then
