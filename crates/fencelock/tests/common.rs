@@ -109,3 +109,25 @@ pub fn calls(server: &RedisServer, command: &str) -> u64 {
         .and_then(|n| n.parse().ok())
         .unwrap_or(0)
 }
+
+/// Waits (at most `limit`) until `count()` is `expected`, polling every 10 ms; panics naming
+/// `what` and the last count otherwise.
+pub async fn wait_for_count<T: PartialEq + std::fmt::Debug>(
+    what: &str,
+    expected: T,
+    limit: Duration,
+    mut count: impl FnMut() -> T,
+) {
+    let until = tokio::time::Instant::now() + limit;
+    loop {
+        let now = count();
+        if now == expected {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < until,
+            "{what}: {now:?}, not {expected:?}, after {limit:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}

@@ -10,7 +10,7 @@ use fencelock::{Client, Conflict, Error};
 use fencelock_testkit::{RedisServer, is_test_child, spawn_test_child};
 use tokio::time::Instant;
 
-use common::{calls, client, fence_of, integer_reply, keys, server};
+use common::{calls, client, fence_of, integer_reply, keys, server, wait_for_count};
 
 fn queue_key(name: &str) -> String {
     format!("fencelock:{{{name}}}:queue")
@@ -27,18 +27,8 @@ fn queued(redis: &RedisServer, name: &str) -> i64 {
 
 /// Waits (at most `limit`) until the queue of `name` holds `count` waiters.
 async fn wait_for_queue(redis: &RedisServer, name: &str, count: i64, limit: Duration) {
-    let until = Instant::now() + limit;
-    loop {
-        let now = queued(redis, name);
-        if now == count {
-            return;
-        }
-        assert!(
-            Instant::now() < until,
-            "the queue of {name} holds {now} waiters, not {count}, after {limit:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    let what = format!("waiters in the queue of {name}");
+    wait_for_count(&what, count, limit, || queued(redis, name)).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -6,11 +6,11 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use fencelock::{Client, Conflict, Error, LockGuard, LostReason, ReadWriteLock};
-use fencelock_testkit::{RedisServer, is_test_child, spawn_test_child};
+use fencelock_testkit::{ChildGuard, RedisServer, is_test_child, spawn_test_child};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
-use common::{client, fence_of, fields_starting, hash_fields, keys, server};
+use common::{client, fence_of, fields_starting, hash_fields, keys, server, wait_for_count};
 
 /// The lock key of `name`.
 fn lock_key(name: &str) -> String {
@@ -25,18 +25,11 @@ fn entries(redis: &RedisServer, name: &str, role: &str) -> usize {
 
 /// Waits (at most 5 s) until the read-write lock `name` has `count` entries with this role.
 async fn wait_for_entries(redis: &RedisServer, name: &str, role: &str, count: usize) {
-    let until = Instant::now() + Duration::from_secs(5);
-    loop {
-        let now = entries(redis, name, role);
-        if now == count {
-            return;
-        }
-        assert!(
-            Instant::now() < until,
-            "{name} has {now} {role} entries, not {count}"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    let what = format!("{role} entries of {name}");
+    wait_for_count(&what, count, Duration::from_secs(5), || {
+        entries(redis, name, role)
+    })
+    .await;
 }
 
 /// Takes the read lock, waiting at most 5 s (a writer's failed request gives its waiting entry
@@ -908,6 +901,32 @@ fn child_reader() {
     });
 }
 
+/// Starts a `child_waiter` that asks for the `side` (`read` or `write`) lock on `rw-waiter` with
+/// this queue timeout, and returns once it waits, its waiting entry recorded.
+fn spawn_waiter(redis: &RedisServer, side: &str, queue_timeout: Duration) -> ChildGuard {
+    let ms = queue_timeout.as_millis().to_string();
+    let envs = [
+        (URL_ENV, redis.url()),
+        (MS_ENV, ms),
+        (SIDE_ENV, side.to_owned()),
+    ];
+    let envs: Vec<(&str, &str)> = envs.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let mut child = match spawn_test_child("child_waiter", &envs) {
+        Ok(child) => child,
+        Err(e) => panic!("cannot start a waiting {side}er: {e}"),
+    };
+    if let Err(e) = child.wait_for_line("WAITING", Duration::from_secs(20)) {
+        panic!("the {side}er child did not start waiting: {e}");
+    }
+    let role = if side == "read" { "q:" } else { "i:" };
+    assert_eq!(
+        entries(redis, "rw-waiter", role),
+        1,
+        "the {side}er's waiting entry"
+    );
+    child
+}
+
 /// Child role: ask for the `SIDE` (`read` or `write`) lock on `rw-waiter` with a queue timeout
 /// of `MS`, say `WAITING` once it has waited a while, and keep waiting; once granted, say
 /// `ACQUIRED <fence>`, release, and say `RELEASED`.
@@ -987,19 +1006,7 @@ async fn a_writer_killed_while_waiting_stops_blocking_readers_after_its_queue_ti
     let a = client(&redis.url());
     let reader = a.read_write_lock("rw-waiter").unwrap();
     let reading = reader.read().acquire().await.unwrap();
-    let mut child = spawn_test_child(
-        "child_waiter",
-        &[
-            (URL_ENV, &redis.url()),
-            (MS_ENV, "900"),
-            (SIDE_ENV, "write"),
-        ],
-    )
-    .unwrap();
-    child
-        .wait_for_line("WAITING", Duration::from_secs(20))
-        .unwrap();
-    assert_eq!(entries(&redis, "rw-waiter", "i:"), 1);
+    let mut child = spawn_waiter(&redis, "write", queue_timeout);
     let late = a.read_write_lock("rw-waiter").unwrap();
     assert!(late.read().try_acquire().await.unwrap().is_none());
     child.kill().unwrap();
@@ -1033,15 +1040,7 @@ async fn a_reader_killed_while_waiting_stops_blocking_writers_after_its_queue_ti
     let a = client(&redis.url());
     let writer = a.read_write_lock("rw-waiter").unwrap();
     let writing = writer.write().acquire().await.unwrap();
-    let mut child = spawn_test_child(
-        "child_waiter",
-        &[(URL_ENV, &redis.url()), (MS_ENV, "900"), (SIDE_ENV, "read")],
-    )
-    .unwrap();
-    child
-        .wait_for_line("WAITING", Duration::from_secs(20))
-        .unwrap();
-    assert_eq!(entries(&redis, "rw-waiter", "q:"), 1);
+    let mut child = spawn_waiter(&redis, "read", queue_timeout);
     // A writer that comes after the (soon dead) reader waits behind it.
     let late = a.read_write_lock("rw-waiter").unwrap();
     let waiting = spawn_acquire(late.write().wait_up_to(Duration::from_secs(5)));
@@ -1075,19 +1074,7 @@ async fn a_writer_that_releases_and_asks_again_goes_after_a_reader_that_waited()
     let writing = writer.write().acquire().await.unwrap();
     // The reader is in a child process, so that it can be frozen: however slow it is to wake,
     // its turn comes before the writer's next one.
-    let mut child = spawn_test_child(
-        "child_waiter",
-        &[
-            (URL_ENV, &redis.url()),
-            (MS_ENV, "5000"),
-            (SIDE_ENV, "read"),
-        ],
-    )
-    .unwrap();
-    child
-        .wait_for_line("WAITING", Duration::from_secs(20))
-        .unwrap();
-    assert_eq!(entries(&redis, "rw-waiter", "q:"), 1);
+    let mut child = spawn_waiter(&redis, "read", Duration::from_secs(5));
     child.pause().unwrap();
     assert!(writing.release().await.unwrap());
     let again = spawn_acquire(writer.write().wait_up_to(Duration::from_secs(10)));
