@@ -164,6 +164,43 @@ async fn a_release_wakes_only_the_head_of_the_queue() {
     assert_eq!(keys(&redis), vec!["fencelock:{herd}:fence"]);
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_release_message_is_missed_between_a_try_and_the_wait() {
+    // Two workers on two clients take turns as fast as they can. A release that reaches a
+    // waiter after its last try and before it listens for its own token would leave it asleep
+    // until it refreshes its place: 10 s with this queue timeout, past the 5 s limit.
+    let redis = server();
+    let clients: Vec<Client> = (0..2).map(|_| client(&redis.url())).collect();
+    let until = Instant::now() + Duration::from_secs(2);
+    let workers: Vec<_> = clients
+        .into_iter()
+        .enumerate()
+        .map(|(i, client)| {
+            tokio::spawn(async move {
+                let mut grants = 0;
+                while Instant::now() < until {
+                    let guard = client
+                        .fair_lock("turns")
+                        .queue_timeout(Duration::from_secs(30))
+                        .wait_up_to(Duration::from_secs(5))
+                        .acquire()
+                        .await
+                        .unwrap_or_else(|e| panic!("worker {i} after {grants} grants: {e}"));
+                    if grants % 2 == 1 {
+                        tokio::time::sleep(Duration::from_micros(200)).await;
+                    }
+                    assert!(guard.release().await.unwrap());
+                    grants += 1;
+                }
+                grants
+            })
+        })
+        .collect();
+    for worker in workers {
+        assert!(worker.await.unwrap() > 0);
+    }
+}
+
 #[tokio::test]
 async fn a_free_lock_with_nobody_queued_is_taken_without_a_place_in_the_queue() {
     let redis = server();

@@ -301,9 +301,15 @@ impl LockRequest {
             WaitPolicy::UpTo(limit) => started.checked_add(limit),
             WaitPolicy::Forever => None,
         };
-        let mut subscription = None;
+        let mut subscription: Option<crate::quorum::Subscriptions> = None;
         let mut retries = 0;
         loop {
+            // A fair lock's release wakes the next waiter by its token: answer to it before
+            // each try, or a release between the try and the wait below would be lost (the
+            // waiter would sleep until it refreshes its place).
+            if let Some(waiting) = &mut subscription {
+                waiting.answer_to(hold.token.as_str());
+            }
             let (remaining, split) = match self.round(shared, &hold).await? {
                 Round::Won { mut fence, sent_at } => {
                     let lease = LeaseState::new(sent_at, self.ttl, &shared.drift);
@@ -397,8 +403,6 @@ impl LockRequest {
                 pause = pause.min(refresh);
             }
             let wake_at = give_up_at.map_or(now + pause, |at| at.min(now + pause));
-            // A fair lock's release wakes the next waiter by its token.
-            waiting.answer_to(hold.token.as_str());
             tokio::select! {
                 () = waiting.released() => {}
                 () = tokio::time::sleep_until(wake_at) => {}
