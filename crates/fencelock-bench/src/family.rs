@@ -9,8 +9,12 @@
 //!
 //! **Contended**: workers on two clients repeatedly take one name and hold it briefly (the
 //! plain, reentrant, write and fair locks: 4 workers; the semaphore: 6 workers, 2 permits; the
-//! read-write lock: 1 writer and 4 readers). Rounds are interleaved across the kinds like the
-//! repetitions. *Handoff* is W3's: the instant the next holder's acquire returns minus the
+//! read-write lock: 1 writer and 4 readers; the plain and fair locks once more with 16 workers, to
+//! show how a handoff scales with the number of waiters). Rounds are interleaved across the kinds
+//! like the repetitions. The server's counters are reset before each round and its script calls
+//! (`EVALSHA` + `EVAL`) read at the window's end: *scripts per grant* is those over the grants of
+//! the window (for read-write, the writer's and the readers' together: the server does not say
+//! whose a script was). *Handoff* is W3's: the instant the next holder's acquire returns minus the
 //! instant just before the previous holder's release call, counted only when someone was
 //! waiting and the lock went to another worker. The bookkeeping also counts, per kind, what
 //! must never happen (two holders of an exclusive lock, more than N permits, a writer with
@@ -36,6 +40,8 @@ use crate::workloads::{Bed, hold_for, lock};
 pub(crate) const CLIENTS: usize = 2;
 /// Workers on the exclusive kinds (plain, reentrant, write, fair).
 pub(crate) const WORKERS: usize = 4;
+/// Workers of the second plain and fair runs: many waiters per handoff.
+pub(crate) const MANY_WORKERS: usize = 16;
 /// Permits of the semaphore in the uncontended run.
 pub(crate) const SOLO_PERMITS: u32 = 4;
 /// Permits of the semaphore in the contended run, and how many workers compete for them.
@@ -342,10 +348,7 @@ impl SoloRun {
     fn row(self) -> W6Uncontended {
         let cycles = self.cycles;
         let per_cycle = |x: f64| (cycles > 0).then(|| x / cycles as f64);
-        let script_usec: u64 = ["evalsha", "eval"]
-            .iter()
-            .filter_map(|c| self.mix.get(*c).map(|(_, usec)| *usec))
-            .sum();
+        let (_, script_usec) = system::script_totals(&self.mix);
         W6Uncontended {
             kind: self.kind.label(),
             cycle: self.kind.cycle().into(),
@@ -436,7 +439,7 @@ pub(crate) async fn w6(p: &W6Params) -> Result<W6Report> {
     let mut crowds: Vec<CrowdRun> = Crowd::ALL.into_iter().map(CrowdRun::new).collect();
     for round in 0..p.rounds.max(1) {
         for run in crowds.iter_mut().filter(|r| r.error.is_none()) {
-            match crowd_round(run.crowd, round, &clients, p).await {
+            match crowd_round(run.crowd, round, &clients, &mut bed.admin, p).await {
                 Ok(rows) => run.rounds.push(rows),
                 Err(e) => run.error = Some(e.to_string()),
             }
@@ -454,32 +457,37 @@ pub(crate) async fn w6(p: &W6Params) -> Result<W6Report> {
 /// The contended runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Crowd {
-    Plain,
+    /// The plain lock, with this many workers.
+    Plain(usize),
     Reentrant,
     Write,
-    Fair,
+    /// The fair lock, with this many workers.
+    Fair(usize),
     Semaphore,
     ReadWrite,
 }
 
 impl Crowd {
-    const ALL: [Crowd; 6] = [
-        Crowd::Plain,
+    const ALL: [Crowd; 8] = [
+        Crowd::Plain(WORKERS),
         Crowd::Reentrant,
         Crowd::Write,
-        Crowd::Fair,
+        Crowd::Fair(WORKERS),
         Crowd::Semaphore,
         Crowd::ReadWrite,
+        Crowd::Plain(MANY_WORKERS),
+        Crowd::Fair(MANY_WORKERS),
     ];
 
-    fn slug(self) -> &'static str {
+    /// Part of the run's lock name: distinct for every run.
+    fn slug(self) -> String {
         match self {
-            Crowd::Plain => "plain",
-            Crowd::Reentrant => "reentrant",
-            Crowd::Write => "write",
-            Crowd::Fair => "fair",
-            Crowd::Semaphore => "semaphore",
-            Crowd::ReadWrite => "rw",
+            Crowd::Plain(n) => format!("plain-{n}"),
+            Crowd::Reentrant => "reentrant".into(),
+            Crowd::Write => "write".into(),
+            Crowd::Fair(n) => format!("fair-{n}"),
+            Crowd::Semaphore => "semaphore".into(),
+            Crowd::ReadWrite => "rw".into(),
         }
     }
 
@@ -495,10 +503,10 @@ impl Crowd {
         };
         let next = "a release → the next holder's grant";
         match self {
-            Crowd::Plain => one("plain".into(), next),
+            Crowd::Plain(_) => one("plain".into(), next),
             Crowd::Reentrant => one("reentrant (each grant re-entered once)".into(), next),
             Crowd::Write => one("write (writers only)".into(), next),
-            Crowd::Fair => one("fair".into(), next),
+            Crowd::Fair(_) => one("fair".into(), next),
             Crowd::Semaphore => one(
                 format!("semaphore (N={CROWD_PERMITS})"),
                 "a permit's release → the next grant",
@@ -522,9 +530,10 @@ impl Crowd {
 
     fn workers(self) -> usize {
         match self {
+            Crowd::Plain(n) | Crowd::Fair(n) => n,
+            Crowd::Reentrant | Crowd::Write => WORKERS,
             Crowd::Semaphore => PERMIT_WORKERS,
             Crowd::ReadWrite => 1 + READERS,
-            _ => WORKERS,
         }
     }
 }
@@ -572,10 +581,10 @@ impl Handle {
     fn new(crowd: Crowd, id: usize, client: &Client, name: &str) -> Result<Self> {
         let handle = |e| BenchError::fencelock("W6: creating a lock handle", e);
         Ok(match crowd {
-            Crowd::Plain => Handle::Plain(client.clone()),
+            Crowd::Plain(_) => Handle::Plain(client.clone()),
             Crowd::Reentrant => Handle::Reentrant(client.reentrant_lock(name).map_err(handle)?),
             Crowd::Write => Handle::Write(client.read_write_lock(name).map_err(handle)?),
-            Crowd::Fair => Handle::Fair(client.clone()),
+            Crowd::Fair(_) => Handle::Fair(client.clone()),
             Crowd::Semaphore => Handle::Permit(client.clone(), CROWD_PERMITS),
             Crowd::ReadWrite if id == 0 => {
                 Handle::Write(client.read_write_lock(name).map_err(handle)?)
@@ -798,6 +807,14 @@ struct RoundSide {
     fence_errors: u64,
     out_of_order: u64,
     near_ties: u64,
+    /// Script calls of the round's window over its grants (every side's: the same for both
+    /// read-write rows).
+    scripts_per_grant: Option<f64>,
+}
+
+/// Script calls per grant; `None` without grants.
+fn per_grant(scripts: u64, grants: u64) -> Option<f64> {
+    (grants > 0).then(|| scripts as f64 / grants as f64)
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -877,10 +894,13 @@ async fn worker(
 }
 
 /// One round of one contended kind: its rows' numbers (writer and readers for read-write).
+/// `admin` resets the server's counters before the round and reads its script calls at the
+/// window's end.
 async fn crowd_round(
     crowd: Crowd,
     round: usize,
     clients: &[Client],
+    admin: &mut MultiplexedConnection,
     p: &W6Params,
 ) -> Result<Vec<RoundSide>> {
     let name = format!("bench:w6:crowd:{}:{round}", crowd.slug());
@@ -897,6 +917,7 @@ async fn crowd_round(
         ],
         ..Book::default()
     }));
+    system::reset_stats(admin).await?;
     let start = Instant::now() + Duration::from_millis(50);
     let end = start + p.round;
     let mut set = tokio::task::JoinSet::new();
@@ -916,6 +937,12 @@ async fn crowd_round(
             end,
         ));
     }
+    // The window's script calls; the grants counted are those whose hold ended by `end`, so
+    // their acquire scripts ran before it.
+    tokio::time::sleep_until(end).await;
+    let scripts = system::command_mix(admin)
+        .await
+        .map(|mix| system::script_totals(&mix).0);
     let mut results = Vec::with_capacity(workers);
     let mut first_error = None;
     while let Some(joined) = set.join_next().await {
@@ -929,6 +956,7 @@ async fn crowd_round(
     if let Some(e) = first_error {
         return Err(e);
     }
+    let scripts_per_grant = per_grant(scripts?, results.iter().map(|r| r.grants).sum());
     // In worker order, so that grants add up per worker over the rounds.
     results.sort_by_key(|r| r.id);
     let mut book = std::mem::take(&mut *lock(&book));
@@ -955,6 +983,7 @@ async fn crowd_round(
                 fence_errors: book.fence_errors[side],
                 out_of_order: if side == 0 { book.out_of_order } else { 0 },
                 near_ties: if side == 0 { book.near_ties } else { 0 },
+                scripts_per_grant,
             }
         })
         .collect())
@@ -1000,7 +1029,11 @@ impl CrowdRun {
                 }
                 let ordered = matches!(
                     self.crowd,
-                    Crowd::Plain | Crowd::Reentrant | Crowd::Write | Crowd::Fair | Crowd::Semaphore
+                    Crowd::Plain(_)
+                        | Crowd::Reentrant
+                        | Crowd::Write
+                        | Crowd::Fair(_)
+                        | Crowd::Semaphore
                 );
                 W6Contended {
                     kind: info.kind,
@@ -1013,6 +1046,7 @@ impl CrowdRun {
                     handoffs: sides.iter().map(|s| s.handoffs).sum(),
                     handoff_p50_us: med(&|s| s.handoff_p50_us),
                     handoff_p99_us: med(&|s| s.handoff_p99_us),
+                    scripts_per_grant: med(&|s| s.scripts_per_grant),
                     mean_hold_us: med(&|s| s.mean_hold_us),
                     min_grants: per_worker.iter().copied().min().unwrap_or(0),
                     max_grants: per_worker.iter().copied().max().unwrap_or(0),
@@ -1118,6 +1152,67 @@ mod tests {
         b.ask(1, Role::Exclusive);
         b.granted(0, Role::Exclusive, 1, ORDER_TOLERANCE);
         assert_eq!((b.out_of_order, b.near_ties), (0, 0));
+    }
+
+    #[test]
+    fn many_waiters_served_in_request_order_are_in_order() {
+        // 16 workers ask one after the other (1.5 ms apart: more than the tolerance); the lock
+        // goes to them in that order, each handing off to the next.
+        let mut b = book(MANY_WORKERS);
+        let t0 = Instant::now() - Duration::from_millis(100);
+        for id in 0..MANY_WORKERS {
+            b.ask(id, Role::Exclusive);
+            b.asked[id] = Some((t0 + Duration::from_micros(1500) * id as u32, 0));
+        }
+        let mut fence = 0;
+        for id in 0..MANY_WORKERS {
+            fence += 1;
+            let t = b.granted(id, Role::Exclusive, fence, ORDER_TOLERANCE);
+            b.releasing(id, Role::Exclusive, t);
+        }
+        assert_eq!((b.out_of_order, b.near_ties), (0, 0));
+        assert_eq!(b.violations, [0, 0]);
+        assert_eq!(b.fence_errors, [0, 0]);
+        // Every release but the last had someone waiting, and each went to another worker.
+        assert_eq!(b.handoffs[0].len(), MANY_WORKERS - 1);
+        // The last asker served first overtakes 15 waiters: one out-of-order grant.
+        let mut b = book(MANY_WORKERS);
+        for id in 0..MANY_WORKERS {
+            b.ask(id, Role::Exclusive);
+            b.asked[id] = Some((t0 + Duration::from_micros(1500) * id as u32, 0));
+        }
+        b.granted(MANY_WORKERS - 1, Role::Exclusive, 1, ORDER_TOLERANCE);
+        assert_eq!((b.out_of_order, b.near_ties), (1, 0));
+    }
+
+    #[test]
+    fn every_crowd_has_its_own_name_and_the_many_worker_rows_say_so() {
+        let slugs: std::collections::BTreeSet<String> =
+            Crowd::ALL.iter().map(|c| c.slug()).collect();
+        assert_eq!(slugs.len(), Crowd::ALL.len());
+        for (crowd, kind) in [
+            (Crowd::Plain(MANY_WORKERS), "plain"),
+            (Crowd::Fair(MANY_WORKERS), "fair"),
+        ] {
+            assert!(Crowd::ALL.contains(&crowd));
+            assert_eq!(crowd.workers(), MANY_WORKERS);
+            let sides = crowd.sides();
+            assert_eq!(sides.len(), 1);
+            assert_eq!(sides[0].kind, kind);
+            assert_eq!(sides[0].workers, MANY_WORKERS);
+            assert_eq!(sides[0].contenders, "16 workers on 2 clients");
+        }
+        assert_eq!(
+            Crowd::Plain(WORKERS).sides()[0].contenders,
+            "4 workers on 2 clients"
+        );
+    }
+
+    #[test]
+    fn scripts_per_grant_needs_grants() {
+        assert_eq!(per_grant(34, 2), Some(17.0));
+        assert_eq!(per_grant(5, 0), None);
+        assert_eq!(per_grant(0, 3), Some(0.0));
     }
 
     #[test]

@@ -198,7 +198,7 @@ fn fencelock_redlock_factory() -> Option<FencelockRedlockFactory> {
 }
 
 impl BenchOptions {
-    /// The full run (about six and a half minutes on two cores, W6 about 75 s of it).
+    /// The full run (about six and a half minutes on two cores, W6 about 85 s of it).
     pub fn full() -> Self {
         BenchOptions {
             libraries: Library::all(),
@@ -332,7 +332,7 @@ impl BenchOptions {
             (
                 Some(Workload::W6),
                 format!(
-                    "W6 (fencelock only, one server): uncontended {} repetitions × {:?} per kind, interleaved across kinds, medians; contended {} rounds × {:?} per kind, interleaved, medians; holds of {:?}; {} workers on {} clients (semaphore: {} workers, N={}; read-write: 1 writer + {} readers); out of order = overtook a waiter that asked more than {:?} earlier",
+                    "W6 (fencelock only, one server): uncontended {} repetitions × {:?} per kind, interleaved across kinds, medians; contended {} rounds × {:?} per kind, interleaved, medians; holds of {:?}; {} workers on {} clients (plain and fair also {}; semaphore: {} workers, N={}; read-write: 1 writer + {} readers); scripts per grant = EVALSHA + EVAL calls in the window / acquisitions; out of order = overtook a waiter that asked more than {:?} earlier",
                     self.w6_repetitions,
                     self.w6_duration,
                     self.w6_rounds,
@@ -340,6 +340,7 @@ impl BenchOptions {
                     self.w6_hold,
                     family::WORKERS,
                     family::CLIENTS,
+                    family::MANY_WORKERS,
                     family::PERMIT_WORKERS,
                     family::CROWD_PERMITS,
                     family::READERS,

@@ -253,6 +253,12 @@ pub struct W6Contended {
     pub handoff_p50_us: Option<f64>,
     /// Median over the rounds of the handoff p99, µs.
     pub handoff_p99_us: Option<f64>,
+    /// Median over the rounds of the script calls (`EVALSHA` + `EVAL` in `INFO commandstats`)
+    /// during the window per acquisition: every acquire attempt, refresh and release. For
+    /// read-write, the round's scripts over the writer's and the readers' acquisitions together
+    /// (the same number in both rows). `None` in reports written before it was measured.
+    #[serde(default)]
+    pub scripts_per_grant: Option<f64>,
     /// Median over the rounds of the mean time in the critical section, µs.
     pub mean_hold_us: Option<f64>,
     /// Fewest grants of one worker (all rounds).
@@ -273,9 +279,10 @@ pub struct W6Contended {
     /// Grants that overtook a waiting worker whose request began less than the tolerance
     /// earlier (ambiguous: either may have reached Redis first).
     pub near_ties: Option<u64>,
-    /// `acquisitions_per_s` / the plain lock's, in the same run.
+    /// `acquisitions_per_s` / the plain lock's, in the same run: the plain lock with the same
+    /// contenders if there is one (the 16-worker rows), else the first plain row (4 workers).
     pub ratio_to_plain: Option<f64>,
-    /// `handoff_p50_us` / the plain lock's, in the same run.
+    /// `handoff_p50_us` / the plain lock's (the same plain row as `ratio_to_plain`).
     pub handoff_ratio_to_plain: Option<f64>,
     /// Why the row has no numbers.
     pub error: Option<String>,
@@ -303,12 +310,18 @@ impl W6Report {
         for r in self.uncontended.iter_mut().filter(|r| r.error.is_none()) {
             r.ratio_to_plain = ratio(r.cycles_per_s, plain);
         }
-        let plain = self
+        let plains: Vec<(String, f64, Option<f64>)> = self
             .contended
             .iter()
-            .find(|r| r.kind == "plain" && r.error.is_none())
-            .map(|r| (r.acquisitions_per_s, r.handoff_p50_us));
+            .filter(|r| r.kind == "plain" && r.error.is_none())
+            .map(|r| (r.contenders.clone(), r.acquisitions_per_s, r.handoff_p50_us))
+            .collect();
         for r in self.contended.iter_mut().filter(|r| r.error.is_none()) {
+            let plain = plains
+                .iter()
+                .find(|p| p.0 == r.contenders)
+                .or_else(|| plains.first())
+                .map(|p| (p.1, p.2));
             r.ratio_to_plain = ratio(r.acquisitions_per_s, plain.map(|p| p.0));
             r.handoff_ratio_to_plain = r
                 .handoff_p50_us
@@ -541,21 +554,27 @@ impl Report {
                 ),
                 met: (errors == 0).then_some(violations == 0 && fences == 0 && checks == 0),
             });
-            let fair = w6
+            // Every fair row (4 and 16 workers) together.
+            let fair: Vec<(&W6Contended, u64)> = w6
                 .contended
                 .iter()
-                .find(|r| r.kind == "fair" && r.error.is_none());
-            out.push(match fair.and_then(|f| f.out_of_order.map(|o| (f, o))) {
-                Some((f, o)) => TargetCheck {
+                .filter(|r| r.kind == "fair" && r.error.is_none())
+                .filter_map(|r| r.out_of_order.map(|o| (r, o)))
+                .collect();
+            out.push(if fair.is_empty() {
+                unmeasured("W6: the fair lock grants in request order")
+            } else {
+                let o: u64 = fair.iter().map(|(_, o)| o).sum();
+                let acquisitions: u64 = fair.iter().map(|(r, _)| r.acquisitions).sum();
+                let ties: u64 = fair.iter().filter_map(|(r, _)| r.near_ties).sum();
+                TargetCheck {
                     target: "W6: the fair lock grants in request order".into(),
                     measured: format!(
-                        "{o} out-of-order grants of {} (and {} near ties)",
-                        f.acquisitions,
-                        f.near_ties.unwrap_or(0)
+                        "{o} out-of-order grants of {acquisitions} (and {ties} near ties) in {} rows",
+                        fair.len()
                     ),
                     met: Some(o == 0),
-                },
-                None => unmeasured("W6: the fair lock grants in request order"),
+                }
             });
         }
         out
@@ -858,17 +877,17 @@ impl Report {
             );
             let _ = writeln!(
                 md,
-                "| kind | contenders | acquisitions/s | handoff p50 µs | handoff p99 µs | handoffs | mean hold µs | grants per worker (min–max) | violations | fence errors | out-of-order grants (near ties) | acq/s ratio to plain | handoff p50 ratio to plain |"
+                "| kind | contenders | acquisitions/s | handoff p50 µs | handoff p99 µs | handoffs | scripts per grant | mean hold µs | grants per worker (min–max) | violations | fence errors | out-of-order grants (near ties) | acq/s ratio to plain | handoff p50 ratio to plain |"
             );
             let _ = writeln!(
                 md,
-                "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+                "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
             );
             for r in &w6.contended {
                 if let Some(e) = &r.error {
                     let _ = writeln!(
                         md,
-                        "| {} | {} | {} | | | | | | | | | | |",
+                        "| {} | {} | {} | | | | | | | | | | | |",
                         r.kind,
                         r.contenders,
                         cell_error(e)
@@ -882,13 +901,14 @@ impl Report {
                 };
                 let _ = writeln!(
                     md,
-                    "| {} | {} | {:.0} | {} | {} | {} | {} | {}–{} | {} | {} | {order} | {} | {} |",
+                    "| {} | {} | {:.0} | {} | {} | {} | {} | {} | {}–{} | {} | {} | {order} | {} | {} |",
                     r.kind,
                     r.contenders,
                     r.acquisitions_per_s,
                     opt(r.handoff_p50_us, 0),
                     opt(r.handoff_p99_us, 0),
                     r.handoffs,
+                    opt(r.scripts_per_grant, 2),
                     opt(r.mean_hold_us, 0),
                     r.min_grants,
                     r.max_grants,
@@ -1061,4 +1081,67 @@ fn escape(s: &str) -> String {
     s.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn contended(kind: &str, contenders: &str, acquisitions_per_s: f64, p50: f64) -> W6Contended {
+        W6Contended {
+            kind: kind.into(),
+            contenders: contenders.into(),
+            workers: 0,
+            handoff: String::new(),
+            rounds: 1,
+            acquisitions_per_s,
+            acquisitions: 1,
+            handoffs: 1,
+            handoff_p50_us: Some(p50),
+            handoff_p99_us: Some(p50),
+            scripts_per_grant: Some(2.0),
+            mean_hold_us: None,
+            min_grants: 0,
+            max_grants: 0,
+            violations: 0,
+            fence_errors: 0,
+            out_of_order: None,
+            near_ties: None,
+            ratio_to_plain: None,
+            handoff_ratio_to_plain: None,
+            error: None,
+        }
+    }
+
+    #[test]
+    fn contended_rows_compare_to_the_plain_lock_with_the_same_contenders() {
+        let (four, many) = ("4 workers on 2 clients", "16 workers on 2 clients");
+        let mut w6 = W6Report {
+            contended: vec![
+                contended("plain", four, 800.0, 200.0),
+                contended("fair", four, 400.0, 300.0),
+                contended("semaphore (N=2)", "6 workers on 2 clients", 1600.0, 100.0),
+                contended("plain", many, 500.0, 250.0),
+                contended("fair", many, 250.0, 500.0),
+            ],
+            ..W6Report::default()
+        };
+        w6.set_ratios();
+        let ratios: Vec<(Option<f64>, Option<f64>)> = w6
+            .contended
+            .iter()
+            .map(|r| (r.ratio_to_plain, r.handoff_ratio_to_plain))
+            .collect();
+        assert_eq!(
+            ratios,
+            [
+                (Some(1.0), Some(1.0)),
+                (Some(0.5), Some(1.5)),
+                // No plain row with 6 workers: the first plain row.
+                (Some(2.0), Some(0.5)),
+                (Some(1.0), Some(1.0)),
+                (Some(0.5), Some(2.0)),
+            ]
+        );
+    }
 }

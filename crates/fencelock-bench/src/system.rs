@@ -117,6 +117,19 @@ pub(crate) async fn command_mix(
         .collect())
 }
 
+/// The commands that run a script: `EVALSHA`, and `EVAL` (a script sent in full after
+/// `NOSCRIPT`).
+const SCRIPT_COMMANDS: [&str; 2] = ["evalsha", "eval"];
+
+/// Script calls and the server's time in them (µs), summed over [`SCRIPT_COMMANDS`], from a
+/// [`command_mix`].
+pub(crate) fn script_totals(mix: &std::collections::BTreeMap<String, (u64, u64)>) -> (u64, u64) {
+    SCRIPT_COMMANDS
+        .iter()
+        .filter_map(|c| mix.get(*c))
+        .fold((0, 0), |(calls, usec), (c, u)| (calls + c, usec + u))
+}
+
 /// The counters the benchmark reads after a measured window.
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct ServerCounters {
@@ -198,6 +211,19 @@ mod tests {
         assert_eq!(stat(&info, "cmdstat_evalsha", "usec"), 10);
         assert_eq!(stat(&info, "cmdstat_evalsha", "failed_calls"), 0);
         assert_eq!(calls(&info, "cmdstat_set"), 0);
+    }
+
+    #[test]
+    fn script_totals_add_evalsha_and_eval() {
+        let mix: std::collections::BTreeMap<String, (u64, u64)> = [
+            ("evalsha".to_owned(), (40, 100)),
+            ("eval".to_owned(), (2, 30)),
+            ("get".to_owned(), (500, 50)),
+        ]
+        .into_iter()
+        .collect();
+        assert_eq!(script_totals(&mix), (42, 130));
+        assert_eq!(script_totals(&Default::default()), (0, 0));
     }
 
     #[test]

@@ -132,9 +132,15 @@ async fn smoke_run_of_the_lock_family() {
             "fair",
             "semaphore (N=2)",
             "read-write: the writer",
-            "read-write: readers"
+            "read-write: readers",
+            "plain",
+            "fair"
         ]
     );
+    let contenders: Vec<&str> = w6.contended.iter().map(|r| r.contenders.as_str()).collect();
+    assert_eq!(contenders[0], "4 workers on 2 clients");
+    assert_eq!(contenders[3], "4 workers on 2 clients");
+    assert_eq!(contenders[7..], ["16 workers on 2 clients"; 2]);
     for row in &w6.contended {
         assert!(row.error.is_none(), "W6 {}: {:?}", row.kind, row.error);
         assert!(row.acquisitions > 0, "W6 {row:?}");
@@ -143,6 +149,9 @@ async fn smoke_run_of_the_lock_family() {
         // writer with readers or a reader with a writer; fences as promised.
         assert_eq!(row.violations, 0, "W6 {row:?}");
         assert_eq!(row.fence_errors, 0, "W6 {row:?}");
+        // Every grant in the window ran its acquire script in the window.
+        let scripts = row.scripts_per_grant.unwrap();
+        assert!(scripts >= 1.0, "W6 {row:?}");
         // Order is counted where it is defined (not asserted: it depends on timing).
         assert_eq!(
             row.out_of_order.is_some(),
@@ -151,6 +160,8 @@ async fn smoke_run_of_the_lock_family() {
         );
     }
     assert_eq!(w6.contended[0].ratio_to_plain, Some(1.0));
+    // The 16-worker rows compare to the 16-worker plain lock.
+    assert_eq!(w6.contended[7].ratio_to_plain, Some(1.0));
     let fair = w6.contended.iter().find(|r| r.kind == "fair").unwrap();
     assert!(fair.near_ties.is_some(), "W6 {fair:?}");
     for target in ["W6: every kind keeps its invariant", "W6: the fair lock"] {
@@ -168,6 +179,8 @@ async fn smoke_run_of_the_lock_family() {
         "### W6 — the lock family, uncontended",
         "### W6 — the lock family, contended",
         "| fair |",
+        "| scripts per grant |",
+        "| fair | 16 workers on 2 clients |",
     ] {
         assert!(md.contains(heading), "{heading} missing from\n{md}");
     }
