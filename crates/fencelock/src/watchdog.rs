@@ -14,6 +14,7 @@ use std::collections::{BinaryHeap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
+use smallvec::SmallVec;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
@@ -22,7 +23,7 @@ use crate::lease::{ClockDrift, Lease, confirm, mark_lost};
 use crate::lock::hold::Hold;
 use crate::lock::protocol::{self, ExtendItem, Extended};
 use crate::lock::{Verdict, judge_extension, release_on};
-use crate::quorum::Instances;
+use crate::quorum::{Answer, Instances};
 
 /// A hold (of any kind of lock) the watchdog keeps alive.
 pub(crate) struct Renewal {
@@ -133,19 +134,16 @@ impl Schedule {
                 break;
             }
             self.queue.pop();
-            let (lost, deadline, expiry_reason) = {
+            let (lost, deadline) = {
                 let state = entry.renewal.lease.borrow();
-                (
-                    state.lost.is_some(),
-                    state.deadline,
-                    state.expiry_reason.clone(),
-                )
+                (state.lost.is_some(), state.deadline)
             };
             if lost {
                 self.entries.remove(&id);
             } else if now >= deadline {
                 // The deadline passed without a confirmed renewal (the reason carries the last
                 // renewal error, if there was one).
+                let expiry_reason = entry.renewal.lease.borrow().expiry_reason.clone();
                 tracing::warn!(lock = %entry.renewal.hold.name, reason = %expiry_reason, "lock lost: its deadline passed before a renewal was confirmed");
                 mark_lost(&entry.renewal.lease, expiry_reason);
                 self.entries.remove(&id);
@@ -159,13 +157,17 @@ impl Schedule {
             } else if entry.due_at() > now + entry.slack() {
                 // Renewed by hand since it was queued: it comes up again at its new time.
                 later.push(id);
-            } else if !due.contains(&id) {
+            } else {
                 due.push(id);
             }
         }
         for id in later {
             self.requeue(id);
         }
+        // A lock renewed by hand is queued again at its new time while its old place stays in
+        // the queue: the same lock can come up twice in one batch.
+        due.sort_unstable();
+        due.dedup();
         due
     }
 }
@@ -225,7 +227,7 @@ async fn renew(
     let batch: Vec<(u64, Duration, Instant)> = due
         .iter()
         .filter_map(|id| {
-            let state = schedule.entries.get(id)?.renewal.lease.borrow().clone();
+            let state = schedule.entries.get(id)?.renewal.lease.borrow();
             Some((*id, state.ttl, state.deadline))
         })
         .collect();
@@ -258,21 +260,23 @@ async fn renew(
         let Some(entry) = schedule.entries.get_mut(&id) else {
             continue;
         };
-        // This lock's answer from each instance.
-        let answers: Vec<Result<Extended, String>> = per_instance
+        // This lock's answer from each instance (inline: no allocation per renewal).
+        let answer = |replies: &Answer<Vec<redis::RedisResult<Extended>>>| match replies {
+            Some(Ok(replies)) => match replies.get(position) {
+                Some(Ok(answer)) => Ok(*answer),
+                Some(Err(err)) => Err(err.to_string()),
+                None => Err("no reply for this lock".to_owned()),
+            },
+            Some(Err(err)) => Err(err.to_string()),
+            None => Err("no answer".to_owned()),
+        };
+        let usable: SmallVec<[Option<Extended>; 8]> = per_instance
             .iter()
             .map(|replies| match replies {
-                Some(Ok(replies)) => match replies.get(position) {
-                    Some(Ok(answer)) => Ok(*answer),
-                    Some(Err(err)) => Err(err.to_string()),
-                    None => Err("no reply for this lock".to_owned()),
-                },
-                Some(Err(err)) => Err(err.to_string()),
-                None => Err("no answer".to_owned()),
+                Some(Ok(replies)) => replies.get(position).and_then(|a| a.as_ref().ok().copied()),
+                _ => None,
             })
             .collect();
-        let usable: Vec<Option<Extended>> =
-            answers.iter().map(|a| a.as_ref().ok().copied()).collect();
         let name = entry.renewal.hold.name.clone();
         let renewal = &entry.renewal;
         let tally = judge_extension(instances, &usable, &renewal.hold, renewal.fence, ttl);
@@ -285,10 +289,11 @@ async fn renew(
             schedule.entries.remove(&id);
             continue;
         } else {
-            let errors: Vec<String> = answers
+            let errors: Vec<String> = per_instance
                 .iter()
+                .map(answer)
                 .zip(instances.servers())
-                .filter_map(|(a, server)| a.as_ref().err().map(|e| format!("{}: {e}", server.addr)))
+                .filter_map(|(a, server)| a.err().map(|e| format!("{}: {e}", server.addr)))
                 .collect();
             let error = errors.join("; ");
             tracing::warn!(lock = %name, %error, "lock renewal failed; retrying until the lease deadline");
@@ -344,4 +349,51 @@ async fn release_abandoned(instances: Arc<Instances>, lock: Abandoned) {
         delay *= 4;
     }
     tracing::debug!(lock = %lock.hold.name, "could not release a hold on every instance; the lease will run out there");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::keys::LockKeys;
+    use crate::lease::LeaseState;
+    use crate::lock::hold::Kind;
+    use crate::token::OwnerToken;
+
+    fn entry(confirmed_at: Instant, ttl: Duration) -> Entry {
+        let state = LeaseState::new(confirmed_at, ttl, &ClockDrift::default());
+        Entry {
+            renewal: Renewal {
+                hold: Arc::new(Hold {
+                    name: Arc::from("due"),
+                    kind: Kind::Plain,
+                    keys: Arc::new(LockKeys::new("fencelock", "due")),
+                    token: OwnerToken::generate().unwrap(),
+                }),
+                fence: 1,
+                lease: Arc::new(tokio::sync::watch::channel(state).0),
+                hold_until: None,
+            },
+            retry_at: None,
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_batch_takes_each_due_lock_once_and_leaves_the_others() {
+        let ttl = Duration::from_secs(3);
+        let now = Instant::now();
+        let mut schedule = Schedule::default();
+        for id in 0..1_000 {
+            schedule.insert(id, entry(now, ttl));
+        }
+        // Confirmed later: not due when the others are.
+        schedule.insert(1_000, entry(now + ttl / 2, ttl));
+        // Queued twice (as after a renewal by hand).
+        for id in 0..500 {
+            schedule.requeue(id);
+        }
+        let mut due = schedule.take_due(now + ttl / 3);
+        due.sort_unstable();
+        assert_eq!(due, (0..1_000).collect::<Vec<u64>>());
+        assert_eq!(schedule.next_wake(), Some(now + ttl / 2 + ttl / 3));
+    }
 }

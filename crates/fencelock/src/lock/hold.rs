@@ -6,6 +6,8 @@ use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::Duration;
 
+use smallvec::{SmallVec, smallvec};
+
 use crate::keys::LockKeys;
 use crate::lock::protocol::{Lua, lease_millis};
 use crate::token::OwnerToken;
@@ -159,13 +161,19 @@ pub(crate) struct Hold {
 }
 
 /// One script call: the script, its keys and its arguments. Keys and arguments borrow from the
-/// hold where they can, so that a renewal batch of thousands of holds copies each string once,
-/// into the pipeline.
+/// hold where they can, and sit inline (no script takes more than four of either), so that a
+/// renewal batch of thousands of holds allocates nothing per hold but what goes into the
+/// pipeline.
 pub(crate) struct Call<'a> {
     pub(crate) lua: &'static Lua,
-    pub(crate) keys: Vec<Cow<'a, str>>,
-    pub(crate) args: Vec<Arg<'a>>,
+    pub(crate) keys: Keys<'a>,
+    pub(crate) args: Args<'a>,
 }
+
+/// A script call's keys.
+pub(crate) type Keys<'a> = SmallVec<[Cow<'a, str>; 4]>;
+/// A script call's arguments.
+pub(crate) type Args<'a> = SmallVec<[Arg<'a>; 4]>;
 
 /// One argument of a script call.
 pub(crate) enum Arg<'a> {
@@ -175,7 +183,7 @@ pub(crate) enum Arg<'a> {
 }
 
 impl<'a> Call<'a> {
-    fn new(lua: &'static Lua, keys: &[&'a str], args: Vec<Arg<'a>>) -> Self {
+    fn new(lua: &'static Lua, keys: &[&'a str], args: Args<'a>) -> Self {
         Call {
             lua,
             keys: keys.iter().map(|k| Cow::Borrowed(*k)).collect(),
@@ -184,10 +192,10 @@ impl<'a> Call<'a> {
     }
 
     /// The same, for a fair lock: its queue keys are derived from the lock key.
-    fn fair(lua: &'static Lua, keys: &'a LockKeys, args: Vec<Arg<'a>>) -> Self {
+    fn fair(lua: &'static Lua, keys: &'a LockKeys, args: Args<'a>) -> Self {
         Call {
             lua,
-            keys: vec![
+            keys: smallvec![
                 Cow::Borrowed(keys.lock.as_str()),
                 Cow::Borrowed(keys.fence.as_str()),
                 Cow::Owned(keys.queue()),
@@ -218,13 +226,17 @@ impl Hold {
         let (token, ttl) = (self.token(), Arg::Int(lease_millis(ttl)));
         let lock_and_fence = [k.lock.as_str(), k.fence.as_str()];
         match &self.kind {
-            Kind::Plain => Call::new(&lock::protocol::ACQUIRE, &lock_and_fence, vec![token, ttl]),
+            Kind::Plain => Call::new(
+                &lock::protocol::ACQUIRE,
+                &lock_and_fence,
+                smallvec![token, ttl],
+            ),
             Kind::Reentrant {
                 owner, max_depth, ..
             } => Call::new(
                 &reentrant::ACQUIRE,
                 &lock_and_fence,
-                vec![
+                smallvec![
                     token,
                     ttl,
                     Arg::Str(owner.as_str()),
@@ -245,7 +257,7 @@ impl Hold {
                     &rwlock::WRITE
                 },
                 &lock_and_fence,
-                vec![
+                smallvec![
                     token,
                     ttl,
                     Arg::Str(owner.as_str()),
@@ -255,12 +267,12 @@ impl Hold {
             Kind::Permit { permits } => Call::new(
                 &semaphore::ACQUIRE,
                 &lock_and_fence,
-                vec![token, ttl, Arg::Int(u64::from(*permits))],
+                smallvec![token, ttl, Arg::Int(u64::from(*permits))],
             ),
             Kind::Fair { queue_timeout } => Call::fair(
                 &fair::ACQUIRE,
                 k,
-                vec![token, ttl, queue_millis(*queue_timeout)],
+                smallvec![token, ttl, queue_millis(*queue_timeout)],
             ),
         }
     }
@@ -270,7 +282,7 @@ impl Hold {
     pub(crate) fn release_call(&self, fence: Option<u64>) -> Call<'_> {
         let k = &*self.keys;
         let floor = fence.map_or(Arg::Str(""), Arg::Int);
-        let args = vec![self.token(), Arg::Str(k.channel.as_str()), floor];
+        let args = smallvec![self.token(), Arg::Str(k.channel.as_str()), floor];
         let lock_and_fence = [k.lock.as_str(), k.fence.as_str()];
         match &self.kind {
             Kind::Plain => Call::new(&lock::protocol::RELEASE, &lock_and_fence, args),
@@ -294,7 +306,7 @@ impl Hold {
             Kind::Write { .. } => (&*lock::protocol::ENTRY_EXTEND, self.field("w:")),
             Kind::Permit { .. } => (&*lock::protocol::ENTRY_EXTEND, self.field("p:")),
         };
-        Call::new(lua, &lock, vec![holder, ttl])
+        Call::new(lua, &lock, smallvec![holder, ttl])
     }
 
     /// Over Redlock, the script that puts a hold back on an instance that lost it while a
@@ -306,7 +318,7 @@ impl Hold {
             Call::new(
                 &lock::protocol::REASSERT,
                 &[k.lock.as_str(), k.fence.as_str()],
-                vec![self.token(), Arg::Int(lease_millis(ttl)), Arg::Int(fence)],
+                smallvec![self.token(), Arg::Int(lease_millis(ttl)), Arg::Int(fence)],
             )
         })
     }
@@ -327,6 +339,54 @@ impl Hold {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn every_kind() -> Vec<Kind> {
+        let owner = || OwnerToken::generate().unwrap();
+        let queue_timeout = Duration::from_secs(5);
+        vec![
+            Kind::Plain,
+            Kind::Reentrant {
+                owner: owner(),
+                max_depth: 64,
+                held_fence: Arc::default(),
+            },
+            Kind::Read {
+                owner: owner(),
+                queue_timeout,
+            },
+            Kind::Write {
+                owner: owner(),
+                queue_timeout,
+            },
+            Kind::Permit { permits: 3 },
+            Kind::Fair { queue_timeout },
+        ]
+    }
+
+    #[test]
+    fn no_script_call_puts_its_keys_or_arguments_on_the_heap() {
+        let keys = Arc::new(LockKeys::new("fencelock", "inline"));
+        for kind in every_kind() {
+            let label = kind.label();
+            let hold = Hold {
+                name: Arc::from("inline"),
+                kind,
+                keys: keys.clone(),
+                token: OwnerToken::generate().unwrap(),
+            };
+            let ttl = Duration::from_secs(1);
+            let mut calls = vec![
+                hold.acquire_call(ttl),
+                hold.release_call(Some(7)),
+                hold.extend_call(ttl),
+            ];
+            calls.extend(hold.reassert_call(7, ttl));
+            for call in calls {
+                assert!(!call.keys.spilled(), "{label}: {} keys", call.keys.len());
+                assert!(!call.args.spilled(), "{label}: {} args", call.args.len());
+            }
+        }
+    }
 
     #[test]
     fn each_kind_runs_its_own_scripts_with_the_prelude() {
