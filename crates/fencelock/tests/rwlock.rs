@@ -819,6 +819,56 @@ async fn a_read_write_lock_works_over_redlock() {
     assert!(written.release().await.unwrap());
 }
 
+#[tokio::test]
+async fn over_redlock_a_conflict_on_a_minority_lagging_behind_is_no_conflict() {
+    // A release returns once a majority confirmed it; on the last instance it may still be on
+    // its way. There, the writer's old entry says "this owner already writes".
+    let (servers, urls) = redlock_servers();
+    let a = Client::open_redlock(&urls).unwrap();
+    let b = Client::open_redlock(&urls).unwrap();
+    let writer = a.read_write_lock("lag").unwrap();
+    let written = writer
+        .write()
+        .ttl(Duration::from_secs(5))
+        .acquire()
+        .await
+        .unwrap();
+    let before = hash_fields(&servers[0], &lock_key("lag"));
+    assert!(written.release().await.unwrap());
+    // Replay the lagging instance: the writer's entry is back there alone.
+    let mut hset = vec!["HSET".to_owned(), lock_key("lag")];
+    for (field, value) in &before {
+        hset.push(field.clone());
+        hset.push(value.clone());
+    }
+    let hset: Vec<&str> = hset.iter().map(String::as_str).collect();
+    servers[0].cmd(&hset).unwrap();
+    servers[0]
+        .cmd(&["PEXPIRE", &lock_key("lag"), "5000"])
+        .unwrap();
+    // A reader of another owner holds the lock on the other two.
+    let reader = b.read_write_lock("lag").unwrap();
+    let reading = reader.read().no_wait().acquire().await.unwrap();
+    // The writer asks again: busy (the reader holds a majority), not "you already write".
+    let again = writer.write().try_acquire().await;
+    assert!(matches!(again, Ok(None)), "{again:?}");
+    assert!(reading.release().await.unwrap());
+    // Where a majority says so, the conflict is reported.
+    let holding = writer.write().acquire().await.unwrap();
+    let err = writer.write().try_acquire().await.unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::Conflict {
+                conflict: Conflict::WriteReentry,
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    assert!(holding.release().await.unwrap());
+}
+
 /// Library bug (outside the read-write scripts): over Redlock, a write round that is decided by
 /// a majority of refusals before the last instance answered switches to a new hold token, and
 /// the waiting entries that the old token left on the refusing instances are never taken back.

@@ -457,6 +457,7 @@ impl LockRequest {
         let mut unreachable = true;
         let mut foreign = None;
         let mut conflict = None;
+        let mut conflicts = 0;
         let mut give_back = GiveBack::default();
         for (i, answer) in answers.iter().enumerate() {
             match answer {
@@ -472,7 +473,10 @@ impl LockRequest {
                 Some(Ok(AcquireReply::Held { remaining: None })) => {
                     foreign = Some((hold.keys.lock.clone(), "a key with no expiry".to_owned()));
                 }
-                Some(Ok(AcquireReply::Refused(c))) => conflict = Some(c.clone()),
+                Some(Ok(AcquireReply::Refused(c))) => {
+                    conflicts += 1;
+                    conflict.get_or_insert_with(|| c.clone());
+                }
                 Some(Ok(AcquireReply::Foreign { key, found })) => {
                     foreign = Some((key.clone(), found.clone()));
                 }
@@ -487,13 +491,17 @@ impl LockRequest {
         if let (true, Some(fence)) = (granted >= quorum, fence) {
             return Ok(Round::Won { fence, sent_at });
         }
-        if let Some(conflict) = conflict {
+        // A conflict is the lock's state only where a majority says so. Over Redlock a minority
+        // can lag behind (a release of this owner's last hold still on its way there) and
+        // answer with a conflict that no longer holds: that counts as a refusal.
+        if let Some(conflict) = conflict.filter(|_| conflicts >= quorum) {
             self.give_back(shared, hold, give_back).await;
             return Err(Error::Conflict {
                 lock: self.name.clone(),
                 conflict,
             });
         }
+        refused += conflicts;
         if let Some((key, found)) = foreign {
             self.give_back(shared, hold, give_back).await;
             return Err(Error::WrongType {
