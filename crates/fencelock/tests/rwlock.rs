@@ -977,6 +977,30 @@ fn spawn_waiter(redis: &RedisServer, side: &str, queue_timeout: Duration) -> Chi
     child
 }
 
+/// Waits for the request `waiting`, held back by the waiting entry of a process killed at
+/// `killed_at`: it must not get in while that entry can still be alive (the dead process
+/// refreshed it at most a third of `queue_timeout` before the kill), and must get in soon after
+/// it lapsed.
+async fn granted_once_the_dead_entry_lapsed(
+    waiting: JoinHandle<(Instant, fencelock::Result<LockGuard>)>,
+    killed_at: Instant,
+    queue_timeout: Duration,
+) -> LockGuard {
+    tokio::time::sleep_until(killed_at + queue_timeout / 2).await;
+    assert!(
+        !waiting.is_finished(),
+        "granted before the dead waiter's entry lapsed"
+    );
+    let (granted_at, guard) = waiting.await.unwrap();
+    let guard = guard.expect("the dead waiter's entry blocked the lock for good");
+    let waited = granted_at - killed_at;
+    assert!(
+        waited < queue_timeout + Duration::from_millis(500),
+        "granted {waited:?} after the kill"
+    );
+    guard
+}
+
 /// Child role: ask for the `SIDE` (`read` or `write`) lock on `rw-waiter` with a queue timeout
 /// of `MS`, say `WAITING` once it has waited a while, and keep waiting; once granted, say
 /// `ACQUIRED <fence>`, release, and say `RELEASED`.
@@ -1062,19 +1086,7 @@ async fn a_writer_killed_while_waiting_stops_blocking_readers_after_its_queue_ti
     child.kill().unwrap();
     let killed_at = Instant::now();
     let waiting = spawn_acquire(late.read().wait_up_to(Duration::from_secs(5)));
-    // The dead writer refreshed its entry at most a third of the timeout before the kill.
-    tokio::time::sleep_until(killed_at + Duration::from_millis(400)).await;
-    assert!(
-        !waiting.is_finished(),
-        "a reader got in before the dead writer's entry lapsed"
-    );
-    let (granted_at, late_reading) = waiting.await.unwrap();
-    let late_reading = late_reading.expect("the dead writer blocked readers for good");
-    let waited = granted_at - killed_at;
-    assert!(
-        waited < queue_timeout + Duration::from_millis(500),
-        "{waited:?}"
-    );
+    let late_reading = granted_once_the_dead_entry_lapsed(waiting, killed_at, queue_timeout).await;
     assert_eq!(late_reading.fence(), 0, "no write was ever granted");
     assert_eq!(entries(&redis, "rw-waiter", "i:"), 0);
     assert!(reading.release().await.unwrap());
@@ -1098,19 +1110,7 @@ async fn a_reader_killed_while_waiting_stops_blocking_writers_after_its_queue_ti
     child.kill().unwrap();
     let killed_at = Instant::now();
     assert!(writing.release().await.unwrap());
-    // The dead reader refreshed its entry at most a third of the timeout before the kill.
-    tokio::time::sleep_until(killed_at + Duration::from_millis(400)).await;
-    assert!(
-        !waiting.is_finished(),
-        "a writer got in before the dead reader's entry lapsed"
-    );
-    let (granted_at, late_writing) = waiting.await.unwrap();
-    let late_writing = late_writing.expect("the dead reader blocked writers for good");
-    let waited = granted_at - killed_at;
-    assert!(
-        waited < queue_timeout + Duration::from_millis(500),
-        "{waited:?}"
-    );
+    let late_writing = granted_once_the_dead_entry_lapsed(waiting, killed_at, queue_timeout).await;
     assert_eq!(entries(&redis, "rw-waiter", "q:"), 0);
     assert!(late_writing.release().await.unwrap());
     assert_eq!(keys(&redis), vec!["fencelock:{rw-waiter}:fence"]);
