@@ -991,8 +991,11 @@ async fn granted_once_the_dead_entry_lapsed(
         !waiting.is_finished(),
         "granted before the dead waiter's entry lapsed"
     );
-    let (granted_at, guard) = waiting.await.unwrap();
-    let guard = guard.expect("the dead waiter's entry blocked the lock for good");
+    let (granted_at, guard) = match waiting.await {
+        Ok((at, Ok(guard))) => (at, guard),
+        Ok((_, Err(e))) => panic!("the dead waiter's entry blocked the lock for good: {e}"),
+        Err(e) => panic!("the waiting request failed: {e}"),
+    };
     let waited = granted_at - killed_at;
     assert!(
         waited < queue_timeout + Duration::from_millis(500),
