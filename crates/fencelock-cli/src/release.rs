@@ -56,7 +56,10 @@ pub async fn release(args: ReleaseArgs) -> Result<(), CliError> {
     let client = servers.client()?;
     // Who held it, for the operator's record (best effort: the release itself decides).
     let before = client.inspect(&args.name).await.ok().and_then(|i| i.holder);
-    let was_held = client.force_release(&args.name).await?;
+    let was_held = client.force_release(&args.name).await;
+    // Over several servers, let the slowest one hear it before the process ends.
+    client.wait_idle(std::time::Duration::from_secs(2)).await;
+    let was_held = was_held?;
     if was_held {
         let by = before.map_or_else(String::new, |holder| {
             let fence = holder

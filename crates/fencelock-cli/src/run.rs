@@ -136,6 +136,10 @@ pub struct RunArgs {
 
 /// Runs `fencelock run`. `Ok(())` means exit 0; the command's non-zero exit code comes back as
 /// [`CliError::Reported`].
+/// How long `run` waits, after the lock is released, for calls still under way to the slowest
+/// of several servers.
+const FINISH_LIMIT: Duration = Duration::from_secs(2);
+
 pub async fn run(args: RunArgs) -> Result<(), CliError> {
     let servers = args.servers.resolve()?;
     let Some((program, program_args)) = args.command.split_first() else {
@@ -147,152 +151,159 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
     check_command(program)?;
     let mut signals = Signals::new()?;
     let client = servers.client()?;
-    let mut request = match args.permits {
-        Some(permits) => client.semaphore(args.name.clone(), permits),
-        None => client.lock(args.name.clone()),
-    }
-    .ttl(args.ttl);
-    request = match (args.no_wait, args.wait) {
-        (true, _) => request.no_wait(),
-        (false, Some(limit)) => request.wait_up_to(limit),
-        (false, None) => request.wait(fencelock::WaitPolicy::Forever),
-    };
-    // What is held, for messages: `lock "NAME"` or `permit of semaphore "NAME" (N permits)`.
-    let held = match args.permits {
-        Some(n) => format!("permit of semaphore {:?} ({n} permits)", args.name),
-        None => format!("lock {:?}", args.name),
-    };
-    tracing::debug!(lock = %args.name, permits = ?args.permits, servers = %servers.describe(), "acquiring");
+    let outcome = async {
+        let mut request = match args.permits {
+            Some(permits) => client.semaphore(args.name.clone(), permits),
+            None => client.lock(args.name.clone()),
+        }
+        .ttl(args.ttl);
+        request = match (args.no_wait, args.wait) {
+            (true, _) => request.no_wait(),
+            (false, Some(limit)) => request.wait_up_to(limit),
+            (false, None) => request.wait(fencelock::WaitPolicy::Forever),
+        };
+        // What is held, for messages: `lock "NAME"` or `permit of semaphore "NAME" (N permits)`.
+        let held = match args.permits {
+            Some(n) => format!("permit of semaphore {:?} ({n} permits)", args.name),
+            None => format!("lock {:?}", args.name),
+        };
+        tracing::debug!(lock = %args.name, permits = ?args.permits, servers = %servers.describe(), "acquiring");
 
-    let acquired = tokio::select! {
-        biased;
-        signal = signals.recv() => {
-            // Dropping the acquisition gives back, in the background, what it may hold.
-            tokio::time::sleep(GIVE_BACK_TIME).await;
+        let acquired = tokio::select! {
+            biased;
+            signal = signals.recv() => {
+                // Dropping the acquisition gives back, in the background, what it may hold.
+                tokio::time::sleep(GIVE_BACK_TIME).await;
+                return Err(interrupted_while_waiting(signal, &args.name));
+            }
+            acquired = request.acquire() => acquired,
+        };
+        let guard = match acquired {
+            Ok(guard) => guard,
+            Err(err) => {
+                let refused_unsent = matches!(
+                    err,
+                    fencelock::Error::Unsupported { .. } | fencelock::Error::InvalidArgument { .. }
+                );
+                if servers.urls.len() > 1 && !refused_unsent {
+                    // Redlock: a lost round may be giving back partial grants in the background.
+                    tokio::time::sleep(GIVE_BACK_TIME).await;
+                }
+                return Err(acquire_error(err, &servers, args.permits));
+            }
+        };
+        let fence = guard.fence();
+        tracing::debug!(lock = %args.name, fence, "acquired");
+
+        // A signal that arrived while the lock was being granted: do not start the command.
+        if let Some(signal) = signals.pending().await {
+            release_quietly(guard, &args.name).await;
             return Err(interrupted_while_waiting(signal, &args.name));
         }
-        acquired = request.acquire() => acquired,
-    };
-    let guard = match acquired {
-        Ok(guard) => guard,
-        Err(err) => {
-            let refused_unsent = matches!(
-                err,
-                fencelock::Error::Unsupported { .. } | fencelock::Error::InvalidArgument { .. }
-            );
-            if servers.urls.len() > 1 && !refused_unsent {
-                // Redlock: a lost round may be giving back partial grants in the background.
-                tokio::time::sleep(GIVE_BACK_TIME).await;
+
+        let mut command = tokio::process::Command::new(program);
+        match args.permits {
+            Some(permits) => command.env(PERMITS_ENV, permits.to_string()),
+            // Not inherited from an outer `fencelock run --permits`: it would describe another name.
+            None => command.env_remove(PERMITS_ENV),
+        };
+        command
+            .args(program_args)
+            .env("FENCELOCK_NAME", &args.name)
+            .env("FENCELOCK_FENCE", fence.to_string())
+            .process_group(0)
+            .kill_on_drop(true);
+        let mut child = match command.spawn() {
+            Ok(child) => child,
+            Err(err) => {
+                release_quietly(guard, &args.name).await;
+                return Err(spawn_error(program, &err));
             }
-            return Err(acquire_error(err, &servers, args.permits));
-        }
-    };
-    let fence = guard.fence();
-    tracing::debug!(lock = %args.name, fence, "acquired");
-
-    // A signal that arrived while the lock was being granted: do not start the command.
-    if let Some(signal) = signals.pending().await {
-        release_quietly(guard, &args.name).await;
-        return Err(interrupted_while_waiting(signal, &args.name));
-    }
-
-    let mut command = tokio::process::Command::new(program);
-    match args.permits {
-        Some(permits) => command.env(PERMITS_ENV, permits.to_string()),
-        // Not inherited from an outer `fencelock run --permits`: it would describe another name.
-        None => command.env_remove(PERMITS_ENV),
-    };
-    command
-        .args(program_args)
-        .env("FENCELOCK_NAME", &args.name)
-        .env("FENCELOCK_FENCE", fence.to_string())
-        .process_group(0)
-        .kill_on_drop(true);
-    let mut child = match command.spawn() {
-        Ok(child) => child,
-        Err(err) => {
+        };
+        let Some(pgid) = child.id().and_then(|pid| i32::try_from(pid).ok()) else {
             release_quietly(guard, &args.name).await;
-            return Err(spawn_error(program, &err));
-        }
-    };
-    let Some(pgid) = child.id().and_then(|pid| i32::try_from(pid).ok()) else {
-        release_quietly(guard, &args.name).await;
-        return Err(CliError::Failed {
-            message: format!("{} exited before it could be watched", show(program)),
-            code: EXIT_FAILURE,
-        });
-    };
-    let group = Pid::from_raw(pgid);
-    tracing::debug!(lock = %args.name, fence, pid = pgid, "command started");
-    // Now that the command runs, the other signals worth passing on are caught too.
-    signals.catch_forwarded()?;
+            return Err(CliError::Failed {
+                message: format!("{} exited before it could be watched", show(program)),
+                code: EXIT_FAILURE,
+            });
+        };
+        let group = Pid::from_raw(pgid);
+        tracing::debug!(lock = %args.name, fence, pid = pgid, "command started");
+        // Now that the command runs, the other signals worth passing on are caught too.
+        signals.catch_forwarded()?;
 
-    let mut lost = guard.lost().into_future();
-    let outcome = loop {
-        tokio::select! {
-            biased;
-            status = child.wait() => break Outcome::Exited(status),
-            reason = &mut lost => break Outcome::Lost(reason),
-            signal = signals.recv() => {
-                tracing::debug!(signal = signal.as_str(), pid = pgid, "forwarding");
-                forward(group, signal);
-            }
-        }
-    };
-
-    match outcome {
-        Outcome::Exited(Err(err)) => {
-            // Cannot happen in practice (the child is ours); the lock still goes back.
-            let _ = killpg(group, Signal::SIGKILL);
-            release_quietly(guard, &args.name).await;
-            Err(CliError::io(
-                format!("cannot wait for {}", show(program)),
-                err,
-            ))
-        }
-        Outcome::Exited(Ok(status)) => {
-            let code = exit_code_of(status);
-            tracing::debug!(lock = %args.name, %status, "command ended; releasing");
-            match guard.release().await {
-                Ok(true) => {}
-                Ok(false) => {
-                    return Err(CliError::Failed {
-                        message: format!(
-                            "{held} (fence {fence}) was lost before {} ended (exit status \
-                             {code}); another holder may have run at the same time",
-                            show(program)
-                        ),
-                        code: EXIT_LOCK_LOST,
-                    });
-                }
-                Err(err) => {
-                    eprintln!(
-                        "fencelock: warning: {err}; the lock will be free when its lease runs out"
-                    );
+        let mut lost = guard.lost().into_future();
+        let outcome = loop {
+            tokio::select! {
+                biased;
+                status = child.wait() => break Outcome::Exited(status),
+                reason = &mut lost => break Outcome::Lost(reason),
+                signal = signals.recv() => {
+                    tracing::debug!(signal = signal.as_str(), pid = pgid, "forwarding");
+                    forward(group, signal);
                 }
             }
-            if code == 0 {
-                Ok(())
-            } else {
-                Err(CliError::Reported { code })
+        };
+
+        match outcome {
+            Outcome::Exited(Err(err)) => {
+                // Cannot happen in practice (the child is ours); the lock still goes back.
+                let _ = killpg(group, Signal::SIGKILL);
+                release_quietly(guard, &args.name).await;
+                Err(CliError::io(
+                    format!("cannot wait for {}", show(program)),
+                    err,
+                ))
+            }
+            Outcome::Exited(Ok(status)) => {
+                let code = exit_code_of(status);
+                tracing::debug!(lock = %args.name, %status, "command ended; releasing");
+                match guard.release().await {
+                    Ok(true) => {}
+                    Ok(false) => {
+                        return Err(CliError::Failed {
+                            message: format!(
+                                "{held} (fence {fence}) was lost before {} ended (exit status \
+                                 {code}); another holder may have run at the same time",
+                                show(program)
+                            ),
+                            code: EXIT_LOCK_LOST,
+                        });
+                    }
+                    Err(err) => {
+                        eprintln!(
+                            "fencelock: warning: {err}; the lock will be free when its lease runs out"
+                        );
+                    }
+                }
+                if code == 0 {
+                    Ok(())
+                } else {
+                    Err(CliError::Reported { code })
+                }
+            }
+            Outcome::Lost(reason) => {
+                eprintln!(
+                    "fencelock: {held} (fence {fence}) was lost while {} ran: {reason}; \
+                     stopping it (SIGTERM, SIGKILL after {})",
+                    show(program),
+                    format_duration(args.kill_after)
+                );
+                let how = stop_group(&mut child, group, args.kill_after).await;
+                // Nothing to give back any more (the hold is gone); this ends the renewal.
+                let _ = guard.release().await;
+                Err(CliError::Failed {
+                    message: format!("{held} was lost while the command ran; the command {how}"),
+                    code: EXIT_LOCK_LOST,
+                })
             }
         }
-        Outcome::Lost(reason) => {
-            eprintln!(
-                "fencelock: {held} (fence {fence}) was lost while {} ran: {reason}; \
-                 stopping it (SIGTERM, SIGKILL after {})",
-                show(program),
-                format_duration(args.kill_after)
-            );
-            let how = stop_group(&mut child, group, args.kill_after).await;
-            // Nothing to give back any more (the hold is gone); this ends the renewal.
-            let _ = guard.release().await;
-            Err(CliError::Failed {
-                message: format!("{held} was lost while the command ran; the command {how}"),
-                code: EXIT_LOCK_LOST,
-            })
-        }
     }
+    .await;
+    // Over several servers a release returns at a majority; let the slowest server hear it
+    // before the process (and the calls still under way) ends.
+    client.wait_idle(FINISH_LIMIT).await;
+    outcome
 }
 
 enum Outcome {

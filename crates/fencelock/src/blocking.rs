@@ -108,6 +108,11 @@ impl Client {
     pub fn force_release(&self, name: &str) -> Result<bool> {
         self.runtime.block_on(self.inner.force_release(name))
     }
+
+    /// See [`crate::Client::wait_idle`].
+    pub fn wait_idle(&self, limit: Duration) -> bool {
+        self.runtime.block_on(self.inner.wait_idle(limit))
+    }
 }
 
 /// An owner of a reentrant lock (blocking); see [`crate::ReentrantLock`]. Clones are the same

@@ -398,6 +398,29 @@ impl Client {
         Ok(merge_inspected(name, &states, instances.quorum()))
     }
 
+    /// Waits (at most `limit`) until the calls this client still has under way in the background
+    /// have finished, and says whether they all did.
+    ///
+    /// Over Redlock an operation returns as soon as a majority decided it: a release returns once
+    /// a majority confirmed it, while the call to the slowest instance runs on. Those calls end
+    /// with the process; call this before a short-lived program exits (the `fencelock` command
+    /// does), so that the slowest instance does not keep a released lock until its lease runs
+    /// out. With a single server there is nothing in the background and it returns at once.
+    ///
+    /// ```no_run
+    /// # async fn example(client: fencelock::Client) -> fencelock::Result<()> {
+    /// use std::time::Duration;
+    ///
+    /// let guard = client.lock("nightly-report").acquire().await?;
+    /// // ... the work ...
+    /// guard.release().await?;
+    /// client.wait_idle(Duration::from_secs(2)).await;
+    /// # Ok(()) }
+    /// ```
+    pub async fn wait_idle(&self, limit: Duration) -> bool {
+        self.shared.instances.wait_idle(limit).await
+    }
+
     /// Deletes lock `name` whoever holds it, on every instance, and wakes its waiters: an
     /// operator's tool for a holder known to be gone. The holder, if alive, learns it lost the
     /// lock at its next renewal. Returns whether it was held anywhere.

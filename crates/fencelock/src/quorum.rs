@@ -15,6 +15,8 @@
 //! instance stays out for at least the longest lease, and instance clocks agree to within a
 //! lease.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use futures_util::StreamExt;
@@ -30,6 +32,32 @@ pub(crate) struct Instances {
     notifiers: Vec<ReleaseNotifier>,
     command_timeout: Duration,
     instance_timeout: Option<Duration>,
+    background: Arc<Background>,
+}
+
+/// The calls to instances still running after their operation was decided (over Redlock).
+#[derive(Default)]
+struct Background {
+    running: AtomicUsize,
+    idle: tokio::sync::Notify,
+}
+
+/// One background call; counted from its start until it is dropped.
+struct Running(Arc<Background>);
+
+impl Running {
+    fn start(background: &Arc<Background>) -> Self {
+        background.running.fetch_add(1, Ordering::SeqCst);
+        Running(background.clone())
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if self.0.running.fetch_sub(1, Ordering::SeqCst) == 1 {
+            self.0.idle.notify_waiters();
+        }
+    }
 }
 
 /// What one instance answered (or that it did not answer before the outcome was decided).
@@ -53,6 +81,7 @@ impl Instances {
             notifiers,
             command_timeout,
             instance_timeout,
+            background: Arc::default(),
         })
     }
 
@@ -120,7 +149,13 @@ impl Instances {
         }
         let mut pending: FuturesUnordered<_> = selected
             .map(|(i, server)| {
-                let task = tokio::spawn(op(server));
+                let running = Running::start(&self.background);
+                let call = op(server);
+                let task = tokio::spawn(async move {
+                    let answer = call.await;
+                    drop(running);
+                    answer
+                });
                 async move {
                     let answer = task.await.unwrap_or_else(|e| {
                         Err(redis::RedisError::from((
@@ -142,6 +177,24 @@ impl Instances {
             }
         }
         answers
+    }
+
+    /// Waits (at most `limit`) until no call started by [`on_all`](Self::on_all) is still
+    /// running. True if none is.
+    pub(crate) async fn wait_idle(&self, limit: Duration) -> bool {
+        let until = tokio::time::Instant::now() + limit;
+        loop {
+            let idle = self.background.idle.notified();
+            tokio::pin!(idle);
+            // Registered before the check, so a call that ends in between is not missed.
+            idle.as_mut().enable();
+            if self.background.running.load(Ordering::SeqCst) == 0 {
+                return true;
+            }
+            if tokio::time::timeout_at(until, idle).await.is_err() {
+                return self.background.running.load(Ordering::SeqCst) == 0;
+            }
+        }
     }
 
     /// Registers a waiter for `channel` on every instance, and waits (at most `limit`) for the

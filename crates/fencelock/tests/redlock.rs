@@ -84,6 +84,48 @@ async fn all_up_the_lock_is_held_on_every_instance_and_fences_grow() {
     }
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wait_idle_lets_the_slowest_instance_hear_a_release() {
+    let servers: Vec<RedisServer> = (0..3).map(|_| server()).collect();
+    let client = redlock_within(&urls(&servers), Duration::from_secs(2));
+    let guard = client
+        .lock("slow")
+        .ttl(Duration::from_secs(10))
+        .acquire()
+        .await
+        .unwrap();
+    assert!(eventually_all(&servers, |s| holds(s, "slow")).await);
+    // The first instance stops answering for a while (DEBUG SLEEP blocks the whole server).
+    let sleeper = redis::Client::open(servers[0].url()).unwrap();
+    let mut sleeper = sleeper.get_multiplexed_async_connection().await.unwrap();
+    let sleeping = tokio::spawn(async move {
+        redis::cmd("DEBUG")
+            .arg("SLEEP")
+            .arg("0.6")
+            .query_async::<()>(&mut sleeper)
+            .await
+    });
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    // The release returns once the other two confirmed it; the first is still to hear it.
+    assert!(guard.release().await.unwrap());
+    assert!(
+        !client.wait_idle(Duration::from_millis(1)).await,
+        "nothing under way while an instance sleeps"
+    );
+    assert!(client.wait_idle(Duration::from_secs(3)).await);
+    // (The sleeper's own reply may time out on its side; only the sleep matters.)
+    let _ = sleeping.await;
+    // Once idle, every instance has heard the release: no waiting for it.
+    for s in &servers {
+        assert!(!holds(s, "slow"));
+    }
+    // With one server nothing runs in the background.
+    let single = common::client(&servers[1].url());
+    let guard = single.lock("single").acquire().await.unwrap();
+    assert!(guard.release().await.unwrap());
+    assert!(single.wait_idle(Duration::ZERO).await);
+}
+
 #[tokio::test]
 async fn one_or_two_stopped_instances_cost_at_most_the_instance_timeout() {
     let servers = five();
