@@ -131,3 +131,14 @@ pub async fn wait_for_count<T: PartialEq + std::fmt::Debug>(
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }
+
+/// What each of `keys` holds, serialized by `DUMP` (nil for a missing key): taken before and
+/// after, it shows that nothing touched keys that fencelock did not put there.
+pub fn dumps(server: &RedisServer, keys: &[&str]) -> Vec<redis::Value> {
+    keys.iter()
+        .map(|key| match server.cmd(&["DUMP", key]) {
+            Ok(value) => value,
+            Err(e) => panic!("DUMP {key}: {e}"),
+        })
+        .collect()
+}

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use fencelock::{Client, Conflict, Error, LockKind};
 
-use common::{client, keys, server};
+use common::{client, dumps, keys, server};
 
 /// A request for `name` as `kind` (a semaphore has 3 permits).
 fn request(client: &Client, kind: &str, name: &str) -> fencelock::LockRequest {
@@ -58,9 +58,8 @@ async fn one_name_is_one_kind_and_a_mixup_is_a_clear_error_that_changes_nothing(
     for (held_as, others) in families {
         let name = format!("mixed-{held_as}");
         let guard = take(&a, held_as, &name).await;
-        let before = redis
-            .cmd(&["DUMP", &format!("fencelock:{{{name}}}")])
-            .unwrap();
+        let key = format!("fencelock:{{{name}}}");
+        let before = dumps(&redis, &[&key]);
         for other in others {
             let err = try_take(&b, other, &name).await.unwrap_err();
             let text = err.to_string();
@@ -76,11 +75,9 @@ async fn one_name_is_one_kind_and_a_mixup_is_a_clear_error_that_changes_nothing(
             );
             assert!(text.contains(&name) && text.contains("same kind"), "{text}");
         }
-        let after = redis
-            .cmd(&["DUMP", &format!("fencelock:{{{name}}}")])
-            .unwrap();
         assert_eq!(
-            before, after,
+            dumps(&redis, &[&key]),
+            before,
             "{held_as}: the lock was changed by refused requests"
         );
         assert!(guard.release().await.unwrap());

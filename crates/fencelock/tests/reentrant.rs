@@ -10,7 +10,7 @@ use fencelock::{Conflict, Error, LockGuard};
 use fencelock_testkit::{is_test_child, spawn_test_child};
 use tokio::time::Instant;
 
-use common::{client, fence_of, fields_starting, hash_fields, keys, server};
+use common::{client, dumps, fence_of, fields_starting, hash_fields, keys, server};
 
 /// The lock key of `name`.
 fn lock_key(name: &str) -> String {
@@ -355,6 +355,13 @@ async fn wrong_types_other_kinds_and_bad_names_are_refused_and_left_untouched() 
     redis
         .cmd(&["SADD", "fencelock:{badfence}:fence", "x"])
         .unwrap();
+    let foreign = [
+        "fencelock:{listed}",
+        "fencelock:{texted}",
+        "fencelock:{hashed}",
+        "fencelock:{badfence}:fence",
+    ];
+    let foreign_before = dumps(&redis, &foreign);
     for (name, found) in [
         ("listed", "a list"),
         ("texted", "not a fencelock lock"),
@@ -477,25 +484,7 @@ async fn wrong_types_other_kinds_and_bad_names_are_refused_and_left_untouched() 
             "fencelock:{texted}",
         ]
     );
-    assert_eq!(
-        redis
-            .cmd(&["LRANGE", "fencelock:{listed}", "0", "-1"])
-            .unwrap(),
-        redis::Value::Array(vec![
-            redis::Value::BulkString(b"x".to_vec()),
-            redis::Value::BulkString(b"y".to_vec()),
-        ])
-    );
-    assert_eq!(
-        redis.cmd(&["GET", "fencelock:{texted}"]).unwrap(),
-        redis::Value::BulkString(b"hello".to_vec())
-    );
-    assert_eq!(
-        hash_fields(&redis, "fencelock:{hashed}")
-            .into_iter()
-            .collect::<Vec<_>>(),
-        vec![("field".to_owned(), "value".to_owned())]
-    );
+    assert_eq!(dumps(&redis, &foreign), foreign_before);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -2,6 +2,7 @@
 
 mod common;
 
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -10,21 +11,11 @@ use fencelock::{Client, Conflict, Error, LostReason};
 use fencelock_testkit::{RedisServer, is_test_child, spawn_test_child};
 use tokio::time::Instant;
 
-use common::{client, fence_of, integer_reply, keys, server};
+use common::{client, dumps, fence_of, fields_starting, hash_fields, integer_reply, keys, server};
 
-/// The semaphore's hash as `field=value` lines, sorted (for "nothing changed" checks).
-fn snapshot(redis: &RedisServer, name: &str) -> Vec<String> {
-    let key = format!("fencelock:{{{name}}}");
-    let fields: Vec<String> = match redis.cmd(&["HGETALL", &key]) {
-        Ok(value) => redis::from_redis_value(value).unwrap_or_else(|e| panic!("HGETALL: {e}")),
-        Err(e) => panic!("HGETALL {key}: {e}"),
-    };
-    let mut pairs: Vec<String> = fields
-        .chunks(2)
-        .map(|pair| format!("{}={}", pair[0], pair[1]))
-        .collect();
-    pairs.sort();
-    pairs
+/// The semaphore's hash (for "nothing changed" checks).
+fn snapshot(redis: &RedisServer, name: &str) -> BTreeMap<String, String> {
+    hash_fields(redis, &format!("fencelock:{{{name}}}"))
 }
 
 /// The value of a string key (`None`: no such key).
@@ -37,10 +28,7 @@ fn get(redis: &RedisServer, key: &str) -> Option<String> {
 
 /// How many permits the semaphore's hash records (live or not yet dropped).
 fn permit_entries(redis: &RedisServer, name: &str) -> usize {
-    snapshot(redis, name)
-        .iter()
-        .filter(|f| f.starts_with("p:"))
-        .count()
+    fields_starting(redis, &format!("fencelock:{{{name}}}"), "p:").len()
 }
 
 /// One grant seen by a task: when its `acquire` was called, when it returned, and the fence.
@@ -309,7 +297,10 @@ async fn another_number_of_permits_is_refused_while_any_is_held_and_accepted_aft
         }
         permits
     };
-    assert!(snapshot(&redis, "n").contains(&"permits=3".to_string()));
+    assert_eq!(
+        snapshot(&redis, "n").get("permits").map(String::as_str),
+        Some("3")
+    );
     assert!(b.semaphore("n", 3).try_acquire().await.unwrap().is_none());
     let err = a.semaphore("n", 2).try_acquire().await.unwrap_err();
     assert!(
@@ -331,7 +322,10 @@ async fn another_number_of_permits_is_refused_while_any_is_held_and_accepted_aft
     tokio::time::sleep(Duration::from_millis(250)).await;
     let renumbered = b.semaphore("n", 5).try_acquire().await.unwrap();
     assert!(renumbered.is_some(), "a lapsed permit kept the old N");
-    assert!(snapshot(&redis, "n").contains(&"permits=5".to_string()));
+    assert_eq!(
+        snapshot(&redis, "n").get("permits").map(String::as_str),
+        Some("5")
+    );
     assert!(!stale.release().await.unwrap());
     assert!(renumbered.unwrap().release().await.unwrap());
 }
@@ -377,6 +371,13 @@ async fn bad_arguments_and_foreign_keys_are_refused_and_left_untouched() {
     redis
         .cmd(&["SADD", "fencelock:{badfence}:fence", "x"])
         .unwrap();
+    let foreign = [
+        "fencelock:{listed}",
+        "fencelock:{texted}",
+        "fencelock:{hashed}",
+        "fencelock:{badfence}:fence",
+    ];
+    let foreign_before = dumps(&redis, &foreign);
     for (name, key, found) in [
         ("listed", "fencelock:{listed}", "a list"),
         ("texted", "fencelock:{texted}", "not a fencelock lock"),
@@ -412,13 +413,7 @@ async fn bad_arguments_and_foreign_keys_are_refused_and_left_untouched() {
         ],
         "a refused request wrote something"
     );
-    assert_eq!(integer_reply(&redis, &["LLEN", "fencelock:{listed}"]), 2);
-    assert_eq!(get(&redis, "fencelock:{texted}").as_deref(), Some("hello"));
-    assert_eq!(snapshot(&redis, "hashed"), vec!["f=v"]);
-    assert_eq!(
-        integer_reply(&redis, &["SCARD", "fencelock:{badfence}:fence"]),
-        1
-    );
+    assert_eq!(dumps(&redis, &foreign), foreign_before);
 
     // Another kind of lock under the name, both ways round.
     let plain = a.lock("shared").acquire().await.unwrap();
@@ -554,17 +549,8 @@ async fn release_says_whether_the_permit_was_still_held_and_loss_is_signalled() 
     assert!(!lost.is_lost());
     let field = snapshot(&redis, "r")
         .into_iter()
-        .filter_map(|f| f.split('=').next().map(str::to_owned))
-        .find(|f| {
-            f.starts_with("p:") && {
-                let value = redis
-                    .cmd(&["HGET", "fencelock:{r}", f])
-                    .ok()
-                    .and_then(|v| redis::from_redis_value::<String>(v).ok())
-                    .unwrap_or_default();
-                value.ends_with(&format!(":{}", doomed.fence()))
-            }
-        })
+        .find(|(f, value)| f.starts_with("p:") && value.ends_with(&format!(":{}", doomed.fence())))
+        .map(|(f, _)| f)
         .unwrap();
     assert_eq!(integer_reply(&redis, &["HDEL", "fencelock:{r}", &field]), 1);
     let reason = tokio::time::timeout(ttl, lost.wait())
