@@ -34,7 +34,7 @@ pub const MIN_TTL: Duration = Duration::from_millis(10);
 /// The longest lease accepted (about 34 years; Redis itself accepts more, but a lease this long
 /// is a mistake, and instants this far ahead overflow some clocks).
 pub const MAX_TTL: Duration = Duration::from_millis(1 << 40);
-/// How long a waiter's place in a queue (a fair lock's queue, a writer waiting for readers)
+/// How long a waiter's place in a queue (a fair lock's queue, a read-write lock's waiting entry)
 /// lasts without a refresh, by default. A waiter refreshes it three times as often; one that
 /// dies leaves the queue this long after its last refresh.
 pub const DEFAULT_QUEUE_TIMEOUT: Duration = Duration::from_secs(5);
@@ -356,9 +356,9 @@ impl LockRequest {
                     give_back,
                 } => {
                     if self.give_back(shared, &hold, give_back).await {
-                        // A queued waiter (a writer waiting for readers) also left a waiting
+                        // A queued waiter (fair, or a read-write waiter) also left a waiting
                         // entry under this token on the instances that refused it: take those
-                        // back too, or they keep new readers out until they lapse.
+                        // back too, or they hold the others back until they lapse.
                         if self.kind.queues() {
                             self.abandon(&hold, None, None);
                         }
@@ -428,7 +428,7 @@ impl LockRequest {
         let quorum = instances.quorum();
         let limit = instances.limit(self.ttl);
         let ttl = self.ttl;
-        // A queued waiter (a writer waiting for readers) hears every instance out when it loses
+        // A queued waiter (fair, or a read-write waiter) hears every instance out when it loses
         // a round: an instance not waited for would have to be given back under a new token,
         // and that give-back's release message would wake this waiter at once, round after
         // round, each round leaving a waiting entry behind.
