@@ -16,8 +16,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::engine::WaitPolicy;
 use crate::error::{Error, LostReason, Result};
-use crate::lock::WaitPolicy;
 
 /// A blocking client. Cheap to clone.
 #[derive(Clone, Debug)]

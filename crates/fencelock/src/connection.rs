@@ -58,9 +58,32 @@ impl Server {
         within(limit, async move { pipe.query_async(&mut conn).await }).await
     }
 
+    /// Sends one command within `limit`.
+    pub(crate) async fn query<T: FromRedisValue>(
+        &self,
+        cmd: &redis::Cmd,
+        limit: Duration,
+    ) -> redis::RedisResult<T> {
+        let mut conn = self.conn.clone();
+        within(limit, async move { cmd.query_async(&mut conn).await }).await
+    }
+
     /// Turns a Redis error into fencelock's error for `lock`, naming this server.
     pub(crate) fn error(&self, lock: &str, command: &'static str, err: RedisError) -> Error {
-        if is_unreachable(&err) {
+        if is_auth_failure(&err) {
+            Error::AuthFailed {
+                lock: lock.to_owned(),
+                server: self.addr.clone(),
+                source: err,
+            }
+        } else if err.code() == Some("NOPERM") {
+            Error::PermissionDenied {
+                lock: lock.to_owned(),
+                server: self.addr.clone(),
+                command,
+                source: err,
+            }
+        } else if is_unreachable(&err) {
             Error::Unreachable {
                 lock: lock.to_owned(),
                 server: self.addr.clone(),
@@ -91,8 +114,19 @@ pub(crate) async fn within<T>(
     }
 }
 
+/// Whether Redis refused the client's credentials (a wrong user or password, or none given to
+/// a server that requires them).
+pub(crate) fn is_auth_failure(err: &RedisError) -> bool {
+    err.kind() == redis::ErrorKind::AuthenticationFailed
+        || matches!(err.code(), Some("NOAUTH" | "WRONGPASS"))
+}
+
 /// Whether an error means the server could not be reached (as opposed to a refusal).
 pub(crate) fn is_unreachable(err: &RedisError) -> bool {
+    !is_auth_failure(err) && is_unreachable_kind(err)
+}
+
+fn is_unreachable_kind(err: &RedisError) -> bool {
     err.is_io_error()
         || err.is_timeout()
         || err.is_connection_dropped()

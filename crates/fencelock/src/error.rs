@@ -86,7 +86,39 @@ pub enum Error {
         details: String,
     },
 
-    /// Redis answered with an error (for instance `NOAUTH`, `NOPERM`, `READONLY`).
+    /// Redis refused the client's credentials: a wrong user or password, or a server that
+    /// requires them and got none (`WRONGPASS`, `NOAUTH`). Nothing was done.
+    #[error(
+        "Redis at {server} refused the credentials for lock {lock:?}: authentication failed ({source})"
+    )]
+    AuthFailed {
+        /// The lock.
+        lock: String,
+        /// The server, as `host:port`.
+        server: String,
+        /// The error Redis (or the client, during the handshake) returned.
+        #[source]
+        source: redis::RedisError,
+    },
+
+    /// The ACL user may not run a command, or touch a key or channel, that the operation needs
+    /// (`NOPERM`). The message names the missing permission as Redis reports it.
+    #[error(
+        "Redis at {server} denied {command} for lock {lock:?}: the ACL user lacks a permission fencelock needs ({source})"
+    )]
+    PermissionDenied {
+        /// The lock.
+        lock: String,
+        /// The server, as `host:port`.
+        server: String,
+        /// What fencelock was doing (`acquire`, `release`, `extend`, ...).
+        command: &'static str,
+        /// The error Redis returned.
+        #[source]
+        source: redis::RedisError,
+    },
+
+    /// Redis answered with another error (for instance `READONLY`, `OOM`).
     #[error("Redis at {server} refused {command} for lock {lock:?}: {source}")]
     Redis {
         /// The lock.
@@ -142,8 +174,8 @@ pub enum Error {
 pub enum Conflict {
     /// The name is in use by another kind of lock; every user of a name must use the same kind.
     OtherKind {
-        /// What the name holds now ("a semaphore", "a read-write lock", ...).
-        found: String,
+        /// What the name is in use as now.
+        found: KindInUse,
         /// What was asked for ("lock", "semaphore", ...).
         requested: &'static str,
     },
@@ -166,6 +198,47 @@ pub enum Conflict {
         /// The limit.
         limit: u32,
     },
+}
+
+/// The kind of lock a name is in use as, as Redis records it (see [`Conflict::OtherKind`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum KindInUse {
+    /// A plain lock or a fair lock (they share the held key's format).
+    Lock,
+    /// A reentrant lock.
+    Reentrant,
+    /// A read-write lock.
+    ReadWrite,
+    /// A counting semaphore.
+    Semaphore,
+    /// A kind this version does not know (written by a newer one).
+    Unknown(String),
+}
+
+impl KindInUse {
+    /// The kind as the scripts name it.
+    pub(crate) fn from_script(kind: &str) -> Self {
+        match kind {
+            "lock" => KindInUse::Lock,
+            "reentrant" => KindInUse::Reentrant,
+            "rw" => KindInUse::ReadWrite,
+            "semaphore" => KindInUse::Semaphore,
+            other => KindInUse::Unknown(other.to_owned()),
+        }
+    }
+}
+
+impl fmt::Display for KindInUse {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            KindInUse::Lock => f.write_str("a plain or fair lock"),
+            KindInUse::Reentrant => f.write_str("a reentrant lock"),
+            KindInUse::ReadWrite => f.write_str("a read-write lock"),
+            KindInUse::Semaphore => f.write_str("a semaphore"),
+            KindInUse::Unknown(kind) => write!(f, "a lock of kind {kind:?}"),
+        }
+    }
 }
 
 impl fmt::Display for Conflict {
@@ -213,6 +286,8 @@ impl Error {
             | Error::NotHeld { lock, .. }
             | Error::Unreachable { lock, .. }
             | Error::Redis { lock, .. }
+            | Error::AuthFailed { lock, .. }
+            | Error::PermissionDenied { lock, .. }
             | Error::NoQuorum { lock, .. }
             | Error::WrongType { lock, .. }
             | Error::Conflict { lock, .. }

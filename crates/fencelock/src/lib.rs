@@ -63,38 +63,37 @@
 //! the release channel (one pub/sub connection per client) and also wake when the holder's lease
 //! would run out, so a lost message costs a bounded delay, never a hang.
 
-// First, so that its `lua!` macro is visible in the modules below.
-#[macro_use]
-mod lock;
+#![warn(missing_docs)]
 
+mod admin;
 mod client;
 mod connection;
+mod engine;
 mod error;
-mod fair;
 mod keys;
+mod kinds;
 mod lease;
 mod notify;
 mod quorum;
-mod reentrant;
-mod rwlock;
-mod semaphore;
+mod redact;
+mod script;
 mod token;
 mod watchdog;
 
 pub mod blocking;
 
-pub use client::{
-    Client, ClientBuilder, DEFAULT_COMMAND_TIMEOUT, DEFAULT_PREFIX, Holder, LockInfo, LockKind,
-};
-pub use error::{Conflict, Error, LostReason, Result};
-pub use keys::MAX_NAME_LEN;
-pub use lease::{ClockDrift, LostSignal};
-pub use lock::{
+pub use admin::{Holder, Listing, LockInfo, LockKind};
+pub use client::{Client, ClientBuilder, DEFAULT_COMMAND_TIMEOUT, DEFAULT_PREFIX};
+pub use engine::{
     DEFAULT_QUEUE_TIMEOUT, DEFAULT_TTL, LockGuard, LockRequest, MAX_TTL, MIN_QUEUE_TIMEOUT,
     MIN_TTL, WaitPolicy,
 };
-pub use reentrant::{DEFAULT_MAX_REENTRY, ReentrantLock};
-pub use rwlock::ReadWriteLock;
+pub use error::{Conflict, Error, KindInUse, LostReason, Result};
+pub use keys::MAX_NAME_LEN;
+pub use kinds::reentrant::{DEFAULT_MAX_REENTRY, ReentrantLock};
+pub use kinds::rwlock::ReadWriteLock;
+pub use lease::{ClockDrift, LostSignal};
+pub use redact::redact_password;
 
 /// The README's examples, compiled as doctests so that they keep working.
 #[doc = include_str!("../../../README.md")]

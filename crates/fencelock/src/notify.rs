@@ -35,11 +35,7 @@ struct Channel {
     subscriptions: usize,
 }
 
-/// The payload of a release message that lets exactly one waiter in.
-pub(crate) const WAKE_ONE: &str = "one";
-
-/// The prefix of a release message that wakes the waiter with the owner token that follows.
-pub(crate) const WAKE_TOKEN: &str = "to:";
+use crate::script::{WAKE_ONE, WAKE_TO as WAKE_TOKEN};
 
 /// Whom a release message wakes.
 #[derive(Debug, PartialEq)]
@@ -385,12 +381,13 @@ async fn sleep_until(at: Option<tokio::time::Instant>) {
 #[cfg(test)]
 mod tests {
     use super::Wake;
+    use crate::script::{WAKE_ALL, WAKE_ONE};
 
     #[test]
     fn release_payloads_say_whom_to_wake() {
-        assert_eq!(Wake::of(b"one"), Wake::One);
+        assert_eq!(Wake::of(WAKE_ONE.as_bytes()), Wake::One);
         assert_eq!(Wake::of(b"to:ab12"), Wake::Token(b"ab12"));
-        assert_eq!(Wake::of(b"all"), Wake::All);
+        assert_eq!(Wake::of(WAKE_ALL.as_bytes()), Wake::All);
         assert_eq!(Wake::of(b""), Wake::All);
     }
 }

@@ -35,15 +35,53 @@ pub(crate) struct Instances {
     background: Arc<Background>,
 }
 
-/// The calls to instances still running after their operation was decided (over Redlock).
+/// How many instances make a majority, and the two questions every operation asks of its
+/// answers: did a majority agree, and can a majority still agree. Every decision over the
+/// instances (acquire, extend, release, renewal, inspect, force-release) is made here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Quorum {
+    total: usize,
+    needed: usize,
+}
+
+impl Quorum {
+    /// The majority of `total` instances (one instance: that instance).
+    pub(crate) fn of(total: usize) -> Self {
+        Quorum {
+            total,
+            needed: total / 2 + 1,
+        }
+    }
+
+    /// How many instances make a majority.
+    pub(crate) fn needed(self) -> usize {
+        self.needed
+    }
+
+    /// Whether `agreed` instances are a majority.
+    pub(crate) fn reached(self, agreed: usize) -> bool {
+        agreed >= self.needed
+    }
+
+    /// Whether, with `against` instances lost to an outcome (refused, failed, or not answering),
+    /// a majority for it is no longer possible.
+    pub(crate) fn out_of_reach(self, against: usize) -> bool {
+        against > self.total.saturating_sub(self.needed)
+    }
+}
+
+/// The work still under way in the background: calls to instances that run on after their
+/// operation was decided (over Redlock), releases of dropped guards and of lost rounds, and
+/// re-assertions. Counted from the moment the work is handed over (a [`Running`] ticket) until
+/// it ends, so that [`Instances::wait_idle`] sees all of it.
 #[derive(Default)]
 struct Background {
     running: AtomicUsize,
     idle: tokio::sync::Notify,
 }
 
-/// One background call; counted from its start until it is dropped.
-struct Running(Arc<Background>);
+/// One piece of background work; counted from its creation until it is dropped.
+pub(crate) struct Running(Arc<Background>);
 
 impl Running {
     fn start(background: &Arc<Background>) -> Self {
@@ -93,9 +131,23 @@ impl Instances {
         self.servers.len() == 1
     }
 
-    /// How many instances make a majority.
-    pub(crate) fn quorum(&self) -> usize {
-        self.servers.len() / 2 + 1
+    /// The majority of these instances.
+    pub(crate) fn quorum(&self) -> Quorum {
+        Quorum::of(self.servers.len())
+    }
+
+    /// A ticket that counts as background work until it is dropped (see [`Self::wait_idle`]).
+    pub(crate) fn running(&self) -> Running {
+        Running::start(&self.background)
+    }
+
+    /// Runs `work` as a task, counted as background work until it ends.
+    pub(crate) fn spawn(&self, work: impl Future<Output = ()> + Send + 'static) {
+        let running = self.running();
+        tokio::spawn(async move {
+            work.await;
+            drop(running);
+        });
     }
 
     /// The time limit for one call to one instance, for a lease of `ttl`: the command timeout
@@ -179,10 +231,10 @@ impl Instances {
         answers
     }
 
-    /// Waits (at most `limit`) until no call started by [`on_all`](Self::on_all) is still
-    /// running. True if none is.
+    /// Waits (at most `limit`; a limit too far ahead to represent waits as long as it takes)
+    /// until no background work is under way. True if none is.
     pub(crate) async fn wait_idle(&self, limit: Duration) -> bool {
-        let until = tokio::time::Instant::now() + limit;
+        let until = tokio::time::Instant::now().checked_add(limit);
         loop {
             let idle = self.background.idle.notified();
             tokio::pin!(idle);
@@ -191,8 +243,13 @@ impl Instances {
             if self.background.running.load(Ordering::SeqCst) == 0 {
                 return true;
             }
-            if tokio::time::timeout_at(until, idle).await.is_err() {
-                return self.background.running.load(Ordering::SeqCst) == 0;
+            match until {
+                Some(until) => {
+                    if tokio::time::timeout_at(until, idle).await.is_err() {
+                        return self.background.running.load(Ordering::SeqCst) == 0;
+                    }
+                }
+                None => idle.await,
             }
         }
     }
@@ -254,7 +311,7 @@ impl Instances {
             lock: lock.to_owned(),
             command,
             agreed,
-            needed: self.quorum(),
+            needed: self.quorum().needed(),
             total: self.servers.len(),
             details: details.join(", "),
         }

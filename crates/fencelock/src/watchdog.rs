@@ -18,11 +18,9 @@ use smallvec::SmallVec;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
+use crate::engine::{Abandoned, ExtendItem, Extended, Hold, Verdict, extend_many, judge_extension};
 use crate::error::LostReason;
 use crate::lease::{ClockDrift, Lease, confirm, mark_lost};
-use crate::lock::hold::Hold;
-use crate::lock::protocol::{self, ExtendItem, Extended};
-use crate::lock::{Verdict, judge_extension, release_on};
 use crate::quorum::{Answer, Instances};
 
 /// A hold (of any kind of lock) the watchdog keeps alive.
@@ -32,15 +30,6 @@ pub(crate) struct Renewal {
     pub(crate) lease: Lease,
     /// Stop renewing after this instant (the `max_hold` cap).
     pub(crate) hold_until: Option<Instant>,
-}
-
-/// A hold to release in the background: a dropped guard's, or the leftovers of a failed
-/// acquisition or release.
-pub(crate) struct Abandoned {
-    pub(crate) hold: Arc<Hold>,
-    pub(crate) fence: Option<u64>,
-    /// The instances to release on (`None`: all).
-    pub(crate) only: Option<Vec<usize>>,
 }
 
 pub(crate) enum Command {
@@ -193,7 +182,7 @@ async fn run(
                     if let Some(id) = id {
                         schedule.entries.remove(&id);
                     }
-                    tokio::spawn(release_abandoned(instances.clone(), lock));
+                    tokio::spawn(lock.release(instances.clone()));
                 }
             },
             () = sleep_until(next_wake) => {
@@ -250,7 +239,7 @@ async fn renew(
     let per_instance = instances
         .on_all(
             None,
-            |server| protocol::extend_many(server.clone(), items.clone(), limit),
+            |server| extend_many(server.clone(), items.clone(), limit),
             |_| false,
         )
         .await;
@@ -316,47 +305,12 @@ async fn renew(
     }
 }
 
-/// Releases an abandoned hold, retrying a few times where instances are briefly unreachable.
-/// Whatever cannot be released runs out with its lease.
-async fn release_abandoned(instances: Arc<Instances>, lock: Abandoned) {
-    let mut pending: Option<Vec<usize>> = lock.only.clone();
-    let mut delay = Duration::from_millis(50);
-    for _ in 0..3 {
-        let limit = instances.command_timeout();
-        let answers = release_on(
-            &instances,
-            &lock.hold,
-            lock.fence,
-            pending.as_deref(),
-            limit,
-            false,
-        )
-        .await;
-        let failed: Vec<usize> = answers
-            .iter()
-            .enumerate()
-            .filter(|(i, a)| {
-                pending.as_ref().is_none_or(|p| p.contains(i)) && !matches!(a, Some(Ok(_)))
-            })
-            .map(|(i, _)| i)
-            .collect();
-        if failed.is_empty() {
-            return;
-        }
-        tracing::debug!(lock = %lock.hold.name, failed = failed.len(), "background release failed; retrying");
-        pending = Some(failed);
-        tokio::time::sleep(delay).await;
-        delay *= 4;
-    }
-    tracing::debug!(lock = %lock.hold.name, "could not release a hold on every instance; the lease will run out there");
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::keys::LockKeys;
+    use crate::kinds::plain::Plain;
     use crate::lease::LeaseState;
-    use crate::lock::hold::Kind;
     use crate::token::OwnerToken;
 
     fn entry(confirmed_at: Instant, ttl: Duration) -> Entry {
@@ -365,7 +319,7 @@ mod tests {
             renewal: Renewal {
                 hold: Arc::new(Hold {
                     name: Arc::from("due"),
-                    kind: Kind::Plain,
+                    protocol: Arc::new(Plain),
                     keys: Arc::new(LockKeys::new("fencelock", "due")),
                     token: OwnerToken::generate().unwrap(),
                 }),

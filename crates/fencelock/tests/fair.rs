@@ -632,7 +632,7 @@ async fn foreign_keys_are_refused_and_left_untouched() {
             Error::Conflict {
                 conflict: Conflict::OtherKind { found, requested: "fair lock" },
                 ..
-            } if found.contains("semaphore")
+            } if *found == fencelock::KindInUse::Semaphore
         ),
         "{err:?}"
     );

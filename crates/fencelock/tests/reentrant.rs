@@ -380,7 +380,7 @@ async fn wrong_types_other_kinds_and_bad_names_are_refused_and_left_untouched() 
                 lock, found: what, ..
             }) => {
                 assert_eq!(lock, name);
-                assert!(what.contains(found), "{name}: {what}");
+                assert!(what.to_string().contains(found), "{name}: {what}");
             }
             other => panic!("{name}: expected WrongType, got {other:?}"),
         }
@@ -415,7 +415,7 @@ async fn wrong_types_other_kinds_and_bad_names_are_refused_and_left_untouched() 
                     },
                 ..
             } => {
-                assert!(what.contains(found), "{name}: {what}");
+                assert!(what.to_string().contains(found), "{name}: {what}");
                 assert_eq!(requested, "reentrant lock");
             }
             other => panic!("{name}: expected OtherKind, got {other:?}"),
@@ -436,7 +436,7 @@ async fn wrong_types_other_kinds_and_bad_names_are_refused_and_left_untouched() 
     assert!(
         matches!(
             &err,
-            Error::Conflict { conflict: Conflict::OtherKind { found, .. }, .. } if found.contains("reentrant")
+            Error::Conflict { conflict: Conflict::OtherKind { found, .. }, .. } if *found == fencelock::KindInUse::Reentrant
         ),
         "{err:?}"
     );

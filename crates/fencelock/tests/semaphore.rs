@@ -425,7 +425,7 @@ async fn bad_arguments_and_foreign_keys_are_refused_and_left_untouched() {
             Error::Conflict {
                 conflict: Conflict::OtherKind { found, requested: "semaphore" },
                 ..
-            } if found.contains("plain")
+            } if *found == fencelock::KindInUse::Lock
         ),
         "{err:?}"
     );
@@ -441,7 +441,7 @@ async fn bad_arguments_and_foreign_keys_are_refused_and_left_untouched() {
                 Error::Conflict {
                     conflict: Conflict::OtherKind { found, .. },
                     ..
-                } if found.contains("semaphore")
+                } if *found == fencelock::KindInUse::Semaphore
             ),
             "{err:?}"
         );

@@ -1,0 +1,246 @@
+//! What an operator needs: reading a lock's state ([`Client::inspect`]), finding the held locks
+//! ([`Client::list`]), and clearing a lock whoever holds it ([`Client::force_release`]). Over
+//! Redlock a holder counts when a majority of the instances agree on it. The scripts here read
+//! every kind's layout, which is why they live apart from the engine.
+
+mod list;
+mod stored;
+
+use std::sync::{Arc, LazyLock};
+use std::time::Duration;
+
+pub use list::Listing;
+
+use crate::client::Client;
+use crate::error::{Error, Result};
+use crate::keys;
+use crate::script::{Lua, lua};
+use stored::{ForceReleaseReply, StoredLock, StoredState};
+
+static INSPECT: LazyLock<Lua> = lua!(
+    "../kinds/entries.lua",
+    "../kinds/reentrant/fields.lua",
+    "inspect.lua"
+);
+static FORCE_RELEASE: LazyLock<Lua> = lua!("force_release.lua");
+
+/// The state of a lock as Redis has it, from [`Client::inspect`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct LockInfo {
+    /// The lock's name.
+    pub name: String,
+    /// What kind of lock the name holds now (`None`: nothing is held).
+    pub kind: Option<LockKind>,
+    /// The exclusive holder, if any: of a plain or fair lock, of a reentrant lock (its owner),
+    /// or the writer of a read-write lock.
+    pub holder: Option<Holder>,
+    /// The shared holders: the readers of a read-write lock (one entry per read hold, with its
+    /// owner), or the permits of a semaphore (one entry per permit).
+    pub shared: Vec<Holder>,
+    /// How many wait in a queue: fair-lock waiters, or a read-write lock's waiting readers and
+    /// writers.
+    pub waiting: u64,
+    /// The last fence handed out for this name (the current holder's, if held).
+    pub last_fence: Option<u64>,
+}
+
+impl LockInfo {
+    /// Whether anyone holds the lock (exclusively or shared).
+    pub fn is_held(&self) -> bool {
+        self.holder.is_some() || !self.shared.is_empty()
+    }
+}
+
+/// The kind of lock a name holds, as far as Redis can tell.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum LockKind {
+    /// A plain lock or a fair lock (they share the held key's format).
+    Lock,
+    /// A reentrant lock, held this many times by its owner.
+    Reentrant {
+        /// The owner's hold count.
+        holds: u32,
+    },
+    /// A read-write lock.
+    ReadWrite,
+    /// A counting semaphore of `permits`.
+    Semaphore {
+        /// N, as its holders use it.
+        permits: u32,
+    },
+}
+
+impl std::fmt::Display for LockKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LockKind::Lock => f.write_str("lock"),
+            LockKind::Reentrant { holds } => write!(f, "reentrant lock ({holds} holds)"),
+            LockKind::ReadWrite => f.write_str("read-write lock"),
+            LockKind::Semaphore { permits } => write!(f, "semaphore of {permits}"),
+        }
+    }
+}
+
+/// Who holds a lock, as far as it is safe to show.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Holder {
+    /// The first 8 hex digits of the holder's owner token (enough to tell holders apart in
+    /// logs, far too little to impersonate one).
+    pub token_prefix: String,
+    /// The holder's fence (a reader's: none).
+    pub fence: Option<u64>,
+    /// What is left of the holder's lease (`None`: the key has no expiry).
+    pub remaining: Option<Duration>,
+}
+
+impl Client {
+    /// Reads the state of lock `name` (of any kind) without changing it. Over Redlock, a
+    /// holder is reported when it is found on a majority of the instances.
+    pub async fn inspect(&self, name: &str) -> Result<LockInfo> {
+        keys::validate_name(name)?;
+        let instances = &self.shared.instances;
+        let keys = Arc::new(self.shared.keys(name));
+        let limit = instances.command_timeout();
+        let answers = instances
+            .on_all(
+                None,
+                |server| stored::inspect(server.clone(), keys.clone(), limit),
+                |_| false,
+            )
+            .await;
+        let mut states = Vec::new();
+        for answer in &answers {
+            match answer {
+                Some(Ok(StoredState::Foreign { key, found })) => {
+                    return Err(Error::WrongType {
+                        lock: name.to_owned(),
+                        key: key.clone(),
+                        found: found.clone(),
+                    });
+                }
+                Some(Ok(StoredState::Lock(stored))) => states.push(stored.clone()),
+                _ => {}
+            }
+        }
+        if !instances.quorum().reached(states.len()) {
+            let answered = states.len();
+            return Err(instances.failure(name, "inspect", answers, answered, 0));
+        }
+        Ok(merge_inspected(name, &states, instances.quorum()))
+    }
+
+    /// Deletes lock `name` whoever holds it, on every instance, and wakes its waiters: an
+    /// operator's tool for a holder known to be gone. The holder, if alive, learns it lost the
+    /// lock at its next renewal. Returns whether it was held anywhere.
+    pub async fn force_release(&self, name: &str) -> Result<bool> {
+        keys::validate_name(name)?;
+        let instances = &self.shared.instances;
+        let keys = Arc::new(self.shared.keys(name));
+        let limit = instances.command_timeout();
+        let answers = instances
+            .on_all(
+                None,
+                |server| stored::force_release(server.clone(), keys.clone(), limit),
+                |_| false,
+            )
+            .await;
+        let mut released = false;
+        let mut answered = 0;
+        for answer in &answers {
+            match answer {
+                Some(Ok(ForceReleaseReply::Foreign { key, found })) => {
+                    return Err(Error::WrongType {
+                        lock: name.to_owned(),
+                        key: key.clone(),
+                        found: found.clone(),
+                    });
+                }
+                Some(Ok(reply)) => {
+                    answered += 1;
+                    released |= *reply == ForceReleaseReply::Released;
+                }
+                _ => {}
+            }
+        }
+        if answered < instances.servers().len()
+            && (!instances.quorum().reached(answered) || instances.is_single())
+        {
+            return Err(instances.failure(name, "force-release", answers, answered, 0));
+        }
+        Ok(released)
+    }
+}
+
+/// One view of a lock from the instances' states: each holder that a majority (`quorum`) of
+/// them agrees on, with the shortest lease and the largest fence seen.
+fn merge_inspected(name: &str, states: &[StoredLock], quorum: crate::quorum::Quorum) -> LockInfo {
+    // (role, token prefix) -> (holder, on how many instances)
+    let mut seen: Vec<(String, Holder, usize)> = Vec::new();
+    for state in states {
+        for entry in &state.entries {
+            let this = Holder {
+                token_prefix: entry.token.chars().take(8).collect(),
+                fence: entry.fence,
+                remaining: u64::try_from(entry.remaining_ms)
+                    .ok()
+                    .map(Duration::from_millis),
+            };
+            match seen
+                .iter_mut()
+                .find(|(role, h, _)| *role == entry.role && h.token_prefix == this.token_prefix)
+            {
+                Some((_, held, count)) => {
+                    *count += 1;
+                    held.fence = held.fence.max(this.fence);
+                    held.remaining = match (held.remaining, this.remaining) {
+                        (Some(a), Some(b)) => Some(a.min(b)),
+                        (a, b) => a.or(b),
+                    };
+                }
+                None => seen.push((entry.role.clone(), this, 1)),
+            }
+        }
+    }
+    let mut holder = None;
+    let mut shared = Vec::new();
+    for (role, h, count) in seen {
+        if !quorum.reached(count) {
+            continue;
+        }
+        if role == "reader" || role == "permit" {
+            shared.push(h);
+        } else {
+            holder = Some(h);
+        }
+    }
+    let kind = if holder.is_none() && shared.is_empty() {
+        None
+    } else {
+        // The kind that the instances with holders report (they agree unless the name was
+        // used by two kinds on different instances).
+        states
+            .iter()
+            .find(|s| !s.entries.is_empty())
+            .and_then(|s| match s.kind.as_str() {
+                "lock" => Some(LockKind::Lock),
+                "reentrant" => Some(LockKind::Reentrant {
+                    holds: s.detail.unwrap_or(0),
+                }),
+                "rw" => Some(LockKind::ReadWrite),
+                "semaphore" => Some(LockKind::Semaphore {
+                    permits: s.detail.unwrap_or(0),
+                }),
+                _ => None,
+            })
+    };
+    LockInfo {
+        name: name.to_owned(),
+        kind,
+        holder,
+        shared,
+        waiting: states.iter().map(|s| s.waiting).max().unwrap_or(0),
+        last_fence: states.iter().filter_map(|s| s.last_fence).max(),
+    }
+}

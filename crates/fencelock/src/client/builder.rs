@@ -1,0 +1,130 @@
+//! Configuring a [`Client`](crate::Client).
+
+use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
+use std::time::Duration;
+
+use super::{Client, DEFAULT_COMMAND_TIMEOUT, DEFAULT_PREFIX, Shared};
+use crate::error::{Error, Result};
+use crate::keys;
+use crate::lease::ClockDrift;
+use crate::quorum::Instances;
+use crate::watchdog::Watchdog;
+
+/// Configures a [`Client`].
+///
+/// ```no_run
+/// # fn example() -> fencelock::Result<()> {
+/// use std::time::Duration;
+/// let client = fencelock::Client::builder("redis://127.0.0.1:6379")
+///     .key_prefix("myapp-locks")
+///     .command_timeout(Duration::from_millis(500))
+///     .build()?;
+/// # Ok(()) }
+/// ```
+#[derive(Debug)]
+pub struct ClientBuilder {
+    redis: Result<Vec<redis::Client>>,
+    prefix: String,
+    command_timeout: Duration,
+    instance_timeout: Option<Duration>,
+    drift: ClockDrift,
+}
+
+impl ClientBuilder {
+    pub(super) fn new(redis: Result<Vec<redis::Client>>) -> Self {
+        ClientBuilder {
+            redis,
+            prefix: DEFAULT_PREFIX.to_owned(),
+            command_timeout: DEFAULT_COMMAND_TIMEOUT,
+            instance_timeout: None,
+            drift: ClockDrift::default(),
+        }
+    }
+
+    /// The prefix of every key (default `fencelock`). All users of a lock must agree on it.
+    pub fn key_prefix(mut self, prefix: impl Into<String>) -> Self {
+        self.prefix = prefix.into();
+        self
+    }
+
+    /// The time limit for one command (default 2 s). A command that takes longer counts as
+    /// Redis being unreachable. Renewals use the smaller of this and the time left on the lease.
+    pub fn command_timeout(mut self, timeout: Duration) -> Self {
+        self.command_timeout = timeout;
+        self
+    }
+
+    /// Over Redlock: the time limit for one call to one instance (default: 5 % of the lease,
+    /// at least 5 ms, at most the command timeout). Keep it small next to the lease, so that a
+    /// stopped instance costs little.
+    pub fn instance_timeout(mut self, timeout: Duration) -> Self {
+        self.instance_timeout = Some(timeout);
+        self
+    }
+
+    /// The clock-drift margin subtracted from every lease for the local deadline
+    /// (default: 1 % of the lease + 2 ms).
+    pub fn clock_drift(mut self, drift: ClockDrift) -> Self {
+        self.drift = drift;
+        self
+    }
+
+    /// Creates the client. No connection is made yet: the first operation connects, and a
+    /// server that cannot be reached shows up as [`Error::Unreachable`] naming the lock.
+    ///
+    /// Must be called inside a Tokio runtime (it starts the client's background tasks); the
+    /// [`blocking`](crate::blocking) module is for programs without one.
+    pub fn build(self) -> Result<Client> {
+        let clients = self.redis?;
+        if clients.is_empty() {
+            return Err(Error::Config {
+                reason: "no Redis URL was given".into(),
+            });
+        }
+        let mut seen = std::collections::HashSet::new();
+        for client in &clients {
+            let addr = client.get_connection_info().addr().to_string();
+            if !seen.insert(addr.clone()) {
+                return Err(Error::Config {
+                    reason: format!("{addr} is listed twice; Redlock needs independent instances"),
+                });
+            }
+        }
+        keys::validate_prefix(&self.prefix)?;
+        if self.command_timeout.is_zero() || self.instance_timeout.is_some_and(|t| t.is_zero()) {
+            return Err(Error::Config {
+                reason: "timeouts must be longer than zero".into(),
+            });
+        }
+        if !(0.0..0.5).contains(&self.drift.factor) {
+            return Err(Error::Config {
+                reason: format!(
+                    "the clock drift factor must be in [0, 0.5), got {}",
+                    self.drift.factor
+                ),
+            });
+        }
+        if tokio::runtime::Handle::try_current().is_err() {
+            return Err(Error::Config {
+                reason: "fencelock::Client must be built inside a Tokio runtime; use fencelock::blocking::Client otherwise".into(),
+            });
+        }
+        let instances = Instances::new(clients, self.command_timeout, self.instance_timeout)
+            .map_err(|e| Error::Config {
+                reason: format!("cannot set up the Redis connection: {e}"),
+            })?;
+        let instances = Arc::new(instances);
+        let watchdog = Watchdog::start(instances.clone(), self.drift);
+        Ok(Client {
+            shared: Arc::new(Shared {
+                description: instances.describe(),
+                instances,
+                prefix: self.prefix,
+                drift: self.drift,
+                watchdog,
+                next_id: AtomicU64::new(1),
+            }),
+        })
+    }
+}

@@ -1,0 +1,241 @@
+//! The client: its servers (one, or N independent ones for Redlock), and the entry points to
+//! every kind of lock. Configuring it is `builder.rs`; reading and clearing locks as an operator
+//! is `crate::admin`.
+
+mod builder;
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, LazyLock};
+use std::time::Duration;
+
+pub use builder::ClientBuilder;
+
+use crate::engine::{LockGuard, LockRequest, Protocol};
+use crate::error::{Error, Result};
+use crate::keys::LockKeys;
+use crate::kinds::fair::Fair;
+use crate::kinds::plain::Plain;
+use crate::kinds::reentrant::ReentrantLock;
+use crate::kinds::rwlock::ReadWriteLock;
+use crate::kinds::semaphore::Permit;
+use crate::lease::ClockDrift;
+use crate::quorum::Instances;
+use crate::watchdog::Watchdog;
+
+/// The default key prefix.
+pub const DEFAULT_PREFIX: &str = "fencelock";
+/// The default time limit for one command (a round trip to Redis).
+pub const DEFAULT_COMMAND_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// A fencelock client for one Redis server, or for N independent servers (Redlock). Cheap to
+/// clone; clones share the connections, the release listeners and the watchdog.
+///
+/// With several servers ([`Client::open_redlock`]) every lock is held on a majority of them, and
+/// the guard API is the same: a fence, a deadline, a lost signal, extend and release. See the
+/// crate documentation for what fencing over a quorum assumes.
+///
+/// ```no_run
+/// # async fn example() -> fencelock::Result<()> {
+/// let client = fencelock::Client::open("redis://127.0.0.1:6379")?;
+/// let guard = client.lock("migrations").acquire().await?;
+/// println!("holding {} with fence {}", guard.name(), guard.fence());
+/// guard.release().await?;
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct Client {
+    pub(crate) shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Client")
+            .field("servers", &self.shared.description)
+            .field("prefix", &self.shared.prefix)
+            .finish()
+    }
+}
+
+pub(crate) struct Shared {
+    pub(crate) instances: Arc<Instances>,
+    pub(crate) description: String,
+    pub(crate) prefix: String,
+    pub(crate) drift: ClockDrift,
+    pub(crate) watchdog: Watchdog,
+    pub(crate) next_id: AtomicU64,
+}
+
+impl Shared {
+    pub(crate) fn keys(&self, name: &str) -> LockKeys {
+        LockKeys::new(&self.prefix, name)
+    }
+
+    pub(crate) fn next_id(&self) -> u64 {
+        self.next_id.fetch_add(1, Ordering::Relaxed)
+    }
+}
+
+impl Client {
+    /// A client for the server at `url` (`redis://[user:password@]host:port[/db]`), with the
+    /// default options. See [`ClientBuilder::build`] for what this does and does not do.
+    pub fn open(url: &str) -> Result<Client> {
+        Client::builder(url).build()
+    }
+
+    /// A builder for a client of the server at `url`.
+    pub fn builder(url: &str) -> ClientBuilder {
+        Self::builder_with(open_url(url).map(|client| vec![client]))
+    }
+
+    /// A Redlock client over independent servers (an odd number, 3 or more, is recommended;
+    /// one URL behaves like [`Client::open`]).
+    pub fn open_redlock<I, S>(urls: I) -> Result<Client>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        Client::builder_redlock(urls).build()
+    }
+
+    /// A builder for a Redlock client over independent servers.
+    pub fn builder_redlock<I, S>(urls: I) -> ClientBuilder
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        let clients = urls
+            .into_iter()
+            .map(|url| open_url(url.as_ref()))
+            .collect::<Result<Vec<_>>>();
+        Self::builder_with(clients)
+    }
+
+    /// A builder for a client over an existing `redis` client.
+    pub fn builder_from_redis(client: redis::Client) -> ClientBuilder {
+        Self::builder_with(Ok(vec![client]))
+    }
+
+    fn builder_with(redis: Result<Vec<redis::Client>>) -> ClientBuilder {
+        ClientBuilder::new(redis)
+    }
+
+    /// The servers this client talks to, as `host:port` (comma-separated for Redlock).
+    pub fn server(&self) -> &str {
+        &self.shared.description
+    }
+
+    /// Starts a request for the lock `name`; set its options, then call
+    /// [`acquire`](LockRequest::acquire) or [`try_acquire`](LockRequest::try_acquire).
+    pub fn lock(&self, name: impl Into<String>) -> LockRequest {
+        LockRequest::new(self.clone(), name.into(), PLAIN.clone())
+    }
+
+    /// An owner handle for the reentrant lock `name` (see [`ReentrantLock`]). Fails only for a
+    /// bad name or a failing OS random source.
+    pub fn reentrant_lock(&self, name: impl Into<String>) -> Result<ReentrantLock> {
+        ReentrantLock::new(self.clone(), name.into())
+    }
+
+    /// An owner handle for the read-write lock `name` (see [`ReadWriteLock`]). Fails only for a
+    /// bad name or a failing OS random source.
+    pub fn read_write_lock(&self, name: impl Into<String>) -> Result<ReadWriteLock> {
+        ReadWriteLock::new(self.clone(), name.into())
+    }
+
+    /// A request for one permit of the counting semaphore `name`, which lets at most `permits`
+    /// holders in at once. Each permit is a lease of its own: a crashed holder's permit comes
+    /// back when its lease runs out. Every user of the name must use the same `permits` while
+    /// any permit is held ([`Error::Conflict`] otherwise). Not available over Redlock
+    /// ([`Error::Unsupported`]).
+    ///
+    /// ```no_run
+    /// # async fn example(client: fencelock::Client) -> fencelock::Result<()> {
+    /// let permit = client.semaphore("licences", 5).acquire().await?;
+    /// println!("one of 5 licences, fence {}", permit.fence());
+    /// permit.release().await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn semaphore(&self, name: impl Into<String>, permits: u32) -> LockRequest {
+        LockRequest::new(self.clone(), name.into(), Arc::new(Permit { permits }))
+    }
+
+    /// A request for the fair lock `name`: granted in request order, and a waiter that dies
+    /// leaves the queue after the [`queue_timeout`](LockRequest::queue_timeout). Not available
+    /// over Redlock ([`Error::Unsupported`]).
+    ///
+    /// ```no_run
+    /// # async fn example(client: fencelock::Client) -> fencelock::Result<()> {
+    /// let guard = client.fair_lock("deploys").acquire().await?;
+    /// guard.release().await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn fair_lock(&self, name: impl Into<String>) -> LockRequest {
+        LockRequest::new(self.clone(), name.into(), FAIR.clone())
+    }
+
+    /// Takes the lock `name` if it is free right now (30 s lease, renewed automatically), or
+    /// returns `Ok(None)` if another owner holds it.
+    pub async fn try_lock(&self, name: impl Into<String>) -> Result<Option<LockGuard>> {
+        self.lock(name).try_acquire().await
+    }
+
+    /// Waits (at most `limit`) until the work this client still has under way in the
+    /// background has finished, and says whether it all has: releases of dropped guards, give-
+    /// backs of cancelled or lost acquisitions, and, over Redlock, the calls to the slower
+    /// instances after an operation was decided by a majority. A `limit` of `Duration::MAX`
+    /// waits as long as it takes.
+    ///
+    /// Over Redlock an operation returns as soon as a majority decided it: a release returns once
+    /// a majority confirmed it, while the call to the slowest instance runs on. Those calls end
+    /// with the process; call this before a short-lived program exits (the `fencelock` command
+    /// does), so that the slowest instance does not keep a released lock until its lease runs
+    /// out. With a single server there is nothing in the background and it returns at once.
+    ///
+    /// ```no_run
+    /// # async fn example(client: fencelock::Client) -> fencelock::Result<()> {
+    /// use std::time::Duration;
+    ///
+    /// let guard = client.lock("nightly-report").acquire().await?;
+    /// // ... the work ...
+    /// guard.release().await?;
+    /// client.wait_idle(Duration::from_secs(2)).await;
+    /// # Ok(()) }
+    /// ```
+    pub async fn wait_idle(&self, limit: Duration) -> bool {
+        self.shared.instances.wait_idle(limit).await
+    }
+}
+
+/// The protocols without options, shared by every request.
+static PLAIN: LazyLock<Arc<dyn Protocol>> = LazyLock::new(|| Arc::new(Plain));
+static FAIR: LazyLock<Arc<dyn Protocol>> = LazyLock::new(|| Arc::new(Fair));
+
+fn open_url(url: &str) -> Result<redis::Client> {
+    redis::Client::open(url).map_err(|e| Error::Config {
+        reason: format!(
+            "invalid Redis URL: {}",
+            crate::redact::redact_password(&e.to_string(), url)
+        ),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn url_errors_do_not_leak_passwords() {
+        let err = Client::builder("nonsense://u:s3cret@h:1")
+            .build()
+            .unwrap_err();
+        let text = err.to_string();
+        assert!(text.contains("invalid Redis URL"), "{text}");
+        assert!(!text.contains("s3cret"), "{text}");
+    }
+
+    #[test]
+    fn building_outside_a_runtime_is_a_clear_error() {
+        let err = Client::open("redis://127.0.0.1:1").unwrap_err().to_string();
+        assert!(err.contains("Tokio runtime"), "{err}");
+    }
+}

@@ -1,0 +1,285 @@
+//! Acquiring a lock of any kind: the request loop. Each try is one round over the instances
+//! (`round.rs`); between tries a waiter sleeps until a release message, the holder's lease
+//! running out, or its own deadline, and never polls Redis in a loop.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::watch;
+use tokio::time::Instant;
+
+use crate::client::Shared;
+use crate::engine::guard::LockGuard;
+use crate::engine::hold::{FenceMemory, Hold};
+use crate::engine::release::{self, Abandoned};
+use crate::engine::request::{LockRequest, WaitPolicy};
+use crate::engine::round::{GiveBack, Round};
+use crate::error::{Error, Result};
+use crate::keys::LockKeys;
+use crate::lease::{Lease, LeaseState};
+use crate::quorum::Subscriptions;
+use crate::token::OwnerToken;
+use crate::watchdog::{Command, Renewal};
+
+impl LockRequest {
+    /// Takes the lock, waiting as the [`WaitPolicy`] allows.
+    ///
+    /// Errors: [`Error::Busy`] (held, and no waiting), [`Error::TimedOut`], [`Error::Unreachable`],
+    /// [`Error::Redis`], [`Error::NoQuorum`] (Redlock), [`Error::WrongType`],
+    /// [`Error::Conflict`] (the name is used differently), [`Error::Unsupported`] (this kind
+    /// over Redlock), [`Error::InvalidArgument`]. On any error nothing is left held, and a
+    /// waiter's place in a queue is given back.
+    ///
+    /// Cancel-safe: if the returned future is dropped before it completes (in a `select!`, or
+    /// by a timeout), whatever it may have been granted is released in the background.
+    pub async fn acquire(self) -> Result<LockGuard> {
+        self.validate()?;
+        let shared = self.client.shared.clone();
+        let keys = Arc::new(shared.keys(&self.name));
+        let name: Arc<str> = Arc::from(self.name.as_str());
+        // Over Redlock, a handle that remembers its hold's fence (reentrant) has its acquisitions
+        // take turns, so that the memory follows the order of the grants.
+        let mut memory = match self.protocol.fence_memory() {
+            Some(memory) if !shared.instances.is_single() => {
+                Some(memory.clone().lock_owned().await)
+            }
+            _ => None,
+        };
+        let mut in_flight = InFlight {
+            request: &self,
+            hold: self.hold(&name, &keys)?,
+            armed: true,
+        };
+        let result = self
+            .acquire_with(&shared, &name, &keys, &mut in_flight, memory.as_deref_mut())
+            .await;
+        in_flight.armed = false;
+        if result.is_err() && !self.place_lasts().is_zero() {
+            // A waiter that gives up may have left a place in a queue: take it back before
+            // returning, so that the next request does not find it there. Where that fails, the
+            // armed guard retries in the background.
+            let limit = shared.instances.limit(self.ttl);
+            let answers =
+                release::release_on(&shared.instances, &in_flight.hold, None, None, limit, false)
+                    .await;
+            in_flight.armed = answers.iter().any(|a| !matches!(a, Some(Ok(_))));
+        }
+        result
+    }
+
+    /// A hold for this request with a fresh token.
+    fn hold(&self, name: &Arc<str>, keys: &Arc<LockKeys>) -> Result<Arc<Hold>> {
+        Ok(Arc::new(Hold {
+            name: name.clone(),
+            protocol: self.protocol.clone(),
+            keys: keys.clone(),
+            token: OwnerToken::for_lock(&self.name)?,
+        }))
+    }
+
+    async fn acquire_with(
+        &self,
+        shared: &Arc<Shared>,
+        name: &Arc<str>,
+        keys: &Arc<LockKeys>,
+        in_flight: &mut InFlight<'_>,
+        mut memory: Option<&mut Option<FenceMemory>>,
+    ) -> Result<LockGuard> {
+        let mut hold = in_flight.hold.clone();
+        let started = Instant::now();
+        let give_up_at = match self.wait {
+            WaitPolicy::NoWait => Some(started),
+            WaitPolicy::UpTo(limit) => started.checked_add(limit),
+            WaitPolicy::Forever => None,
+        };
+        let mut subscription: Option<Subscriptions> = None;
+        let mut retries = 0;
+        loop {
+            // A fair lock's release wakes the next waiter by its token: answer to it before
+            // each try, or a release between the try and the wait below would be lost (the
+            // waiter would sleep until it refreshes its place).
+            if let Some(waiting) = &mut subscription {
+                waiting.answer_to(hold.token.as_str());
+            }
+            let (remaining, split) = match self.round(shared, &hold).await? {
+                Round::Won { mut fence, sent_at } => {
+                    let lease = LeaseState::new(sent_at, self.ttl, &shared.drift);
+                    if lease.deadline > Instant::now() {
+                        // Over Redlock, a reentrant grant while the handle's hold is still
+                        // held is a re-entry into that hold and keeps its fence.
+                        if let Some(memory) = memory.as_deref_mut() {
+                            fence = FenceMemory::settle(memory, fence);
+                        }
+                        let guard = self.guard(hold, fence, lease, started);
+                        if let Some(memory) = memory.as_deref_mut().and_then(Option::as_mut) {
+                            memory.add(guard.lease());
+                        }
+                        return Ok(guard);
+                    }
+                    // The grant came so late that the lease may already be over: useless.
+                    tracing::debug!(lock = %self.name, "grant arrived after its own deadline; giving it back");
+                    self.abandon(&hold, Some(fence), None);
+                    hold = self.hold(name, keys)?;
+                    in_flight.hold = hold.clone();
+                    (Some(Duration::ZERO), true)
+                }
+                Round::Failed {
+                    error,
+                    unreachable,
+                    give_back,
+                } => {
+                    // Unreachable instances may come back at once (a reconnection). The acquire
+                    // is idempotent for one token, so the retry reuses it, and nothing is given
+                    // back in between: a release still in flight could otherwise delete what
+                    // the retry is granted.
+                    if unreachable && retries < 2 {
+                        retries += 1;
+                        tracing::debug!(lock = %self.name, %error, "acquire failed; retrying with the same token");
+                        tokio::time::sleep(Duration::from_millis(50) * 4u32.pow(retries - 1)).await;
+                        continue;
+                    }
+                    self.give_back(shared, &hold, give_back).await;
+                    return Err(error);
+                }
+                Round::Contended {
+                    remaining,
+                    split,
+                    give_back,
+                } => {
+                    if self.give_back(shared, &hold, give_back).await {
+                        // A queued waiter (fair, or a read-write waiter) also left a waiting
+                        // entry under this token on the instances that refused it: take those
+                        // back too, or they hold the others back until they lapse.
+                        if !self.place_lasts().is_zero() {
+                            self.abandon(&hold, None, None);
+                        }
+                        // Releases of this token may still be in flight: never reuse it.
+                        hold = self.hold(name, keys)?;
+                        in_flight.hold = hold.clone();
+                    }
+                    (remaining, split)
+                }
+            };
+            let now = Instant::now();
+            if give_up_at.is_some_and(|at| now >= at) {
+                return Err(match self.wait {
+                    WaitPolicy::NoWait => Error::Busy {
+                        lock: self.name.clone(),
+                        remaining,
+                    },
+                    _ => Error::TimedOut {
+                        lock: self.name.clone(),
+                        waited: now - started,
+                    },
+                });
+            }
+            let Some(waiting) = &mut subscription else {
+                // Subscribe, then try again at once: a release between the first try and the
+                // subscription would otherwise go unnoticed.
+                let limit = shared.instances.limit(self.ttl);
+                subscription = Some(shared.instances.subscribe(&keys.channel, limit).await);
+                continue;
+            };
+            // Sleep until a release message, the holder's lease running out (plus a little
+            // jitter so that waiters of many clients do not all retry at the same instant), or
+            // the caller's limit. After a split vote, retry after a short random delay instead.
+            let mut pause = if split {
+                random_up_to((self.ttl / 10).min(Duration::from_millis(50)))
+            } else {
+                let remaining = remaining.unwrap_or_default();
+                remaining + random_up_to((remaining / 16).min(Duration::from_millis(10)))
+            };
+            // A queued waiter comes back in time to keep its place.
+            let place_lasts = self.place_lasts();
+            if !place_lasts.is_zero() {
+                pause = pause.min(place_lasts / 3);
+            }
+            let wake_at = give_up_at.map_or(now + pause, |at| at.min(now + pause));
+            tokio::select! {
+                () = waiting.released() => {}
+                () = tokio::time::sleep_until(wake_at) => {}
+            }
+        }
+    }
+
+    /// Gives back what a lost round may hold: releases where it was granted (waiting for the
+    /// answers, so the lock is free for others at once) and, in the background, where the
+    /// outcome is unknown. Returns whether anything was given back.
+    pub(crate) async fn give_back(
+        &self,
+        shared: &Shared,
+        hold: &Arc<Hold>,
+        give_back: GiveBack,
+    ) -> bool {
+        let GiveBack { granted, unknown } = give_back;
+        let gave = !granted.is_empty() || !unknown.is_empty();
+        if !granted.is_empty() {
+            let limit = shared.instances.limit(self.ttl);
+            release::release_on(&shared.instances, hold, None, Some(&granted), limit, false).await;
+        }
+        if !unknown.is_empty() {
+            self.abandon(hold, None, Some(unknown));
+        }
+        gave
+    }
+
+    /// Releases `hold` in the background (on `only`, or on every instance).
+    pub(crate) fn abandon(&self, hold: &Arc<Hold>, fence: Option<u64>, only: Option<Vec<usize>>) {
+        let shared = &self.client.shared;
+        shared.watchdog.send(Command::Release {
+            id: None,
+            lock: Abandoned {
+                hold: hold.clone(),
+                fence,
+                only,
+                running: shared.instances.running(),
+            },
+        });
+    }
+
+    fn guard(&self, hold: Arc<Hold>, fence: u64, lease: LeaseState, started: Instant) -> LockGuard {
+        let shared = &self.client.shared;
+        let lease: Lease = Arc::new(watch::channel(lease).0);
+        let renewal_id = self.auto_renew.then(|| {
+            let id = shared.next_id();
+            shared.watchdog.send(Command::Renew {
+                id,
+                renewal: Renewal {
+                    hold: hold.clone(),
+                    fence,
+                    lease: lease.clone(),
+                    hold_until: self.max_hold.and_then(|limit| started.checked_add(limit)),
+                },
+            });
+            id
+        });
+        tracing::debug!(lock = %hold.name, kind = hold.label(), fence, "lock acquired");
+        LockGuard::new(self.client.clone(), hold, fence, lease, renewal_id)
+    }
+}
+
+/// The token of an acquisition in progress: if the `acquire` future is dropped while armed,
+/// whatever the token may have been granted is released in the background.
+struct InFlight<'a> {
+    request: &'a LockRequest,
+    hold: Arc<Hold>,
+    armed: bool,
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            tracing::debug!(lock = %self.request.name, "acquire cancelled; giving back what it may hold");
+            self.request.abandon(&self.hold, None, None);
+        }
+    }
+}
+
+/// A random duration in `[0, cap]`.
+fn random_up_to(cap: Duration) -> Duration {
+    let mut bytes = [0u8; 2];
+    if getrandom::fill(&mut bytes).is_err() {
+        return cap / 2;
+    }
+    cap.mul_f64(f64::from(u16::from_le_bytes(bytes)) / f64::from(u16::MAX))
+}

@@ -1,0 +1,241 @@
+//! The guard of a held lock: its fence, its deadline, its lost signal; extend and release.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use crate::client::Client;
+use crate::engine::extend::{self, Verdict, judge_extension};
+use crate::engine::hold::Hold;
+use crate::engine::ops::{self, Extended};
+use crate::engine::release::{self, Abandoned};
+use crate::engine::request::validate_ttl;
+use crate::error::{Error, LostReason, Result};
+use crate::lease::{Lease, LostSignal, confirm, mark_lost};
+use crate::watchdog::Command;
+
+/// Proof of holding a lock (of any kind: a plain lock, one hold of a reentrant lock, a read or
+/// write lock, a semaphore permit, a fair lock), for as long as its lease lasts.
+///
+/// A lock on Redis is a lease: if this process stalls longer than the lease (a long GC-like
+/// pause, a stopped VM, a slow network), another process can take the lock while this guard
+/// still exists. The guard therefore offers:
+/// - [`fence`](Self::fence): a number larger than every earlier holder's, to hand to the
+///   protected resource so that it can refuse a stale holder;
+/// - [`deadline`](Self::deadline) / [`is_held`](Self::is_held): a conservative local view of
+///   the lease;
+/// - [`lost`](Self::lost): a signal that fires when the lock is lost.
+///
+/// Dropping a guard releases the lock in the background (it never blocks); prefer
+/// [`release`](Self::release), which says whether the lock was still held.
+#[must_use = "dropping the guard releases the lock at once"]
+pub struct LockGuard {
+    client: Client,
+    hold: Arc<Hold>,
+    fence: u64,
+    lease: Lease,
+    renewal_id: Option<u64>,
+    finished: bool,
+}
+
+impl std::fmt::Debug for LockGuard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LockGuard")
+            .field("name", &self.hold.name)
+            .field("kind", &self.hold.label())
+            .field("fence", &self.fence)
+            .field("token", &self.hold.token)
+            .field("is_held", &self.is_held())
+            .finish()
+    }
+}
+
+impl LockGuard {
+    pub(crate) fn new(
+        client: Client,
+        hold: Arc<Hold>,
+        fence: u64,
+        lease: Lease,
+        renewal_id: Option<u64>,
+    ) -> Self {
+        LockGuard {
+            client,
+            hold,
+            fence,
+            lease,
+            renewal_id,
+            finished: false,
+        }
+    }
+
+    pub(crate) fn lease(&self) -> &Lease {
+        &self.lease
+    }
+
+    /// The lock's name.
+    pub fn name(&self) -> &str {
+        &self.hold.name
+    }
+
+    /// The fencing token of this acquisition: strictly larger than that of every earlier
+    /// acquisition of this lock name (also across a Redis restart or flush, see the crate docs).
+    ///
+    /// Per kind: a plain or fair lock, a write lock and a semaphore permit get a new fence with
+    /// each grant. A reentrant lock gets one when it passes from free to held, and every
+    /// re-entry keeps it. A read lock gets no fence of its own: this is the fence of the last
+    /// write lock granted before it (0 if there was none), so a reader can tell which write it
+    /// sees. Over Redlock, where each instance counts on its own, it is at least the last
+    /// write's fence and below the next write's.
+    pub fn fence(&self) -> u64 {
+        self.fence
+    }
+
+    /// The local deadline of the lease: the instant, on this process's monotonic clock, before
+    /// which the lease cannot have run out on the server (measured from before the request that
+    /// confirmed it was sent, minus the clock-drift margin). It moves forward on each renewal.
+    pub fn deadline(&self) -> Instant {
+        self.lease.borrow().deadline
+    }
+
+    /// How long until [`deadline`](Self::deadline) (zero once it has passed).
+    pub fn remaining(&self) -> Duration {
+        self.deadline().saturating_duration_since(Instant::now())
+    }
+
+    /// Whether the lock is still held, as far as this process can tell now: not reported lost,
+    /// and the deadline not passed.
+    pub fn is_held(&self) -> bool {
+        self.lease.borrow().lost_at(Instant::now()).is_none()
+    }
+
+    /// A signal that resolves when the lock is lost (see [`LostSignal`]).
+    pub fn lost(&self) -> LostSignal {
+        LostSignal::new(&self.lease)
+    }
+
+    /// Re-arms the lease to `ttl` from now (if automatic renewal is on, it goes on with this
+    /// lease length). Fails with [`Error::NotHeld`] if the lock is no longer held; the guard then
+    /// reports it lost. Over Redlock it succeeds only when a majority extended within the lease;
+    /// a partial extension deletes nothing (the watchdog retries until the deadline).
+    pub async fn extend(&self, ttl: Duration) -> Result<()> {
+        validate_ttl(&self.hold.name, ttl)?;
+        let sent_at = Instant::now();
+        if let Some(reason) = self.lease.borrow().lost_at(sent_at) {
+            return Err(self.not_held(reason));
+        }
+        let shared = &self.client.shared;
+        let instances = &shared.instances;
+        let limit = instances.limit(ttl);
+        let answers = instances
+            .on_all(
+                None,
+                |server| ops::extend(server.clone(), self.hold.clone(), ttl, limit),
+                |answers| extend::settled(instances, &usable(answers)),
+            )
+            .await;
+        let usable = usable(&answers);
+        let tally = judge_extension(&shared.instances, &usable, &self.hold, self.fence, ttl);
+        match tally.verdict {
+            Verdict::Extended => {
+                confirm(&self.lease, sent_at, ttl, &shared.drift);
+                Ok(())
+            }
+            Verdict::Lost => {
+                mark_lost(&self.lease, LostReason::NotOwner);
+                Err(self.not_held(LostReason::NotOwner))
+            }
+            Verdict::Failed => Err(instances.failure(
+                &self.hold.name,
+                "extend",
+                answers,
+                tally.extended,
+                tally.taken,
+            )),
+        }
+    }
+
+    /// Releases the lock. Returns `true` if it was still held (over Redlock: on a majority),
+    /// `false` if it had already been lost (the lease ran out, or an operator force-released
+    /// it). Only this guard's own hold is ever deleted.
+    ///
+    /// If Redis cannot be reached, the release is retried in the background and the error is
+    /// returned; the lease runs out on its own if it never gets through.
+    pub async fn release(mut self) -> Result<bool> {
+        self.finished = true;
+        let shared = self.client.shared.clone();
+        if let Some(id) = self.renewal_id.take() {
+            shared.watchdog.send(Command::Stop { id });
+        }
+        let instances = &shared.instances;
+        let ttl = self.lease.borrow().ttl;
+        let limit = instances.limit(ttl);
+        let answers =
+            release::release_on(instances, &self.hold, Some(self.fence), None, limit, true).await;
+        mark_lost(&self.lease, LostReason::Released);
+        let released = release::released(&answers);
+        // Instances that failed get another try in the background. Those not waited for (a
+        // majority had answered) need none: their release is on its way already.
+        let failed: Vec<usize> = answers
+            .iter()
+            .enumerate()
+            .filter(|(_, a)| matches!(a, Some(Err(_))))
+            .map(|(i, _)| i)
+            .collect();
+        let unanswered = answers.iter().filter(|a| a.is_none()).count();
+        tracing::debug!(lock = %self.hold.name, fence = self.fence, released, failed = failed.len(), unanswered, "lock released");
+        if !failed.is_empty() {
+            self.release_in_background(None, Some(failed.clone()));
+        }
+        let quorum = instances.quorum();
+        if quorum.reached(released) {
+            Ok(true)
+        } else if quorum.out_of_reach(failed.len() + unanswered) {
+            Err(instances.failure(&self.hold.name, "release", answers, released, 0))
+        } else {
+            Ok(false)
+        }
+    }
+
+    fn not_held(&self, reason: LostReason) -> Error {
+        Error::NotHeld {
+            lock: self.hold.name.to_string(),
+            reason,
+        }
+    }
+
+    fn release_in_background(&self, renewal_id: Option<u64>, only: Option<Vec<usize>>) {
+        let shared = &self.client.shared;
+        let sent = shared.watchdog.send(Command::Release {
+            id: renewal_id,
+            lock: Abandoned {
+                hold: self.hold.clone(),
+                fence: Some(self.fence),
+                only,
+                running: shared.instances.running(),
+            },
+        });
+        if !sent {
+            tracing::debug!(lock = %self.hold.name, "client is gone; the lease will run out on its own");
+        }
+    }
+}
+
+impl Drop for LockGuard {
+    fn drop(&mut self) {
+        if self.finished {
+            return;
+        }
+        mark_lost(&self.lease, LostReason::Released);
+        let renewal_id = self.renewal_id.take();
+        self.release_in_background(renewal_id, None);
+    }
+}
+
+/// The usable answers of an extend (an instance that failed or has not answered: `None`).
+fn usable(answers: &[crate::quorum::Answer<Extended>]) -> Vec<Option<Extended>> {
+    answers
+        .iter()
+        .map(|a| a.as_ref().and_then(|r| r.as_ref().ok().copied()))
+        .collect()
+}

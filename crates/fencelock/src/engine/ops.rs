@@ -1,0 +1,323 @@
+//! The engine's operations on one server: acquire, release, extend and re-assert a hold (one
+//! script call each, the script chosen by the hold's protocol), a pipelined batch of extends for
+//! the watchdog, and the decoding of their replies.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use redis::{RedisError, Value};
+
+use crate::connection::Server;
+use crate::engine::hold::Hold;
+use crate::engine::protocol::Attempt;
+use crate::error::{Conflict, KindInUse};
+use crate::script::reply::{self, as_string, as_u64, describe_type, unexpected};
+use crate::script::{Call, Lua};
+
+/// What Redis said to an acquire.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum AcquireReply {
+    /// The lock is ours, with this fence.
+    Granted { fence: u64 },
+    /// Another owner holds it; `remaining` is how long until something in the way lapses (its
+    /// lease; `None`: a key with no expiry).
+    Held { remaining: Option<Duration> },
+    /// A key holds something that is not a fencelock lock.
+    Foreign { key: String, found: String },
+    /// The request conflicts with the lock's state (another kind, another number of permits,
+    /// a read-to-write upgrade, the re-entry limit). Nothing was written.
+    Refused(Conflict),
+}
+
+/// Runs `hold`'s acquire script for `attempt`.
+pub(crate) async fn acquire(
+    server: Server,
+    hold: Arc<Hold>,
+    attempt: Attempt,
+    limit: Duration,
+) -> redis::RedisResult<AcquireReply> {
+    let reply: Vec<Value> = hold.acquire_call(attempt).run(&server, limit).await?;
+    match reply.as_slice() {
+        [Value::Int(reply::GRANTED), fence] => Ok(AcquireReply::Granted {
+            fence: as_u64(fence)?,
+        }),
+        // -1: a key with no expiry. Any other negative wait is over already.
+        [Value::Int(reply::HELD), Value::Int(pttl)] => Ok(AcquireReply::Held {
+            remaining: (*pttl != -1)
+                .then(|| Duration::from_millis(u64::try_from(*pttl).unwrap_or(0))),
+        }),
+        [Value::Int(reply::FOREIGN), key, found] => Ok(AcquireReply::Foreign {
+            key: as_string(key)?,
+            found: describe_type(&as_string(found)?),
+        }),
+        [Value::Int(reply::CONFLICT), what, detail] => {
+            let (what, detail) = (as_string(what)?, as_string(detail)?);
+            let conflict = if what == "kind" {
+                Some(Conflict::OtherKind {
+                    found: KindInUse::from_script(&detail),
+                    requested: hold.label(),
+                })
+            } else {
+                hold.protocol.conflict(&what, &detail)
+            };
+            conflict
+                .map(AcquireReply::Refused)
+                .ok_or_else(|| unexpected("acquire", &reply))
+        }
+        _ => Err(unexpected("acquire", &reply)),
+    }
+}
+
+/// Releases `hold` if it is still there (raising the fence key to at least `fence` first, when
+/// given) and wakes waiters. True if it was held.
+pub(crate) async fn release(
+    server: Server,
+    hold: Arc<Hold>,
+    fence: Option<u64>,
+    limit: Duration,
+) -> redis::RedisResult<bool> {
+    let released: i64 = hold.release_call(fence).run(&server, limit).await?;
+    Ok(released == 1)
+}
+
+/// What an extend found on one instance.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Extended {
+    /// The lease was re-armed.
+    Yes,
+    /// The key is gone (expired, deleted, or the instance lost its data).
+    Missing,
+    /// Someone else (or something else) is at the key.
+    Taken,
+}
+
+impl Extended {
+    fn from_reply(reply: i64) -> Self {
+        match reply {
+            1 => Extended::Yes,
+            0 => Extended::Missing,
+            _ => Extended::Taken,
+        }
+    }
+}
+
+/// Re-arms `hold`'s lease to `ttl` if it is still there.
+pub(crate) async fn extend(
+    server: Server,
+    hold: Arc<Hold>,
+    ttl: Duration,
+    limit: Duration,
+) -> redis::RedisResult<Extended> {
+    let reply: i64 = hold.extend_call(ttl).run(&server, limit).await?;
+    Ok(Extended::from_reply(reply))
+}
+
+/// Puts `hold` back on an instance whose key is gone (over Redlock, while the owner still holds
+/// a majority). True if it was put back; false also for kinds that do not re-assert.
+pub(crate) async fn reassert(
+    server: Server,
+    hold: Arc<Hold>,
+    fence: u64,
+    ttl: Duration,
+    limit: Duration,
+) -> redis::RedisResult<bool> {
+    let Some(call) = hold.reassert_call(fence, ttl) else {
+        return Ok(false);
+    };
+    let reply: i64 = call.run(&server, limit).await?;
+    Ok(reply == 1)
+}
+
+/// One lease to re-arm in a batch.
+pub(crate) struct ExtendItem {
+    pub(crate) hold: Arc<Hold>,
+    pub(crate) ttl: Duration,
+}
+
+/// Re-arms many leases (of any kinds) in one round trip: a pipeline of extend scripts. Each item
+/// gets its own answer or error. The whole call fails only when the pipeline itself does (the
+/// server is unreachable).
+pub(crate) async fn extend_many(
+    server: Server,
+    items: Arc<[ExtendItem]>,
+    limit: Duration,
+) -> redis::RedisResult<Vec<redis::RedisResult<Extended>>> {
+    let calls: Vec<Call> = items.iter().map(|i| i.hold.extend_call(i.ttl)).collect();
+    // The pipeline starts with a SCRIPT LOAD of each script it uses (cheap when the script is
+    // cached: a hash and a lookup), so that a server that lost its script cache (restart,
+    // failover, SCRIPT FLUSH) does not answer NOSCRIPT to every renewal of the batch.
+    let mut scripts: Vec<&'static Lua> = Vec::new();
+    for call in &calls {
+        if !scripts.iter().any(|s| std::ptr::eq(*s, call.lua)) {
+            scripts.push(call.lua);
+        }
+    }
+    let mut pipe = redis::pipe();
+    pipe.ignore_errors();
+    for lua in &scripts {
+        pipe.cmd("SCRIPT").arg("LOAD").arg(lua.source);
+    }
+    for call in &calls {
+        call.push_to(&mut pipe);
+    }
+    let replies: Vec<redis::RedisResult<Value>> = server.pipeline(&pipe, limit).await?;
+    Ok(replies
+        .into_iter()
+        .skip(scripts.len())
+        .map(|r| {
+            r.and_then(|v| redis::from_redis_value::<i64>(v).map_err(RedisError::from))
+                .map(Extended::from_reply)
+        })
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::keys::LockKeys;
+    use crate::kinds::{plain::Plain, semaphore::Permit};
+    use crate::token::OwnerToken;
+    use fencelock_testkit::RedisServer;
+
+    const LIMIT: Duration = Duration::from_secs(2);
+
+    fn attempt(ttl: Duration) -> Attempt {
+        Attempt {
+            ttl,
+            queue_timeout: Duration::ZERO,
+        }
+    }
+
+    fn server_for(redis: &RedisServer) -> Server {
+        let client = redis::Client::open(redis.url()).unwrap();
+        Server::new(client, LIMIT).unwrap()
+    }
+
+    fn plain(keys: &Arc<LockKeys>) -> Arc<Hold> {
+        Arc::new(Hold {
+            name: Arc::from("test"),
+            protocol: Arc::new(Plain),
+            keys: keys.clone(),
+            token: OwnerToken::generate().unwrap(),
+        })
+    }
+
+    #[tokio::test]
+    async fn acquire_is_idempotent_for_one_token() {
+        let redis = RedisServer::start().unwrap();
+        let server = server_for(&redis);
+        let keys = Arc::new(LockKeys::new("fencelock", "idem"));
+        let hold = plain(&keys);
+        let first = acquire(
+            server.clone(),
+            hold.clone(),
+            attempt(Duration::from_secs(1)),
+            LIMIT,
+        )
+        .await
+        .unwrap();
+        let AcquireReply::Granted { fence } = first else {
+            panic!("{first:?}")
+        };
+        // A retry with the same token (as after a lost reply) confirms the same fence and
+        // re-arms the lease.
+        redis.cmd(&["PEXPIRE", &keys.lock, "100"]).unwrap();
+        let again = acquire(
+            server.clone(),
+            hold.clone(),
+            attempt(Duration::from_secs(5)),
+            LIMIT,
+        )
+        .await
+        .unwrap();
+        assert_eq!(again, AcquireReply::Granted { fence });
+        let redis::Value::Int(pttl) = redis.cmd(&["PTTL", &keys.lock]).unwrap() else {
+            panic!("PTTL")
+        };
+        assert!(pttl > 4000, "lease not re-armed: {pttl}");
+        // Another token is refused and told the remaining lease.
+        let other = plain(&keys);
+        let held = acquire(
+            server.clone(),
+            other.clone(),
+            attempt(Duration::from_secs(1)),
+            LIMIT,
+        )
+        .await
+        .unwrap();
+        assert!(
+            matches!(held, AcquireReply::Held { remaining: Some(r) } if r > Duration::from_secs(4)),
+            "{held:?}"
+        );
+        // Only the owner's token releases; the fence key stays.
+        assert!(!release(server.clone(), other, None, LIMIT).await.unwrap());
+        assert!(
+            release(server.clone(), hold.clone(), Some(fence), LIMIT)
+                .await
+                .unwrap()
+        );
+        assert!(
+            !release(server.clone(), hold, Some(fence), LIMIT)
+                .await
+                .unwrap()
+        );
+        let mut left = redis.keys().unwrap();
+        left.sort();
+        assert_eq!(left, vec![keys.fence.clone()]);
+    }
+
+    #[tokio::test]
+    async fn extend_many_answers_per_lock_in_one_pipeline() {
+        let redis = RedisServer::start().unwrap();
+        let server = server_for(&redis);
+        let held = plain(&Arc::new(LockKeys::new("fencelock", "held")));
+        let gone = plain(&Arc::new(LockKeys::new("fencelock", "gone")));
+        let permit = Arc::new(Hold {
+            name: Arc::from("sem"),
+            protocol: Arc::new(Permit { permits: 2 }),
+            keys: Arc::new(LockKeys::new("fencelock", "sem")),
+            token: OwnerToken::generate().unwrap(),
+        });
+        for hold in [&held, &permit] {
+            let reply = acquire(
+                server.clone(),
+                hold.clone(),
+                attempt(Duration::from_millis(500)),
+                LIMIT,
+            )
+            .await
+            .unwrap();
+            assert!(matches!(reply, AcquireReply::Granted { .. }), "{reply:?}");
+        }
+        redis.script_flush().unwrap();
+        let items: Arc<[ExtendItem]> = Arc::from(vec![
+            ExtendItem {
+                hold: held.clone(),
+                ttl: Duration::from_secs(9),
+            },
+            ExtendItem {
+                hold: gone,
+                ttl: Duration::from_secs(9),
+            },
+            ExtendItem {
+                hold: permit.clone(),
+                ttl: Duration::from_secs(9),
+            },
+        ]);
+        let replies = extend_many(server, items, Duration::from_secs(2))
+            .await
+            .unwrap();
+        let replies: Vec<Extended> = replies.into_iter().map(Result::unwrap).collect();
+        assert_eq!(
+            replies,
+            vec![Extended::Yes, Extended::Missing, Extended::Yes]
+        );
+        assert!(redis.keys().unwrap().iter().all(|k| !k.contains("gone")));
+        for key in [&held.keys.lock, &permit.keys.lock] {
+            let redis::Value::Int(pttl) = redis.cmd(&["PTTL", key]).unwrap() else {
+                panic!("PTTL")
+            };
+            assert!(pttl > 8000, "{key} not re-armed: {pttl}");
+        }
+    }
+}

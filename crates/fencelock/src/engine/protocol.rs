@@ -1,0 +1,86 @@
+//! The protocol a kind of lock plugs into the engine with.
+//!
+//! The engine (request loop, guard, watchdog, release path, wake-ups) works on a [`Hold`] and
+//! asks its [`Protocol`] everything that differs between kinds: which scripts acquire, release,
+//! extend and re-assert a hold, whether a waiter takes a place in a queue, what is refused over
+//! Redlock, whether a release writes the fence back, and how a re-entry settles its fence. The
+//! engine never names a kind; each kind (`crate::kinds`) implements this trait in its own module.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::engine::hold::{FenceMemory, Hold};
+use crate::error::Conflict;
+use crate::script::Call;
+
+/// What the engine tells an acquire script about one attempt.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Attempt {
+    /// The lease to set.
+    pub(crate) ttl: Duration,
+    /// How long a place in a queue lasts without a refresh; zero for a request that does not
+    /// wait (it takes no place) and for kinds without a queue.
+    pub(crate) queue_timeout: Duration,
+}
+
+/// One kind of lock, as the engine sees it. Every script call borrows its keys and arguments
+/// from the hold (and from the protocol, which the hold owns).
+pub(crate) trait Protocol: fmt::Debug + Send + Sync + 'static {
+    /// What to call this kind in messages ("lock", "semaphore", ...).
+    fn label(&self) -> &'static str;
+
+    /// The acquire script. Its reply follows `script::reply`: `{1, fence}`, `{0, ms}`,
+    /// `{-1, key, type}` or `{-2, what, detail}`.
+    fn acquire<'a>(&'a self, hold: &'a Hold, attempt: Attempt) -> Call<'a>;
+
+    /// The release script: reply 1 released, 0 not held. `fence`, when given (over Redlock), is
+    /// written back as a floor on the fence key first.
+    fn release<'a>(&'a self, hold: &'a Hold, fence: Option<u64>) -> Call<'a>;
+
+    /// The extend script: reply 1 extended, 0 gone, -1 taken by someone (or something) else.
+    fn extend<'a>(&'a self, hold: &'a Hold, ttl: Duration) -> Call<'a>;
+
+    /// Over Redlock, the script that puts a hold back on an instance that lost it while a
+    /// majority still has it (reply 1 put back, 0 left as it was). `None`: this kind does not;
+    /// a renewal that finds its key gone on a minority goes on with the majority.
+    fn reassert<'a>(&'a self, _hold: &'a Hold, _fence: u64, _ttl: Duration) -> Option<Call<'a>> {
+        None
+    }
+
+    /// The conflict an acquire reply `{-2, what, detail}` of this kind's own (not `kind`, which
+    /// the engine reads for every kind) stands for; `None` for a code this kind never gives.
+    fn conflict(&self, _what: &str, _detail: &str) -> Option<Conflict> {
+        None
+    }
+
+    /// Whether a waiting request takes a place in a queue (refreshed while it waits, lapsing
+    /// after the queue timeout, and taken back when the request gives up).
+    fn queues(&self) -> bool {
+        false
+    }
+
+    /// Why this kind cannot be held over a Redlock quorum, if it cannot.
+    fn redlock_refusal(&self) -> Option<&'static str> {
+        None
+    }
+
+    /// Whether a release writes the holder's fence back (over Redlock): for kinds whose holder
+    /// was given a fence of its own.
+    fn writes_fence_back(&self) -> bool {
+        true
+    }
+
+    /// Checks the kind's own options before anything is sent; the reason is reported as
+    /// `Error::InvalidArgument` naming the lock.
+    fn check(&self) -> Result<(), String> {
+        Ok(())
+    }
+
+    /// Over Redlock, the memory of the fence that acquisitions through one handle share: a grant
+    /// while one of the handle's guards is still held is a re-entry and keeps that fence (see
+    /// [`FenceMemory`]). `None`: every grant stands for itself.
+    fn fence_memory(&self) -> Option<&Arc<tokio::sync::Mutex<Option<FenceMemory>>>> {
+        None
+    }
+}

@@ -1,0 +1,94 @@
+//! How a hold is released: the one release path used by a guard's `release`, by a dropped guard
+//! (in the background), and by a lost acquisition round giving back what it may have taken.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::engine::hold::Hold;
+use crate::engine::ops;
+use crate::quorum::{Answer, Instances, Running};
+
+/// Releases `hold` on `only` (or every) instance, raising each fence key to at least `fence`
+/// first (over Redlock, for kinds that write their fence back). Each call is bounded by `limit`;
+/// with `until_majority`, it returns as soon as a majority released (the rest runs on in the
+/// background), otherwise it waits for every answer.
+pub(crate) async fn release_on(
+    instances: &Instances,
+    hold: &Arc<Hold>,
+    fence: Option<u64>,
+    only: Option<&[usize]>,
+    limit: Duration,
+    until_majority: bool,
+) -> Vec<Answer<bool>> {
+    let quorum = instances.quorum();
+    // The write-back matters only over Redlock; on a single instance the fence key already
+    // holds this fence (or a larger one).
+    let fence = if instances.is_single() || !hold.protocol.writes_fence_back() {
+        None
+    } else {
+        fence
+    };
+    instances
+        .on_all(
+            only,
+            |server| ops::release(server.clone(), hold.clone(), fence, limit),
+            |answers| until_majority && quorum.reached(released(answers)),
+        )
+        .await
+}
+
+/// How many answers say "released".
+pub(crate) fn released(answers: &[Answer<bool>]) -> usize {
+    answers
+        .iter()
+        .filter(|a| matches!(a, Some(Ok(true))))
+        .count()
+}
+
+/// A hold to release in the background: a dropped guard's, or the leftovers of a failed
+/// acquisition or release. It counts as background work (see `Client::wait_idle`) from the
+/// moment it is handed over until its release has ended.
+pub(crate) struct Abandoned {
+    pub(crate) hold: Arc<Hold>,
+    pub(crate) fence: Option<u64>,
+    /// The instances to release on (`None`: all).
+    pub(crate) only: Option<Vec<usize>>,
+    pub(crate) running: Running,
+}
+
+impl Abandoned {
+    /// Releases the hold, retrying a few times where instances are briefly unreachable.
+    /// Whatever cannot be released runs out with its lease.
+    pub(crate) async fn release(self, instances: Arc<Instances>) {
+        // The ticket lives until the end of this function.
+        let Abandoned {
+            hold,
+            fence,
+            only,
+            running: _running,
+        } = self;
+        let mut pending: Option<Vec<usize>> = only;
+        let mut delay = Duration::from_millis(50);
+        for _ in 0..3 {
+            let limit = instances.command_timeout();
+            let answers =
+                release_on(&instances, &hold, fence, pending.as_deref(), limit, false).await;
+            let failed: Vec<usize> = answers
+                .iter()
+                .enumerate()
+                .filter(|(i, a)| {
+                    pending.as_ref().is_none_or(|p| p.contains(i)) && !matches!(a, Some(Ok(_)))
+                })
+                .map(|(i, _)| i)
+                .collect();
+            if failed.is_empty() {
+                return;
+            }
+            tracing::debug!(lock = %hold.name, failed = failed.len(), "background release failed; retrying");
+            pending = Some(failed);
+            tokio::time::sleep(delay).await;
+            delay *= 4;
+        }
+        tracing::debug!(lock = %hold.name, "could not release a hold on every instance; the lease will run out there");
+    }
+}

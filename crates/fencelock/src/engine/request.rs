@@ -1,0 +1,200 @@
+//! A request for a lock of any kind: its options (lease, wait policy, renewal, queue timeout)
+//! and their checks. Acquiring it is [`acquire`](LockRequest::acquire), in `acquire.rs`.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::client::Client;
+use crate::engine::guard::LockGuard;
+use crate::engine::protocol::Protocol;
+use crate::error::{Error, Result};
+use crate::keys;
+
+/// The default lease.
+pub const DEFAULT_TTL: Duration = Duration::from_secs(30);
+/// The shortest lease accepted.
+pub const MIN_TTL: Duration = Duration::from_millis(10);
+/// The longest lease accepted (about 34 years; Redis itself accepts more, but a lease this long
+/// is a mistake, and instants this far ahead overflow some clocks).
+pub const MAX_TTL: Duration = Duration::from_millis(1 << 40);
+/// How long a waiter's place in a queue (a fair lock's queue, a read-write lock's waiting entry)
+/// lasts without a refresh, by default. A waiter refreshes it three times as often; one that
+/// dies leaves the queue this long after its last refresh.
+pub const DEFAULT_QUEUE_TIMEOUT: Duration = Duration::from_secs(5);
+/// The shortest queue timeout accepted.
+pub const MIN_QUEUE_TIMEOUT: Duration = Duration::from_millis(30);
+
+/// How long to wait for a lock that someone else holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WaitPolicy {
+    /// Do not wait: fail with [`Error::Busy`] if the lock is held.
+    NoWait,
+    /// Wait up to this long, then fail with [`Error::TimedOut`].
+    UpTo(Duration),
+    /// Wait as long as it takes.
+    Forever,
+}
+
+/// A request for a lock, built by [`Client::lock`], [`Client::fair_lock`], [`Client::semaphore`],
+/// [`ReentrantLock::request`](crate::ReentrantLock::request) or
+/// [`ReadWriteLock::read`](crate::ReadWriteLock::read) / [`write`](crate::ReadWriteLock::write).
+/// Every kind takes the same options and gives the same [`LockGuard`].
+///
+/// ```no_run
+/// # async fn example(client: fencelock::Client) -> fencelock::Result<()> {
+/// use std::time::Duration;
+/// let guard = client
+///     .lock("accounts/42")
+///     .ttl(Duration::from_secs(10))
+///     .wait_up_to(Duration::from_secs(5))
+///     .acquire()
+///     .await?;
+/// # guard.release().await?; Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+#[must_use = "a lock request does nothing until acquired"]
+pub struct LockRequest {
+    pub(crate) client: Client,
+    pub(crate) name: String,
+    pub(crate) protocol: Arc<dyn Protocol>,
+    pub(crate) ttl: Duration,
+    pub(crate) wait: WaitPolicy,
+    pub(crate) auto_renew: bool,
+    pub(crate) max_hold: Option<Duration>,
+    pub(crate) queue_timeout: Duration,
+}
+
+impl LockRequest {
+    pub(crate) fn new(client: Client, name: String, protocol: Arc<dyn Protocol>) -> Self {
+        LockRequest {
+            client,
+            name,
+            protocol,
+            ttl: DEFAULT_TTL,
+            wait: WaitPolicy::Forever,
+            auto_renew: true,
+            max_hold: None,
+            queue_timeout: DEFAULT_QUEUE_TIMEOUT,
+        }
+    }
+
+    /// The lease (default 30 s): how long the lock outlives a holder that stops renewing it.
+    pub fn ttl(mut self, ttl: Duration) -> Self {
+        self.ttl = ttl;
+        self
+    }
+
+    /// How long to wait if the lock is held (default: forever).
+    pub fn wait(mut self, wait: WaitPolicy) -> Self {
+        self.wait = wait;
+        self
+    }
+
+    /// Do not wait if the lock is held.
+    pub fn no_wait(self) -> Self {
+        self.wait(WaitPolicy::NoWait)
+    }
+
+    /// Wait at most `limit` if the lock is held.
+    pub fn wait_up_to(self, limit: Duration) -> Self {
+        self.wait(WaitPolicy::UpTo(limit))
+    }
+
+    /// Whether the client's watchdog renews the lease while the guard lives (default: yes).
+    /// Without renewal the lock is lost when its lease runs out, unless the holder calls
+    /// [`LockGuard::extend`].
+    pub fn auto_renew(mut self, on: bool) -> Self {
+        self.auto_renew = on;
+        self
+    }
+
+    /// Stop renewing after this long, so that a holder that is stuck but alive cannot keep the
+    /// lock forever. The lock is then lost when the last lease runs out (at most one TTL later).
+    pub fn max_hold(mut self, limit: Duration) -> Self {
+        self.max_hold = Some(limit);
+        self
+    }
+
+    /// For a fair lock, a read lock or a write lock: how long a waiter's place in the queue
+    /// lasts without a refresh (default [`DEFAULT_QUEUE_TIMEOUT`]). A waiting request refreshes
+    /// it three times as often; if the waiting process dies, the others move on this long
+    /// after. Other kinds have no queue and ignore it.
+    pub fn queue_timeout(mut self, timeout: Duration) -> Self {
+        self.queue_timeout = timeout;
+        self
+    }
+
+    /// How long this request's place in a queue lasts without a refresh: zero when it takes
+    /// none (a request that does not wait, or a kind without a queue).
+    pub(crate) fn place_lasts(&self) -> Duration {
+        if self.protocol.queues() && self.wait != WaitPolicy::NoWait {
+            self.queue_timeout
+        } else {
+            Duration::ZERO
+        }
+    }
+
+    /// Checks the request before anything is sent.
+    pub(crate) fn validate(&self) -> Result<()> {
+        keys::validate_name(&self.name)?;
+        validate_ttl(&self.name, self.ttl)?;
+        let queue_timeout = self.place_lasts();
+        if !queue_timeout.is_zero() && queue_timeout < MIN_QUEUE_TIMEOUT {
+            return Err(Error::invalid(
+                &self.name,
+                format!(
+                    "the queue timeout {queue_timeout:?} is shorter than the minimum of {MIN_QUEUE_TIMEOUT:?}"
+                ),
+            ));
+        }
+        self.protocol
+            .check()
+            .map_err(|reason| Error::invalid(&self.name, reason))?;
+        if !self.client.shared.instances.is_single()
+            && let Some(reason) = self.protocol.redlock_refusal()
+        {
+            return Err(Error::Unsupported {
+                lock: self.name.clone(),
+                reason: reason.to_owned(),
+            });
+        }
+        if let Some(limit) = self.max_hold
+            && limit < self.ttl
+        {
+            return Err(Error::invalid(
+                &self.name,
+                format!(
+                    "max_hold ({limit:?}) is shorter than the lease ({:?}); the lease alone outlasts it",
+                    self.ttl
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Takes the lock if it is free now; `Ok(None)` if another owner holds it.
+    pub async fn try_acquire(self) -> Result<Option<LockGuard>> {
+        match self.no_wait().acquire().await {
+            Ok(guard) => Ok(Some(guard)),
+            Err(Error::Busy { .. }) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+/// Checks a lease length.
+pub(crate) fn validate_ttl(name: &str, ttl: Duration) -> Result<()> {
+    if ttl < MIN_TTL {
+        return Err(Error::invalid(
+            name,
+            format!("the lease {ttl:?} is shorter than the minimum of {MIN_TTL:?}"),
+        ));
+    }
+    if ttl > MAX_TTL {
+        return Err(Error::invalid(
+            name,
+            format!("the lease {ttl:?} is longer than the maximum of {MAX_TTL:?}"),
+        ));
+    }
+    Ok(())
+}

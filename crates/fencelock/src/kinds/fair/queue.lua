@@ -1,0 +1,24 @@
+-- The fair lock's queue, prepended to its scripts.
+
+-- The fair lock's queue (`queue`: token -> ticket) and its liveness set (`alive`: token -> the
+-- server ms its place lapses at). Takes out every place that lapsed by `now`.
+local function drop_lapsed(queue, alive, now)
+  local lapsed = redis.call('zrangebyscore', alive, '-inf', now)
+  for _, token in ipairs(lapsed) do
+    redis.call('zrem', queue, token)
+    redis.call('zrem', alive, token)
+  end
+end
+
+-- The token at the head of the fair lock's queue, or nil for an empty queue. A place at the head
+-- with no liveness entry (left by an eviction, or by anything that wrote one set and not the
+-- other) could never lapse and would block the queue for good: it is taken out, unless it is
+-- `keep`'s (a caller that has just queued and writes its liveness entry next).
+local function live_head(queue, alive, keep)
+  local head = redis.call('zrange', queue, 0, 0)[1]
+  while head and head ~= keep and not redis.call('zscore', alive, head) do
+    redis.call('zrem', queue, head)
+    head = redis.call('zrange', queue, 0, 0)[1]
+  end
+  return head
+end

@@ -1,0 +1,181 @@
+//! fencelock's Lua scripts as the engine runs them: how a script is composed from its `.lua`
+//! files ([`lua!`]), how one call (script, keys, arguments) is encoded and sent, and the wake-up
+//! payloads that release scripts publish and the release listener reads.
+//!
+//! Every script is `prelude.lua` (helpers every kind uses) with the wake-up payloads in front,
+//! then the parts its module names: helpers of that kind (`value.lua`, `fields.lua`,
+//! `queue.lua`, ...) and the script itself. A script is run by SHA and loaded again when the
+//! server answers `NOSCRIPT`, so each operation stays one round trip.
+
+pub(crate) mod reply;
+
+use std::borrow::Cow;
+use std::time::Duration;
+
+use redis::Script;
+use smallvec::SmallVec;
+
+use crate::connection::Server;
+
+/// The release message that lets exactly one waiter in (a plain lock, a reentrant lock's last
+/// hold, a semaphore permit). Defined once for Rust and Lua (see [`lua!`]).
+macro_rules! wake_one {
+    () => {
+        "one"
+    };
+}
+/// The release message that wakes every waiter (a read-write lock, an operator's release).
+macro_rules! wake_all {
+    () => {
+        "all"
+    };
+}
+/// The prefix of a release message that wakes only the waiter whose request has the owner token
+/// that follows (a fair lock's next holder).
+macro_rules! wake_to {
+    () => {
+        "to:"
+    };
+}
+
+pub(crate) use {wake_all, wake_one, wake_to};
+
+/// See [`wake_one!`].
+pub(crate) const WAKE_ONE: &str = wake_one!();
+/// See [`wake_all!`]. The listener never needs to match it: every payload but the other two
+/// wakes every waiter.
+#[cfg(test)]
+pub(crate) const WAKE_ALL: &str = wake_all!();
+/// See [`wake_to!`].
+pub(crate) const WAKE_TO: &str = wake_to!();
+
+/// A script: its source (the prelude and its parts, as [`lua!`] composed them) and its SHA.
+pub(crate) struct Lua {
+    pub(crate) script: Script,
+    pub(crate) source: &'static str,
+}
+
+impl Lua {
+    pub(crate) fn new(source: &'static str) -> Self {
+        Lua {
+            script: Script::new(source),
+            source,
+        }
+    }
+}
+
+/// A script of this crate, composed at build time: the wake-up payloads, `prelude.lua`, then
+/// each file named, in order, relative to the module that names them. `lua!("acquire.lua")`,
+/// or `lua!("value.lua", "acquire.lua")` for a script that needs a helper of its kind.
+macro_rules! lua {
+    ($($file:literal),+ $(,)?) => {
+        std::sync::LazyLock::new(|| {
+            $crate::script::Lua::new(concat!(
+                "local WAKE_ONE = '", $crate::script::wake_one!(), "'\n",
+                "local WAKE_ALL = '", $crate::script::wake_all!(), "'\n",
+                "local WAKE_TO = '", $crate::script::wake_to!(), "'\n",
+                include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/script/prelude.lua")),
+                $(include_str!($file)),+
+            ))
+        })
+    };
+}
+pub(crate) use lua;
+
+/// One script call: the script, its keys and its arguments. Keys and arguments borrow from the
+/// hold where they can, and sit inline (no script takes more than four of either), so that a
+/// renewal batch of thousands of holds allocates nothing per hold but what goes into the
+/// pipeline.
+pub(crate) struct Call<'a> {
+    pub(crate) lua: &'static Lua,
+    pub(crate) keys: Keys<'a>,
+    pub(crate) args: Args<'a>,
+}
+
+/// A script call's keys.
+pub(crate) type Keys<'a> = SmallVec<[Cow<'a, str>; 4]>;
+/// A script call's arguments.
+pub(crate) type Args<'a> = SmallVec<[Arg<'a>; 4]>;
+
+/// One argument of a script call.
+pub(crate) enum Arg<'a> {
+    Str(&'a str),
+    Text(String),
+    Int(u64),
+}
+
+impl Arg<'_> {
+    /// A lease (or any duration) as Redis wants it: whole milliseconds, at least one.
+    pub(crate) fn millis(ttl: Duration) -> Arg<'static> {
+        Arg::Int(lease_millis(ttl))
+    }
+
+    /// A duration in whole milliseconds where 0 means "none" (a request that takes no place in
+    /// a queue).
+    pub(crate) fn millis_or_zero(d: Duration) -> Arg<'static> {
+        Arg::Int(u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+    }
+}
+
+/// The lease as Redis wants it: whole milliseconds, at least one.
+pub(crate) fn lease_millis(ttl: Duration) -> u64 {
+    u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX).max(1)
+}
+
+impl redis::ToRedisArgs for Arg<'_> {
+    fn write_redis_args<W>(&self, out: &mut W)
+    where
+        W: ?Sized + redis::RedisWrite,
+    {
+        match self {
+            Arg::Str(s) => s.write_redis_args(out),
+            Arg::Text(s) => s.write_redis_args(out),
+            Arg::Int(n) => n.write_redis_args(out),
+        }
+    }
+}
+
+impl<'a> Call<'a> {
+    /// A call of `lua` with borrowed keys.
+    pub(crate) fn new(lua: &'static Lua, keys: &[&'a str], args: Args<'a>) -> Self {
+        Call {
+            lua,
+            keys: keys.iter().map(|k| Cow::Borrowed(*k)).collect(),
+            args,
+        }
+    }
+
+    fn invocation(&self) -> redis::ScriptInvocation<'static> {
+        let mut invocation = self.lua.script.prepare_invoke();
+        for key in &self.keys {
+            invocation.key(key.as_ref());
+        }
+        for arg in &self.args {
+            invocation.arg(arg);
+        }
+        invocation
+    }
+
+    /// Runs the call on `server` within `limit` (by SHA, loading the script on `NOSCRIPT`).
+    pub(crate) async fn run<T: redis::FromRedisValue>(
+        &self,
+        server: &Server,
+        limit: Duration,
+    ) -> redis::RedisResult<T> {
+        server.invoke(&self.invocation(), limit).await
+    }
+
+    /// Adds the call to a pipeline as an `EVALSHA` (the pipeline loads the script first).
+    pub(crate) fn push_to(&self, pipe: &mut redis::Pipeline) {
+        let command = pipe
+            .cmd("EVALSHA")
+            .arg(self.lua.script.get_hash())
+            .arg(self.keys.len());
+        for key in &self.keys {
+            command.arg(key.as_ref());
+        }
+        for arg in &self.args {
+            command.arg(arg);
+        }
+    }
+}

@@ -1,0 +1,97 @@
+-- Helpers shared by every fencelock script: `lua!` (script/mod.rs) puts this file, after the
+-- wake-up payloads, in front of each script when the crate is built, so that every script stays
+-- one EVALSHA. Helpers that only one kind of lock needs live with that kind.
+
+-- The server's clock in milliseconds (holders' expiry times are on this clock).
+local function now_ms()
+  local t = redis.call('time')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+-- A number as Redis wants it in a string: no exponent, no decimals.
+local function int(n)
+  return string.format('%.0f', n)
+end
+
+-- The last fence handed out (0 if none), or nil and an error reply if the key is not ours.
+local function last_fence(key)
+  local last = redis.pcall('get', key)
+  if type(last) == 'table' then
+    return nil, {-1, key, redis.call('type', key).ok}
+  end
+  if not last then
+    return 0
+  end
+  local fence = tonumber(last)
+  if not fence then
+    return nil, {-1, key, 'a string that is not a number'}
+  end
+  return fence
+end
+
+-- Hands out the next fence after `last`. It is never below the server's clock in microseconds,
+-- which is past every fence handed out before, so fences keep growing after a lost counter
+-- (restart without persistence, failover, flush).
+local function next_fence(key, last)
+  local t = redis.call('time')
+  local fence = math.max(last + 1, tonumber(t[1]) * 1000000 + tonumber(t[2]))
+  local text = int(fence)
+  redis.call('set', key, text)
+  return fence, text
+end
+
+-- Raises the fence key to at least `floor` (a decimal string; '' means no floor). Over Redlock a
+-- release writes its fence back this way, so that the next majority knows it.
+local function raise_fence(key, floor)
+  local fence = tonumber(floor)
+  if not fence then
+    return
+  end
+  local last = redis.pcall('get', key)
+  if last == false or (type(last) == 'string' and tonumber(last) and tonumber(last) < fence) then
+    redis.call('set', key, floor)
+  end
+end
+
+-- What a lock key holds: 'free', 'lock' (a plain or fair lock), or the kind recorded in a hash
+-- ('reentrant', 'rw', 'semaphore'); or nil and an error reply for a key that is not a lock.
+local function kind_of(key)
+  local t = redis.call('type', key).ok
+  if t == 'none' then
+    return 'free'
+  end
+  if t == 'hash' then
+    local kind = redis.call('hget', key, 'kind')
+    if kind then
+      return kind
+    end
+    return nil, {-1, key, 'hash'}
+  end
+  if t == 'string' then
+    if string.match(redis.call('get', key), '^%x+:%d+$') then
+      return 'lock'
+    end
+    return nil, {-1, key, 'a string that is not a fencelock lock'}
+  end
+  return nil, {-1, key, t}
+end
+
+-- An error reply if the lock key holds anything but a lock of `kind` (or nothing).
+local function refuse_other_kind(key, kind)
+  local found, err = kind_of(key)
+  if err then
+    return err
+  end
+  if found ~= 'free' and found ~= kind then
+    return {-2, 'kind', found}
+  end
+  return nil
+end
+
+-- Sets the key's TTL to at least `ttl` milliseconds (never shortens it: other holders' leases
+-- live in the same key).
+local function keep_for(key, ttl)
+  if redis.call('pttl', key) < tonumber(ttl) then
+    redis.call('pexpire', key, ttl)
+  end
+end

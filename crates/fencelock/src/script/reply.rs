@@ -1,0 +1,60 @@
+//! Reading script replies: the shared reply codes and the values inside them.
+//!
+//! Every acquire script answers `{1, fence}` (granted), `{0, ms}` (held; how long until what is
+//! in the way lapses, -1 for a key without expiry), `{-1, key, type}` (a key holds something
+//! that is not a fencelock lock; nothing was written) or `{-2, what, detail}` (the request
+//! conflicts with the lock's state; nothing was written). See ARCHITECTURE.md for the codes of
+//! each script.
+
+use redis::{RedisError, Value};
+
+/// The reply code of a grant.
+pub(crate) const GRANTED: i64 = 1;
+/// The reply code of "held by another owner".
+pub(crate) const HELD: i64 = 0;
+/// The reply code of "a key holds something that is not ours".
+pub(crate) const FOREIGN: i64 = -1;
+/// The reply code of a conflict with the lock's state.
+pub(crate) const CONFLICT: i64 = -2;
+
+/// A Redis type name (or a script's description of a value) for messages.
+pub(crate) fn describe_type(found: &str) -> String {
+    match found {
+        "string" | "list" | "set" | "zset" | "hash" | "stream" => format!("a {found}"),
+        other => other.to_owned(),
+    }
+}
+
+/// A non-negative integer (a fence).
+pub(crate) fn as_u64(value: &Value) -> redis::RedisResult<u64> {
+    match value {
+        Value::Int(n) => u64::try_from(*n).map_err(|_| unexpected_value("a fence", value)),
+        _ => Err(unexpected_value("a fence", value)),
+    }
+}
+
+/// A string (lossily decoded).
+pub(crate) fn as_string(value: &Value) -> redis::RedisResult<String> {
+    match value {
+        Value::BulkString(bytes) => Ok(String::from_utf8_lossy(bytes).into_owned()),
+        Value::SimpleString(s) => Ok(s.clone()),
+        _ => Err(unexpected_value("a string", value)),
+    }
+}
+
+/// The error for a reply that no fencelock script gives.
+pub(crate) fn unexpected(script: &str, reply: &[Value]) -> RedisError {
+    RedisError::from((
+        redis::ErrorKind::UnexpectedReturnType,
+        "unexpected reply from fencelock script",
+        format!("{script}: {reply:?}"),
+    ))
+}
+
+fn unexpected_value(what: &str, value: &Value) -> RedisError {
+    RedisError::from((
+        redis::ErrorKind::UnexpectedReturnType,
+        "unexpected value in fencelock script reply",
+        format!("expected {what}, got {value:?}"),
+    ))
+}
