@@ -1,0 +1,182 @@
+//! The client as a whole, against real redis-server processes: refusals classified as what they
+//! are (authentication, permissions), background work that `wait_idle` waits for, and the
+//! operator's `list`.
+
+mod common;
+
+use std::time::Duration;
+
+use fencelock::{Client, Error};
+use fencelock_testkit::RedisServer;
+
+use common::{client, server};
+
+/// A server with an ACL user `app` (password `right-horse-battery`) that may do everything.
+fn server_with_user() -> RedisServer {
+    let redis = server();
+    redis
+        .cmd(&[
+            "ACL",
+            "SETUSER",
+            "app",
+            "on",
+            ">right-horse-battery",
+            "~*",
+            "&*",
+            "+@all",
+        ])
+        .unwrap();
+    redis
+}
+
+#[tokio::test]
+async fn a_wrong_password_is_an_authentication_failure_not_an_unreachable_server() {
+    let redis = server_with_user();
+    let url = format!("redis://app:wrong-horse@127.0.0.1:{}", redis.port());
+    let client = Client::open(&url).unwrap();
+    let err = client.lock("auth").no_wait().acquire().await.unwrap_err();
+    let text = err.to_string();
+    assert!(
+        matches!(&err, Error::AuthFailed { lock, server, .. }
+            if lock == "auth" && *server == format!("127.0.0.1:{}", redis.port())),
+        "{err:?}"
+    );
+    assert!(text.contains("authentication failed"), "{text}");
+    assert!(!text.contains("wrong-horse"), "{text}");
+    // The right password works, and nothing was left held by the refused attempt.
+    assert!(redis.keys().unwrap().is_empty());
+    let url = format!("redis://app:right-horse-battery@127.0.0.1:{}", redis.port());
+    let guard = Client::open(&url)
+        .unwrap()
+        .lock("auth")
+        .acquire()
+        .await
+        .unwrap();
+    assert!(guard.release().await.unwrap());
+}
+
+#[tokio::test]
+async fn no_password_for_a_server_that_requires_one_is_an_authentication_failure() {
+    let redis = server();
+    let url = redis.url();
+    redis
+        .cmd(&["CONFIG", "SET", "requirepass", "s3cret-pass"])
+        .unwrap();
+    let err = client(&url).lock("noauth").no_wait().acquire().await;
+    assert!(matches!(err, Err(Error::AuthFailed { .. })), "{err:?}");
+}
+
+#[tokio::test]
+async fn a_missing_acl_permission_is_named_as_such() {
+    let redis = server();
+    redis
+        .cmd(&[
+            "ACL",
+            "SETUSER",
+            "reader",
+            "on",
+            ">pw-of-reader",
+            "~*",
+            "&*",
+            "+@connection",
+            "+@read",
+        ])
+        .unwrap();
+    let url = format!("redis://reader:pw-of-reader@127.0.0.1:{}", redis.port());
+    let err = client(&url)
+        .lock("perm")
+        .no_wait()
+        .acquire()
+        .await
+        .unwrap_err();
+    let text = err.to_string();
+    assert!(
+        matches!(&err, Error::PermissionDenied { lock, command: "acquire", .. } if lock == "perm"),
+        "{err:?}"
+    );
+    assert!(
+        text.contains("NOPERM") || text.contains("no permissions"),
+        "{text}"
+    );
+    assert!(!text.contains("pw-of-reader"), "{text}");
+    assert!(redis.keys().unwrap().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wait_idle_waits_for_the_release_of_a_dropped_guard_on_one_server() {
+    let redis = RedisServer::start_with_args(&["--enable-debug-command", "local"]).unwrap();
+    let client = client(&redis.url());
+    let guard = client
+        .lock("dropped")
+        .ttl(Duration::from_secs(30))
+        .acquire()
+        .await
+        .unwrap();
+    // The server stops answering for a while; the guard is dropped meanwhile, so its release
+    // is under way in the background.
+    let sleeping = redis.debug_sleep(Duration::from_millis(600));
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    drop(guard);
+    assert!(
+        !client.wait_idle(Duration::from_millis(1)).await,
+        "the dropped guard's release is under way"
+    );
+    assert!(client.wait_idle(Duration::from_secs(5)).await);
+    let _ = sleeping.join();
+    assert!(
+        !redis
+            .keys()
+            .unwrap()
+            .contains(&"fencelock:{dropped}".to_owned()),
+        "released once idle"
+    );
+    // No limit at all is "as long as it takes", not an overflow.
+    assert!(client.wait_idle(Duration::MAX).await);
+}
+
+#[tokio::test]
+async fn list_finds_the_held_locks_of_every_kind_and_skips_foreign_keys() {
+    let redis = server();
+    let client = client(&redis.url());
+    let plain = client.lock("reports/daily").acquire().await.unwrap();
+    let permit = client
+        .semaphore("reports/licences", 3)
+        .acquire()
+        .await
+        .unwrap();
+    let other = client.lock("billing").acquire().await.unwrap();
+    let freed = client.lock("reports/done").acquire().await.unwrap();
+    assert!(freed.release().await.unwrap());
+    redis
+        .cmd(&["SET", "fencelock:{reports/junk}", "not a lock"])
+        .unwrap();
+
+    let listing = client.list("reports/*").await.unwrap();
+    let names: Vec<&str> = listing.locks.iter().map(|l| l.name.as_str()).collect();
+    assert_eq!(names, ["reports/daily", "reports/licences"]);
+    assert_eq!(
+        listing.locks[0].holder.as_ref().and_then(|h| h.fence),
+        Some(plain.fence())
+    );
+    assert_eq!(listing.locks[1].shared.len(), 1);
+    assert!(
+        matches!(listing.skipped.as_slice(), [Error::WrongType { lock, .. }] if lock == "reports/junk"),
+        "{:?}",
+        listing.skipped
+    );
+    assert!(listing.unanswered.is_empty());
+
+    let all = client.list("*").await.unwrap();
+    assert_eq!(all.locks.len(), 3);
+    // Glob characters in the prefix are not special; in the pattern they are.
+    assert_eq!(client.list("b?lling").await.unwrap().locks.len(), 1);
+    assert_eq!(client.list("nothing*").await.unwrap().locks.len(), 0);
+    for guard in [plain, permit, other] {
+        assert!(guard.release().await.unwrap());
+    }
+    // The foreign key was only read.
+    assert_eq!(
+        redis.cmd(&["GET", "fencelock:{reports/junk}"]).unwrap(),
+        redis::Value::BulkString(b"not a lock".to_vec())
+    );
+}
