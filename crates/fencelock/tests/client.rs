@@ -14,18 +14,19 @@ use common::{client, server};
 /// A server with an ACL user `app` (password `right-horse-battery`) that may do everything.
 fn server_with_user() -> RedisServer {
     let redis = server();
-    redis
-        .cmd(&[
-            "ACL",
-            "SETUSER",
-            "app",
-            "on",
-            ">right-horse-battery",
-            "~*",
-            "&*",
-            "+@all",
-        ])
-        .unwrap();
+    let acl = [
+        "ACL",
+        "SETUSER",
+        "app",
+        "on",
+        ">right-horse-battery",
+        "~*",
+        "&*",
+        "+@all",
+    ];
+    if let Err(err) = redis.cmd(&acl) {
+        panic!("cannot create the ACL user: {err}");
+    }
     redis
 }
 
