@@ -98,6 +98,17 @@ pub struct Holder {
 impl Client {
     /// Reads the state of lock `name` (of any kind) without changing it. Over Redlock, a
     /// holder is reported when it is found on a majority of the instances.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] (a bad name), [`Error::WrongType`] (a key of the lock holds
+    /// something fencelock did not put there), [`Error::Unreachable`], [`Error::AuthFailed`],
+    /// [`Error::PermissionDenied`], [`Error::Redis`], [`Error::NoQuorum`] (Redlock: fewer than
+    /// a majority answered).
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel-safe: it only reads.
     pub async fn inspect(&self, name: &str) -> Result<LockInfo> {
         keys::validate_name(name)?;
         let instances = &self.shared.instances;
@@ -134,6 +145,16 @@ impl Client {
     /// Deletes lock `name` whoever holds it, on every instance, and wakes its waiters: an
     /// operator's tool for a holder known to be gone. The holder, if alive, learns it lost the
     /// lock at its next renewal. Returns whether it was held anywhere.
+    ///
+    /// # Errors
+    ///
+    /// As [`inspect`](Self::inspect); a key that is not a lock is left untouched
+    /// ([`Error::WrongType`]).
+    ///
+    /// # Cancel safety
+    ///
+    /// Not cancel-safe in the sense that a dropped call may still have deleted the lock on
+    /// some instances; calling it again finishes the job.
     pub async fn force_release(&self, name: &str) -> Result<bool> {
         keys::validate_name(name)?;
         let instances = &self.shared.instances;

@@ -175,6 +175,14 @@ impl Client {
 
     /// Takes the lock `name` if it is free right now (30 s lease, renewed automatically), or
     /// returns `Ok(None)` if another owner holds it.
+    ///
+    /// # Errors
+    ///
+    /// As [`LockRequest::try_acquire`].
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`LockRequest::acquire`].
     pub async fn try_lock(&self, name: impl Into<String>) -> Result<Option<LockGuard>> {
         self.lock(name).try_acquire().await
     }
@@ -186,10 +194,9 @@ impl Client {
     /// waits as long as it takes.
     ///
     /// Over Redlock an operation returns as soon as a majority decided it: a release returns once
-    /// a majority confirmed it, while the call to the slowest instance runs on. Those calls end
-    /// with the process; call this before a short-lived program exits (the `fencelock` command
-    /// does), so that the slowest instance does not keep a released lock until its lease runs
-    /// out. With a single server there is nothing in the background and it returns at once.
+    /// a majority confirmed it, while the call to the slowest instance runs on. Background work
+    /// ends with the process; call this before a short-lived program exits (the `fencelock`
+    /// command does), so that no server keeps a released lock until its lease runs out.
     ///
     /// ```no_run
     /// # async fn example(client: fencelock::Client) -> fencelock::Result<()> {
@@ -201,6 +208,10 @@ impl Client {
     /// client.wait_idle(Duration::from_secs(2)).await;
     /// # Ok(()) }
     /// ```
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel-safe: it only waits; the background work goes on.
     pub async fn wait_idle(&self, limit: Duration) -> bool {
         self.shared.instances.wait_idle(limit).await
     }

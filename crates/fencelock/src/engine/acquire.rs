@@ -24,14 +24,20 @@ use crate::watchdog::{Command, Renewal};
 impl LockRequest {
     /// Takes the lock, waiting as the [`WaitPolicy`] allows.
     ///
-    /// Errors: [`Error::Busy`] (held, and no waiting), [`Error::TimedOut`], [`Error::Unreachable`],
-    /// [`Error::Redis`], [`Error::NoQuorum`] (Redlock), [`Error::WrongType`],
-    /// [`Error::Conflict`] (the name is used differently), [`Error::Unsupported`] (this kind
-    /// over Redlock), [`Error::InvalidArgument`]. On any error nothing is left held, and a
-    /// waiter's place in a queue is given back.
+    /// # Errors
+    ///
+    /// [`Error::Busy`] (held, and no waiting), [`Error::TimedOut`], [`Error::Unreachable`],
+    /// [`Error::AuthFailed`], [`Error::PermissionDenied`], [`Error::Redis`],
+    /// [`Error::NoQuorum`] (Redlock), [`Error::WrongType`], [`Error::Conflict`] (the name is
+    /// used differently), [`Error::Unsupported`] (this kind over Redlock),
+    /// [`Error::InvalidArgument`]. On any error nothing is left held, and a waiter's place in a
+    /// queue is given back.
+    ///
+    /// # Cancel safety
     ///
     /// Cancel-safe: if the returned future is dropped before it completes (in a `select!`, or
-    /// by a timeout), whatever it may have been granted is released in the background.
+    /// by a timeout), whatever it may have been granted is released in the background (see
+    /// [`Client::wait_idle`](crate::Client::wait_idle)).
     pub async fn acquire(self) -> Result<LockGuard> {
         self.validate()?;
         let shared = self.client.shared.clone();

@@ -118,6 +118,18 @@ impl LockGuard {
     /// lease length). Fails with [`Error::NotHeld`] if the lock is no longer held; the guard then
     /// reports it lost. Over Redlock it succeeds only when a majority extended within the lease;
     /// a partial extension deletes nothing (the watchdog retries until the deadline).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::NotHeld`] (the lock was lost), [`Error::InvalidArgument`] (a bad lease),
+    /// [`Error::Unreachable`], [`Error::AuthFailed`], [`Error::PermissionDenied`],
+    /// [`Error::Redis`], or [`Error::NoQuorum`] (Redlock) when no answer settled it; the lease
+    /// is then unchanged as far as this process knows.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel-safe: a dropped call may still re-arm the lease on the server, which only
+    /// lengthens it; the guard's deadline is then not moved.
     pub async fn extend(&self, ttl: Duration) -> Result<()> {
         validate_ttl(&self.hold.name, ttl)?;
         let sent_at = Instant::now();
@@ -159,8 +171,18 @@ impl LockGuard {
     /// `false` if it had already been lost (the lease ran out, or an operator force-released
     /// it). Only this guard's own hold is ever deleted.
     ///
-    /// If Redis cannot be reached, the release is retried in the background and the error is
-    /// returned; the lease runs out on its own if it never gets through.
+    /// # Errors
+    ///
+    /// If Redis cannot be reached ([`Error::Unreachable`], [`Error::NoQuorum`]) or refuses
+    /// ([`Error::Redis`], [`Error::PermissionDenied`], [`Error::AuthFailed`]), the release is
+    /// retried in the background and the error is returned; the lease runs out on its own if it
+    /// never gets through.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel-safe: the guard is consumed; if the future is dropped before the release is
+    /// confirmed, the release still reaches Redis (the call in flight, or the guard's release
+    /// on drop).
     pub async fn release(mut self) -> Result<bool> {
         self.finished = true;
         let shared = self.client.shared.clone();

@@ -173,6 +173,14 @@ impl LockRequest {
     }
 
     /// Takes the lock if it is free now; `Ok(None)` if another owner holds it.
+    ///
+    /// # Errors
+    ///
+    /// As [`acquire`](Self::acquire), but for [`Error::Busy`], which is `Ok(None)`.
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`acquire`](Self::acquire).
     pub async fn try_acquire(self) -> Result<Option<LockGuard>> {
         match self.no_wait().acquire().await {
             Ok(guard) => Ok(Some(guard)),

@@ -138,7 +138,7 @@ impl ReentrantLock {
     }
 
     /// How many holds this owner may have at once (default [`DEFAULT_MAX_REENTRY`]). One more
-    /// fails with [`Error::Conflict`] (`Conflict::ReentryLimit`) and changes nothing.
+    /// fails with [`Error::Conflict`](crate::Error::Conflict) (`Conflict::ReentryLimit`) and changes nothing.
     pub fn max_reentry(mut self, limit: u32) -> Self {
         self.max_reentry = limit;
         self
@@ -159,12 +159,30 @@ impl ReentrantLock {
     }
 
     /// Takes one hold, waiting as long as it takes (30 s lease, renewed automatically).
+    ///
+    /// # Errors
+    ///
+    /// As [`LockRequest::acquire`]; also [`Conflict::ReentryLimit`] in an
+    /// [`Error::Conflict`](crate::Error::Conflict) once this owner holds it
+    /// [`max_reentry`](Self::max_reentry) times.
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`LockRequest::acquire`].
     pub async fn acquire(&self) -> Result<LockGuard> {
         self.request().acquire().await
     }
 
     /// Takes one hold if this owner holds the lock or it is free; `Ok(None)` if another owner
     /// holds it.
+    ///
+    /// # Errors
+    ///
+    /// As [`acquire`](Self::acquire), but for a busy lock, which is `Ok(None)`.
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`LockRequest::acquire`].
     pub async fn try_acquire(&self) -> Result<Option<LockGuard>> {
         self.request().try_acquire().await
     }
