@@ -337,6 +337,6 @@ pub struct Report {
     pub w6: W6Report,
     /// The targets.
     pub targets: Vec<TargetCheck>,
-    /// Remarks (left-out contenders, TODOs).
+    /// Remarks (left-out contenders, how a workload ran).
     pub notes: Vec<String>,
 }
