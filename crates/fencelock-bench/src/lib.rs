@@ -151,9 +151,9 @@ pub struct BenchOptions {
     pub w6_round: Duration,
     /// See `w6_rounds`.
     pub w6_hold: Duration,
-    /// How to build a fencelock client over several instances for W4 (default:
-    /// `fencelock::Client::open_redlock`). `None`: W4's fencelock row says it is not wired.
-    pub fencelock_redlock: Option<FencelockRedlockFactory>,
+    /// How W4 builds fencelock's client over several instances (default:
+    /// `fencelock::Client::open_redlock` with default options).
+    pub fencelock_redlock: FencelockRedlockFactory,
 }
 
 impl std::fmt::Debug for BenchOptions {
@@ -178,7 +178,6 @@ impl std::fmt::Debug for BenchOptions {
                     self.w6_hold,
                 ),
             )
-            .field("fencelock_redlock", &self.fencelock_redlock.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -191,10 +190,8 @@ impl Default for BenchOptions {
 
 /// How W4 builds fencelock's Redlock client: `Client::open_redlock` with default options.
 /// The full and smoke options pick it up from here.
-fn fencelock_redlock_factory() -> Option<FencelockRedlockFactory> {
-    Some(std::sync::Arc::new(|urls: &[String]| {
-        fencelock::Client::open_redlock(urls)
-    }))
+fn fencelock_redlock_factory() -> FencelockRedlockFactory {
+    std::sync::Arc::new(|urls: &[String]| fencelock::Client::open_redlock(urls))
 }
 
 impl BenchOptions {
@@ -487,7 +484,7 @@ pub async fn run(opts: BenchOptions) -> Result<Report> {
             max_cycles: cycles,
         };
         for &lib in &opts.libraries {
-            let row = redlock_w4::w4(lib, &params, opts.fencelock_redlock.as_ref())
+            let row = redlock_w4::w4(lib, &params, &opts.fencelock_redlock)
                 .await
                 .unwrap_or_else(|e| W4Row {
                     library: lib.name().into(),
@@ -498,11 +495,6 @@ pub async fn run(opts: BenchOptions) -> Result<Report> {
                     error: Some(e.to_string()),
                 });
             report.w4.push(row);
-        }
-        if opts.libraries.contains(&Library::Fencelock) && opts.fencelock_redlock.is_none() {
-            report
-                .notes
-                .push(format!("W4: {}", redlock_w4::FENCELOCK_REDLOCK_TODO));
         }
     }
     if has(Workload::W5) {

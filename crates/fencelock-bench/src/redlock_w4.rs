@@ -19,10 +19,6 @@ use crate::stats::Samples;
 pub type FencelockRedlockFactory =
     Arc<dyn Fn(&[String]) -> fencelock::Result<fencelock::Client> + Send + Sync>;
 
-/// The note in fencelock's W4 row while there is no factory.
-pub(crate) const FENCELOCK_REDLOCK_TODO: &str =
-    "no fencelock Redlock client factory was given (BenchOptions::fencelock_redlock is None)";
-
 /// Resumes a stopped server when dropped, so that an error cannot leave it stopped.
 struct Stopped<'a>(&'a RedisServer);
 
@@ -44,7 +40,7 @@ pub(crate) struct W4Params {
 pub(crate) async fn w4(
     library: Library,
     params: &W4Params,
-    factory: Option<&FencelockRedlockFactory>,
+    factory: &FencelockRedlockFactory,
 ) -> Result<W4Row> {
     let mut servers = Vec::with_capacity(params.instances);
     for _ in 0..params.instances {
@@ -56,14 +52,10 @@ pub(crate) async fn w4(
     }
     let urls: Vec<String> = servers.iter().map(RedisServer::url).collect();
     let locker = match library {
-        Library::Fencelock => {
-            let factory =
-                factory.ok_or_else(|| BenchError::Bench(FENCELOCK_REDLOCK_TODO.into()))?;
-            Locker::Fencelock(
-                factory(&urls)
-                    .map_err(|e| BenchError::fencelock("fencelock: opening a Redlock client", e))?,
-            )
-        }
+        Library::Fencelock => Locker::Fencelock(
+            factory(&urls)
+                .map_err(|e| BenchError::fencelock("fencelock: opening a Redlock client", e))?,
+        ),
         Library::Raw => {
             Locker::RawRedlock(RawRedlock::connect(&urls, params.per_instance_timeout).await?)
         }

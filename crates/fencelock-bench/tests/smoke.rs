@@ -6,12 +6,18 @@ use std::time::Duration;
 
 use fencelock_bench::{BenchOptions, Library, Workload};
 
+/// These tests start their own redis-server: without one they cannot run, and must not pass.
+fn require_redis_server() {
+    assert!(
+        fencelock_testkit::redis_server_available(),
+        "redis-server not found (in /usr/bin or PATH): these tests need it; install it \
+         (Debian/Ubuntu: `apt-get install redis-server`)"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn smoke_run_of_fencelock_and_raw() {
-    if !fencelock_testkit::redis_server_available() {
-        eprintln!("skipped: no redis-server (install Debian's redis-server package)");
-        return;
-    }
+    require_redis_server();
     let opts = BenchOptions {
         libraries: vec![Library::Fencelock, Library::Raw],
         workloads: vec![Workload::W1, Workload::W2, Workload::W3, Workload::W5],
@@ -73,10 +79,7 @@ async fn smoke_run_of_fencelock_and_raw() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn smoke_run_of_the_lock_family() {
-    if !fencelock_testkit::redis_server_available() {
-        eprintln!("skipped: no redis-server (install Debian's redis-server package)");
-        return;
-    }
+    require_redis_server();
     let opts = BenchOptions {
         libraries: vec![Library::Fencelock],
         workloads: vec![Workload::W6],
@@ -187,6 +190,33 @@ async fn smoke_run_of_the_lock_family() {
     let back = fencelock_bench::Report::from_json(&report.to_json().unwrap()).unwrap();
     assert_eq!(back.w6.contended.len(), w6.contended.len());
     assert_eq!(back.w6.uncontended.len(), w6.uncontended.len());
+}
+
+/// W4 for fencelock and the raw baseline: fencelock's row is measured over its own Redlock
+/// client (`Client::open_redlock`), through the stopped instance too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn smoke_run_of_redlock() {
+    require_redis_server();
+    let opts = BenchOptions {
+        libraries: vec![Library::Fencelock, Library::Raw],
+        workloads: vec![Workload::W4],
+        ..BenchOptions::smoke()
+    };
+    let report = fencelock_bench::run(opts).await.unwrap();
+    let libs: Vec<&str> = report.w4.iter().map(|r| r.library.as_str()).collect();
+    assert_eq!(libs, ["fencelock", "raw"]);
+    for row in &report.w4 {
+        assert!(row.error.is_none(), "W4 {}: {:?}", row.library, row.error);
+        assert_eq!(row.instances, 5, "W4 {row:?}");
+        for phase in [&row.healthy, &row.one_stopped] {
+            assert!(phase.cycles > 0 && !phase.stalled, "W4 {row:?}");
+        }
+        assert!(row.ratio_to_raw.is_some(), "W4 {row:?}");
+    }
+    assert!(report.notes.is_empty(), "{:?}", report.notes);
+    let md = report.to_markdown();
+    assert!(md.contains("### W4"), "W4 missing from\n{md}");
+    assert!(!md.contains("### Notes"), "{md}");
 }
 
 /// A report written before W6 existed still reads (W6 empty).

@@ -1,0 +1,313 @@
+//! The ratios to the baseline (raw for W1–W5, the plain lock for W6) and the checks of the
+//! issue's targets against one run.
+
+use super::model::{Report, TargetCheck, W6Contended, W6Report};
+
+impl W6Report {
+    /// Fills in the ratios to the plain lock of the same run.
+    pub(crate) fn set_ratios(&mut self) {
+        let plain = self
+            .uncontended
+            .iter()
+            .find(|r| r.kind == "plain" && r.error.is_none())
+            .map(|r| r.cycles_per_s);
+        for r in self.uncontended.iter_mut().filter(|r| r.error.is_none()) {
+            r.ratio_to_plain = ratio(r.cycles_per_s, plain);
+        }
+        let plains: Vec<(String, f64, Option<f64>)> = self
+            .contended
+            .iter()
+            .filter(|r| r.kind == "plain" && r.error.is_none())
+            .map(|r| (r.contenders.clone(), r.acquisitions_per_s, r.handoff_p50_us))
+            .collect();
+        for r in self.contended.iter_mut().filter(|r| r.error.is_none()) {
+            let plain = plains
+                .iter()
+                .find(|p| p.0 == r.contenders)
+                .or_else(|| plains.first())
+                .map(|p| (p.1, p.2));
+            r.ratio_to_plain = ratio(r.acquisitions_per_s, plain.map(|p| p.0));
+            r.handoff_ratio_to_plain = r
+                .handoff_p50_us
+                .and_then(|h| ratio(h, plain.and_then(|p| p.1)));
+        }
+    }
+}
+
+fn ratio(value: f64, raw: Option<f64>) -> Option<f64> {
+    raw.filter(|r| *r > 0.0 && r.is_finite())
+        .map(|r| value / r)
+        .filter(|x| x.is_finite())
+}
+
+impl Report {
+    /// Fills in the ratios to the raw baseline and the target checks.
+    pub(crate) fn finish(&mut self) {
+        let raw_of = |rows: &[(String, Option<String>, f64)]| {
+            rows.iter()
+                .find(|(l, e, _)| l == "raw" && e.is_none())
+                .map(|(_, _, v)| *v)
+        };
+        let key1: Vec<_> = self
+            .w1
+            .iter()
+            .map(|r| (r.library.clone(), r.error.clone(), r.cycles_per_s))
+            .collect();
+        let raw1 = raw_of(&key1);
+        for r in self.w1.iter_mut().filter(|r| r.error.is_none()) {
+            r.ratio_to_raw = ratio(r.cycles_per_s, raw1);
+        }
+        let key2: Vec<_> = self
+            .w2
+            .iter()
+            .map(|r| (r.library.clone(), r.error.clone(), r.cycles_per_s))
+            .collect();
+        let raw2 = raw_of(&key2);
+        for r in self.w2.iter_mut().filter(|r| r.error.is_none()) {
+            r.ratio_to_raw = ratio(r.cycles_per_s, raw2);
+        }
+        let key3: Vec<_> = self
+            .w3
+            .iter()
+            .map(|r| (r.library.clone(), r.error.clone(), r.acquisitions_per_s))
+            .collect();
+        let raw3 = raw_of(&key3);
+        for r in self.w3.iter_mut().filter(|r| r.error.is_none()) {
+            r.ratio_to_raw = ratio(r.acquisitions_per_s, raw3);
+        }
+        let key4: Vec<_> = self
+            .w4
+            .iter()
+            .map(|r| (r.library.clone(), r.error.clone(), r.healthy.cycles_per_s))
+            .collect();
+        let raw4 = raw_of(&key4);
+        for r in self.w4.iter_mut().filter(|r| r.error.is_none()) {
+            r.ratio_to_raw = ratio(r.healthy.cycles_per_s, raw4);
+        }
+        let key5: Vec<_> = self
+            .w5
+            .iter()
+            .map(|r| (r.library.clone(), r.error.clone(), r.client_cpu_percent))
+            .collect();
+        let raw5 = raw_of(&key5);
+        for r in self.w5.iter_mut().filter(|r| r.error.is_none()) {
+            r.ratio_to_raw = ratio(r.client_cpu_percent, raw5);
+        }
+        self.w6.set_ratios();
+        self.targets = self.check_targets();
+    }
+
+    pub(super) fn check_targets(&self) -> Vec<TargetCheck> {
+        let mut out = Vec::new();
+        let w1 = |lib: &str| {
+            self.w1
+                .iter()
+                .find(|r| r.library == lib && r.error.is_none())
+        };
+        let w2 = |lib: &str| {
+            self.w2
+                .iter()
+                .find(|r| r.library == lib && r.error.is_none())
+        };
+        let (f1, r1) = (w1("fencelock"), w1("raw"));
+        if !self.w1.is_empty() {
+            out.push(match (f1, r1) {
+                (Some(f), Some(_)) => TargetCheck {
+                    target: "W1: fencelock ≥ 0.95× raw cycles/s".into(),
+                    measured: format!("{:.3}×", f.ratio_to_raw.unwrap_or(0.0)),
+                    met: f.ratio_to_raw.map(|x| x >= 0.95),
+                },
+                _ => unmeasured("W1: fencelock ≥ 0.95× raw cycles/s"),
+            });
+        }
+        if !self.w2.is_empty() {
+            let (f2, r2, s2) = (w2("fencelock"), w2("raw"), w2("rslock"));
+            out.push(match (f2, r2) {
+                (Some(f), Some(_)) => TargetCheck {
+                    target: "W2: fencelock ≥ 0.9× raw cycles/s".into(),
+                    measured: format!("{:.3}×", f.ratio_to_raw.unwrap_or(0.0)),
+                    met: f.ratio_to_raw.map(|x| x >= 0.9),
+                },
+                _ => unmeasured("W2: fencelock ≥ 0.9× raw cycles/s"),
+            });
+            out.push(match (f2, s2) {
+                (Some(f), Some(s)) => TargetCheck {
+                    target: "W2: fencelock above rslock".into(),
+                    measured: format!("{:.0} vs {:.0} cycles/s", f.cycles_per_s, s.cycles_per_s),
+                    met: Some(f.cycles_per_s > s.cycles_per_s),
+                },
+                _ => unmeasured("W2: fencelock above rslock"),
+            });
+        }
+        if let Some(f3) = self
+            .w3
+            .iter()
+            .find(|r| r.library == "fencelock" && r.error.is_none())
+        {
+            // One round trip: half of raw's W1 cycle (two round trips), else fencelock's own.
+            let rtt = r1.or(f1).and_then(|r| r.p50_us).map(|p50| p50 / 2.0);
+            out.push(match (f3.handoff_p50_us, rtt) {
+                (Some(h), Some(rtt)) => TargetCheck {
+                    target: "W3: handoff p50 ≤ 3 round trips (1 round trip = W1 raw p50 / 2)"
+                        .into(),
+                    measured: format!("{h:.0} µs = {:.1} round trips of {rtt:.0} µs", h / rtt),
+                    met: Some(h <= 3.0 * rtt),
+                },
+                _ => unmeasured("W3: handoff p50 ≤ 3 round trips"),
+            });
+            out.push(match f3.handoff_p99_us {
+                Some(p99) => TargetCheck {
+                    target: "W3: handoff p99 < 2 ms".into(),
+                    measured: format!("{p99:.0} µs"),
+                    met: Some(p99 < 2000.0),
+                },
+                None => unmeasured("W3: handoff p99 < 2 ms"),
+            });
+            out.push(TargetCheck {
+                target: "W3: zero violations".into(),
+                measured: format!(
+                    "{} overlaps, {} lost counter updates",
+                    f3.violations, f3.lost_updates
+                ),
+                met: Some(f3.violations == 0 && f3.lost_updates == 0),
+            });
+        }
+        if let Some(f5) = self
+            .w5
+            .iter()
+            .find(|r| r.library == "fencelock" && r.error.is_none())
+        {
+            let per_read = f5.renewal_commands_per_s / f5.reads_per_s.max(f64::MIN_POSITIVE);
+            out.push(TargetCheck {
+                target: "W5: renewal round trips do not grow with the number of locks (batched: ≥ 10 renewals per server read)".into(),
+                measured: format!(
+                    "{:.0} renewals/s in {:.1} reads/s ({per_read:.0} per read) for {} locks",
+                    f5.renewal_commands_per_s, f5.reads_per_s, f5.locks
+                ),
+                met: Some(per_read >= 10.0),
+            });
+            out.push(TargetCheck {
+                target: "W5: every lock is still held at the end (renewal keeps up)".into(),
+                measured: format!(
+                    "{} of {} held by the client's view, {} in Redis",
+                    f5.still_held, f5.locks, f5.held_in_redis
+                ),
+                met: Some(f5.still_held == f5.locks && f5.held_in_redis == f5.locks),
+            });
+        }
+        let w6 = &self.w6;
+        if !w6.uncontended.is_empty() || !w6.contended.is_empty() {
+            let checks: u64 = w6.uncontended.iter().map(|r| r.failed_checks).sum();
+            let violations: u64 = w6.contended.iter().map(|r| r.violations).sum();
+            let fences: u64 = w6.contended.iter().map(|r| r.fence_errors).sum();
+            let errors = w6.uncontended.iter().filter(|r| r.error.is_some()).count()
+                + w6.contended.iter().filter(|r| r.error.is_some()).count();
+            out.push(TargetCheck {
+                target: "W6: every kind keeps its invariant (no violations, no fence errors, no failed checks)".into(),
+                measured: format!(
+                    "{violations} violations, {fences} fence errors (contended); {checks} failed checks (uncontended){}",
+                    if errors > 0 {
+                        format!("; {errors} rows failed to run")
+                    } else {
+                        String::new()
+                    }
+                ),
+                met: (errors == 0).then_some(violations == 0 && fences == 0 && checks == 0),
+            });
+            // Every fair row (4 and 16 workers) together.
+            let fair: Vec<(&W6Contended, u64)> = w6
+                .contended
+                .iter()
+                .filter(|r| r.kind == "fair" && r.error.is_none())
+                .filter_map(|r| r.out_of_order.map(|o| (r, o)))
+                .collect();
+            out.push(if fair.is_empty() {
+                unmeasured("W6: the fair lock grants in request order")
+            } else {
+                let o: u64 = fair.iter().map(|(_, o)| o).sum();
+                let acquisitions: u64 = fair.iter().map(|(r, _)| r.acquisitions).sum();
+                let ties: u64 = fair.iter().filter_map(|(r, _)| r.near_ties).sum();
+                TargetCheck {
+                    target: "W6: the fair lock grants in request order".into(),
+                    measured: format!(
+                        "{o} out-of-order grants of {acquisitions} (and {ties} near ties) in {} rows",
+                        fair.len()
+                    ),
+                    met: Some(o == 0),
+                }
+            });
+        }
+        out
+    }
+}
+
+fn unmeasured(target: &str) -> TargetCheck {
+    TargetCheck {
+        target: target.into(),
+        measured: "not measured in this run".into(),
+        met: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn contended(kind: &str, contenders: &str, acquisitions_per_s: f64, p50: f64) -> W6Contended {
+        W6Contended {
+            kind: kind.into(),
+            contenders: contenders.into(),
+            workers: 0,
+            handoff: String::new(),
+            rounds: 1,
+            acquisitions_per_s,
+            acquisitions: 1,
+            handoffs: 1,
+            handoff_p50_us: Some(p50),
+            handoff_p99_us: Some(p50),
+            scripts_per_grant: Some(2.0),
+            mean_hold_us: None,
+            min_grants: 0,
+            max_grants: 0,
+            violations: 0,
+            fence_errors: 0,
+            out_of_order: None,
+            near_ties: None,
+            ratio_to_plain: None,
+            handoff_ratio_to_plain: None,
+            error: None,
+        }
+    }
+
+    #[test]
+    fn contended_rows_compare_to_the_plain_lock_with_the_same_contenders() {
+        let (four, many) = ("4 workers on 2 clients", "16 workers on 2 clients");
+        let mut w6 = W6Report {
+            contended: vec![
+                contended("plain", four, 800.0, 200.0),
+                contended("fair", four, 400.0, 300.0),
+                contended("semaphore (N=2)", "6 workers on 2 clients", 1600.0, 100.0),
+                contended("plain", many, 500.0, 250.0),
+                contended("fair", many, 250.0, 500.0),
+            ],
+            ..W6Report::default()
+        };
+        w6.set_ratios();
+        let ratios: Vec<(Option<f64>, Option<f64>)> = w6
+            .contended
+            .iter()
+            .map(|r| (r.ratio_to_plain, r.handoff_ratio_to_plain))
+            .collect();
+        assert_eq!(
+            ratios,
+            [
+                (Some(1.0), Some(1.0)),
+                (Some(0.5), Some(1.5)),
+                // No plain row with 6 workers: the first plain row.
+                (Some(2.0), Some(0.5)),
+                (Some(1.0), Some(1.0)),
+                (Some(0.5), Some(2.0)),
+            ]
+        );
+    }
+}
