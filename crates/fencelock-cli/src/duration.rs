@@ -1,27 +1,33 @@
-//! Durations on the command line: `500ms`, `1s`, `2.5s`, `1m`.
+//! Durations on the command line: `500ms`, `1s`, `2.5s`, `1m`, `1m30s`.
 
 use std::time::Duration;
 
-/// Parses a number with a unit (`us`, `ms`, `s`, `m`, `h`), for clap's `value_parser`.
+/// Parses a duration for clap's `value_parser`: what `humantime` reads (`500ms`, `1s`, `1m`,
+/// `2h`, `1m 30s`, `250us`), and a decimal number with one unit (`2.5s`, `0.5m`).
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
     let text = text.trim();
     let hint = || {
         format!("{text:?} is not a duration: write a number and a unit, like 500ms, 1s, 2.5s or 1m")
     };
+    if let Ok(d) = humantime::parse_duration(text) {
+        // humantime reads a bare "0" as zero; every other number needs a unit, so this does too.
+        return if text.chars().all(|c| c.is_ascii_digit()) {
+            Err(hint())
+        } else {
+            Ok(d)
+        };
+    }
+    // A decimal number and one unit: the unit's length from humantime, times the number.
     let split = text
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(text.len());
+        .ok_or_else(hint)?;
     let (number, unit) = text.split_at(split);
+    if !number.contains('.') {
+        return Err(hint());
+    }
     let value: f64 = number.parse().map_err(|_| hint())?;
-    let seconds_per_unit = match unit.trim() {
-        "us" | "µs" => 1e-6,
-        "ms" => 1e-3,
-        "s" | "sec" => 1.0,
-        "m" | "min" => 60.0,
-        "h" => 3600.0,
-        _ => return Err(hint()),
-    };
-    Duration::try_from_secs_f64(value * seconds_per_unit).map_err(|_| hint())
+    let per_unit = humantime::parse_duration(&format!("1{}", unit.trim())).map_err(|_| hint())?;
+    Duration::try_from_secs_f64(value * per_unit.as_secs_f64()).map_err(|_| hint())
 }
 
 /// Formats a duration the way [`parse_duration`] reads it: `1s`, `2.5s`, `500ms`, `250us`.
@@ -50,11 +56,14 @@ mod tests {
         assert_eq!(parse_duration("2.5s"), Ok(Duration::from_millis(2500)));
         assert_eq!(parse_duration("1m"), Ok(Duration::from_secs(60)));
         assert_eq!(parse_duration("250us"), Ok(Duration::from_micros(250)));
+        assert_eq!(parse_duration("1m30s"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_duration("0.5m"), Ok(Duration::from_secs(30)));
+        assert_eq!(parse_duration("2h"), Ok(Duration::from_secs(7200)));
     }
 
     #[test]
     fn refuses_numbers_without_units_and_garbage() {
-        for bad in ["1", "", "s", "-1s", "1 parsec", "1.2.3s"] {
+        for bad in ["1", "0", "", "s", "-1s", "1 parsec", "1.2.3s", "2.5"] {
             let err = parse_duration(bad).unwrap_err();
             assert!(err.contains("not a duration"), "{bad}: {err}");
         }

@@ -151,6 +151,8 @@ pub fn lock_error_code(err: &fencelock::Error) -> u8 {
         Error::Unreachable { .. }
         | Error::NoQuorum { .. }
         | Error::Redis { .. }
+        | Error::AuthFailed { .. }
+        | Error::PermissionDenied { .. }
         | Error::WrongType { .. } => EXIT_REDIS,
         Error::InvalidArgument { .. }
         | Error::Config { .. }
@@ -207,7 +209,7 @@ mod tests {
         let other_kind = Error::Conflict {
             lock: "jobs".into(),
             conflict: Conflict::OtherKind {
-                found: "a semaphore".into(),
+                found: fencelock::KindInUse::Semaphore,
                 requested: "lock",
             },
         };

@@ -1,27 +1,15 @@
 //! `fencelock status NAME` and `fencelock list [PATTERN]`: what Redis says about locks, read
 //! without changing anything.
 //!
-//! `status` asks the library ([`fencelock::Client::inspect`]). `list` finds lock keys with
-//! `SCAN` (never `KEYS`, which blocks the server) on every server, then inspects each name found,
-//! so that over Redlock a lock is listed only when one owner holds it on a majority.
+//! Both ask the library ([`fencelock::Client::inspect`], [`fencelock::Client::list`]), which
+//! knows the key layout and the quorum rule; this module only prints.
 
-use std::collections::BTreeSet;
 use std::time::Duration;
 
-use redis::AsyncConnectionConfig;
-use redis::aio::MultiplexedConnection;
+use serde_json::{Map, Value, json};
 
-use crate::error::{CliError, EXIT_REDIS};
-use crate::json;
-use crate::redis_url;
-use crate::servers::{ServerArgs, Servers};
-
-/// The time limit for connecting and for one `SCAN` call.
-const SCAN_TIMEOUT: Duration = fencelock::DEFAULT_COMMAND_TIMEOUT;
-/// Keys asked for per `SCAN` call.
-const SCAN_COUNT: usize = 1000;
-/// At most this many `SCAN` calls per server (a bound, far above what any keyspace needs).
-const MAX_SCAN_CALLS: usize = 1_000_000;
+use crate::error::CliError;
+use crate::servers::ServerArgs;
 
 pub const STATUS_ABOUT: &str = "\
 Show whether a lock is held, by whom, for how long, and its fences.
@@ -121,9 +109,9 @@ pub async fn status(args: StatusArgs) -> Result<(), CliError> {
     let info = client.inspect(&args.name).await?;
     if args.json {
         let mut fields = lock_fields(&info);
-        fields.push(("servers", json::strings(&servers.addrs)));
-        fields.push(("prefix", json::string(&servers.prefix)));
-        println!("{}", json::object(&fields));
+        fields.insert("servers".into(), json!(servers.addrs));
+        fields.insert("prefix".into(), json!(servers.prefix));
+        println!("{}", Value::Object(fields));
         return Ok(());
     }
     let last_fence = info
@@ -172,36 +160,26 @@ pub async fn status(args: StatusArgs) -> Result<(), CliError> {
 pub async fn list(args: ListArgs) -> Result<(), CliError> {
     let servers = args.servers.resolve()?;
     let client = servers.client()?;
-    let names = scan_all(&servers, &args.pattern).await?;
-    let mut held = Vec::new();
-    for name in names {
-        match client.inspect(&name).await {
-            Ok(info) if info.is_held() => held.push(info),
-            Ok(_) => {}
-            // Not a fencelock lock, or a name the library refuses: not ours to list.
-            Err(
-                err @ (fencelock::Error::WrongType { .. }
-                | fencelock::Error::InvalidArgument { .. }),
-            ) => {
-                eprintln!("fencelock: skipping {name:?}: {err}");
-            }
-            Err(err) => return Err(err.into()),
-        }
+    let listing = client.list(&args.pattern).await?;
+    for skipped in &listing.skipped {
+        eprintln!("fencelock: skipping: {skipped}");
     }
+    for server in &listing.unanswered {
+        eprintln!("fencelock: warning: {server}; listing from the servers that answered");
+    }
+    let held = listing.locks;
     if args.json {
-        let locks: Vec<String> = held
+        let locks: Vec<Value> = held
             .iter()
-            .map(|info| json::object(&lock_fields(info)))
+            .map(|info| Value::Object(lock_fields(info)))
             .collect();
-        println!(
-            "{}",
-            json::object(&[
-                ("servers", json::strings(&servers.addrs)),
-                ("prefix", json::string(&servers.prefix)),
-                ("pattern", json::string(&args.pattern)),
-                ("locks", format!("[{}]", locks.join(","))),
-            ])
-        );
+        let listing = json!({
+            "servers": servers.addrs,
+            "prefix": servers.prefix,
+            "pattern": args.pattern,
+            "locks": locks,
+        });
+        println!("{listing}");
         return Ok(());
     }
     if held.is_empty() {
@@ -249,185 +227,48 @@ pub async fn list(args: ListArgs) -> Result<(), CliError> {
 }
 
 /// The JSON fields of one lock, in a stable order.
-fn lock_fields(info: &fencelock::LockInfo) -> Vec<(&'static str, String)> {
+fn lock_fields(info: &fencelock::LockInfo) -> Map<String, Value> {
+    let millis = |d: Option<Duration>| d.and_then(|d| u64::try_from(d.as_millis()).ok());
     let holder = info.holder.as_ref();
-    let shared: Vec<String> = info
+    let shared: Vec<Value> = info
         .shared
         .iter()
         .map(|h| {
-            json::object(&[
-                ("holder", json::string(&h.token_prefix)),
-                (
-                    "remaining_ms",
-                    json::number(h.remaining.and_then(|d| u64::try_from(d.as_millis()).ok())),
-                ),
-                ("fence", json::number(h.fence)),
-            ])
+            json!({
+                "holder": h.token_prefix,
+                "remaining_ms": millis(h.remaining),
+                "fence": h.fence,
+            })
         })
         .collect();
     let kind = match info.kind {
-        None => json::null(),
-        Some(fencelock::LockKind::Lock) => json::string("lock"),
-        Some(fencelock::LockKind::Reentrant { .. }) => json::string("reentrant"),
-        Some(fencelock::LockKind::ReadWrite) => json::string("read-write"),
-        Some(fencelock::LockKind::Semaphore { .. }) => json::string("semaphore"),
-        Some(_) => json::string("other"),
+        None => None,
+        Some(fencelock::LockKind::Lock) => Some("lock"),
+        Some(fencelock::LockKind::Reentrant { .. }) => Some("reentrant"),
+        Some(fencelock::LockKind::ReadWrite) => Some("read-write"),
+        Some(fencelock::LockKind::Semaphore { .. }) => Some("semaphore"),
+        Some(_) => Some("other"),
     };
     let permits = match info.kind {
-        Some(fencelock::LockKind::Semaphore { permits }) => Some(u64::from(permits)),
+        Some(fencelock::LockKind::Semaphore { permits }) => Some(permits),
         _ => None,
     };
-    vec![
-        ("name", json::string(&info.name)),
-        ("held", info.is_held().to_string()),
-        (
-            "holder",
-            holder.map_or_else(json::null, |h| json::string(&h.token_prefix)),
-        ),
-        (
-            "remaining_ms",
-            json::number(
-                holder
-                    .and_then(|h| h.remaining)
-                    .and_then(|d| u64::try_from(d.as_millis()).ok()),
-            ),
-        ),
-        ("fence", json::number(holder.and_then(|h| h.fence))),
-        ("last_fence", json::number(info.last_fence)),
-        ("kind", kind),
-        ("permits", json::number(permits)),
-        ("shared", format!("[{}]", shared.join(","))),
-        ("waiting", json::number(Some(info.waiting))),
-    ]
-}
-
-/// The names of the lock keys matching `pattern` on the servers (their union). Over several
-/// servers, a majority must answer.
-async fn scan_all(servers: &Servers, pattern: &str) -> Result<BTreeSet<String>, CliError> {
-    let mut names = BTreeSet::new();
-    let mut failures = Vec::new();
-    for (url, addr) in servers.urls.iter().zip(&servers.addrs) {
-        match scan(url, addr, &servers.prefix, pattern).await {
-            Ok(found) => names.extend(found),
-            Err(err) => failures.push(err),
-        }
+    let fields = json!({
+        "name": info.name,
+        "held": info.is_held(),
+        "holder": holder.map(|h| &h.token_prefix),
+        "remaining_ms": millis(holder.and_then(|h| h.remaining)),
+        "fence": holder.and_then(|h| h.fence),
+        "last_fence": info.last_fence,
+        "kind": kind,
+        "permits": permits,
+        "shared": shared,
+        "waiting": info.waiting,
+    });
+    match fields {
+        Value::Object(fields) => fields,
+        _ => Map::new(),
     }
-    let total = servers.urls.len();
-    let answered = total - failures.len();
-    let quorum = total / 2 + 1;
-    if answered >= quorum {
-        for err in &failures {
-            eprintln!("fencelock: warning: {err}; listing from the servers that answered");
-        }
-        return Ok(names);
-    }
-    match failures.len() {
-        1 => Err(failures.remove(0)),
-        _ => Err(CliError::Failed {
-            message: format!(
-                "only {answered} of {total} servers answered ({quorum} needed): {}",
-                failures
-                    .iter()
-                    .map(ToString::to_string)
-                    .collect::<Vec<_>>()
-                    .join("; ")
-            ),
-            code: EXIT_REDIS,
-        }),
-    }
-}
-
-/// The lock names on one server whose keys match `pattern`, by `SCAN`.
-async fn scan(
-    url: &str,
-    addr: &str,
-    prefix: &str,
-    pattern: &str,
-) -> Result<BTreeSet<String>, CliError> {
-    let mut conn = connect(url, addr).await?;
-    let key_start = format!("{prefix}:{{");
-    let matching = format!("{}{pattern}}}", escape_glob(&key_start));
-    let mut names = BTreeSet::new();
-    let mut cursor: u64 = 0;
-    for _ in 0..MAX_SCAN_CALLS {
-        let mut command = redis::cmd("SCAN");
-        command
-            .arg(cursor)
-            .arg("MATCH")
-            .arg(&matching)
-            .arg("COUNT")
-            .arg(SCAN_COUNT);
-        let reply = tokio::time::timeout(
-            SCAN_TIMEOUT,
-            command.query_async::<(u64, Vec<Vec<u8>>)>(&mut conn),
-        )
-        .await;
-        let (next, keys) = match reply {
-            Ok(Ok(reply)) => reply,
-            Ok(Err(err)) => return Err(CliError::from_redis(addr, url, "SCAN", &err)),
-            Err(_) => {
-                return Err(CliError::Unreachable {
-                    server: addr.to_owned(),
-                    reason: format!("SCAN got no reply within {SCAN_TIMEOUT:?}"),
-                });
-            }
-        };
-        for key in keys {
-            // Lock names are UTF-8 without braces; anything else is not a fencelock lock key.
-            let Ok(key) = String::from_utf8(key) else {
-                continue;
-            };
-            if let Some(name) = key
-                .strip_prefix(&key_start)
-                .and_then(|rest| rest.strip_suffix('}'))
-                && !name.is_empty()
-                && !name.contains(['{', '}'])
-            {
-                names.insert(name.to_owned());
-            }
-        }
-        if next == 0 {
-            return Ok(names);
-        }
-        cursor = next;
-    }
-    Err(CliError::Failed {
-        message: format!("SCAN on {addr} did not finish after {MAX_SCAN_CALLS} calls"),
-        code: EXIT_REDIS,
-    })
-}
-
-async fn connect(url: &str, addr: &str) -> Result<MultiplexedConnection, CliError> {
-    let client = redis::Client::open(url)
-        .map_err(|e| CliError::InvalidUrl(redis_url::redact(&e.to_string(), url)))?;
-    let config = AsyncConnectionConfig::new()
-        .set_connection_timeout(Some(SCAN_TIMEOUT))
-        .set_response_timeout(Some(SCAN_TIMEOUT));
-    match tokio::time::timeout(
-        SCAN_TIMEOUT * 2,
-        client.get_multiplexed_async_connection_with_config(&config),
-    )
-    .await
-    {
-        Ok(Ok(conn)) => Ok(conn),
-        Ok(Err(err)) => Err(CliError::from_redis(addr, url, "SCAN", &err)),
-        Err(_) => Err(CliError::Unreachable {
-            server: addr.to_owned(),
-            reason: format!("no connection within {:?}", SCAN_TIMEOUT * 2),
-        }),
-    }
-}
-
-/// `text` with Redis glob characters escaped, to match literally.
-fn escape_glob(text: &str) -> String {
-    let mut escaped = String::with_capacity(text.len());
-    for c in text.chars() {
-        if matches!(c, '*' | '?' | '[' | ']' | '\\') {
-            escaped.push('\\');
-        }
-        escaped.push(c);
-    }
-    escaped
 }
 
 /// A remaining lease for people: `27.4s`, `850ms`, `no expiry`.
@@ -470,11 +311,6 @@ fn table<const N: usize>(rows: &[[String; N]]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn glob_characters_in_the_prefix_match_literally() {
-        assert_eq!(escape_glob("a*b?[c]\\:{"), "a\\*b\\?\\[c\\]\\\\:{");
-    }
 
     #[test]
     fn remaining_leases_read_well() {

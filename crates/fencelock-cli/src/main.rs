@@ -8,7 +8,6 @@ mod demo;
 mod duration;
 mod error;
 mod inspect;
-mod json;
 mod output;
 mod process;
 mod redis_server;

@@ -1,4 +1,5 @@
-//! Redis URLs as the tool shows them: `host:port`, never a password.
+//! Redis URLs as the tool shows them: `host:port`, never a password. The redaction itself is the
+//! library's ([`fencelock::redact_password`]), so that the two never disagree.
 
 /// The server of a Redis URL as `host:port`, without credentials, or an error message (without
 /// the password) if the URL does not parse.
@@ -11,28 +12,7 @@ pub fn server_of(url: &str) -> Result<String, String> {
 
 /// `message` with the password of `url` (as written, and percent-decoded) replaced by `***`.
 pub fn redact(message: &str, url: &str) -> String {
-    let mut message = message.to_owned();
-    let mut secrets = Vec::new();
-    if let Some(raw) = raw_password(url) {
-        secrets.push(raw.to_owned());
-    }
-    if let Ok(client) = redis::Client::open(url)
-        && let Some(decoded) = client.get_connection_info().redis_settings().password()
-    {
-        secrets.push(decoded.to_owned());
-    }
-    for secret in secrets.iter().filter(|s| !s.is_empty()) {
-        message = message.replace(secret.as_str(), "***");
-    }
-    message
-}
-
-/// The password part of `scheme://user:password@host...`, if any.
-fn raw_password(url: &str) -> Option<&str> {
-    let rest = url.split_once("://")?.1;
-    let authority = rest.split(['/', '?', '#']).next()?;
-    let userinfo = authority.rsplit_once('@')?.0;
-    Some(userinfo.split_once(':')?.1)
+    fencelock::redact_password(message, url)
 }
 
 #[cfg(test)]
@@ -56,7 +36,5 @@ mod tests {
         let url = "redis://user:p%40ss@h:1";
         assert_eq!(redact("a p%40ss b p@ss c", url), "a *** b *** c");
         assert_eq!(redact("nothing", "redis://h:1"), "nothing");
-        assert_eq!(raw_password("redis://:pw@h:1/0"), Some("pw"));
-        assert_eq!(raw_password("redis://h:1/a:b@c"), None);
     }
 }

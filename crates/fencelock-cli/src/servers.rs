@@ -22,7 +22,7 @@ pub const URL_FILE_ENV: &str = "FENCELOCK_URL_FILE";
 /// The server options shared by the lock commands.
 #[derive(Debug, Clone, clap::Args)]
 pub struct ServerArgs {
-    /// A Redis server, as redis://[USER@]HOST:PORT[/DB] (rediss:// for TLS). Repeat it for
+    /// A Redis server, as redis://[USER@]HOST:PORT[/DB]. Repeat it for
     /// Redlock over independent servers. Default: $FENCELOCK_URL (comma-separated), else the
     /// file named by $FENCELOCK_URL_FILE, else redis://127.0.0.1:6379. URLs with a password are
     /// refused here: put them in FENCELOCK_URL or FENCELOCK_URL_FILE.

@@ -12,7 +12,7 @@ use nix::sys::signal::Signal;
 
 #[test]
 fn status_shows_a_free_and_a_held_lock() {
-    let Some(server) = server() else { return };
+    let server = server();
     let url = server.url();
     let dir = scratch();
 
@@ -81,7 +81,7 @@ fn status_shows_a_free_and_a_held_lock() {
 
 #[test]
 fn status_and_list_show_a_semaphores_permits() {
-    let Some(server) = server() else { return };
+    let server = server();
     let url = server.url();
     let dir_a = scratch();
     let dir_b = scratch();
@@ -152,7 +152,7 @@ fn status_errors_name_the_lock_or_the_server() {
     let unreachable = run(&["status", "--url", "redis://127.0.0.1:1", "x"]);
     assert_eq!(unreachable.code, Some(69), "{}", unreachable.explain());
     assert!(unreachable.stderr.contains("127.0.0.1:1"));
-    let Some(server) = server() else { return };
+    let server = server();
     let empty = run(&["status", "--url", &server.url(), ""]);
     assert_eq!(empty.code, Some(2), "{}", empty.explain());
     server.cmd(&["SET", "fencelock:{foreign}", "x"]).unwrap();
@@ -166,7 +166,7 @@ fn status_errors_name_the_lock_or_the_server() {
 
 #[test]
 fn list_shows_held_locks_matching_a_pattern() {
-    let Some(server) = server() else { return };
+    let server = server();
     let url = server.url();
     let dir = scratch();
     let a = hold(&url, "jobs-a", dir.path(), &[], Some(0));
@@ -221,8 +221,8 @@ fn list_shows_held_locks_matching_a_pattern() {
 
 #[test]
 fn list_over_several_servers_shows_locks_held_on_a_majority() {
-    let Some(s1) = server() else { return };
-    let (s2, s3) = (server().unwrap(), server().unwrap());
+    let s1 = server();
+    let (s2, s3) = (server(), server());
     let urls = [s1.url(), s2.url(), s3.url()];
     let dir = scratch();
     let mut args = vec!["run"];
@@ -268,7 +268,7 @@ fn list_over_several_servers_shows_locks_held_on_a_majority() {
 
 #[test]
 fn release_needs_force_and_force_stops_the_holders_command() {
-    let Some(server) = server() else { return };
+    let server = server();
     let url = server.url();
     let dir = scratch();
     let holder = hold(&url, "stuck", dir.path(), &["--ttl", "600ms"], Some(0));
@@ -303,7 +303,7 @@ fn release_needs_force_and_force_stops_the_holders_command() {
 
 #[test]
 fn a_forced_release_wakes_a_waiter_at_once() {
-    let Some(server) = server() else { return };
+    let server = server();
     let url = server.url();
     let dir = scratch();
     // The holder's lease (6s) outlasts the test's patience for the waiter: the waiter can only

@@ -36,7 +36,7 @@ fn the_overlap_count_is_right() {
 
 #[test]
 fn concurrent_runs_never_exceed_the_permits_and_reach_them() {
-    let Some(server) = server() else { return };
+    let server = server();
     let url = server.url();
     let dir = scratch();
     let log = file(dir.path(), "intervals");
@@ -100,7 +100,7 @@ fn concurrent_runs_never_exceed_the_permits_and_reach_them() {
 
 #[test]
 fn the_command_gets_the_permits_and_its_fence_in_its_environment() {
-    let Some(server) = server() else { return };
+    let server = server();
     let url = server.url();
     let done = run(&[
         "run",
@@ -145,7 +145,7 @@ fn the_command_gets_the_permits_and_its_fence_in_its_environment() {
 
 #[test]
 fn a_permit_is_renewed_and_a_lost_permit_stops_the_command_with_74() {
-    let Some(server) = server() else { return };
+    let server = server();
     let url = server.url();
     let dir = scratch();
     let extra = ["--permits", "2", "--ttl", "600ms"];
@@ -198,7 +198,7 @@ fn a_permit_is_renewed_and_a_lost_permit_stops_the_command_with_74() {
 
 #[test]
 fn another_number_of_permits_or_another_kind_is_refused_at_once_with_exit_2() {
-    let Some(server) = server() else { return };
+    let server = server();
     let url = server.url();
     let dir = scratch();
     let marker = file(dir.path(), "ran");
@@ -288,8 +288,8 @@ fn connections_received(server: &RedisServer) -> u64 {
 
 #[test]
 fn permits_over_several_servers_and_zero_permits_are_refused_before_anything_is_sent() {
-    let Some(a) = server() else { return };
-    let b = server().unwrap();
+    let a = server();
+    let b = server();
     let dir = scratch();
     let marker = file(dir.path(), "ran");
     let touch = format!("touch \"{marker}\"");

@@ -11,7 +11,7 @@ use nix::sys::signal::Signal;
 
 #[test]
 fn concurrent_runs_never_overlap_and_fences_grow() {
-    let Some(server) = server() else { return };
+    let server = server();
     let url = server.url();
     let dir = scratch();
     let log = file(dir.path(), "intervals");
@@ -55,7 +55,7 @@ fn concurrent_runs_never_overlap_and_fences_grow() {
 
 #[test]
 fn the_command_gets_the_lock_in_its_environment_and_its_exit_code_is_kept() {
-    let Some(server) = server() else { return };
+    let server = server();
     let url = server.url();
     let done = run(&[
         "run",
@@ -91,7 +91,7 @@ fn the_command_gets_the_lock_in_its_environment_and_its_exit_code_is_kept() {
 
 #[test]
 fn no_wait_on_a_held_lock_fails_fast_and_wait_gives_up_after_its_limit() {
-    let Some(server) = server() else { return };
+    let server = server();
     let url = server.url();
     let dir = scratch();
     let holder = hold(&url, "busy", dir.path(), &[], Some(0));
@@ -140,7 +140,7 @@ fn no_wait_on_a_held_lock_fails_fast_and_wait_gives_up_after_its_limit() {
 
 #[test]
 fn a_lost_lock_stops_the_command_with_sigterm_and_exits_74() {
-    let Some(server) = server() else { return };
+    let server = server();
     let url = server.url();
     let dir = scratch();
     // A short lease: the watchdog renews every 200 ms and sees the deleted key then.
@@ -155,7 +155,7 @@ fn a_lost_lock_stops_the_command_with_sigterm_and_exits_74() {
 
 #[test]
 fn a_command_that_ignores_sigterm_gets_sigkill_after_the_grace_period() {
-    let Some(server) = server() else { return };
+    let server = server();
     let url = server.url();
     let dir = scratch();
     let holder = hold(
@@ -184,7 +184,7 @@ fn a_command_that_ignores_sigterm_gets_sigkill_after_the_grace_period() {
 
 #[test]
 fn sigterm_reaches_the_command_and_the_lock_is_released_after_it() {
-    let Some(server) = server() else { return };
+    let server = server();
     let url = server.url();
     let dir = scratch();
     let holder = hold(&url, "term", dir.path(), &[], Some(3));
@@ -204,7 +204,7 @@ fn sigterm_reaches_the_command_and_the_lock_is_released_after_it() {
 
 #[test]
 fn a_signal_while_waiting_stops_the_wait_at_once_with_nothing_held() {
-    let Some(server) = server() else { return };
+    let server = server();
     let url = server.url();
     let dir = scratch();
     let holder = hold(&url, "queue", dir.path(), &[], Some(0));
@@ -244,7 +244,7 @@ fn a_signal_while_waiting_stops_the_wait_at_once_with_nothing_held() {
 
 #[test]
 fn bad_input_is_refused_with_a_clear_message_and_nothing_is_held() {
-    let Some(server) = server() else { return };
+    let server = server();
     let url = server.url();
     let dir = scratch();
     let marker = file(dir.path(), "ran");
@@ -305,7 +305,7 @@ fn bad_input_is_refused_with_a_clear_message_and_nothing_is_held() {
 
 #[test]
 fn urls_come_from_the_environment_or_a_file() {
-    let Some(server) = server() else { return };
+    let server = server();
     let url = server.url();
     let dir = scratch();
     let url_file = file(dir.path(), "url");
@@ -332,8 +332,8 @@ fn urls_come_from_the_environment_or_a_file() {
 
 #[test]
 fn several_urls_hold_the_lock_on_a_majority() {
-    let Some(a) = server() else { return };
-    let (b, c) = (server().unwrap(), server().unwrap());
+    let a = server();
+    let (b, c) = (server(), server());
     let urls = [a.url(), b.url(), c.url()];
     let done = run(&[
         "run",

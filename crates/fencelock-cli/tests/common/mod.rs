@@ -17,13 +17,16 @@ pub const BIN: &str = env!("CARGO_BIN_EXE_fencelock");
 /// The longest any single `fencelock` process in these tests may take.
 pub const LIMIT: Duration = Duration::from_secs(30);
 
-/// A fresh redis-server, or `None` (the test is skipped with a message) if none is installed.
-pub fn server() -> Option<RedisServer> {
-    if !fencelock_testkit::redis_server_available() {
-        eprintln!("redis-server is not installed; skipping");
-        return None;
+/// A fresh redis-server. A test that cannot have one fails, saying what to install: it never
+/// passes without having run.
+pub fn server() -> RedisServer {
+    match RedisServer::start() {
+        Ok(server) => server,
+        Err(err) => panic!(
+            "cannot start redis-server ({err}); install it (Debian: apt-get install redis-server, \
+             or run scripts/ensure-redis)"
+        ),
     }
-    Some(RedisServer::start().expect("start redis-server"))
 }
 
 /// `fencelock ARGS` with a clean environment (no URL, no log settings), stdin closed.

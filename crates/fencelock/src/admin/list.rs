@@ -153,3 +153,13 @@ fn escape_glob(text: &str) -> String {
     }
     escaped
 }
+
+#[cfg(test)]
+mod tests {
+    use super::escape_glob;
+
+    #[test]
+    fn glob_characters_in_the_prefix_match_literally() {
+        assert_eq!(escape_glob("a*b?[c]\\:{"), "a\\*b\\?\\[c\\]\\\\:{");
+    }
+}

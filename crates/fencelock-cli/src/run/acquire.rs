@@ -1,0 +1,115 @@
+//! Taking the lock (or a permit) for `fencelock run`: the request built from the options, the
+//! wait that a signal can end, and the errors in the tool's own terms.
+
+use nix::sys::signal::Signal;
+
+use super::RunArgs;
+use super::child::signal_number;
+use super::signals::Signals;
+use crate::error::CliError;
+use crate::servers::Servers;
+
+/// Acquires what `args` asks for. A signal that ends the wait drops the acquisition, which gives
+/// back in the background whatever it may hold (the caller waits for that with `wait_idle`).
+pub(super) async fn acquire(
+    client: &fencelock::Client,
+    args: &RunArgs,
+    servers: &Servers,
+    signals: &mut Signals,
+) -> Result<fencelock::LockGuard, CliError> {
+    let mut request = match args.permits {
+        Some(permits) => client.semaphore(args.name.clone(), permits),
+        None => client.lock(args.name.clone()),
+    }
+    .ttl(args.ttl);
+    request = match (args.no_wait, args.wait) {
+        (true, _) => request.no_wait(),
+        (false, Some(limit)) => request.wait_up_to(limit),
+        (false, None) => request.wait(fencelock::WaitPolicy::Forever),
+    };
+    tracing::debug!(lock = %args.name, permits = ?args.permits, servers = %servers.describe(), "acquiring");
+    tokio::select! {
+        biased;
+        signal = signals.recv() => Err(interrupted_while_waiting(signal, &args.name)),
+        acquired = request.acquire() => {
+            acquired.map_err(|err| acquire_error(err, servers, args.permits))
+        }
+    }
+}
+
+/// The error of a failed acquisition, with the servers named where the library does not, and
+/// what to do about a semaphore's refusals in the tool's own terms.
+fn acquire_error(err: fencelock::Error, servers: &Servers, permits: Option<u32>) -> CliError {
+    use fencelock::{Conflict, Error, KindInUse};
+
+    let code = crate::error::lock_error_code(&err);
+    let on = servers.describe();
+    let message = match (&err, permits) {
+        (Error::Busy { lock, remaining }, Some(n)) => {
+            let next = remaining.map_or_else(String::new, |d| {
+                format!(" (the first of their leases runs out in {d:?})")
+            });
+            format!(
+                "semaphore {lock:?}: {} held{next} (on {on})",
+                permits_are(n)
+            )
+        }
+        (Error::TimedOut { .. }, Some(n)) => {
+            format!("{err}: {} still held (on {on})", permits_are(n))
+        }
+        (Error::Busy { .. } | Error::TimedOut { .. }, None) => format!("{err} (on {on})"),
+        (Error::Unsupported { .. }, _) => format!(
+            "{err} (on {on}). --permits needs a single Redis server, and {} were given; nothing \
+             was sent to them and nothing was run",
+            servers.urls.len()
+        ),
+        (Error::Conflict { conflict, .. }, _) => {
+            let hint = match (conflict, permits) {
+                (Conflict::PermitsMismatch { held_with, .. }, _) => format!(
+                    " Pass --permits {held_with} as its holders do (the number can change only \
+                     while no permit is held)."
+                ),
+                (
+                    Conflict::OtherKind {
+                        found: KindInUse::Semaphore,
+                        ..
+                    },
+                    None,
+                ) => {
+                    " Its users hold permits of it: pass the same --permits as they do.".to_owned()
+                }
+                (
+                    Conflict::OtherKind {
+                        found: KindInUse::Lock,
+                        ..
+                    },
+                    Some(_),
+                ) => " Its users hold it as a lock, not a semaphore: drop --permits.".to_owned(),
+                _ => String::new(),
+            };
+            format!("{err} (on {on}).{hint} Nothing was run")
+        }
+        _ => return CliError::Lock(err),
+    };
+    CliError::Failed { message, code }
+}
+
+/// "all N permits are" / "its only permit is", for messages.
+fn permits_are(n: u32) -> String {
+    if n == 1 {
+        "its only permit is".to_owned()
+    } else {
+        format!("all {n} permits are")
+    }
+}
+
+pub(super) fn interrupted_while_waiting(signal: Signal, name: &str) -> CliError {
+    CliError::Failed {
+        message: format!(
+            "interrupted by {} while waiting for lock {name:?}; nothing is held and the command \
+             was not run",
+            signal.as_str()
+        ),
+        code: 128 + signal_number(signal),
+    }
+}

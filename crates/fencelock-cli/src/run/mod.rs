@@ -1,0 +1,293 @@
+//! `fencelock run NAME -- COMMAND [ARGS...]`: the distributed `flock(1)`.
+//!
+//! Acquire the lock (waiting as asked), run the command in a process group of its own with the
+//! lock's name and fencing token in its environment while the library's watchdog renews the
+//! lease, release the lock when the command ends, and exit with the command's exit code. If the
+//! lock is lost while the command runs, the command's process group gets SIGTERM, then SIGKILL
+//! after a grace period, and `fencelock` exits with [`EXIT_LOCK_LOST`].
+//!
+//! With `--permits N` the command runs under one permit of the semaphore NAME instead (at most N
+//! commands at once), with the same environment (plus `FENCELOCK_PERMITS`), renewal, stopping
+//! and exit codes.
+
+mod acquire;
+mod child;
+mod signals;
+
+use std::ffi::{OsStr, OsString};
+use std::time::Duration;
+
+use nix::sys::signal::{Signal, killpg};
+
+use crate::duration::{format_duration, parse_duration};
+use crate::error::{CliError, EXIT_LOCK_LOST};
+use crate::servers::{ServerArgs, Servers};
+use child::{Command, Outcome, show};
+use signals::Signals;
+
+/// The command's environment variable with the semaphore's number of permits (`--permits`).
+const PERMITS_ENV: &str = "FENCELOCK_PERMITS";
+/// How long `run` waits, before it exits, for work the library still has under way in the
+/// background: the give-back of an abandoned acquisition, and over several servers the release
+/// calls to the slowest of them.
+const FINISH_LIMIT: Duration = Duration::from_secs(2);
+
+pub const LONG_ABOUT: &str = "\
+Run a command while holding a distributed lock: the distributed flock(1).
+
+fencelock acquires the lock NAME (waiting for it as long as it takes, or up to --wait, or not at \
+all with --no-wait), then runs COMMAND directly (no shell) with its arguments. The command gets \
+FENCELOCK_NAME (the lock's name) and FENCELOCK_FENCE (the fencing token: larger than that of \
+every earlier holder of NAME) in its environment; stdin, stdout and stderr are inherited. The \
+lease (--ttl) is renewed every third of its length while the command runs, and the lock is \
+released when the command ends; fencelock then exits with the command's exit code (128+N if a \
+signal N killed it).
+
+A lock on Redis is a lease, not a mutex. If the lock is lost while the command runs (the lease \
+could not be renewed in time, or an operator ran `fencelock release --force`), the command's \
+process group gets SIGTERM, then SIGKILL after --kill-after, and fencelock exits with 74. Pass \
+$FENCELOCK_FENCE to the resource the command writes to, so that it can refuse a holder that \
+lost the lock without knowing it.
+
+The command runs in a process group of its own, like under timeout(1): SIGINT, SIGTERM, SIGHUP, \
+SIGQUIT, SIGUSR1 and SIGUSR2 sent to fencelock are forwarded to that group, and the lock is \
+released when the command has ended. It should not read from the terminal (it is not in the \
+terminal's foreground process group). While fencelock is still waiting for the lock, SIGINT, \
+SIGTERM and SIGHUP stop the wait at once (exit 130, 143, 129) with nothing held.
+
+With --permits N, NAME is a semaphore of N permits instead of a lock: up to N commands run at \
+once under it, each holding one permit (a lease of its own, renewed and lost like a lock) with a \
+fence of its own, and FENCELOCK_PERMITS=N in its environment. Every user of NAME must pass the \
+same --permits while any permit is held (exit 2 otherwise, nothing run); --permits 1 is a \
+semaphore of one permit, not the plain lock, and refuses a `fencelock run NAME` without \
+--permits (and the other way round). A semaphore needs a single Redis server: over Redlock \
+majority voting cannot bound the holders to N, so --permits with several servers is refused \
+(exit 2) before anything is sent.";
+
+pub const AFTER_HELP: &str = "\
+Exit status:
+  0-255  the command's own exit status (128+N if signal N killed it)
+  2      usage error (nothing was run): bad option, invalid lock name or Redis URL,
+         --permits with several servers, --permits other than that of NAME's holders,
+         or NAME in use as another kind of lock (a semaphore vs a plain lock)
+  69     Redis unreachable, no quorum (Redlock), or Redis refused a command
+  73     lock not acquired: held by another owner, or all N permits held (--no-wait),
+         or --wait ran out
+  74     the lock (or permit) was lost while the command ran (the command was stopped)
+  126    the command was found but cannot be executed
+  127    the command was not found
+  129, 130, 143  SIGHUP, SIGINT, SIGTERM while waiting for the lock (nothing was run)
+  1      any other error
+fencelock prints a line starting with \"fencelock:\" on stderr whenever the status is its own.
+
+Servers: --url (repeatable: several mean Redlock), else $FENCELOCK_URL (comma-separated),
+else the file named by $FENCELOCK_URL_FILE, else redis://127.0.0.1:6379. Put URLs with a
+password in the environment or the file, never on the command line.
+
+Examples:
+  fencelock run nightly-report -- ./make-report.sh --date today
+  fencelock run --no-wait backup -- rsync -a /data/ backup:/data/
+  fencelock run --wait 5m --ttl 10s migrate -- sh -c 'exec ./migrate --fence \"$FENCELOCK_FENCE\"'
+  fencelock run --permits 3 transcode -- ./transcode.sh   # at most 3 at once, fleet-wide
+  FENCELOCK_URL=redis://r1:6379,redis://r2:6379,redis://r3:6379 fencelock run job -- ./job";
+
+/// Arguments of `fencelock run`.
+#[derive(Debug, clap::Args)]
+pub struct RunArgs {
+    #[command(flatten)]
+    servers: ServerArgs,
+
+    /// The lease: how long the lock outlives a fencelock that stops renewing it (crashed,
+    /// frozen, cut off). Renewed every third of it while the command runs
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
+    ttl: Duration,
+
+    /// Wait at most this long for the lock, then exit with 73 [default: wait as long as it takes]
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, conflicts_with = "no_wait")]
+    wait: Option<Duration>,
+
+    /// Do not wait: exit with 73 at once if the lock is held
+    #[arg(long)]
+    no_wait: bool,
+
+    /// When the lock is lost: how long the command has between SIGTERM and SIGKILL
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
+    kill_after: Duration,
+
+    /// Take one permit of the semaphore NAME with N permits instead of the lock: at most N
+    /// commands run at once. Every user of NAME must pass the same N (--permits 1 is not the
+    /// plain lock); a single Redis server only (not Redlock)
+    #[arg(long, value_name = "N", value_parser = parse_permits)]
+    permits: Option<u32>,
+
+    /// The lock's name (no braces, no control characters)
+    #[arg(value_name = "NAME")]
+    name: String,
+
+    /// The command to run and its arguments, after `--`
+    #[arg(value_name = "COMMAND", last = true, required = true, num_args = 1..)]
+    command: Vec<OsString>,
+}
+
+/// Runs `fencelock run`. `Ok(())` means exit 0; the command's non-zero exit code comes back as
+/// [`CliError::Reported`].
+pub async fn run(args: RunArgs) -> Result<(), CliError> {
+    let servers = args.servers.resolve()?;
+    let Some((program, program_args)) = args.command.split_first() else {
+        return Err(CliError::Usage(
+            "no command to run was given after --".into(),
+        ));
+    };
+    // Before the lock is taken: a command that cannot run is not worth waiting for.
+    child::check_command(program)?;
+    let mut signals = Signals::new()?;
+    let client = servers.client()?;
+    let under_lock = UnderLock {
+        args: &args,
+        servers: &servers,
+        program,
+        program_args,
+    };
+    let outcome = under_lock.run(&client, &mut signals).await;
+    // Let what the library still has under way in the background (a cancelled acquisition's
+    // give-back; over several servers, releases to the slowest) finish before the process ends.
+    client.wait_idle(FINISH_LIMIT).await;
+    outcome
+}
+
+/// One run of the command under the lock.
+struct UnderLock<'a> {
+    args: &'a RunArgs,
+    servers: &'a Servers,
+    program: &'a OsStr,
+    program_args: &'a [OsString],
+}
+
+impl UnderLock<'_> {
+    async fn run(&self, client: &fencelock::Client, signals: &mut Signals) -> Result<(), CliError> {
+        let args = self.args;
+        let guard = acquire::acquire(client, args, self.servers, signals).await?;
+        let fence = guard.fence();
+        tracing::debug!(lock = %args.name, fence, "acquired");
+        // A signal that arrived while the lock was being granted: do not start the command.
+        if let Some(signal) = signals.pending().await {
+            release_quietly(guard, &args.name).await;
+            return Err(acquire::interrupted_while_waiting(signal, &args.name));
+        }
+        let started = child::start(
+            self.program,
+            self.program_args,
+            &args.name,
+            fence,
+            args.permits,
+        );
+        let mut command = match started {
+            Ok(command) => command,
+            Err(err) => {
+                release_quietly(guard, &args.name).await;
+                return Err(err);
+            }
+        };
+        tracing::debug!(lock = %args.name, fence, group = %command.group, "command started");
+        // Now that the command runs, the other signals worth passing on are caught too.
+        signals.catch_forwarded()?;
+        let outcome = child::watch(&mut command, guard.lost(), signals).await;
+        match outcome {
+            Outcome::Exited(Err(err)) => {
+                // Cannot happen in practice (the child is ours); the lock still goes back.
+                let _ = killpg(command.group, Signal::SIGKILL);
+                release_quietly(guard, &args.name).await;
+                Err(CliError::io(
+                    format!("cannot wait for {}", show(self.program)),
+                    err,
+                ))
+            }
+            Outcome::Exited(Ok(status)) => self.exited(guard, child::exit_code_of(status)).await,
+            Outcome::Lost(reason) => self.lost(guard, &mut command, &reason).await,
+        }
+    }
+
+    /// What is held, for messages: `lock "NAME"` or `permit of semaphore "NAME" (N permits)`.
+    fn held(&self) -> String {
+        match self.args.permits {
+            Some(n) => format!("permit of semaphore {:?} ({n} permits)", self.args.name),
+            None => format!("lock {:?}", self.args.name),
+        }
+    }
+
+    /// The command ended with `code`: release, and exit with the command's code.
+    async fn exited(&self, guard: fencelock::LockGuard, code: u8) -> Result<(), CliError> {
+        let fence = guard.fence();
+        tracing::debug!(lock = %self.args.name, code, "command ended; releasing");
+        match guard.release().await {
+            Ok(true) => {}
+            Ok(false) => {
+                return Err(CliError::Failed {
+                    message: format!(
+                        "{} (fence {fence}) was lost before {} ended (exit status {code}); \
+                         another holder may have run at the same time",
+                        self.held(),
+                        show(self.program)
+                    ),
+                    code: EXIT_LOCK_LOST,
+                });
+            }
+            Err(err) => {
+                eprintln!(
+                    "fencelock: warning: {err}; the lock will be free when its lease runs out"
+                );
+            }
+        }
+        if code == 0 {
+            Ok(())
+        } else {
+            Err(CliError::Reported { code })
+        }
+    }
+
+    /// The lock was lost while the command ran: stop the command, exit with 74.
+    async fn lost(
+        &self,
+        guard: fencelock::LockGuard,
+        command: &mut Command,
+        reason: &fencelock::LostReason,
+    ) -> Result<(), CliError> {
+        eprintln!(
+            "fencelock: {} (fence {}) was lost while {} ran: {reason}; stopping it (SIGTERM, \
+             SIGKILL after {})",
+            self.held(),
+            guard.fence(),
+            show(self.program),
+            format_duration(self.args.kill_after)
+        );
+        let how = child::stop_group(&mut command.child, command.group, self.args.kill_after).await;
+        // Nothing to give back any more (the hold is gone); this ends the renewal.
+        let _ = guard.release().await;
+        Err(CliError::Failed {
+            message: format!(
+                "{} was lost while the command ran; the command {how}",
+                self.held()
+            ),
+            code: EXIT_LOCK_LOST,
+        })
+    }
+}
+
+/// `--permits`: a number of permits, at least 1.
+fn parse_permits(text: &str) -> Result<u32, String> {
+    match text.trim().parse::<u32>() {
+        Ok(0) => Err("a semaphore needs at least 1 permit; --permits 0 would let no one in".into()),
+        Ok(permits) => Ok(permits),
+        Err(_) => Err(format!(
+            "{text:?} is not a number of permits: write a whole number from 1 to {}",
+            u32::MAX
+        )),
+    }
+}
+
+/// Releases a lock the command never ran under.
+async fn release_quietly(guard: fencelock::LockGuard, name: &str) {
+    if let Err(err) = guard.release().await {
+        tracing::debug!(lock = %name, %err, "release failed; the lease will run out");
+    }
+}
