@@ -14,17 +14,33 @@ use crate::proc::signal;
 pub const CHILD_ENV: &str = "FENCELOCK_TESTKIT_CHILD";
 
 /// Whether this process was started by [`spawn_test_child`] (the
-/// [`CHILD_ENV`] variable is set). A child-role test should return at once
-/// when this is false, so it passes as a no-op in a normal test run. Tests may
-/// also pass and check their own variables through `envs`.
+/// [`CHILD_ENV`] variable is set). Tests may also pass and check their own
+/// variables through `envs`.
 pub fn is_test_child() -> bool {
     std::env::var_os(CHILD_ENV).is_some()
+}
+
+/// The first line of a child-role test. A child role is marked
+/// `#[ignore = "..."]`, so that a normal test run neither runs it nor counts
+/// it as passed; [`spawn_test_child`] runs it by name with
+/// `--include-ignored`. Run any other way (`cargo test -- --ignored`), it
+/// fails here, naming what it is.
+///
+/// # Panics
+///
+/// When this process was not started by [`spawn_test_child`].
+pub fn require_test_child() {
+    assert!(
+        is_test_child(),
+        "this is a child role, run by spawn_test_child from another test; it does nothing on its own"
+    );
 }
 
 /// Re-run the current test binary as a child process that executes the single
 /// test `test_name` (full path within the binary, e.g. `child_role` or
 /// `module::child_role`):
-/// `current_exe() <test_name> --exact --nocapture --test-threads=1`.
+/// `current_exe() <test_name> --exact --include-ignored --nocapture --test-threads=1`
+/// (child roles are `#[ignore]`d; see [`require_test_child`]).
 ///
 /// This works under `cargo test` and cargo-nextest (the binary is a libtest
 /// harness either way). `envs` are set in the child in addition to
@@ -41,7 +57,13 @@ pub fn is_test_child() -> bool {
 pub fn spawn_test_child(test_name: &str, envs: &[(&str, &str)]) -> io::Result<ChildGuard> {
     let exe = std::env::current_exe()?;
     let mut child = Command::new(exe)
-        .args([test_name, "--exact", "--nocapture", "--test-threads=1"])
+        .args([
+            test_name,
+            "--exact",
+            "--include-ignored",
+            "--nocapture",
+            "--test-threads=1",
+        ])
         .env(CHILD_ENV, test_name)
         .envs(envs.iter().copied())
         .stdin(Stdio::null())

@@ -43,7 +43,7 @@ mod proc;
 mod proxy;
 mod server;
 
-pub use child::{CHILD_ENV, ChildGuard, is_test_child, spawn_test_child};
+pub use child::{CHILD_ENV, ChildGuard, is_test_child, require_test_child, spawn_test_child};
 pub use proc::pid_alive;
 pub use proxy::FaultProxy;
 pub use server::{RedisServer, redis_server_available};

@@ -7,7 +7,7 @@ use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 use fencelock_testkit::{
-    FaultProxy, RedisServer, free_port, is_test_child, pid_alive, spawn_test_child,
+    FaultProxy, RedisServer, free_port, pid_alive, require_test_child, spawn_test_child,
 };
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -434,10 +434,11 @@ async fn proxy_rejects_non_loopback_upstream() {
 
 /// Child role for `spawn_test_child_reads_output`.
 #[test]
+#[ignore = "child role: run by spawn_test_child"]
 fn child_role_hello() {
-    if std::env::var("TESTKIT_CHILD").as_deref() == Ok("1") {
-        println!("HELLO 42");
-    }
+    require_test_child();
+    assert_eq!(std::env::var("TESTKIT_CHILD").as_deref(), Ok("1"));
+    println!("HELLO 42");
 }
 
 #[test]
@@ -465,10 +466,10 @@ fn spawn_test_child_reads_output() -> TestResult {
 
 /// Child role: start a redis-server, report its PID, then wait to be killed.
 #[test]
+#[ignore = "child role: run by spawn_test_child"]
 fn child_role_server_holder() -> TestResult {
-    if !is_test_child() || std::env::var("TESTKIT_CHILD").as_deref() != Ok("holder") {
-        return Ok(());
-    }
+    require_test_child();
+    assert_eq!(std::env::var("TESTKIT_CHILD").as_deref(), Ok("holder"));
     let server = RedisServer::start()?;
     println!("SERVER {}", server.pid());
     std::thread::sleep(Duration::from_secs(60));

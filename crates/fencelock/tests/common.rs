@@ -25,6 +25,58 @@ pub fn client(url: &str) -> Client {
     }
 }
 
+/// The key of lock `name` under the default prefix (`fencelock:{NAME}`), and with `suffix`
+/// (`fence`, `queue`, `alive`, ...) the key next to it. Assertions about the stored layout spell
+/// the keys out literally instead, so that they check the documented format.
+pub fn lock_key(name: &str) -> String {
+    format!("fencelock:{{{name}}}")
+}
+
+/// See [`lock_key`].
+pub fn lock_subkey(name: &str, suffix: &str) -> String {
+    format!("{}:{suffix}", lock_key(name))
+}
+
+/// `n` independent servers for a Redlock set, and their URLs.
+pub fn redlock_servers(n: usize) -> (Vec<RedisServer>, Vec<String>) {
+    let servers: Vec<RedisServer> = (0..n).map(|_| server()).collect();
+    let urls = servers.iter().map(RedisServer::url).collect();
+    (servers, urls)
+}
+
+/// A Redlock client over `urls` with short time limits, so that fault tests stay quick.
+pub fn redlock_client(urls: &[String], instance_timeout: Duration) -> Client {
+    match Client::builder_redlock(urls)
+        .instance_timeout(instance_timeout)
+        .command_timeout(Duration::from_millis(500).max(instance_timeout))
+        .build()
+    {
+        Ok(client) => client,
+        Err(e) => panic!("cannot build a Redlock client: {e}"),
+    }
+}
+
+// The environment a test passes to the child process it spawns (see `spawn_test_child`).
+
+/// The server URL (comma-separated URLs for Redlock).
+pub const URL_ENV: &str = "FENCELOCK_TEST_URL";
+/// The lease, in milliseconds.
+pub const TTL_ENV: &str = "FENCELOCK_TEST_TTL_MS";
+
+/// A variable the parent set for this child; a missing or bad one fails the child loudly.
+pub fn child_var(name: &str) -> String {
+    std::env::var(name).unwrap_or_else(|e| panic!("child role: {name}: {e}"))
+}
+
+/// A duration in milliseconds the parent set for this child.
+pub fn child_millis(name: &str) -> Duration {
+    let text = child_var(name);
+    match text.parse() {
+        Ok(ms) => Duration::from_millis(ms),
+        Err(e) => panic!("child role: {name}={text:?}: {e}"),
+    }
+}
+
 /// Every key on the server, sorted.
 pub fn keys(server: &RedisServer) -> Vec<String> {
     let mut keys = server.keys().unwrap_or_else(|e| panic!("SCAN failed: {e}"));

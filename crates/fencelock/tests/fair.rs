@@ -7,17 +7,19 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use fencelock::{Client, Conflict, Error};
-use fencelock_testkit::{RedisServer, is_test_child, spawn_test_child};
+use fencelock_testkit::{RedisServer, require_test_child, spawn_test_child};
 use tokio::time::Instant;
 
-use common::{calls, client, fence_of, integer_reply, keys, server, wait_for_count};
+use common::{
+    TTL_ENV, URL_ENV, calls, client, fence_of, integer_reply, keys, server, wait_for_count,
+};
 
 fn queue_key(name: &str) -> String {
-    format!("fencelock:{{{name}}}:queue")
+    common::lock_subkey(name, "queue")
 }
 
 fn alive_key(name: &str) -> String {
-    format!("fencelock:{{{name}}}:alive")
+    common::lock_subkey(name, "alive")
 }
 
 /// How many waiters the queue of `name` holds.
@@ -220,22 +222,21 @@ async fn a_free_lock_with_nobody_queued_is_taken_without_a_place_in_the_queue() 
 // ---------------------------------------------------------------------------------------------
 // A fair-lock user in a child process (the test binary re-runs itself).
 
-const URL_ENV: &str = "FENCELOCK_TEST_URL";
 const NAME_ENV: &str = "FENCELOCK_TEST_NAME";
-const TTL_ENV: &str = "FENCELOCK_TEST_TTL_MS";
 const QUEUE_TIMEOUT_ENV: &str = "FENCELOCK_TEST_QUEUE_TIMEOUT_MS";
 
 /// Child role: ask for the fair lock (waiting as long as it takes), print `ACQUIRED <fence>` when
 /// granted, and hold it (renewed) for at most 30 s.
 #[test]
+#[ignore = "child role: run by spawn_test_child"]
 fn child_fair_user() {
-    if !is_test_child() {
-        return;
-    }
-    let url = std::env::var(URL_ENV).unwrap();
-    let name = std::env::var(NAME_ENV).unwrap();
-    let ms = |var: &str| Duration::from_millis(std::env::var(var).unwrap().parse().unwrap());
-    let (ttl, queue_timeout) = (ms(TTL_ENV), ms(QUEUE_TIMEOUT_ENV));
+    require_test_child();
+    let url = common::child_var(URL_ENV);
+    let name = common::child_var(NAME_ENV);
+    let (ttl, queue_timeout) = (
+        common::child_millis(TTL_ENV),
+        common::child_millis(QUEUE_TIMEOUT_ENV),
+    );
     let runtime = tokio::runtime::Runtime::new().unwrap();
     runtime.block_on(async {
         let client = client(&url);
@@ -617,7 +618,7 @@ async fn foreign_keys_are_refused_and_left_untouched() {
             .unwrap_err();
         assert!(
             matches!(&err, Error::WrongType { key, found, .. }
-                if *key == format!("fencelock:{{{name}}}") && found.contains("no expiry")),
+                if *key == common::lock_key(name) && found.contains("no expiry")),
             "{err:?}"
         );
     }
@@ -691,8 +692,7 @@ async fn a_queued_entry_without_liveness_does_not_block_the_lock() {
 
 #[tokio::test]
 async fn a_fair_lock_over_redlock_is_refused_before_anything_is_sent() {
-    let servers: Vec<RedisServer> = (0..3).map(|_| server()).collect();
-    let urls: Vec<String> = servers.iter().map(RedisServer::url).collect();
+    let (servers, urls) = common::redlock_servers(3);
     let client = Client::open_redlock(&urls).unwrap();
     let err = client.fair_lock("ordered").acquire().await.unwrap_err();
     assert!(

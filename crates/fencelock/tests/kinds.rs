@@ -58,7 +58,7 @@ async fn one_name_is_one_kind_and_a_mixup_is_a_clear_error_that_changes_nothing(
     for (held_as, others) in families {
         let name = format!("mixed-{held_as}");
         let guard = take(&a, held_as, &name).await;
-        let key = format!("fencelock:{{{name}}}");
+        let key = common::lock_key(&name);
         let before = dumps(&redis, &[&key]);
         for other in others {
             let err = try_take(&b, other, &name).await.unwrap_err();
@@ -171,8 +171,7 @@ async fn force_release_frees_every_kind_and_the_holders_learn_it() {
 
 #[tokio::test]
 async fn semaphores_and_fair_locks_are_refused_over_redlock_and_nothing_is_written() {
-    let servers: Vec<_> = (0..3).map(|_| server()).collect();
-    let urls: Vec<String> = servers.iter().map(|s| s.url()).collect();
+    let (servers, urls) = common::redlock_servers(3);
     let redlock = Client::builder_redlock(&urls)
         .command_timeout(Duration::from_millis(500))
         .build()
@@ -207,4 +206,91 @@ async fn semaphores_and_fair_locks_are_refused_over_redlock_and_nothing_is_writt
             keys(s)
         );
     }
+}
+
+/// Keys of a lock that hold something fencelock did not put there: every kind refuses them at
+/// once (no waiting for a "holder" that is not one) with `WrongType` naming the lock, the key
+/// and what it holds, and writes nothing and changes nothing. Inspect and force-release refuse
+/// them the same way.
+#[tokio::test]
+async fn every_kind_refuses_foreign_keys_at_once_and_leaves_them_untouched() {
+    let redis = server();
+    let a = client(&redis.url());
+    // (case, the command that plants it (KEY stands for the key), which key, what is found)
+    let cases: [(&str, &[&str], &str, &str); 5] = [
+        ("listed", &["RPUSH", "KEY", "x", "y"], "", "a list"),
+        ("hashed", &["HSET", "KEY", "f", "v"], "", "a hash"),
+        ("texted", &["SET", "KEY", "hello"], "", "TEXT"),
+        ("setfence", &["SADD", "KEY", "x"], "fence", "a set"),
+        (
+            "textfence",
+            &["SET", "KEY", "hello"],
+            "fence",
+            "not a number",
+        ),
+    ];
+    let kinds = ["lock", "fair", "reentrant", "read", "write", "semaphore"];
+    for (case, plant, suffix, found) in cases {
+        for kind in kinds {
+            let name = format!("{case}-{kind}");
+            let key = if suffix.is_empty() {
+                common::lock_key(&name)
+            } else {
+                common::lock_subkey(&name, suffix)
+            };
+            let command: Vec<&str> = plant
+                .iter()
+                .map(|arg| if *arg == "KEY" { key.as_str() } else { arg })
+                .collect();
+            redis.cmd(&command).unwrap();
+            let before = dumps(&redis, &[&key]);
+            let started = std::time::Instant::now();
+            let err = request(&a, kind, &name)
+                .wait_up_to(Duration::from_secs(5))
+                .acquire()
+                .await
+                .unwrap_err();
+            assert!(
+                started.elapsed() < Duration::from_secs(2),
+                "{kind} waited on {case}"
+            );
+            // A string at the lock key without an expiry is nobody's lease to a plain or fair
+            // lock (their format); to the kinds kept in a hash it is not a lock at all.
+            let found = match (found, kind) {
+                ("TEXT", "lock" | "fair") => "a key with no expiry",
+                ("TEXT", _) => "not a fencelock lock",
+                (found, _) => found,
+            };
+            match &err {
+                Error::WrongType {
+                    lock,
+                    key: k,
+                    found: f,
+                } => {
+                    assert_eq!((lock, k), (&name, &key), "{kind} on {case}");
+                    assert!(f.contains(found), "{kind} on {case}: found {f:?}");
+                }
+                other => panic!("{kind} on {case}: expected WrongType, got {other:?}"),
+            }
+            assert_eq!(dumps(&redis, &[&key]), before, "{kind} changed {key}");
+            assert_eq!(
+                keys(&redis),
+                std::slice::from_ref(&key),
+                "{kind} wrote beside {key}"
+            );
+            if suffix.is_empty() {
+                let err = a.inspect(&name).await.unwrap_err();
+                assert!(matches!(err, Error::WrongType { .. }), "{err:?}");
+                let err = a.force_release(&name).await.unwrap_err();
+                assert!(matches!(err, Error::WrongType { .. }), "{err:?}");
+                assert_eq!(
+                    dumps(&redis, &[&key]),
+                    before,
+                    "force-release changed {key}"
+                );
+            }
+            redis.cmd(&["DEL", &key]).unwrap();
+        }
+    }
+    assert!(keys(&redis).is_empty(), "something was written");
 }

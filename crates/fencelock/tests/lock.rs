@@ -6,10 +6,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use fencelock::{Error, LostReason, WaitPolicy};
-use fencelock_testkit::{is_test_child, spawn_test_child};
+use fencelock_testkit::{require_test_child, spawn_test_child};
 use tokio::time::Instant;
 
-use common::{calls, client, fence_of, keys, server};
+use common::{TTL_ENV, URL_ENV, calls, client, fence_of, keys, server};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sixteen_tasks_are_mutually_exclusive_and_fences_grow_in_grant_order() {
@@ -251,70 +251,6 @@ async fn a_restart_during_a_hold_is_reported_as_lost() {
 }
 
 #[tokio::test]
-async fn keys_of_the_wrong_type_give_a_clear_error_and_are_left_untouched() {
-    let redis = server();
-    let a = client(&redis.url());
-    redis
-        .cmd(&["HSET", "fencelock:{hashed}", "field", "value"])
-        .unwrap();
-    let err = a.lock("hashed").no_wait().acquire().await.unwrap_err();
-    let text = err.to_string();
-    assert!(matches!(err, Error::WrongType { .. }), "{err:?}");
-    assert!(
-        text.contains("\"hashed\"") && text.contains("a hash"),
-        "{text}"
-    );
-    let err = a.inspect("hashed").await.unwrap_err();
-    assert!(matches!(err, Error::WrongType { .. }), "{err:?}");
-    let err = a.force_release("hashed").await.unwrap_err();
-    assert!(matches!(err, Error::WrongType { .. }), "{err:?}");
-
-    redis
-        .cmd(&["SADD", "fencelock:{badfence}:fence", "x"])
-        .unwrap();
-    let err = a.lock("badfence").acquire().await.unwrap_err();
-    assert!(
-        err.to_string().contains("fencelock:{badfence}:fence"),
-        "{err}"
-    );
-
-    redis
-        .cmd(&["SET", "fencelock:{textfence}:fence", "hello"])
-        .unwrap();
-    let err = a.lock("textfence").acquire().await.unwrap_err();
-    assert!(err.to_string().contains("not a number"), "{err}");
-
-    redis
-        .cmd(&["SET", "fencelock:{persistent}", "somebody else's"])
-        .unwrap();
-    let err = a
-        .lock("persistent")
-        .wait_up_to(Duration::from_secs(5))
-        .acquire()
-        .await;
-    assert!(matches!(err, Err(Error::WrongType { .. })), "{err:?}");
-
-    // Nothing was written or changed.
-    assert_eq!(
-        keys(&redis),
-        vec![
-            "fencelock:{badfence}:fence",
-            "fencelock:{hashed}",
-            "fencelock:{persistent}",
-            "fencelock:{textfence}:fence",
-        ]
-    );
-    assert_eq!(
-        redis.cmd(&["HGET", "fencelock:{hashed}", "field"]).unwrap(),
-        redis::Value::BulkString(b"value".to_vec())
-    );
-    assert_eq!(
-        redis.cmd(&["GET", "fencelock:{textfence}:fence"]).unwrap(),
-        redis::Value::BulkString(b"hello".to_vec())
-    );
-}
-
-#[tokio::test]
 async fn bad_input_is_refused_before_anything_is_sent() {
     let redis = server();
     let a = client(&redis.url());
@@ -501,17 +437,13 @@ async fn a_custom_prefix_keeps_locks_apart() {
 // ---------------------------------------------------------------------------------------------
 // Holder processes: the test binary re-runs itself as a child that holds a lock.
 
-const URL_ENV: &str = "FENCELOCK_TEST_URL";
-const TTL_ENV: &str = "FENCELOCK_TEST_TTL_MS";
-
 /// Child role: acquire, report the fence, report when the lock is lost, then try to release.
 #[test]
+#[ignore = "child role: run by spawn_test_child"]
 fn child_holder() {
-    if !is_test_child() {
-        return;
-    }
-    let url = std::env::var(URL_ENV).unwrap();
-    let ttl = Duration::from_millis(std::env::var(TTL_ENV).unwrap().parse().unwrap());
+    require_test_child();
+    let url = common::child_var(URL_ENV);
+    let ttl = common::child_millis(TTL_ENV);
     common::hold_and_report(|| client(&url), "process-held", ttl);
 }
 

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use fencelock::{Client, Error};
-use fencelock_testkit::{RedisServer, is_test_child, spawn_test_child};
+use fencelock_testkit::{RedisServer, require_test_child, spawn_test_child};
 use tokio::time::Instant;
 
 use common::server;
@@ -27,18 +27,11 @@ fn redlock(urls: &[String]) -> Client {
 }
 
 fn redlock_within(urls: &[String], instance_timeout: Duration) -> Client {
-    match Client::builder_redlock(urls)
-        .instance_timeout(instance_timeout)
-        .command_timeout(Duration::from_millis(500).max(instance_timeout))
-        .build()
-    {
-        Ok(client) => client,
-        Err(e) => panic!("cannot build a Redlock client: {e}"),
-    }
+    common::redlock_client(urls, instance_timeout)
 }
 
 fn holds(server: &RedisServer, name: &str) -> bool {
-    common::keys(server).contains(&format!("fencelock:{{{name}}}"))
+    common::keys(server).contains(&common::lock_key(name))
 }
 
 /// Waits (at most 2 s) until `check` holds on every server: with early decision, the slowest
@@ -364,15 +357,11 @@ async fn a_thousand_acquisitions_across_three_clients_with_random_stalls() {
 
 // A client process that holds a Redlock lock and reports what happens to it.
 
-const URLS_ENV: &str = "FENCELOCK_TEST_URLS";
-
 #[test]
+#[ignore = "child role: run by spawn_test_child"]
 fn child_redlock_holder() {
-    if !is_test_child() {
-        return;
-    }
-    let urls: Vec<String> = std::env::var(URLS_ENV)
-        .unwrap()
+    require_test_child();
+    let urls: Vec<String> = common::child_var(common::URL_ENV)
         .split(',')
         .map(str::to_owned)
         .collect();
@@ -388,7 +377,7 @@ async fn a_paused_client_loses_its_lock_to_a_larger_fence() {
     let servers = five();
     let all = urls(&servers);
     let mut child =
-        spawn_test_child("child_redlock_holder", &[(URLS_ENV, &all.join(","))]).unwrap();
+        spawn_test_child("child_redlock_holder", &[(common::URL_ENV, &all.join(","))]).unwrap();
     let line = child
         .wait_for_line("ACQUIRED", Duration::from_secs(20))
         .unwrap();
