@@ -27,9 +27,9 @@ pub enum BenchError {
     Fencelock {
         /// What the benchmark was doing.
         context: String,
-        /// The underlying error.
+        /// The underlying error (boxed: it is large, and errors are rare here).
         #[source]
-        source: fencelock::Error,
+        source: Box<fencelock::Error>,
     },
     /// A peer library (rslock, redlock) returned an error.
     #[error("{library}: {context}: {message}")]
@@ -74,7 +74,7 @@ impl BenchError {
     pub(crate) fn fencelock(context: impl Into<String>, source: fencelock::Error) -> Self {
         BenchError::Fencelock {
             context: context.into(),
-            source,
+            source: Box::new(source),
         }
     }
 
