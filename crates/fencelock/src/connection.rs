@@ -76,11 +76,12 @@ impl Server {
                 server: self.addr.clone(),
                 source: err,
             }
-        } else if err.code() == Some("NOPERM") {
+        } else if let Some(rule) = missing_permission(&err) {
             Error::PermissionDenied {
                 lock: lock.to_owned(),
                 server: self.addr.clone(),
                 command,
+                rule,
                 source: err,
             }
         } else if is_unreachable(&err) {
@@ -119,6 +120,26 @@ pub(crate) async fn within<T>(
 pub(crate) fn is_auth_failure(err: &RedisError) -> bool {
     err.kind() == redis::ErrorKind::AuthenticationFailed
         || matches!(err.code(), Some("NOAUTH" | "WRONGPASS"))
+}
+
+/// If Redis refused for lack of an ACL permission, which rule of the README's ACL section is
+/// missing. Redis 7.2 and later (and Valkey) answer `NOPERM`; Redis 7.0 answers a plain `ERR`
+/// for a refusal inside a script ("The user executing the script can't ...").
+pub(crate) fn missing_permission(err: &RedisError) -> Option<&'static str> {
+    let in_script = err
+        .detail()
+        .is_some_and(|d| d.contains("The user executing the script can't"));
+    if err.code() != Some("NOPERM") && !in_script {
+        return None;
+    }
+    let text = err.to_string();
+    Some(if text.contains("channel") {
+        "pub/sub channels: &<key prefix>:*"
+    } else if text.contains("key") {
+        "keys: ~<key prefix>:*"
+    } else {
+        "a command fencelock runs (see the ACL rules in the README)"
+    })
 }
 
 /// Whether an error means the server could not be reached (as opposed to a refusal).

@@ -102,9 +102,9 @@ pub enum Error {
     },
 
     /// The ACL user may not run a command, or touch a key or channel, that the operation needs
-    /// (`NOPERM`). The message names the missing permission as Redis reports it.
+    /// (`NOPERM`). Nothing was changed: every script that publishes does so before it writes.
     #[error(
-        "Redis at {server} denied {command} for lock {lock:?}: the ACL user lacks a permission fencelock needs ({source})"
+        "Redis at {server} denied {command} for lock {lock:?}: the ACL user lacks a permission fencelock needs ({rule}): {source}"
     )]
     PermissionDenied {
         /// The lock.
@@ -113,6 +113,8 @@ pub enum Error {
         server: String,
         /// What fencelock was doing (`acquire`, `release`, `extend`, ...).
         command: &'static str,
+        /// The ACL rule that is missing, as the README's ACL section writes it.
+        rule: &'static str,
         /// The error Redis returned.
         #[source]
         source: redis::RedisError,

@@ -1,3 +1,8 @@
+-- Every script that publishes does so before it writes anything: an ACL user that may not
+-- publish on the channel is refused by the PUBLISH, and a script error does not roll back the
+-- writes made before it, so publishing first means a refusal changes nothing. (Subscribers get
+-- the message only after the script has ended, so nobody can act on it early.)
+
 -- Helpers shared by every fencelock script: `lua!` (script/mod.rs) puts this file, after the
 -- wake-up payloads, in front of each script when the crate is built, so that every script stays
 -- one EVALSHA. Helpers that only one kind of lock needs live with that kind.

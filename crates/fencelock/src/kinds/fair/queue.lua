@@ -22,3 +22,23 @@ local function live_head(queue, alive, keep)
   end
   return head
 end
+
+-- The token that will head the queue once `skip` has left and every lapsed place is gone (the
+-- first place, other than `skip`'s, whose liveness entry lapses after `now`); nil for none.
+-- Reads only: a release publishes the head's name before it writes anything.
+local function next_head(queue, alive, skip, now)
+  local start = 0
+  while true do
+    local page = redis.call('zrange', queue, start, start + 15)
+    if #page == 0 then
+      return nil
+    end
+    for _, token in ipairs(page) do
+      local lapses = redis.call('zscore', alive, token)
+      if token ~= skip and lapses and tonumber(lapses) > now then
+        return token
+      end
+    end
+    start = start + 16
+  end
+end

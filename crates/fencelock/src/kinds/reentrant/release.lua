@@ -6,12 +6,14 @@
 if redis.call('type', KEYS[1]).ok ~= 'hash' then
   return 0
 end
-if redis.call('hdel', KEYS[1], 'h:' .. ARGV[1]) == 0 then
+if redis.call('hexists', KEYS[1], 'h:' .. ARGV[1]) == 0 then
   return 0
 end
-if hold_count(KEYS[1]) == 0 then
+if hold_count(KEYS[1]) == 1 then
+  redis.call('publish', ARGV[2], WAKE_ONE)
   raise_fence(KEYS[2], ARGV[3])
   redis.call('del', KEYS[1])
-  redis.call('publish', ARGV[2], WAKE_ONE)
+else
+  redis.call('hdel', KEYS[1], 'h:' .. ARGV[1])
 end
 return 1

@@ -7,26 +7,30 @@ if redis.call('type', KEYS[1]).ok ~= 'hash' then
   return 0
 end
 local now = now_ms()
-local released = 0
-local changed = false
+-- First what this hold has in the hash (reads only), then the message, then the writes.
+local mine = {}
 for _, role in ipairs({'w:', 'r:', 'i:', 'q:'}) do
-  local field = role .. ARGV[1]
-  local value = redis.call('hget', KEYS[1], field)
+  local value = redis.call('hget', KEYS[1], role .. ARGV[1])
   if value then
-    redis.call('hdel', KEYS[1], field)
-    changed = true
-    if (role == 'w:' or role == 'r:') and expiry_of(value) > now then
-      released = 1
-    end
-    if role == 'w:' then
-      raise_fence(KEYS[2], ARGV[3])
-    end
+    table.insert(mine, {role, value})
   end
 end
-if changed then
-  if redis.call('hlen', KEYS[1]) <= #RW_FIELDS then
-    redis.call('del', KEYS[1])
+if #mine == 0 then
+  return 0
+end
+redis.call('publish', ARGV[2], WAKE_ALL)
+local released = 0
+for _, entry in ipairs(mine) do
+  local role, value = entry[1], entry[2]
+  redis.call('hdel', KEYS[1], role .. ARGV[1])
+  if (role == 'w:' or role == 'r:') and expiry_of(value) > now then
+    released = 1
   end
-  redis.call('publish', ARGV[2], WAKE_ALL)
+  if role == 'w:' then
+    raise_fence(KEYS[2], ARGV[3])
+  end
+end
+if redis.call('hlen', KEYS[1]) <= #RW_FIELDS then
+  redis.call('del', KEYS[1])
 end
 return released

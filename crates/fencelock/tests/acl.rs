@@ -1,0 +1,189 @@
+//! ACL users: the README's minimal rule set is enough for every operation of every kind, and a
+//! user that lacks a permission is refused with `PermissionDenied` naming the missing rule,
+//! with nothing changed (no lock half released).
+
+mod common;
+
+use std::time::Duration;
+
+use fencelock::{Client, Error};
+use fencelock_testkit::RedisServer;
+
+use common::{client, dumps, keys, server};
+
+/// The README's ACL rules for a fencelock user (the key prefix `fencelock`), after `on` and the
+/// password. Keep them in step with the README's "ACL users" section.
+const MINIMAL_RULES: &[&str] = &[
+    "resetkeys",
+    "~fencelock:*",
+    "resetchannels",
+    "&fencelock:*",
+    "-@all",
+    "+evalsha",
+    "+eval",
+    "+script|load",
+    "+subscribe",
+    "+unsubscribe",
+    "+ping",
+    "+scan",
+    "+get",
+    "+set",
+    "+del",
+    "+exists",
+    "+type",
+    "+time",
+    "+pexpire",
+    "+pttl",
+    "+hget",
+    "+hset",
+    "+hdel",
+    "+hlen",
+    "+hexists",
+    "+hgetall",
+    "+zadd",
+    "+zrem",
+    "+zrange",
+    "+zrangebyscore",
+    "+zscore",
+    "+zcard",
+    "+zrank",
+    "+publish",
+];
+
+/// Creates (or resets) ACL user `name` with password `pw-of-<name>` and `rules`, and returns a
+/// URL for it.
+fn acl_user(redis: &RedisServer, name: &str, rules: &[&str]) -> String {
+    let password = format!(">pw-of-{name}");
+    let mut command = vec!["ACL", "SETUSER", name, "reset", "on", password.as_str()];
+    command.extend_from_slice(rules);
+    if let Err(err) = redis.cmd(&command) {
+        panic!("cannot create ACL user {name}: {err}");
+    }
+    format!("redis://{name}:pw-of-{name}@127.0.0.1:{}", redis.port())
+}
+
+/// A request for `name` as `kind` (a semaphore has 2 permits).
+fn request(client: &Client, kind: &str, name: &str) -> fencelock::LockRequest {
+    fn owner<T>(handle: fencelock::Result<T>) -> T {
+        handle.unwrap_or_else(|e| panic!("{e}"))
+    }
+    match kind {
+        "lock" => client.lock(name),
+        "fair" => client.fair_lock(name),
+        "reentrant" => owner(client.reentrant_lock(name)).request(),
+        "read" => owner(client.read_write_lock(name)).read(),
+        "write" => owner(client.read_write_lock(name)).write(),
+        "semaphore" => client.semaphore(name, 2),
+        other => panic!("unknown kind {other}"),
+    }
+}
+
+const KINDS: [&str; 6] = ["lock", "fair", "reentrant", "read", "write", "semaphore"];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_minimal_acl_rules_are_enough_for_every_operation_of_every_kind() {
+    let redis = server();
+    let url = acl_user(&redis, "locker", MINIMAL_RULES);
+    let a = client(&url);
+    let b = client(&url);
+    for kind in KINDS {
+        let name = format!("acl-{kind}");
+        // Held by one client, waited for by the other (a subscription), woken by the release.
+        let first = request(&a, kind, &name)
+            .ttl(Duration::from_millis(600))
+            .acquire()
+            .await
+            .unwrap_or_else(|e| panic!("{kind}: {e}"));
+        let exclusive = kind != "read" && kind != "semaphore";
+        let waiter = {
+            let b = b.clone();
+            let name = name.clone();
+            tokio::spawn(async move {
+                let second = request(&b, kind, &name)
+                    .wait_up_to(Duration::from_secs(10))
+                    .acquire()
+                    .await?;
+                second.release().await
+            })
+        };
+        // Renewed by the watchdog past its lease, extended by hand, inspected, listed.
+        tokio::time::sleep(Duration::from_millis(900)).await;
+        assert!(first.is_held(), "{kind}: renewal failed");
+        first
+            .extend(Duration::from_secs(5))
+            .await
+            .unwrap_or_else(|e| panic!("{kind}: extend: {e}"));
+        let info = a.inspect(&name).await.unwrap();
+        assert!(info.is_held(), "{kind}: {info:?}");
+        let listing = a.list("acl-*").await.unwrap();
+        assert!(
+            listing.locks.iter().any(|l| l.name == name),
+            "{kind}: {listing:?}"
+        );
+        if exclusive {
+            assert!(!waiter.is_finished(), "{kind}: the waiter got in");
+        }
+        assert!(first.release().await.unwrap(), "{kind}");
+        let woken = tokio::time::timeout(Duration::from_secs(5), waiter)
+            .await
+            .unwrap_or_else(|_| panic!("{kind}: the waiter was not woken"))
+            .unwrap();
+        assert!(woken.unwrap_or_else(|e| panic!("{kind}: {e}")), "{kind}");
+        // An operator's release.
+        let held = request(&a, kind, &name).acquire().await.unwrap();
+        assert!(a.force_release(&name).await.unwrap(), "{kind}");
+        assert!(!held.release().await.unwrap(), "{kind}");
+    }
+    let denied = redis.cmd(&["ACL", "LOG"]).unwrap();
+    assert_eq!(
+        denied,
+        redis::Value::Array(vec![]),
+        "the ACL log shows a refusal"
+    );
+}
+
+#[tokio::test]
+async fn a_user_that_may_not_publish_is_refused_a_release_and_nothing_changes() {
+    let redis = server();
+    let without_channels: Vec<&str> = MINIMAL_RULES
+        .iter()
+        .copied()
+        .filter(|rule| *rule != "&fencelock:*")
+        .collect();
+    let url = acl_user(&redis, "mute", &without_channels);
+    let mute = client(&url);
+    let admin = client(&redis.url());
+    for kind in KINDS {
+        let name = format!("mute-{kind}");
+        // Taking a lock publishes nothing: it works.
+        let guard = request(&mute, kind, &name)
+            .no_wait()
+            .acquire()
+            .await
+            .unwrap_or_else(|e| panic!("{kind}: {e}"));
+        let stored: Vec<String> = keys(&redis)
+            .into_iter()
+            .filter(|k| k.contains(&name))
+            .collect();
+        let stored: Vec<&str> = stored.iter().map(String::as_str).collect();
+        let before = dumps(&redis, &stored);
+        let err = guard.release().await.unwrap_err();
+        match &err {
+            Error::PermissionDenied {
+                lock,
+                command: "release",
+                rule,
+                ..
+            } => {
+                assert_eq!(lock, &name);
+                assert!(rule.contains("&<key prefix>:*"), "{kind}: {rule}");
+            }
+            other => panic!("{kind}: expected PermissionDenied, got {other:?}"),
+        }
+        assert!(!err.to_string().contains("pw-of-mute"), "{err}");
+        // The refusal changed nothing: the lock is still held, exactly as it was.
+        assert_eq!(dumps(&redis, &stored), before, "{kind}: half released");
+        assert!(admin.inspect(&name).await.unwrap().is_held(), "{kind}");
+        assert!(admin.force_release(&name).await.unwrap(), "{kind}");
+    }
+}
