@@ -13,6 +13,8 @@ use crate::error::Error;
 pub(crate) struct Server {
     conn: ConnectionManager,
     pub(crate) addr: String,
+    /// Whether the connection is TLS (`rediss://`).
+    tls: bool,
 }
 
 impl std::fmt::Debug for Server {
@@ -29,13 +31,17 @@ impl Server {
         command_timeout: Duration,
     ) -> redis::RedisResult<Self> {
         let addr = client.get_connection_info().addr().to_string();
+        let tls = matches!(
+            client.get_connection_info().addr(),
+            redis::ConnectionAddr::TcpTls { .. }
+        );
         let config = ConnectionManagerConfig::new()
             .set_response_timeout(Some(command_timeout))
             .set_connection_timeout(Some(command_timeout))
             .set_number_of_retries(2)
             .set_max_delay(Duration::from_millis(500));
         let conn = ConnectionManager::new_lazy_with_config(client, config)?;
-        Ok(Server { conn, addr })
+        Ok(Server { conn, addr, tls })
     }
 
     /// Runs a script by SHA (loading it on `NOSCRIPT`), within `limit`.
@@ -70,7 +76,13 @@ impl Server {
 
     /// Turns a Redis error into fencelock's error for `lock`, naming this server.
     pub(crate) fn error(&self, lock: &str, command: &'static str, err: RedisError) -> Error {
-        if is_auth_failure(&err) {
+        if is_tls_failure(&err) {
+            Error::Tls {
+                lock: lock.to_owned(),
+                server: self.addr.clone(),
+                source: err,
+            }
+        } else if is_auth_failure(&err) {
             Error::AuthFailed {
                 lock: lock.to_owned(),
                 server: self.addr.clone(),
@@ -85,10 +97,22 @@ impl Server {
                 source: err,
             }
         } else if is_unreachable(&err) {
+            let hint = match (self.tls, err.is_timeout()) {
+                (true, true) => {
+                    " (over TLS: a port that does not speak TLS leaves the handshake \
+                     unanswered; check the port, or use a redis:// URL)"
+                }
+                (false, false) if err.is_connection_dropped() || is_reset(&err) => {
+                    " (the server closed the connection at once: if this port expects TLS, \
+                     use a rediss:// URL)"
+                }
+                _ => "",
+            };
             Error::Unreachable {
                 lock: lock.to_owned(),
                 server: self.addr.clone(),
                 source: err,
+                hint,
             }
         } else {
             Error::Redis {
@@ -113,6 +137,50 @@ pub(crate) async fn within<T>(
             format!("no reply within {limit:?}"),
         ))),
     }
+}
+
+/// Whether the connection was reset or closed by the peer.
+fn is_reset(err: &RedisError) -> bool {
+    let text = err.to_string();
+    text.contains("reset by peer") || text.contains("broken pipe") || text.contains("end of file")
+}
+
+/// Whether the TLS handshake failed (as opposed to a server that cannot be reached at all).
+pub(crate) fn is_tls_failure(err: &RedisError) -> bool {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(err);
+    while let Some(e) = source {
+        if is_tls_error(e) {
+            return true;
+        }
+        source = e.source();
+    }
+    false
+}
+
+/// Whether `e` is a TLS library's error: itself, inside an `io::Error`, or inside the `Arc`
+/// the `redis` crate keeps its underlying errors in.
+fn is_tls_error(e: &(dyn std::error::Error + 'static)) -> bool {
+    type Shared = std::sync::Arc<dyn std::error::Error + Send + Sync>;
+    if let Some(shared) = e.downcast_ref::<Shared>() {
+        let inner: &(dyn std::error::Error + 'static) = &**shared;
+        return is_tls_error(inner);
+    }
+    if let Some(inner) = e
+        .downcast_ref::<std::io::Error>()
+        .and_then(|io| io.get_ref())
+    {
+        let inner: &(dyn std::error::Error + 'static) = inner;
+        return is_tls_error(inner);
+    }
+    #[cfg(feature = "tls-rustls")]
+    if e.is::<rustls::Error>() {
+        return true;
+    }
+    #[cfg(feature = "tls-native-tls")]
+    if e.to_string().contains("certificate") || e.to_string().contains("handshake") {
+        return true;
+    }
+    false
 }
 
 /// Whether Redis refused the client's credentials (a wrong user or password, or none given to

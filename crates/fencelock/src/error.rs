@@ -55,7 +55,7 @@ pub enum Error {
     },
 
     /// Redis did not answer in time, or the connection failed.
-    #[error("Redis at {server} is unreachable for lock {lock:?}: {source}")]
+    #[error("Redis at {server} is unreachable for lock {lock:?}: {source}{hint}")]
     Unreachable {
         /// The lock.
         lock: String,
@@ -64,6 +64,9 @@ pub enum Error {
         /// The underlying error (a timeout, a refused or dropped connection).
         #[source]
         source: redis::RedisError,
+        /// A likely cause, when one is known (starts with a space; empty otherwise): a plain
+        /// connection reset at once by a TLS port, or a TLS handshake unanswered by a plain one.
+        hint: &'static str,
     },
 
     /// Over Redlock: not enough instances agreed (they failed, timed out, or are held by
@@ -84,6 +87,20 @@ pub enum Error {
         total: usize,
         /// What each failing instance did, by address.
         details: String,
+    },
+
+    /// The TLS connection to Redis could not be set up: the server's certificate is not trusted
+    /// (not signed by the CA given, or by a system root), the server requires a client
+    /// certificate and none (or a wrong one) was given, or one side does not speak TLS.
+    #[error("TLS with Redis at {server} failed for lock {lock:?}: {source}")]
+    Tls {
+        /// The lock.
+        lock: String,
+        /// The server, as `host:port`.
+        server: String,
+        /// The underlying error (the handshake's).
+        #[source]
+        source: redis::RedisError,
     },
 
     /// Redis refused the client's credentials: a wrong user or password, or a server that
@@ -289,6 +306,7 @@ impl Error {
             | Error::Unreachable { lock, .. }
             | Error::Redis { lock, .. }
             | Error::AuthFailed { lock, .. }
+            | Error::Tls { lock, .. }
             | Error::PermissionDenied { lock, .. }
             | Error::NoQuorum { lock, .. }
             | Error::WrongType { lock, .. }

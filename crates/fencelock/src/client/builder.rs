@@ -1,9 +1,11 @@
 //! Configuring a [`Client`](crate::Client).
 
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 use std::time::Duration;
 
+use super::tls::{self, Pem, TlsOptions};
 use super::{Client, DEFAULT_COMMAND_TIMEOUT, DEFAULT_PREFIX, Shared};
 use crate::error::{Error, Result};
 use crate::keys;
@@ -22,24 +24,81 @@ use crate::watchdog::Watchdog;
 ///     .build()?;
 /// # Ok(()) }
 /// ```
+///
+/// Over TLS (`rediss://`, with the `tls-rustls` or `tls-native-tls` feature), the system's
+/// root certificates are trusted unless a CA is given, and a client certificate is sent when
+/// one is given:
+///
+/// ```no_run
+/// # fn example() -> fencelock::Result<()> {
+/// let client = fencelock::Client::builder("rediss://locks.internal:6380")
+///     .tls_ca_file("/etc/redis/ca.pem")
+///     .tls_client_cert_files("/etc/redis/client.pem", "/etc/redis/client.key")
+///     .build()?;
+/// # Ok(()) }
+/// ```
 #[derive(Debug)]
 pub struct ClientBuilder {
-    redis: Result<Vec<redis::Client>>,
+    targets: Vec<Target>,
+    tls: TlsOptions,
     prefix: String,
     command_timeout: Duration,
     instance_timeout: Option<Duration>,
     drift: ClockDrift,
 }
 
+/// A server given to a builder: a URL, or a `redis` client made by the caller.
+#[derive(Debug)]
+pub(super) enum Target {
+    Url(String),
+    Client(Box<redis::Client>),
+}
+
 impl ClientBuilder {
-    pub(super) fn new(redis: Result<Vec<redis::Client>>) -> Self {
+    pub(super) fn new(targets: Vec<Target>) -> Self {
         ClientBuilder {
-            redis,
+            targets,
+            tls: TlsOptions::default(),
             prefix: DEFAULT_PREFIX.to_owned(),
             command_timeout: DEFAULT_COMMAND_TIMEOUT,
             instance_timeout: None,
             drift: ClockDrift::default(),
         }
+    }
+
+    /// Over TLS: trust this CA (PEM) instead of the system's root certificates.
+    pub fn tls_ca_pem(mut self, pem: impl Into<Vec<u8>>) -> Self {
+        self.tls.ca = Some(Pem::Bytes(pem.into()));
+        self
+    }
+
+    /// Over TLS: trust the CA in this PEM file (read when the client is built) instead of the
+    /// system's root certificates.
+    pub fn tls_ca_file(mut self, path: impl Into<PathBuf>) -> Self {
+        self.tls.ca = Some(Pem::File(path.into()));
+        self
+    }
+
+    /// Over TLS: present this client certificate and key (PEM), for servers that require one
+    /// (`tls-auth-clients yes`).
+    pub fn tls_client_cert_pem(
+        mut self,
+        cert: impl Into<Vec<u8>>,
+        key: impl Into<Vec<u8>>,
+    ) -> Self {
+        self.tls.client = Some((Pem::Bytes(cert.into()), Pem::Bytes(key.into())));
+        self
+    }
+
+    /// Over TLS: present the client certificate and key in these PEM files (read when the
+    /// client is built).
+    pub fn tls_client_cert_files(
+        mut self,
+        cert: impl Into<PathBuf>,
+        key: impl Into<PathBuf>,
+    ) -> Self {
+        self.tls.client = Some((Pem::File(cert.into()), Pem::File(key.into())));
+        self
     }
 
     /// The prefix of every key (default `fencelock`). All users of a lock must agree on it.
@@ -70,13 +129,32 @@ impl ClientBuilder {
         self
     }
 
+    fn tls_is_set(&self) -> bool {
+        self.tls.ca.is_some() || self.tls.client.is_some()
+    }
+
     /// Creates the client. No connection is made yet: the first operation connects, and a
     /// server that cannot be reached shows up as [`Error::Unreachable`] naming the lock.
     ///
     /// Must be called inside a Tokio runtime (it starts the client's background tasks); the
     /// [`blocking`](crate::blocking) module is for programs without one.
     pub fn build(self) -> Result<Client> {
-        let clients = self.redis?;
+        let mut clients = Vec::with_capacity(self.targets.len());
+        for target in &self.targets {
+            clients.push(match target {
+                Target::Url(url) => tls::open(url, &self.tls)?,
+                Target::Client(client) if self.tls_is_set() => {
+                    let addr = client.get_connection_info().addr().to_string();
+                    return Err(Error::Config {
+                        reason: format!(
+                            "TLS options cannot apply to a redis::Client made by the caller \
+                             ({addr}); give its URL instead"
+                        ),
+                    });
+                }
+                Target::Client(client) => (**client).clone(),
+            });
+        }
         if clients.is_empty() {
             return Err(Error::Config {
                 reason: "no Redis URL was given".into(),

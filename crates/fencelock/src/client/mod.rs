@@ -3,6 +3,7 @@
 //! is `crate::admin`.
 
 mod builder;
+mod tls;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock};
@@ -11,7 +12,7 @@ use std::time::Duration;
 pub use builder::ClientBuilder;
 
 use crate::engine::{LockGuard, LockRequest, Protocol};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::keys::LockKeys;
 use crate::kinds::fair::Fair;
 use crate::kinds::plain::Plain;
@@ -84,7 +85,7 @@ impl Client {
 
     /// A builder for a client of the server at `url`.
     pub fn builder(url: &str) -> ClientBuilder {
-        Self::builder_with(open_url(url).map(|client| vec![client]))
+        ClientBuilder::new(vec![builder::Target::Url(url.to_owned())])
     }
 
     /// A Redlock client over independent servers (an odd number, 3 or more, is recommended;
@@ -103,20 +104,16 @@ impl Client {
         I: IntoIterator<Item = S>,
         S: AsRef<str>,
     {
-        let clients = urls
+        let urls = urls
             .into_iter()
-            .map(|url| open_url(url.as_ref()))
-            .collect::<Result<Vec<_>>>();
-        Self::builder_with(clients)
+            .map(|url| builder::Target::Url(url.as_ref().to_owned()));
+        ClientBuilder::new(urls.collect())
     }
 
-    /// A builder for a client over an existing `redis` client.
+    /// A builder for a client over an existing `redis` client (its own TLS and credentials
+    /// apply; the builder's TLS options cannot).
     pub fn builder_from_redis(client: redis::Client) -> ClientBuilder {
-        Self::builder_with(Ok(vec![client]))
-    }
-
-    fn builder_with(redis: Result<Vec<redis::Client>>) -> ClientBuilder {
-        ClientBuilder::new(redis)
+        ClientBuilder::new(vec![builder::Target::Client(Box::new(client))])
     }
 
     /// The servers this client talks to, as `host:port` (comma-separated for Redlock).
@@ -220,15 +217,6 @@ impl Client {
 /// The protocols without options, shared by every request.
 static PLAIN: LazyLock<Arc<dyn Protocol>> = LazyLock::new(|| Arc::new(Plain));
 static FAIR: LazyLock<Arc<dyn Protocol>> = LazyLock::new(|| Arc::new(Fair));
-
-fn open_url(url: &str) -> Result<redis::Client> {
-    redis::Client::open(url).map_err(|e| Error::Config {
-        reason: format!(
-            "invalid Redis URL: {}",
-            crate::redact::redact_password(&e.to_string(), url)
-        ),
-    })
-}
 
 #[cfg(test)]
 mod tests {
