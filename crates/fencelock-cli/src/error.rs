@@ -153,6 +153,7 @@ pub fn lock_error_code(err: &fencelock::Error) -> u8 {
         | Error::Redis { .. }
         | Error::AuthFailed { .. }
         | Error::PermissionDenied { .. }
+        | Error::Tls { .. }
         | Error::WrongType { .. } => EXIT_REDIS,
         Error::InvalidArgument { .. }
         | Error::Config { .. }

@@ -25,7 +25,7 @@ pub const STATUS_AFTER_HELP: &str = "\
 Exit status:
   0   the lock is free or held (read the output, or `held` in --json)
   2   usage error: invalid lock name or Redis URL
-  69  Redis unreachable, no quorum (Redlock), Redis refused, or a key of the lock is not a lock
+  69  Redis unreachable, no quorum (Redlock), Redis refused, TLS failed, or a key of the lock is not a lock
   1   any other error
 
 JSON (--json), one object with these fields, in this order:
@@ -60,7 +60,7 @@ them, \\ escapes the next character. Default: *.
 Exit status:
   0   success, also when no lock is held
   2   usage error: invalid Redis URL
-  69  Redis unreachable (over Redlock: fewer than a majority answered) or refused
+  69  Redis unreachable (over Redlock: fewer than a majority answered), refused, or TLS failed
   1   any other error
 
 JSON (--json), one object: {\"servers\": [string], \"prefix\": string, \"pattern\": string,

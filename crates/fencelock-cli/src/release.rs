@@ -17,7 +17,7 @@ pub const AFTER_HELP: &str = "\
 Exit status:
   0   success, whether or not the lock was held (the output says which)
   2   usage error: no --force, invalid lock name or Redis URL
-  69  Redis unreachable, no quorum (Redlock), or Redis refused
+  69  Redis unreachable, no quorum (Redlock), Redis refused, or TLS failed
   1   any other error
 
 Examples:

@@ -22,7 +22,7 @@ pub const URL_FILE_ENV: &str = "FENCELOCK_URL_FILE";
 /// The server options shared by the lock commands.
 #[derive(Debug, Clone, clap::Args)]
 pub struct ServerArgs {
-    /// A Redis server, as redis://[USER@]HOST:PORT[/DB]. Repeat it for
+    /// A Redis server, as redis://[USER@]HOST:PORT[/DB], or rediss:// for TLS. Repeat it for
     /// Redlock over independent servers. Default: $FENCELOCK_URL (comma-separated), else the
     /// file named by $FENCELOCK_URL_FILE, else redis://127.0.0.1:6379. URLs with a password are
     /// refused here: put them in FENCELOCK_URL or FENCELOCK_URL_FILE.
@@ -32,6 +32,30 @@ pub struct ServerArgs {
     /// The prefix of the lock keys in Redis; every user of a lock must use the same one
     #[arg(long, value_name = "PREFIX", default_value = fencelock::DEFAULT_PREFIX)]
     pub prefix: String,
+
+    /// For rediss:// (TLS) URLs: trust the CA in this PEM file instead of the system's root
+    /// certificates
+    #[arg(long, value_name = "FILE", env = "FENCELOCK_TLS_CA")]
+    pub tls_ca: Option<PathBuf>,
+
+    /// For rediss:// URLs: the client certificate (PEM) to present, for servers that require
+    /// one (tls-auth-clients yes); needs --tls-key
+    #[arg(
+        long,
+        value_name = "FILE",
+        env = "FENCELOCK_TLS_CERT",
+        requires = "tls_key"
+    )]
+    pub tls_cert: Option<PathBuf>,
+
+    /// For rediss:// URLs: the client certificate's private key (PEM); needs --tls-cert
+    #[arg(
+        long,
+        value_name = "FILE",
+        env = "FENCELOCK_TLS_KEY",
+        requires = "tls_cert"
+    )]
+    pub tls_key: Option<PathBuf>,
 }
 
 /// The resolved servers.
@@ -43,6 +67,9 @@ pub struct Servers {
     pub addrs: Vec<String>,
     /// The key prefix.
     pub prefix: String,
+    /// The TLS files: CA, and client certificate with its key.
+    pub tls_ca: Option<PathBuf>,
+    pub tls_client: Option<(PathBuf, PathBuf)>,
 }
 
 impl Servers {
@@ -57,7 +84,14 @@ impl Servers {
             [one] => fencelock::Client::builder(one),
             many => fencelock::Client::builder_redlock(many),
         };
-        Ok(builder.key_prefix(self.prefix.clone()).build()?)
+        let mut builder = builder.key_prefix(self.prefix.clone());
+        if let Some(ca) = &self.tls_ca {
+            builder = builder.tls_ca_file(ca);
+        }
+        if let Some((cert, key)) = &self.tls_client {
+            builder = builder.tls_client_cert_files(cert, key);
+        }
+        Ok(builder.build()?)
     }
 }
 
@@ -113,6 +147,8 @@ impl ServerArgs {
             urls,
             addrs,
             prefix: self.prefix.clone(),
+            tls_ca: self.tls_ca.clone(),
+            tls_client: self.tls_cert.clone().zip(self.tls_key.clone()),
         })
     }
 }
@@ -160,6 +196,9 @@ mod tests {
         let args = ServerArgs {
             urls: vec!["redis://u:s3cret@127.0.0.1:1".into()],
             prefix: "fencelock".into(),
+            tls_ca: None,
+            tls_cert: None,
+            tls_key: None,
         };
         let err = args.resolve().map(|_| ()).err().map(|e| e.to_string());
         let err = err.unwrap_or_default();

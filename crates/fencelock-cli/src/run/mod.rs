@@ -70,7 +70,8 @@ Exit status:
   2      usage error (nothing was run): bad option, invalid lock name or Redis URL,
          --permits with several servers, --permits other than that of NAME's holders,
          or NAME in use as another kind of lock (a semaphore vs a plain lock)
-  69     Redis unreachable, no quorum (Redlock), or Redis refused a command
+  69     Redis unreachable, no quorum (Redlock), Redis refused (authentication, ACL
+         permissions), or the TLS handshake failed
   73     lock not acquired: held by another owner, or all N permits held (--no-wait),
          or --wait ran out
   74     the lock (or permit) was lost while the command ran (the command was stopped)
