@@ -134,7 +134,7 @@ impl ClientBuilder {
     }
 
     /// Creates the client. No connection is made yet: the first operation connects, and a
-    /// server that cannot be reached shows up as [`Error::Unreachable`] naming the lock.
+    /// server that cannot be reached shows up as [`Error::Unreachable`](crate::Error::Unreachable) naming the lock.
     ///
     /// Must be called inside a Tokio runtime (it starts the client's background tasks); the
     /// [`blocking`](crate::blocking) module is for programs without one.

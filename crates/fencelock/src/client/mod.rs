@@ -142,8 +142,8 @@ impl Client {
     /// A request for one permit of the counting semaphore `name`, which lets at most `permits`
     /// holders in at once. Each permit is a lease of its own: a crashed holder's permit comes
     /// back when its lease runs out. Every user of the name must use the same `permits` while
-    /// any permit is held ([`Error::Conflict`] otherwise). Not available over Redlock
-    /// ([`Error::Unsupported`]).
+    /// any permit is held ([`Error::Conflict`](crate::Error::Conflict) otherwise). Not available over Redlock
+    /// ([`Error::Unsupported`](crate::Error::Unsupported)).
     ///
     /// ```no_run
     /// # async fn example(client: fencelock::Client) -> fencelock::Result<()> {
@@ -158,7 +158,7 @@ impl Client {
 
     /// A request for the fair lock `name`: granted in request order, and a waiter that dies
     /// leaves the queue after the [`queue_timeout`](LockRequest::queue_timeout). Not available
-    /// over Redlock ([`Error::Unsupported`]).
+    /// over Redlock ([`Error::Unsupported`](crate::Error::Unsupported)).
     ///
     /// ```no_run
     /// # async fn example(client: fencelock::Client) -> fencelock::Result<()> {
