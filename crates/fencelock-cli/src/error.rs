@@ -154,6 +154,7 @@ pub fn lock_error_code(err: &fencelock::Error) -> u8 {
         | Error::AuthFailed { .. }
         | Error::PermissionDenied { .. }
         | Error::Tls { .. }
+        | Error::NotReplicated { .. }
         | Error::WrongType { .. } => EXIT_REDIS,
         Error::InvalidArgument { .. }
         | Error::Config { .. }

@@ -103,6 +103,23 @@ pub enum Error {
         source: redis::RedisError,
     },
 
+    /// Fewer replicas than asked acknowledged a grant in time (see
+    /// [`ClientBuilder::wait_for_replicas`](crate::ClientBuilder::wait_for_replicas) with
+    /// [`Shortfall::Fail`](crate::Shortfall::Fail)). The lock was given back.
+    #[error(
+        "lock {lock:?} was granted by {server}, but only {acknowledged} of the {wanted} replicas asked for acknowledged it in time; it was given back"
+    )]
+    NotReplicated {
+        /// The lock.
+        lock: String,
+        /// The server that granted it, as `host:port`.
+        server: String,
+        /// How many replicas acknowledged.
+        acknowledged: u64,
+        /// How many were asked for.
+        wanted: u32,
+    },
+
     /// Redis refused the client's credentials: a wrong user or password, or a server that
     /// requires them and got none (`WRONGPASS`, `NOAUTH`). Nothing was done.
     #[error(
@@ -307,6 +324,7 @@ impl Error {
             | Error::Redis { lock, .. }
             | Error::AuthFailed { lock, .. }
             | Error::Tls { lock, .. }
+            | Error::NotReplicated { lock, .. }
             | Error::PermissionDenied { lock, .. }
             | Error::NoQuorum { lock, .. }
             | Error::WrongType { lock, .. }

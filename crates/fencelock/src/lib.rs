@@ -86,7 +86,7 @@ pub use admin::{Holder, Listing, LockInfo, LockKind};
 pub use client::{Client, ClientBuilder, DEFAULT_COMMAND_TIMEOUT, DEFAULT_PREFIX};
 pub use engine::{
     DEFAULT_QUEUE_TIMEOUT, DEFAULT_TTL, LockGuard, LockRequest, MAX_TTL, MIN_QUEUE_TIMEOUT,
-    MIN_TTL, WaitPolicy,
+    MIN_TTL, ReplicaAck, Shortfall, WaitPolicy,
 };
 pub use error::{Conflict, Error, KindInUse, LostReason, Result};
 pub use keys::MAX_NAME_LEN;

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use super::tls::{self, Pem, TlsOptions};
 use super::{Client, DEFAULT_COMMAND_TIMEOUT, DEFAULT_PREFIX, Shared};
+use crate::engine::{ReplicaAck, Shortfall};
 use crate::error::{Error, Result};
 use crate::keys;
 use crate::lease::ClockDrift;
@@ -45,6 +46,7 @@ pub struct ClientBuilder {
     command_timeout: Duration,
     instance_timeout: Option<Duration>,
     drift: ClockDrift,
+    replica_ack: Option<ReplicaAck>,
 }
 
 /// A server given to a builder: a URL, or a `redis` client made by the caller.
@@ -63,6 +65,7 @@ impl ClientBuilder {
             command_timeout: DEFAULT_COMMAND_TIMEOUT,
             instance_timeout: None,
             drift: ClockDrift::default(),
+            replica_ack: None,
         }
     }
 
@@ -98,6 +101,30 @@ impl ClientBuilder {
         key: impl Into<PathBuf>,
     ) -> Self {
         self.tls.client = Some((Pem::File(cert.into()), Pem::File(key.into())));
+        self
+    }
+
+    /// After each grant, wait (at most `timeout`) until `replicas` replicas of the granting
+    /// server have it (`WAIT` on the connection that made the grant), as Redisson's
+    /// `syncSlaves`. With [`Shortfall::Fail`], a grant that fewer replicas acknowledged is
+    /// given back and the acquisition fails with [`Error::NotReplicated`]; with
+    /// [`Shortfall::Warn`] it is kept and a warning is logged. This narrows the window in which
+    /// a failover loses a granted lock; it cannot close it (replication is asynchronous), so
+    /// keep checking fences at the resource. Off by default.
+    ///
+    /// `WAIT` holds the client's connection until the replicas answer, so other operations of
+    /// the client queue behind it: the cost is a replication round trip per grant.
+    pub fn wait_for_replicas(
+        mut self,
+        replicas: u32,
+        timeout: Duration,
+        on_shortfall: Shortfall,
+    ) -> Self {
+        self.replica_ack = Some(ReplicaAck {
+            replicas,
+            timeout,
+            on_shortfall,
+        });
         self
     }
 
@@ -200,6 +227,7 @@ impl ClientBuilder {
                 instances,
                 prefix: self.prefix,
                 drift: self.drift,
+                replica_ack: self.replica_ack,
                 watchdog,
                 next_id: AtomicU64::new(1),
             }),

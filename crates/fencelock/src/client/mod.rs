@@ -62,6 +62,7 @@ pub(crate) struct Shared {
     pub(crate) description: String,
     pub(crate) prefix: String,
     pub(crate) drift: ClockDrift,
+    pub(crate) replica_ack: Option<crate::engine::ReplicaAck>,
     pub(crate) watchdog: Watchdog,
     pub(crate) next_id: AtomicU64,
 }

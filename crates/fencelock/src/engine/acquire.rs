@@ -12,6 +12,7 @@ use crate::client::Shared;
 use crate::engine::guard::LockGuard;
 use crate::engine::hold::{FenceMemory, Hold};
 use crate::engine::release::{self, Abandoned};
+use crate::engine::replicas;
 use crate::engine::request::{LockRequest, WaitPolicy};
 use crate::engine::round::{GiveBack, Round};
 use crate::error::{Error, Result};
@@ -108,7 +109,21 @@ impl LockRequest {
                 waiting.answer_to(hold.token.as_str());
             }
             let (remaining, split) = match self.round(shared, &hold).await? {
-                Round::Won { mut fence, sent_at } => {
+                Round::Won {
+                    mut fence,
+                    sent_at,
+                    granted,
+                } => {
+                    if let Some(ack) = shared.replica_ack
+                        && let Err(err) =
+                            replicas::confirm(&shared.instances, &hold, &granted, ack).await
+                    {
+                        // Given back at once: the holder never learns of the grant.
+                        let limit = shared.instances.limit(self.ttl);
+                        release::release_on(&shared.instances, &hold, None, None, limit, false)
+                            .await;
+                        return Err(err);
+                    }
                     let lease = LeaseState::new(sent_at, self.ttl, &shared.drift);
                     if lease.deadline > Instant::now() {
                         // Over Redlock, a reentrant grant while the handle's hold is still

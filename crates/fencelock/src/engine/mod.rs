@@ -17,10 +17,12 @@ mod hold;
 mod ops;
 mod protocol;
 mod release;
+mod replicas;
 mod request;
 mod round;
 
 pub use guard::LockGuard;
+pub use replicas::{ReplicaAck, Shortfall};
 pub use request::{
     DEFAULT_QUEUE_TIMEOUT, DEFAULT_TTL, LockRequest, MAX_TTL, MIN_QUEUE_TIMEOUT, MIN_TTL,
     WaitPolicy,

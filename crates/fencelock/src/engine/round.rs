@@ -18,7 +18,11 @@ use crate::quorum::Answer;
 /// The outcome of one acquisition round over the instances.
 pub(crate) enum Round {
     /// A majority granted the lock.
-    Won { fence: u64, sent_at: Instant },
+    Won {
+        fence: u64,
+        sent_at: Instant,
+        granted: Vec<usize>,
+    },
     /// Held by another owner (on enough instances to deny a majority). `remaining` is the
     /// shortest lease among the holders' instances; `split` is true when this round had
     /// some grants (a split vote with other contenders).
@@ -116,7 +120,11 @@ impl LockRequest {
             }
         }
         if let (true, Some(fence)) = (quorum.reached(granted), fence) {
-            return Ok(Round::Won { fence, sent_at });
+            return Ok(Round::Won {
+                fence,
+                sent_at,
+                granted: give_back.granted,
+            });
         }
         // A conflict is the lock's state only where a majority says so. Over Redlock a minority
         // can lag behind (a release of this owner's last hold still on its way there) and

@@ -1,0 +1,101 @@
+//! Replica acknowledgement of grants (`ClientBuilder::wait_for_replicas`) against a real master
+//! and replica: a grant waits until the replica has it; a replica that does not answer makes the
+//! grant fail and be given back (`Shortfall::Fail`), or only be logged (`Shortfall::Warn`).
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use fencelock::{Client, Error, Shortfall};
+use fencelock_testkit::RedisServer;
+
+use common::{integer_reply, server};
+
+/// A master and one replica of it, in sync.
+fn master_and_replica() -> (RedisServer, RedisServer) {
+    let master = server();
+    let port = master.port().to_string();
+    let replica = RedisServer::start_with_args(&["--replicaof", "127.0.0.1", &port])
+        .unwrap_or_else(|e| panic!("cannot start a replica: {e}"));
+    let started = Instant::now();
+    loop {
+        let info = master
+            .cmd(&["INFO", "replication"])
+            .unwrap_or_else(|e| panic!("INFO: {e}"));
+        let text = match info {
+            redis::Value::BulkString(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+            redis::Value::VerbatimString { text, .. } => text,
+            other => format!("{other:?}"),
+        };
+        if text.contains("connected_slaves:1") && text.contains("state=online") {
+            return (master, replica);
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "the replica did not sync: {text}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn client(url: &str, on_shortfall: Shortfall) -> Client {
+    Client::builder(url)
+        .wait_for_replicas(1, Duration::from_millis(300), on_shortfall)
+        .command_timeout(Duration::from_millis(500))
+        .build()
+        .unwrap_or_else(|e| panic!("{e}"))
+}
+
+#[tokio::test]
+async fn a_grant_waits_for_the_replica_and_fails_without_it() {
+    let (master, replica) = master_and_replica();
+    let strict = client(&master.url(), Shortfall::Fail);
+    let guard = strict.lock("replicated").acquire().await.unwrap();
+    // Acknowledged: the replica has the lock already.
+    assert_eq!(
+        integer_reply(&replica, &["EXISTS", "fencelock:{replicated}"]),
+        1
+    );
+    assert!(guard.release().await.unwrap());
+
+    // The replica stops answering: the grant is given back, and the caller told.
+    replica.pause().unwrap();
+    let started = Instant::now();
+    let err = strict.lock("unreplicated").acquire().await.unwrap_err();
+    assert!(
+        matches!(&err, Error::NotReplicated { lock, acknowledged: 0, wanted: 1, .. } if lock == "unreplicated"),
+        "{err:?}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(
+        integer_reply(&master, &["EXISTS", "fencelock:{unreplicated}"]),
+        0,
+        "the unreplicated grant was not given back"
+    );
+
+    // Only warned: the lock is kept.
+    let lenient = client(&master.url(), Shortfall::Warn);
+    let guard = lenient.lock("unreplicated").acquire().await.unwrap();
+    assert_eq!(
+        integer_reply(&master, &["EXISTS", "fencelock:{unreplicated}"]),
+        1
+    );
+    replica.resume().unwrap();
+    assert!(guard.release().await.unwrap());
+}
+
+#[tokio::test]
+async fn a_server_without_replicas_cannot_acknowledge() {
+    let lonely = server();
+    let err = client(&lonely.url(), Shortfall::Fail)
+        .lock("alone")
+        .acquire()
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::NotReplicated { .. }), "{err:?}");
+    assert_eq!(integer_reply(&lonely, &["EXISTS", "fencelock:{alone}"]), 0);
+}
