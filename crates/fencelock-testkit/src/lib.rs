@@ -47,7 +47,7 @@ mod tls;
 pub use child::{CHILD_ENV, ChildGuard, is_test_child, require_test_child, spawn_test_child};
 pub use proc::pid_alive;
 pub use proxy::FaultProxy;
-pub use server::{RedisServer, redis_server_available};
+pub use server::{RedisServer, SERVER_ENV, redis_server_available};
 pub use tls::TlsFiles;
 
 /// A free TCP port on `127.0.0.1`: binds a listener on port 0 and drops it.

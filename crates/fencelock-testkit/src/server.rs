@@ -22,7 +22,6 @@ const REBIND_TIMEOUT: Duration = Duration::from_secs(5);
 /// Timeout for connect, read and write of [`RedisServer::cmd`] and friends.
 const CMD_TIMEOUT: Duration = Duration::from_secs(5);
 /// The program name of the server process as shown in `/proc/PID/stat`.
-const REDIS_COMM: &str = "redis-server";
 const LOG_FILE: &str = "redis.log";
 const OUT_FILE: &str = "redis.out";
 
@@ -43,14 +42,27 @@ kill -9 "$pid" 2>/dev/null
 wait "$pid"
 "#;
 
-/// Whether a `redis-server` binary can be found (`/usr/bin/redis-server` or
-/// `redis-server` in `PATH`). Tests may use it to skip themselves with a
-/// clear message instead of failing.
+/// The environment variable naming the server binary the tests run instead of `redis-server`
+/// (for instance a `valkey-server`; see `scripts/test`).
+pub const SERVER_ENV: &str = "FENCELOCK_TEST_SERVER";
+
+/// Whether a server binary can be found: the one named by [`SERVER_ENV`], else
+/// `/usr/bin/redis-server` or `redis-server` in `PATH`.
 pub fn redis_server_available() -> bool {
     find_redis_server().is_ok()
 }
 
 fn find_redis_server() -> io::Result<PathBuf> {
+    if let Some(chosen) = std::env::var_os(SERVER_ENV).filter(|v| !v.is_empty()) {
+        let chosen = PathBuf::from(chosen);
+        if chosen.is_file() {
+            return Ok(chosen);
+        }
+        return Err(io::Error::new(
+            io::ErrorKind::NotFound,
+            format!("{SERVER_ENV} names {}, which is not a file", chosen.display()),
+        ));
+    }
     let default = Path::new("/usr/bin/redis-server");
     if default.is_file() {
         return Ok(default.to_path_buf());
@@ -212,7 +224,7 @@ impl RedisServer {
         let Some(mut wrapper) = self.wrapper.take() else {
             return Ok(());
         };
-        if pid_alive_as(self.pid, REDIS_COMM) {
+        if pid_alive_as(self.pid, &self.comm()) {
             // SIGKILL also ends a stopped process; SIGCONT is belt and braces.
             let _ = signal(self.pid, Signal::SIGKILL);
             let _ = signal(self.pid, Signal::SIGCONT);
@@ -235,9 +247,20 @@ impl RedisServer {
         Ok(())
     }
 
+    /// The server's process name as `/proc/PID/comm` shows it: the binary's file name
+    /// (`redis-server`, `valkey-server`), cut to the kernel's 15 bytes.
+    fn comm(&self) -> String {
+        let name = self
+            .bin
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        name.chars().take(15).collect()
+    }
+
     /// Whether the server process is alive (running or paused).
     pub fn is_running(&self) -> bool {
-        self.wrapper.is_some() && pid_alive_as(self.pid, REDIS_COMM)
+        self.wrapper.is_some() && pid_alive_as(self.pid, &self.comm())
     }
 
     /// Kill the server (if running) and start it again on the same port with

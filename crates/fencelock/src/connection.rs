@@ -191,12 +191,13 @@ pub(crate) fn is_auth_failure(err: &RedisError) -> bool {
 }
 
 /// If Redis refused for lack of an ACL permission, which rule of the README's ACL section is
-/// missing. Redis 7.2 and later (and Valkey) answer `NOPERM`; Redis 7.0 answers a plain `ERR`
-/// for a refusal inside a script ("The user executing the script can't ...").
+/// missing. A refusal outside a script is `NOPERM`; inside a script Redis 7.0 answers a plain
+/// `ERR` ("The user executing the script can't ...") and Valkey 8 `ERR` ("ACL failure in
+/// script: ...").
 pub(crate) fn missing_permission(err: &RedisError) -> Option<&'static str> {
-    let in_script = err
-        .detail()
-        .is_some_and(|d| d.contains("The user executing the script can't"));
+    let in_script = err.detail().is_some_and(|d| {
+        d.contains("The user executing the script can't") || d.contains("ACL failure in script")
+    });
     if err.code() != Some("NOPERM") && !in_script {
         return None;
     }

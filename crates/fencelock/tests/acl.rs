@@ -51,13 +51,18 @@ const MINIMAL_RULES: &[&str] = &[
 ];
 
 /// Creates (or resets) ACL user `name` with password `pw-of-<name>` and `rules`, and returns a
-/// URL for it.
+/// URL for it. Servers that know `CLIENT SETINFO` (Redis 7.2+, Valkey), which the `redis` crate
+/// sends when it connects, also get `+client|setinfo` (the README says so).
 fn acl_user(redis: &RedisServer, name: &str, rules: &[&str]) -> String {
     let password = format!(">pw-of-{name}");
     let mut command = vec!["ACL", "SETUSER", name, "reset", "on", password.as_str()];
     command.extend_from_slice(rules);
-    if let Err(err) = redis.cmd(&command) {
-        panic!("cannot create ACL user {name}: {err}");
+    command.push("+client|setinfo");
+    if redis.cmd(&command).is_err() {
+        command.pop();
+        if let Err(err) = redis.cmd(&command) {
+            panic!("cannot create ACL user {name}: {err}");
+        }
     }
     format!("redis://{name}:pw-of-{name}@127.0.0.1:{}", redis.port())
 }
