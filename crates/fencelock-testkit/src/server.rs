@@ -60,7 +60,10 @@ fn find_redis_server() -> io::Result<PathBuf> {
         }
         return Err(io::Error::new(
             io::ErrorKind::NotFound,
-            format!("{SERVER_ENV} names {}, which is not a file", chosen.display()),
+            format!(
+                "{SERVER_ENV} names {}, which is not a file",
+                chosen.display()
+            ),
         ));
     }
     let default = Path::new("/usr/bin/redis-server");

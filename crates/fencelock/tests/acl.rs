@@ -9,7 +9,7 @@ use std::time::Duration;
 use fencelock::{Client, Error};
 use fencelock_testkit::RedisServer;
 
-use common::{client, dumps, keys, server};
+use common::{client, dumps, keys, request, server};
 
 /// The README's ACL rules for a fencelock user (the key prefix `fencelock`), after `on` and the
 /// password. Keep them in step with the README's "ACL users" section.
@@ -65,22 +65,6 @@ fn acl_user(redis: &RedisServer, name: &str, rules: &[&str]) -> String {
         }
     }
     format!("redis://{name}:pw-of-{name}@127.0.0.1:{}", redis.port())
-}
-
-/// A request for `name` as `kind` (a semaphore has 2 permits).
-fn request(client: &Client, kind: &str, name: &str) -> fencelock::LockRequest {
-    fn owner<T>(handle: fencelock::Result<T>) -> T {
-        handle.unwrap_or_else(|e| panic!("{e}"))
-    }
-    match kind {
-        "lock" => client.lock(name),
-        "fair" => client.fair_lock(name),
-        "reentrant" => owner(client.reentrant_lock(name)).request(),
-        "read" => owner(client.read_write_lock(name)).read(),
-        "write" => owner(client.read_write_lock(name)).write(),
-        "semaphore" => client.semaphore(name, 2),
-        other => panic!("unknown kind {other}"),
-    }
 }
 
 const KINDS: [&str; 6] = ["lock", "fair", "reentrant", "read", "write", "semaphore"];

@@ -7,23 +7,7 @@ use std::time::Duration;
 
 use fencelock::{Client, Conflict, Error, LockKind};
 
-use common::{client, dumps, keys, server};
-
-/// A request for `name` as `kind` (a semaphore has 3 permits).
-fn request(client: &Client, kind: &str, name: &str) -> fencelock::LockRequest {
-    fn owner<T>(handle: fencelock::Result<T>) -> T {
-        handle.unwrap_or_else(|e| panic!("{e}"))
-    }
-    match kind {
-        "lock" => client.lock(name),
-        "fair" => client.fair_lock(name),
-        "reentrant" => owner(client.reentrant_lock(name)).request(),
-        "read" => owner(client.read_write_lock(name)).read(),
-        "write" => owner(client.read_write_lock(name)).write(),
-        "semaphore" => client.semaphore(name, 3),
-        other => panic!("unknown kind {other}"),
-    }
-}
+use common::{client, dumps, keys, request, server};
 
 /// Takes `name` as `kind` and keeps the guard.
 async fn take(client: &Client, kind: &str, name: &str) -> fencelock::LockGuard {
