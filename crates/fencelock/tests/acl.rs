@@ -6,7 +6,7 @@ mod common;
 
 use std::time::Duration;
 
-use fencelock::{Client, Error};
+use fencelock::Error;
 use fencelock_testkit::RedisServer;
 
 use common::{client, dumps, keys, request, server};
