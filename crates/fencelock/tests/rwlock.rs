@@ -775,7 +775,17 @@ async fn over_redlock_a_conflict_on_a_minority_lagging_behind_is_no_conflict() {
         .acquire()
         .await
         .unwrap();
-    let before = hash_fields(&servers[0], &lock_key("lag"));
+    // The acquire returns at a majority: wait until the first instance has the writer too.
+    let mut before = hash_fields(&servers[0], &lock_key("lag"));
+    let since = Instant::now();
+    while before.is_empty() && since.elapsed() < Duration::from_secs(5) {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        before = hash_fields(&servers[0], &lock_key("lag"));
+    }
+    assert!(
+        !before.is_empty(),
+        "the first instance never got the writer"
+    );
     assert!(written.release().await.unwrap());
     // Replay the lagging instance: the writer's entry is back there alone.
     let mut hset = vec!["HSET".to_owned(), lock_key("lag")];
