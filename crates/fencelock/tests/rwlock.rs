@@ -379,6 +379,42 @@ async fn a_reader_arriving_after_a_waiting_writer_waits_behind_it() {
     assert!(late.release().await.unwrap());
 }
 
+/// The server's clock in milliseconds.
+fn server_ms(redis: &RedisServer) -> u64 {
+    match redis.cmd(&["TIME"]) {
+        Ok(redis::Value::Array(parts)) => match parts.as_slice() {
+            [redis::Value::BulkString(s), redis::Value::BulkString(us)] => {
+                let s: u64 = String::from_utf8_lossy(s).parse().unwrap_or(0);
+                let us: u64 = String::from_utf8_lossy(us).parse().unwrap_or(0);
+                s * 1000 + us / 1000
+            }
+            other => panic!("TIME: {other:?}"),
+        },
+        other => panic!("TIME: {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_newcomer_arrives_after_every_waiter_already_there_even_in_the_same_millisecond() {
+    let redis = server();
+    let a = client(&redis.url());
+    // A reader waits whose arrival is as late as (or later than) the server clock can tell
+    // apart from the newcomer's: here a minute ahead, the extreme of a same-millisecond tie.
+    let now = server_ms(&redis);
+    let entry = format!("{}:{}", now + 5_000, now + 60_000);
+    redis
+        .cmd(&["HSET", &lock_key("tie"), "kind", "rw", "q:0123abcd", &entry])
+        .unwrap();
+    redis.cmd(&["PEXPIRE", &lock_key("tie"), "5000"]).unwrap();
+    // The writer comes after it, so it waits; taking the lock would jump the queue.
+    let writer = a.read_write_lock("tie").unwrap();
+    let jumped = writer.write().try_acquire().await.unwrap();
+    assert!(
+        jumped.is_none(),
+        "the writer went before a reader that was waiting"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn readers_and_writers_take_turns_by_arrival() {
     let redis = server();

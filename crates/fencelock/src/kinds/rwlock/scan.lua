@@ -20,7 +20,7 @@ end
 -- `token` is the caller's hold token: its own waiting entry, if any, gives its arrival (`now`
 -- if it has none yet), and the waiters of each kind that arrived before it are counted.
 local function scan(key, now, owner, token)
-  local state = {readers = 0, own_read = false, arrival = now}
+  local state = {readers = 0, own_read = false}
   local waiters = {}
   local all = redis.call('hgetall', key)
   for i = 1, #all, 2 do
@@ -47,6 +47,14 @@ local function scan(key, now, owner, token)
       else
         table.insert(waiters, {role, expiry, arrival_of(value)})
       end
+    end
+  end
+  -- A caller without an entry arrives now, but strictly after every waiter already there: two
+  -- requests in the same millisecond must not both count as first.
+  if not state.arrival then
+    state.arrival = now
+    for _, waiter in ipairs(waiters) do
+      state.arrival = math.max(state.arrival, waiter[3] + 1)
     end
   end
   -- Per kind of waiter ('i:' writers, 'q:' readers): how many came before the caller, and the
