@@ -39,12 +39,14 @@
 #![warn(missing_docs)]
 
 mod child;
+mod cluster;
 mod proc;
 mod proxy;
 mod server;
 mod tls;
 
 pub use child::{CHILD_ENV, ChildGuard, is_test_child, require_test_child, spawn_test_child};
+pub use cluster::RedisCluster;
 pub use proc::pid_alive;
 pub use proxy::FaultProxy;
 pub use server::{RedisServer, SERVER_ENV, redis_server_available};

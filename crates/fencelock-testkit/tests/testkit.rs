@@ -7,7 +7,8 @@ use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 use fencelock_testkit::{
-    FaultProxy, RedisServer, free_port, pid_alive, require_test_child, spawn_test_child,
+    FaultProxy, RedisCluster, RedisServer, free_port, pid_alive, require_test_child,
+    spawn_test_child,
 };
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -509,5 +510,36 @@ fn drop_of_child_guard_kills_child() -> TestResult {
     let pid = child.pid();
     drop(child);
     assert!(!pid_alive(pid));
+    Ok(())
+}
+
+// ------------------------------------------------------------ cluster
+
+#[test]
+fn a_cluster_forms_serves_every_slot_and_fails_over_to_a_replica() -> TestResult {
+    let cluster = RedisCluster::start(3, 1)?;
+    assert_eq!(cluster.nodes.len(), 6);
+    // Keys of different slots land on their own masters; one lock's keys share a slot.
+    let key = "fencelock:{failover}";
+    let master = cluster.master_of(key)?;
+    assert_eq!(
+        cluster.master_of("fencelock:{failover}:fence")?.port(),
+        master.port()
+    );
+    master.cmd(&["SET", key, "v"])?;
+    let m = cluster
+        .masters()
+        .iter()
+        .position(|n| n.port() == master.port())
+        .ok_or("the key's master is not one of the masters")?;
+    let replica = &cluster.nodes[3 + m];
+    // Let the write reach the replica, then promote it.
+    master.cmd(&["WAIT", "1", "2000"])?;
+    cluster.failover(replica, false)?;
+    assert_eq!(cluster.master_of(key)?.port(), replica.port());
+    assert_eq!(
+        replica.cmd(&["GET", key])?,
+        redis::Value::BulkString(b"v".to_vec())
+    );
     Ok(())
 }
