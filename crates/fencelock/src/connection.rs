@@ -102,7 +102,11 @@ impl Server {
                     " (over TLS: a port that does not speak TLS leaves the handshake \
                      unanswered; check the port, or use a redis:// URL)"
                 }
-                (false, false) if err.is_connection_dropped() || is_reset(&err) => {
+                // A refused connection is a server that is not there, not a TLS port.
+                (false, false)
+                    if !err.is_connection_refusal()
+                        && (err.is_connection_dropped() || is_reset(&err)) =>
+                {
                     " (the server closed the connection at once: if this port expects TLS, \
                      use a rediss:// URL)"
                 }

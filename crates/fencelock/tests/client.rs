@@ -181,3 +181,15 @@ async fn list_finds_the_held_locks_of_every_kind_and_skips_foreign_keys() {
         redis::Value::BulkString(b"not a lock".to_vec())
     );
 }
+
+#[tokio::test]
+async fn a_refused_connection_is_unreachable_without_a_tls_hint() {
+    // A free port with nothing listening: the server is simply not there.
+    let port = fencelock_testkit::free_port().unwrap();
+    let client = client(&format!("redis://127.0.0.1:{port}"));
+    let err = client.lock("nobody").no_wait().acquire().await.unwrap_err();
+    assert!(
+        matches!(&err, Error::Unreachable { hint: "", .. }),
+        "{err:?}"
+    );
+}
