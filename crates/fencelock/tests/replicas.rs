@@ -38,10 +38,11 @@ fn master_and_replica() -> (RedisServer, RedisServer) {
     }
 }
 
-fn client(url: &str, on_shortfall: Shortfall) -> Client {
+/// A client that waits up to `wait` for one replica after each grant.
+fn client(url: &str, wait: Duration, on_shortfall: Shortfall) -> Client {
     Client::builder(url)
-        .wait_for_replicas(1, Duration::from_millis(300), on_shortfall)
-        .command_timeout(Duration::from_millis(500))
+        .wait_for_replicas(1, wait, on_shortfall)
+        .command_timeout(wait + Duration::from_millis(500))
         .build()
         .unwrap_or_else(|e| panic!("{e}"))
 }
@@ -49,8 +50,9 @@ fn client(url: &str, on_shortfall: Shortfall) -> Client {
 #[tokio::test]
 async fn a_grant_waits_for_the_replica_and_fails_without_it() {
     let (master, replica) = master_and_replica();
-    let strict = client(&master.url(), Shortfall::Fail);
-    let guard = strict.lock("replicated").acquire().await.unwrap();
+    // A generous wait while the replica answers: a loaded machine may take a while.
+    let patient = client(&master.url(), Duration::from_secs(3), Shortfall::Fail);
+    let guard = patient.lock("replicated").acquire().await.unwrap();
     // Acknowledged: the replica has the lock already.
     assert_eq!(
         integer_reply(&replica, &["EXISTS", "fencelock:{replicated}"]),
@@ -60,6 +62,7 @@ async fn a_grant_waits_for_the_replica_and_fails_without_it() {
 
     // The replica stops answering: the grant is given back, and the caller told.
     replica.pause().unwrap();
+    let strict = client(&master.url(), Duration::from_millis(300), Shortfall::Fail);
     let started = Instant::now();
     let err = strict.lock("unreplicated").acquire().await.unwrap_err();
     assert!(
@@ -78,7 +81,7 @@ async fn a_grant_waits_for_the_replica_and_fails_without_it() {
     );
 
     // Only warned: the lock is kept.
-    let lenient = client(&master.url(), Shortfall::Warn);
+    let lenient = client(&master.url(), Duration::from_millis(300), Shortfall::Warn);
     let guard = lenient.lock("unreplicated").acquire().await.unwrap();
     assert_eq!(
         integer_reply(&master, &["EXISTS", "fencelock:{unreplicated}"]),
@@ -89,9 +92,22 @@ async fn a_grant_waits_for_the_replica_and_fails_without_it() {
 }
 
 #[tokio::test]
+async fn a_wait_longer_than_the_command_timeout_is_refused_when_the_client_is_built() {
+    let err = Client::builder("redis://127.0.0.1:6379")
+        .wait_for_replicas(1, Duration::from_secs(3), Shortfall::Fail)
+        .command_timeout(Duration::from_secs(2))
+        .build()
+        .unwrap_err();
+    assert!(
+        matches!(&err, Error::Config { reason } if reason.contains("command timeout")),
+        "{err}"
+    );
+}
+
+#[tokio::test]
 async fn a_server_without_replicas_cannot_acknowledge() {
     let lonely = server();
-    let err = client(&lonely.url(), Shortfall::Fail)
+    let err = client(&lonely.url(), Duration::from_millis(300), Shortfall::Fail)
         .lock("alone")
         .acquire()
         .await

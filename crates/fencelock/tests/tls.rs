@@ -162,8 +162,17 @@ async fn redlock_over_tls_servers() {
     let urls: Vec<&str> = servers.iter().map(|(_, url)| url.as_str()).collect();
     let client = build(Client::builder_redlock(&urls).tls_ca_file(files.ca()));
     let guard = client.lock("tls-redlock").acquire().await.unwrap();
-    for (server, _) in &servers {
-        assert!(keys(server).contains(&common::lock_key("tls-redlock")));
+    // The grant returns at a majority; the last instance follows.
+    let since = Instant::now();
+    while !servers
+        .iter()
+        .all(|(server, _)| keys(server).contains(&common::lock_key("tls-redlock")))
+    {
+        assert!(
+            since.elapsed() < Duration::from_secs(5),
+            "an instance never got the lock"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
     }
     assert!(guard.release().await.unwrap());
     assert!(client.wait_idle(Duration::from_secs(2)).await);

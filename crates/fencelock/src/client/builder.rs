@@ -113,7 +113,9 @@ impl ClientBuilder {
     /// keep checking fences at the resource. Off by default.
     ///
     /// `WAIT` holds the client's connection until the replicas answer, so other operations of
-    /// the client queue behind it: the cost is a replication round trip per grant.
+    /// the client queue behind it: the cost is a replication round trip per grant. `timeout`
+    /// must be shorter than the [`command_timeout`](Self::command_timeout), which bounds every
+    /// command ([`build`](Self::build) refuses it otherwise).
     pub fn wait_for_replicas(
         mut self,
         replicas: u32,
@@ -200,6 +202,17 @@ impl ClientBuilder {
         if self.command_timeout.is_zero() || self.instance_timeout.is_some_and(|t| t.is_zero()) {
             return Err(Error::Config {
                 reason: "timeouts must be longer than zero".into(),
+            });
+        }
+        if let Some(ack) = self.replica_ack
+            && ack.timeout >= self.command_timeout
+        {
+            return Err(Error::Config {
+                reason: format!(
+                    "the replica wait ({:?}) must be shorter than the command timeout ({:?}), \
+                     which bounds every command, WAIT included",
+                    ack.timeout, self.command_timeout
+                ),
             });
         }
         if !(0.0..0.5).contains(&self.drift.factor) {
