@@ -40,7 +40,9 @@ pub fn require_test_child() {
 /// test `test_name` (full path within the binary, e.g. `child_role` or
 /// `module::child_role`):
 /// `current_exe() <test_name> --exact --include-ignored --nocapture --test-threads=1`
-/// (child roles are `#[ignore]`d; see [`require_test_child`]).
+/// (child roles are `#[ignore]`d; see [`require_test_child`]). A name that matches no test
+/// runs nothing: the child exits at once, and waiting for its first line fails with
+/// `UnexpectedEof` (listing libtest's `0 passed` summary among the skipped lines).
 ///
 /// This works under `cargo test` and cargo-nextest (the binary is a libtest
 /// harness either way). `envs` are set in the child in addition to

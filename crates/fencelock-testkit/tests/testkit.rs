@@ -7,7 +7,7 @@ use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 use fencelock_testkit::{
-    FaultProxy, RedisCluster, RedisServer, free_port, pid_alive, require_test_child,
+    CHILD_ENV, FaultProxy, RedisCluster, RedisServer, free_port, pid_alive, require_test_child,
     spawn_test_child,
 };
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -465,6 +465,63 @@ fn spawn_test_child_reads_output() -> TestResult {
     Ok(())
 }
 
+/// Runs this test binary directly (not through `spawn_test_child`) with `args`; the child
+/// environment variable is set only when `as_child` is true. Returns the exit status and
+/// everything the run wrote (stdout, then stderr).
+fn run_self(
+    args: &[&str],
+    as_child: bool,
+) -> Result<(std::process::ExitStatus, String), Box<dyn Error>> {
+    let mut command = std::process::Command::new(std::env::current_exe()?);
+    command
+        .args(args)
+        .env_remove(CHILD_ENV)
+        .env("TESTKIT_CHILD", "1")
+        .stdin(std::process::Stdio::null());
+    if as_child {
+        command.env(CHILD_ENV, "child_role_hello");
+    }
+    let output = command.output()?;
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    Ok((output.status, text))
+}
+
+/// A child role is `#[ignore]`d: a run that names it without `--include-ignored` (as a normal
+/// run, or `spawn_test_child` before it passed that flag) counts it as ignored and runs
+/// nothing; and run on its own with `--include-ignored` (`cargo test -- --ignored`), it fails
+/// instead of passing as a no-op.
+#[test]
+fn a_child_role_is_ignored_in_a_normal_run_and_fails_when_run_on_its_own() -> TestResult {
+    let (status, text) = run_self(&["child_role_hello", "--exact", "--nocapture"], true)?;
+    assert!(status.success(), "{status}: {text}");
+    assert!(text.contains("1 ignored"), "{text}");
+    assert!(
+        !text.contains("HELLO 42"),
+        "an ignored child role ran: {text}"
+    );
+
+    let args = [
+        "child_role_hello",
+        "--exact",
+        "--include-ignored",
+        "--nocapture",
+    ];
+    let (status, text) = run_self(&args, false)?;
+    assert!(!status.success(), "a child role passed on its own: {text}");
+    assert!(text.contains("this is a child role"), "{text}");
+    assert!(!text.contains("HELLO 42"), "{text}");
+
+    // The same run as a child (what spawn_test_child does) passes and does its work.
+    let (status, text) = run_self(&args, true)?;
+    assert!(status.success(), "{status}: {text}");
+    assert!(text.contains("HELLO 42"), "{text}");
+    Ok(())
+}
+
 /// Child role: start a redis-server, report its PID, then wait to be killed.
 #[test]
 #[ignore = "child role: run by spawn_test_child"]
@@ -506,8 +563,11 @@ fn sigkilled_test_process_leaves_no_server() -> TestResult {
 
 #[test]
 fn drop_of_child_guard_kills_child() -> TestResult {
-    let child = spawn_test_child("child_role_server_holder", &[("TESTKIT_CHILD", "holder")])?;
+    let mut child = spawn_test_child("child_role_server_holder", &[("TESTKIT_CHILD", "holder")])?;
+    // Running for sure (a child that had already exited would pass this test for nothing).
+    child.wait_for_line("SERVER ", Duration::from_secs(30))?;
     let pid = child.pid();
+    assert!(pid_alive(pid));
     drop(child);
     assert!(!pid_alive(pid));
     Ok(())
