@@ -68,13 +68,23 @@ pub fn child_var(name: &str) -> String {
     std::env::var(name).unwrap_or_else(|e| panic!("child role: {name}: {e}"))
 }
 
-/// A duration in milliseconds the parent set for this child.
-pub fn child_millis(name: &str) -> Duration {
+/// A value (a number, say) the parent set for this child.
+pub fn child_value<T: std::str::FromStr<Err: std::fmt::Display>>(name: &str) -> T {
     let text = child_var(name);
     match text.parse() {
-        Ok(ms) => Duration::from_millis(ms),
+        Ok(value) => value,
         Err(e) => panic!("child role: {name}={text:?}: {e}"),
     }
+}
+
+/// A duration in milliseconds the parent set for this child.
+pub fn child_millis(name: &str) -> Duration {
+    Duration::from_millis(child_value(name))
+}
+
+/// `duration` as the parent passes it to a child (whole milliseconds; see [`child_millis`]).
+pub fn millis_var(duration: Duration) -> String {
+    duration.as_millis().to_string()
 }
 
 /// Every key on the server, sorted.

@@ -264,8 +264,8 @@ fn spawn_fair_user(
         &[
             (URL_ENV, &redis.url()),
             (NAME_ENV, name),
-            (TTL_ENV, &ttl.as_millis().to_string()),
-            (QUEUE_TIMEOUT_ENV, &queue_timeout.as_millis().to_string()),
+            (TTL_ENV, &common::millis_var(ttl)),
+            (QUEUE_TIMEOUT_ENV, &common::millis_var(queue_timeout)),
         ],
     ) {
         Ok(child) => child,

@@ -156,10 +156,7 @@ async fn force_release_frees_every_kind_and_the_holders_learn_it() {
 #[tokio::test]
 async fn semaphores_and_fair_locks_are_refused_over_redlock_and_nothing_is_written() {
     let (servers, urls) = common::redlock_servers(3);
-    let redlock = Client::builder_redlock(&urls)
-        .command_timeout(Duration::from_millis(500))
-        .build()
-        .unwrap();
+    let redlock = common::redlock_client(&urls, Duration::from_millis(500));
     for request in [redlock.semaphore("licences", 2), redlock.fair_lock("queue")] {
         let err = request.acquire().await.unwrap_err();
         let text = err.to_string();

@@ -451,7 +451,7 @@ fn child_holder() {
 async fn a_killed_holder_frees_the_lock_after_its_lease() {
     let redis = server();
     let ttl = Duration::from_millis(1000);
-    let ttl_ms = ttl.as_millis().to_string();
+    let ttl_ms = common::millis_var(ttl);
     let mut child = spawn_test_child(
         "child_holder",
         &[(URL_ENV, &redis.url()), (TTL_ENV, &ttl_ms)],
@@ -485,7 +485,7 @@ async fn a_killed_holder_frees_the_lock_after_its_lease() {
 async fn a_paused_holder_loses_to_a_larger_fence_and_learns_it_on_waking() {
     let redis = server();
     let ttl = Duration::from_millis(600);
-    let ttl_ms = ttl.as_millis().to_string();
+    let ttl_ms = common::millis_var(ttl);
     let mut child = spawn_test_child(
         "child_holder",
         &[(URL_ENV, &redis.url()), (TTL_ENV, &ttl_ms)],

@@ -10,24 +10,11 @@ use fencelock::{Client, Error};
 use fencelock_testkit::{RedisServer, require_test_child, spawn_test_child};
 use tokio::time::Instant;
 
-use common::server;
-
 const INSTANCE_TIMEOUT: Duration = Duration::from_millis(50);
 
-fn five() -> Vec<RedisServer> {
-    (0..5).map(|_| server()).collect()
-}
-
-fn urls(servers: &[RedisServer]) -> Vec<String> {
-    servers.iter().map(RedisServer::url).collect()
-}
-
+/// A Redlock client with the short instance timeout of these tests.
 fn redlock(urls: &[String]) -> Client {
-    redlock_within(urls, INSTANCE_TIMEOUT)
-}
-
-fn redlock_within(urls: &[String], instance_timeout: Duration) -> Client {
-    common::redlock_client(urls, instance_timeout)
+    common::redlock_client(urls, INSTANCE_TIMEOUT)
 }
 
 fn holds(server: &RedisServer, name: &str) -> bool {
@@ -49,13 +36,13 @@ async fn eventually_all(servers: &[RedisServer], check: impl Fn(&RedisServer) ->
 
 #[tokio::test]
 async fn all_up_the_lock_is_held_on_every_instance_and_fences_grow() {
-    let servers = five();
+    let (servers, urls) = common::redlock_servers(5);
     // "All up" means every instance answers within its limit. With 50 ms, a loaded 2-core CI
     // machine sometimes let one instance's call (a first connection, a NOSCRIPT reload) run
     // out, and that instance then rightly did not count; a majority still held the lock. The
     // early decision means the caller never waits for this limit when all are up.
-    let client = redlock_within(&urls(&servers), Duration::from_secs(1));
-    let other = redlock_within(&urls(&servers), Duration::from_secs(1));
+    let client = common::redlock_client(&urls, Duration::from_secs(1));
+    let other = common::redlock_client(&urls, Duration::from_secs(1));
     let mut last = 0;
     for _ in 0..5 {
         let guard = client.lock("r").acquire().await.unwrap();
@@ -79,8 +66,8 @@ async fn all_up_the_lock_is_held_on_every_instance_and_fences_grow() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn wait_idle_lets_the_slowest_instance_hear_a_release() {
-    let servers: Vec<RedisServer> = (0..3).map(|_| server()).collect();
-    let client = redlock_within(&urls(&servers), Duration::from_secs(2));
+    let (servers, urls) = common::redlock_servers(3);
+    let client = common::redlock_client(&urls, Duration::from_secs(2));
     let guard = client
         .lock("slow")
         .ttl(Duration::from_secs(10))
@@ -121,8 +108,8 @@ async fn wait_idle_lets_the_slowest_instance_hear_a_release() {
 
 #[tokio::test]
 async fn one_or_two_stopped_instances_cost_at_most_the_instance_timeout() {
-    let servers = five();
-    let client = redlock(&urls(&servers));
+    let (servers, urls) = common::redlock_servers(5);
+    let client = redlock(&urls);
     for stopped in [1, 2] {
         for s in &servers[..stopped] {
             s.pause().unwrap();
@@ -157,8 +144,8 @@ async fn one_or_two_stopped_instances_cost_at_most_the_instance_timeout() {
 
 #[tokio::test]
 async fn three_stopped_instances_give_a_clean_no_quorum_error() {
-    let servers = five();
-    let client = redlock(&urls(&servers));
+    let (servers, urls) = common::redlock_servers(5);
+    let client = redlock(&urls);
     for s in &servers[..3] {
         s.pause().unwrap();
     }
@@ -201,8 +188,8 @@ async fn three_stopped_instances_give_a_clean_no_quorum_error() {
 
 #[tokio::test]
 async fn an_instance_restarted_empty_during_a_hold_is_survived_and_repaired() {
-    let mut servers = five();
-    let client = redlock(&urls(&servers));
+    let (mut servers, urls) = common::redlock_servers(5);
+    let client = redlock(&urls);
     let ttl = Duration::from_millis(600);
     let guard = client.lock("restart").ttl(ttl).acquire().await.unwrap();
     servers[0].restart().unwrap();
@@ -223,8 +210,8 @@ async fn an_instance_restarted_empty_during_a_hold_is_survived_and_repaired() {
 
 #[tokio::test]
 async fn the_fence_grows_even_when_the_largest_came_from_an_instance_not_in_the_next_majority() {
-    let servers: Vec<RedisServer> = (0..3).map(|_| server()).collect();
-    let client = redlock(&urls(&servers));
+    let (servers, urls) = common::redlock_servers(3);
+    let client = redlock(&urls);
     // Instance 0 hands out much larger fences than the others (a clock far ahead, say), and the
     // first majority is {0, 2}.
     servers[0]
@@ -253,8 +240,8 @@ async fn the_fence_grows_even_when_the_largest_came_from_an_instance_not_in_the_
 
 #[tokio::test]
 async fn a_partial_extension_does_not_delete_the_lock() {
-    let servers = five();
-    let client = redlock(&urls(&servers));
+    let (servers, urls) = common::redlock_servers(5);
+    let client = redlock(&urls);
     let guard = client
         .lock("partial")
         .ttl(Duration::from_secs(5))
@@ -282,8 +269,8 @@ async fn a_partial_extension_does_not_delete_the_lock() {
 
 #[tokio::test]
 async fn a_thousand_acquisitions_across_three_clients_with_random_stalls() {
-    let servers = Arc::new(five());
-    let all = urls(&servers);
+    let (servers, all) = common::redlock_servers(5);
+    let servers = Arc::new(servers);
     let clients: Vec<Client> = (0..3).map(|_| redlock(&all)).collect();
     let stop = Arc::new(AtomicBool::new(false));
     // Stall up to two random instances at a time, for a few milliseconds each.
@@ -374,8 +361,7 @@ fn child_redlock_holder() {
 
 #[tokio::test]
 async fn a_paused_client_loses_its_lock_to_a_larger_fence() {
-    let servers = five();
-    let all = urls(&servers);
+    let (_servers, all) = common::redlock_servers(5);
     let mut child =
         spawn_test_child("child_redlock_holder", &[(common::URL_ENV, &all.join(","))]).unwrap();
     let line = child

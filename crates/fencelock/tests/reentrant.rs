@@ -469,7 +469,7 @@ async fn a_killed_nested_holder_frees_the_lock_after_its_lease() {
     let ttl = Duration::from_millis(1000);
     let mut child = spawn_test_child(
         "child_reentrant_holder",
-        &[(URL_ENV, &redis.url()), (TTL_ENV, "1000")],
+        &[(URL_ENV, &redis.url()), (TTL_ENV, &common::millis_var(ttl))],
     )
     .unwrap();
     let fence = fence_of(

@@ -933,7 +933,7 @@ fn child_reader() {
 /// Starts a `child_waiter` that asks for the `side` (`read` or `write`) lock on `rw-waiter` with
 /// this queue timeout, and returns once it waits, its waiting entry recorded.
 fn spawn_waiter(redis: &RedisServer, side: &str, queue_timeout: Duration) -> ChildGuard {
-    let ms = queue_timeout.as_millis().to_string();
+    let ms = common::millis_var(queue_timeout);
     let envs = [
         (URL_ENV, redis.url()),
         (MS_ENV, ms),
@@ -991,7 +991,7 @@ async fn granted_once_the_dead_entry_lapsed(
 fn child_waiter() {
     require_test_child();
     let (url, queue_timeout, runtime) = child_setup();
-    let side = std::env::var(SIDE_ENV).unwrap();
+    let side = common::child_var(SIDE_ENV);
     runtime.block_on(async {
         let client = client(&url);
         let lock = client.read_write_lock("rw-waiter").unwrap();
@@ -1025,8 +1025,11 @@ async fn a_killed_reader_blocks_a_writer_for_at_most_its_own_lease() {
     // The live reader's renewals keep the key alive all along; only the dead reader's own
     // entry can run out.
     let live_reading = live.read().ttl(ttl).acquire().await.unwrap();
-    let mut child =
-        spawn_test_child("child_reader", &[(URL_ENV, &redis.url()), (MS_ENV, "1500")]).unwrap();
+    let mut child = spawn_test_child(
+        "child_reader",
+        &[(URL_ENV, &redis.url()), (MS_ENV, &common::millis_var(ttl))],
+    )
+    .unwrap();
     let line = child
         .wait_for_line("ACQUIRED", Duration::from_secs(20))
         .unwrap();

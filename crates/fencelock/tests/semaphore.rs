@@ -131,7 +131,7 @@ fn child_permit_holder() {
     require_test_child();
     let url = common::child_var(URL_ENV);
     let ttl = common::child_millis(TTL_ENV);
-    let permits: u32 = std::env::var(PERMITS_ENV).unwrap().parse().unwrap();
+    let permits: u32 = common::child_value(PERMITS_ENV);
     let runtime = tokio::runtime::Runtime::new().unwrap();
     runtime.block_on(async {
         let client = client(&url);
@@ -155,7 +155,7 @@ async fn a_killed_holders_permit_comes_back_after_its_lease_while_the_others_sta
         "child_permit_holder",
         &[
             (URL_ENV, &redis.url()),
-            (TTL_ENV, &ttl.as_millis().to_string()),
+            (TTL_ENV, &common::millis_var(ttl)),
             (PERMITS_ENV, "3"),
         ],
     )
