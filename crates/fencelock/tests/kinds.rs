@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use fencelock::{Client, Conflict, Error, LockKind};
 
-use common::{client, dumps, keys, request, server};
+use common::{calls, client, dumps, keys, request, server};
 
 /// Takes `name` as `kind` and keeps the guard.
 async fn take(client: &Client, kind: &str, name: &str) -> fencelock::LockGuard {
@@ -153,15 +153,36 @@ async fn force_release_frees_every_kind_and_the_holders_learn_it() {
     );
 }
 
+/// Script runs on a server so far (EVALSHA, and EVAL should a script ever be sent whole).
+fn script_runs(redis: &fencelock_testkit::RedisServer) -> u64 {
+    calls(redis, "evalsha") + calls(redis, "eval")
+}
+
 #[tokio::test]
-async fn semaphores_and_fair_locks_are_refused_over_redlock_and_nothing_is_written() {
+async fn semaphores_and_fair_locks_are_refused_over_redlock_before_anything_is_sent() {
     let (servers, urls) = common::redlock_servers(3);
     let redlock = common::redlock_client(&urls, Duration::from_millis(500));
-    for request in [redlock.semaphore("licences", 2), redlock.fair_lock("queue")] {
-        let err = request.acquire().await.unwrap_err();
-        let text = err.to_string();
-        assert!(matches!(err, Error::Unsupported { .. }), "{err:?}");
-        assert!(text.contains("Redlock"), "{text}");
+    for (kind, name, named) in [
+        ("semaphore", "licences", "semaphore"),
+        ("fair", "queue", "fair lock"),
+    ] {
+        let waiting = request(&redlock, kind, name).acquire().await.unwrap_err();
+        let trying = request(&redlock, kind, name)
+            .try_acquire()
+            .await
+            .unwrap_err();
+        for err in [waiting, trying] {
+            let text = err.to_string();
+            assert!(
+                matches!(&err, Error::Unsupported { lock, .. } if lock == name),
+                "{kind}: {err:?}"
+            );
+            assert!(text.contains("Redlock") && text.contains(named), "{text}");
+        }
+    }
+    for s in &servers {
+        assert_eq!(script_runs(s), 0, "a refused request reached {}", s.url());
+        assert!(keys(s).is_empty(), "a key was written on {}", s.url());
     }
     // The kinds that are safe over a quorum work. A reentrant hold keeps its fence over every
     // re-entry, although each instance hands out its own fences; a new hold gets a larger one.
@@ -178,7 +199,9 @@ async fn semaphores_and_fair_locks_are_refused_over_redlock_and_nothing_is_writt
             assert!(guard.release().await.unwrap());
         }
     }
+    // The count above would have seen a request (these reached every instance).
     for s in &servers {
+        assert!(script_runs(s) > 0, "no script run counted on {}", s.url());
         assert!(
             keys(s)
                 .iter()
@@ -271,6 +294,9 @@ async fn every_kind_refuses_foreign_keys_at_once_and_leaves_them_untouched() {
                 );
             }
             redis.cmd(&["DEL", &key]).unwrap();
+            // Not even for a moment: no request took a place in a queue (a fair lock's
+            // waiters are the only ZADD; fair.rs checks that this count sees one).
+            assert_eq!(calls(&redis, "zadd"), 0, "{kind} on {case} queued itself");
         }
     }
     assert!(keys(&redis).is_empty(), "something was written");

@@ -530,31 +530,3 @@ async fn release_says_whether_the_permit_was_still_held_and_loss_is_signalled() 
     assert!(keeper.release().await.unwrap());
     assert_eq!(keys(&redis), vec!["fencelock:{r}:fence"]);
 }
-
-#[tokio::test]
-async fn a_semaphore_over_redlock_is_refused_before_anything_is_sent() {
-    let (servers, urls) = common::redlock_servers(3);
-    let client = Client::open_redlock(&urls).unwrap();
-    let err = client.semaphore("licences", 2).acquire().await.unwrap_err();
-    assert!(
-        matches!(err, Error::Unsupported { ref lock, .. } if lock == "licences"),
-        "{err:?}"
-    );
-    assert!(err.to_string().contains("semaphore"), "{err}");
-    let err = client
-        .semaphore("licences", 2)
-        .try_acquire()
-        .await
-        .unwrap_err();
-    assert!(matches!(err, Error::Unsupported { .. }), "{err:?}");
-    for server in &servers {
-        assert!(
-            keys(server).is_empty(),
-            "a key was written on {}",
-            server.url()
-        );
-    }
-    // The same client still takes a plain lock over the quorum.
-    let plain = client.lock("licences-plain").acquire().await.unwrap();
-    assert!(plain.release().await.unwrap());
-}
