@@ -8,22 +8,31 @@ use fencelock::Error;
 use fencelock_testkit::FaultProxy;
 use tokio::time::Instant;
 
-use common::{client, keys, server};
+use common::{client, keys, server, wait_for_count};
+
+/// Waits (at most 5 s) until the fence key of lock `name` exists: an acquire of it reached Redis
+/// and was granted (the fence key is written by a grant and never deleted by a release). Without
+/// this, a request lost on its way would leave nothing to give back, and the tests below would
+/// pass without testing anything.
+async fn wait_until_granted_on_the_server(redis: &fencelock_testkit::RedisServer, name: &str) {
+    let key = common::lock_subkey(name, "fence");
+    let what = format!("{key} exists");
+    wait_for_count(&what, true, Duration::from_secs(5), || {
+        keys(redis).contains(&key)
+    })
+    .await;
+}
 
 #[tokio::test]
 async fn an_acquire_whose_reply_is_lost_leaves_nothing_held() {
     let redis = server();
     let proxy = FaultProxy::start(redis.addr()).await.unwrap();
     let through_proxy = client(&proxy.url());
-    // Warm the connection up so that the request really goes out, then swallow everything.
-    assert!(
-        through_proxy
-            .inspect("lost-reply")
-            .await
-            .unwrap()
-            .holder
-            .is_none()
-    );
+    // Warm the connection and the script cache up, so that the request really goes out and is
+    // run when it arrives (an EVALSHA of a script the server has not loaded yet would only be
+    // answered NOSCRIPT, granting nothing), then swallow everything.
+    let warm = through_proxy.lock("warm-up").acquire().await.unwrap();
+    assert!(warm.release().await.unwrap());
     proxy.set_blackhole(true);
     let err = through_proxy
         .lock("lost-reply")
@@ -36,6 +45,7 @@ async fn an_acquire_whose_reply_is_lost_leaves_nothing_held() {
     // The network heals: the queued acquire reaches Redis after all, and so does the background
     // release that the failed call scheduled. The 30 s lock must not be stranded.
     proxy.set_blackhole(false);
+    wait_until_granted_on_the_server(&redis, "lost-reply").await;
     let direct = client(&redis.url());
     let started = Instant::now();
     let guard = direct
@@ -50,7 +60,10 @@ async fn an_acquire_whose_reply_is_lost_leaves_nothing_held() {
         started.elapsed()
     );
     guard.release().await.unwrap();
-    assert_eq!(keys(&redis), vec!["fencelock:{lost-reply}:fence"]);
+    assert_eq!(
+        keys(&redis),
+        vec!["fencelock:{lost-reply}:fence", "fencelock:{warm-up}:fence"]
+    );
 }
 
 #[tokio::test]
@@ -74,6 +87,11 @@ async fn a_waiter_survives_a_cut_pubsub_connection() {
     tokio::time::sleep(Duration::from_millis(200)).await;
     // Every connection of the waiter's client is cut; its release listener must reconnect and
     // resubscribe, or at least wake the waiter to look again.
+    assert!(
+        proxy.connections() >= 2,
+        "the waiter should be connected (commands and subscription) through the proxy: {}",
+        proxy.connections()
+    );
     proxy.cut_all();
     tokio::time::sleep(Duration::from_millis(300)).await;
     let released_at = Instant::now();
@@ -132,6 +150,7 @@ async fn a_cancelled_acquire_gives_back_what_it_was_granted() {
     );
     // Let the request (and whatever follows it) reach Redis.
     tokio::time::sleep(Duration::from_millis(500)).await;
+    wait_until_granted_on_the_server(&redis, "cancelled").await;
     let direct = client(&redis.url());
     let started = Instant::now();
     let guard = direct
