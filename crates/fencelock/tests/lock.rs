@@ -389,7 +389,11 @@ async fn a_waiter_gets_an_abandoned_lock_when_its_lease_runs_out() {
     let next = a.lock("abandoned").acquire().await.unwrap();
     let waited = started.elapsed();
     assert!(next.fence() > held.fence());
-    assert!(waited < ttl + Duration::from_millis(200), "{waited:?}");
+    // It did wait for the lease (the lock was held), and not much longer.
+    assert!(
+        waited >= ttl / 2 && waited < ttl + Duration::from_millis(200),
+        "{waited:?}"
+    );
     std::mem::forget(held); // as if the holder had vanished
     next.release().await.unwrap();
 }

@@ -285,16 +285,21 @@ async fn a_thousand_acquisitions_across_three_clients_with_random_stalls() {
                 seed ^= seed << 17;
                 seed
             };
+            // A stall that fails to happen fails the test (unnoticed, the run would go on
+            // without any stall and pass).
+            let mut stalls = 0u32;
             while !stop.load(Ordering::Relaxed) {
                 let a = (next() % 5) as usize;
                 let b = (next() % 5) as usize;
-                let _ = servers[a].pause();
-                let _ = servers[b].pause();
+                servers[a].pause().unwrap();
+                servers[b].pause().unwrap();
                 std::thread::sleep(Duration::from_millis(next() % 30));
-                let _ = servers[a].resume();
-                let _ = servers[b].resume();
+                servers[a].resume().unwrap();
+                servers[b].resume().unwrap();
+                stalls += 1;
                 std::thread::sleep(Duration::from_millis(next() % 20));
             }
+            stalls
         })
     };
     let inside = Arc::new(AtomicBool::new(false));
@@ -330,7 +335,8 @@ async fn a_thousand_acquisitions_across_three_clients_with_random_stalls() {
         task.await.unwrap();
     }
     stop.store(true, Ordering::Relaxed);
-    staller.join().unwrap();
+    let stalls = staller.join().unwrap();
+    assert!(stalls > 0, "no instance was ever stalled");
     for s in servers.iter() {
         let _ = s.resume();
     }

@@ -857,12 +857,11 @@ async fn over_redlock_a_conflict_on_a_minority_lagging_behind_is_no_conflict() {
     assert!(holding.release().await.unwrap());
 }
 
-/// Library bug (outside the read-write scripts): over Redlock, a write round that is decided by
-/// a majority of refusals before the last instance answered switches to a new hold token, and
-/// the waiting entries that the old token left on the refusing instances are never taken back.
-/// They keep new readers out for a whole queue timeout (5 s by default) after a failed
-/// `try_acquire`, and after a waiting writer got the lock and released it. See the report; the
-/// fix belongs in `LockRequest::acquire_with` (lock/mod.rs).
+/// Regression test: over Redlock, a write round that was decided by a majority of refusals
+/// before the last instance answered switched to a new hold token, and the waiting entries that
+/// the old token left on the refusing instances were never taken back. They kept new readers out
+/// for a whole queue timeout (5 s by default) after a failed `try_acquire`, and after a waiting
+/// writer got the lock and released it.
 #[tokio::test]
 async fn a_failed_write_request_over_redlock_leaves_no_waiting_entry_behind() {
     let (servers, urls) = redlock_servers();
