@@ -19,9 +19,10 @@ use std::time::Duration;
 
 use futures_util::StreamExt;
 use redis::aio::{PubSubSink, PubSubStream};
+use redis::cluster_async::ClusterConnection;
 use tokio::sync::{Semaphore, mpsc, oneshot, watch};
 
-use crate::connection::within;
+use crate::connection::{Followed, Pushes, sharded_subscription, within};
 
 /// The waiters of one channel on this client.
 struct Channel {
@@ -95,14 +96,24 @@ pub(crate) struct Subscription {
 impl ReleaseNotifier {
     /// Starts the listener task (inside the current Tokio runtime). Nothing is sent until the
     /// first subscription.
-    pub(crate) fn start(client: redis::Client, command_timeout: Duration) -> Self {
+    pub(crate) fn start(feed: Feed, command_timeout: Duration) -> Self {
         let registry: Registry = Arc::default();
         let (requests, rx) = mpsc::unbounded_channel();
+        let source = match feed {
+            Feed::Client(client) => Source::Dedicated {
+                opener: Opener::Client(client),
+                connection: None,
+            },
+            Feed::Sentinel(followed) => Source::Dedicated {
+                opener: Opener::Sentinel(followed),
+                connection: None,
+            },
+            Feed::Sharded(conn, pushes) => Source::Sharded { conn, pushes },
+        };
         let listener = Listener {
-            client,
+            source,
             command_timeout,
             registry: registry.clone(),
-            connection: None,
             backoff: RECONNECT_MIN,
             retry_at: None,
         };
@@ -208,12 +219,60 @@ impl Drop for Subscription {
     }
 }
 
+/// Where release messages come from.
+pub(crate) enum Feed {
+    /// `PUBLISH` on one server: a pub/sub connection of the listener's own.
+    Client(redis::Client),
+    /// `PUBLISH` on the master the sentinels name, asked again at each reconnection.
+    Sentinel(Arc<Followed>),
+    /// Redis Cluster: `SSUBSCRIBE` on the cluster connection, whose RESP3 pushes bring the
+    /// messages; the `redis` crate resubscribes each channel on the node that serves its slot
+    /// after a reconnection or a topology change.
+    Sharded(ClusterConnection, Pushes),
+}
+
+/// The listener's end of a feed.
+enum Source {
+    Dedicated {
+        opener: Opener,
+        connection: Option<(PubSubSink, PubSubStream)>,
+    },
+    Sharded {
+        conn: ClusterConnection,
+        pushes: Pushes,
+    },
+}
+
+/// Opens a dedicated pub/sub connection.
+enum Opener {
+    Client(redis::Client),
+    Sentinel(Arc<Followed>),
+}
+
+impl Opener {
+    async fn open(&self) -> redis::RedisResult<redis::aio::PubSub> {
+        match self {
+            Opener::Client(client) => client.get_async_pubsub().await,
+            Opener::Sentinel(followed) => followed.refresh().await?.client.get_async_pubsub().await,
+        }
+    }
+}
+
+/// What the feed brought.
+enum Event {
+    Message {
+        channel: Vec<u8>,
+        payload: Vec<u8>,
+    },
+    /// The connection was lost: a release may have been missed.
+    Lost,
+}
+
 /// The task that owns the pub/sub connection.
 struct Listener {
-    client: redis::Client,
+    source: Source,
     command_timeout: Duration,
     registry: Registry,
-    connection: Option<(PubSubSink, PubSubStream)>,
     /// The delay before the next reconnection attempt, doubled after each failure.
     backoff: Duration,
     /// When to try to reconnect (`None`: at once, if anyone is waiting).
@@ -226,18 +285,19 @@ const RECONNECT_MAX: Duration = Duration::from_secs(2);
 impl Listener {
     async fn run(mut self, mut requests: mpsc::UnboundedReceiver<Request>) {
         loop {
-            let reconnect = self.connection.is_none() && !lock(&self.registry).is_empty();
+            let reconnect = self.needs_connection() && !lock(&self.registry).is_empty();
             tokio::select! {
                 request = requests.recv() => {
                     let Some(request) = request else { return };
                     self.handle(request).await;
                 }
-                message = next_message(&mut self.connection) => match message {
-                    Some(message) => {
-                        let wake = Wake::of(message.get_payload_bytes());
-                        self.deliver(message.get_channel_name(), wake);
+                event = next_event(&mut self.source) => match event {
+                    Event::Message { channel, payload } => {
+                        if let Ok(channel) = std::str::from_utf8(&channel) {
+                            self.deliver(channel, Wake::of(&payload));
+                        }
                     }
-                    None => {
+                    Event::Lost => {
                         tracing::debug!("release listener: pub/sub connection lost");
                         self.disconnected();
                         self.wake_everyone();
@@ -253,9 +313,22 @@ impl Listener {
         }
     }
 
+    /// Whether the listener has to open a connection before it can hear anything.
+    fn needs_connection(&self) -> bool {
+        matches!(
+            self.source,
+            Source::Dedicated {
+                connection: None,
+                ..
+            }
+        )
+    }
+
     /// Forgets the connection and schedules the next attempt, backing off.
     fn disconnected(&mut self) {
-        self.connection = None;
+        if let Source::Dedicated { connection, .. } = &mut self.source {
+            *connection = None;
+        }
         self.retry_at = Some(tokio::time::Instant::now() + self.backoff);
         self.backoff = (self.backoff * 2).min(RECONNECT_MAX);
     }
@@ -270,11 +343,21 @@ impl Listener {
                 if lock(&self.registry).contains_key(&channel) {
                     return; // a new waiter came in meanwhile
                 }
-                if let Some((sink, _)) = &mut self.connection {
-                    let result = within(self.command_timeout, sink.unsubscribe(&channel)).await;
-                    if result.is_err() {
-                        self.disconnected();
+                let limit = self.command_timeout;
+                let failed = match &mut self.source {
+                    Source::Dedicated {
+                        connection: Some((sink, _)),
+                        ..
+                    } => within(limit, sink.unsubscribe(&channel)).await.is_err(),
+                    Source::Dedicated { .. } => false,
+                    Source::Sharded { conn, .. } => {
+                        // A failure leaves a subscription without waiters: harmless.
+                        let _ = sharded_subscription(conn, &channel, false, limit).await;
+                        false
                     }
+                };
+                if failed {
+                    self.disconnected();
                 }
             }
         }
@@ -282,21 +365,36 @@ impl Listener {
 
     /// Subscribes one channel, connecting first if needed. False if it could not.
     async fn subscribe(&mut self, channel: &str) -> bool {
-        if self.connection.is_none() {
-            // Connecting subscribes every channel with waiters, this one included. While a
-            // reconnection is being backed off, do not hammer the server.
-            if self
-                .retry_at
-                .is_some_and(|at| at > tokio::time::Instant::now())
-            {
-                return false;
+        let limit = self.command_timeout;
+        let result = match &mut self.source {
+            Source::Sharded { conn, .. } => {
+                return match sharded_subscription(conn, channel, true, limit).await {
+                    Ok(()) => true,
+                    Err(err) => {
+                        tracing::debug!(channel, %err, "release listener: ssubscribe failed");
+                        false
+                    }
+                };
             }
-            return self.connect_and_resubscribe().await;
-        }
-        let Some((sink, _)) = &mut self.connection else {
-            return false;
+            Source::Dedicated {
+                connection: None, ..
+            } => {
+                // Connecting subscribes every channel with waiters, this one included. While a
+                // reconnection is being backed off, do not hammer the server.
+                if self
+                    .retry_at
+                    .is_some_and(|at| at > tokio::time::Instant::now())
+                {
+                    return false;
+                }
+                return self.connect_and_resubscribe().await;
+            }
+            Source::Dedicated {
+                connection: Some((sink, _)),
+                ..
+            } => within(limit, sink.subscribe(channel)).await,
         };
-        match within(self.command_timeout, sink.subscribe(channel)).await {
+        match result {
             Ok(()) => true,
             Err(err) => {
                 tracing::debug!(channel, %err, "release listener: subscribe failed");
@@ -308,7 +406,10 @@ impl Listener {
 
     /// Opens the pub/sub connection and subscribes every channel that has waiters.
     async fn connect_and_resubscribe(&mut self) -> bool {
-        let connected = within(self.command_timeout, self.client.get_async_pubsub()).await;
+        let Source::Dedicated { opener, connection } = &mut self.source else {
+            return true;
+        };
+        let connected = within(self.command_timeout, opener.open()).await;
         let (mut sink, stream) = match connected {
             Ok(pubsub) => pubsub.split(),
             Err(err) => {
@@ -325,7 +426,7 @@ impl Listener {
             self.disconnected();
             return false;
         }
-        self.connection = Some((sink, stream));
+        *connection = Some((sink, stream));
         self.backoff = RECONNECT_MIN;
         self.retry_at = None;
         true
@@ -364,10 +465,41 @@ impl Listener {
     }
 }
 
-async fn next_message(connection: &mut Option<(PubSubSink, PubSubStream)>) -> Option<redis::Msg> {
-    match connection {
-        Some((_, stream)) => stream.next().await,
-        None => std::future::pending().await,
+/// The next message or loss of the feed (never, while there is no connection).
+async fn next_event(source: &mut Source) -> Event {
+    match source {
+        Source::Dedicated {
+            connection: Some((_, stream)),
+            ..
+        } => match stream.next().await {
+            Some(message) => Event::Message {
+                channel: message.get_channel_name().as_bytes().to_vec(),
+                payload: message.get_payload_bytes().to_vec(),
+            },
+            None => Event::Lost,
+        },
+        Source::Dedicated { .. } => std::future::pending().await,
+        Source::Sharded { pushes, .. } => loop {
+            let Some(push) = pushes.recv().await else {
+                // The cluster connection is gone with its client: only timers are left.
+                return std::future::pending().await;
+            };
+            match push.kind {
+                redis::PushKind::SMessage | redis::PushKind::Message => {
+                    let mut data = push.data.into_iter();
+                    if let (
+                        Some(redis::Value::BulkString(channel)),
+                        Some(redis::Value::BulkString(payload)),
+                    ) = (data.next(), data.next())
+                    {
+                        return Event::Message { channel, payload };
+                    }
+                }
+                // A node's connection dropped; the `redis` crate reconnects and resubscribes.
+                redis::PushKind::Disconnection => return Event::Lost,
+                _ => {}
+            }
+        },
     }
 }
 

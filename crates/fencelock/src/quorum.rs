@@ -22,9 +22,9 @@ use std::time::Duration;
 use futures_util::StreamExt;
 use futures_util::stream::FuturesUnordered;
 
-use crate::connection::{Server, is_unreachable};
+use crate::connection::{Endpoint, Followed, Server, is_unreachable};
 use crate::error::Error;
-use crate::notify::{ReleaseNotifier, Subscription};
+use crate::notify::{Feed, ReleaseNotifier, Subscription};
 
 /// The servers of one client.
 pub(crate) struct Instances {
@@ -104,15 +104,32 @@ pub(crate) type Answer<T> = Option<redis::RedisResult<T>>;
 impl Instances {
     /// Sets up connections and release listeners; must run inside a Tokio runtime.
     pub(crate) fn new(
-        clients: Vec<redis::Client>,
+        endpoints: Vec<Endpoint>,
         command_timeout: Duration,
         instance_timeout: Option<Duration>,
     ) -> redis::RedisResult<Self> {
-        let mut servers = Vec::with_capacity(clients.len());
-        let mut notifiers = Vec::with_capacity(clients.len());
-        for client in clients {
-            servers.push(Server::new(client.clone(), command_timeout)?);
-            notifiers.push(ReleaseNotifier::start(client, command_timeout));
+        let mut servers = Vec::with_capacity(endpoints.len());
+        let mut notifiers = Vec::with_capacity(endpoints.len());
+        for endpoint in endpoints {
+            let (server, feed) = match endpoint {
+                Endpoint::Single(client) => (
+                    Server::new(client.clone(), command_timeout)?,
+                    Feed::Client(client),
+                ),
+                Endpoint::Cluster(seeds) => {
+                    let (conn, pushes) = seeds.connect(command_timeout)?;
+                    (
+                        Server::cluster(conn.clone(), &seeds),
+                        Feed::Sharded(conn, pushes),
+                    )
+                }
+                Endpoint::Sentinel(set) => {
+                    let followed = Arc::new(Followed::new(set, command_timeout));
+                    (Server::sentinel(followed.clone()), Feed::Sentinel(followed))
+                }
+            };
+            servers.push(server);
+            notifiers.push(ReleaseNotifier::start(feed, command_timeout));
         }
         Ok(Instances {
             servers,

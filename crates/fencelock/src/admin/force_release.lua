@@ -9,6 +9,6 @@ end
 if kind == 'free' then
   return {0}
 end
-redis.call('publish', ARGV[1], WAKE_ALL)
+publish(ARGV[1], WAKE_ALL)
 redis.call('del', KEYS[1])
 return {1}

@@ -98,7 +98,8 @@ impl Client {
     }
 }
 
-/// The lock names on one server whose keys match `matching`, by `SCAN`.
+/// The lock names on one server (on Redis Cluster: on every master) whose keys match
+/// `matching`, by `SCAN`.
 async fn scan(
     server: Server,
     key_start: String,
@@ -106,13 +107,27 @@ async fn scan(
     limit: Duration,
 ) -> redis::RedisResult<BTreeSet<String>> {
     let mut names = BTreeSet::new();
+    for node in server.key_holders(limit).await? {
+        scan_node(&node, &key_start, &matching, limit, &mut names).await?;
+    }
+    Ok(names)
+}
+
+/// Adds the matching lock names of one node to `names`.
+async fn scan_node(
+    server: &Server,
+    key_start: &str,
+    matching: &str,
+    limit: Duration,
+    names: &mut BTreeSet<String>,
+) -> redis::RedisResult<()> {
     let mut cursor: u64 = 0;
     for _ in 0..MAX_SCAN_CALLS {
         let mut command = redis::cmd("SCAN");
         command
             .arg(cursor)
             .arg("MATCH")
-            .arg(&matching)
+            .arg(matching)
             .arg("COUNT")
             .arg(SCAN_COUNT);
         let (next, keys): (u64, Vec<Vec<u8>>) = server.query(&command, limit).await?;
@@ -122,7 +137,7 @@ async fn scan(
                 continue;
             };
             if let Some(name) = key
-                .strip_prefix(&key_start)
+                .strip_prefix(key_start)
                 .and_then(|rest| rest.strip_suffix('}'))
                 && !name.is_empty()
                 && !name.contains(['{', '}'])
@@ -131,7 +146,7 @@ async fn scan(
             }
         }
         if next == 0 {
-            return Ok(names);
+            return Ok(());
         }
         cursor = next;
     }

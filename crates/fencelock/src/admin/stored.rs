@@ -10,6 +10,7 @@ use super::{FORCE_RELEASE, INSPECT};
 use crate::connection::Server;
 use crate::keys::LockKeys;
 use crate::script::reply::{as_string, describe_type, unexpected};
+use crate::script::{Arg, Args, Call};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum StoredState {
@@ -47,12 +48,9 @@ pub(crate) async fn inspect(
     keys: Arc<LockKeys>,
     limit: Duration,
 ) -> redis::RedisResult<StoredState> {
-    let mut invocation = INSPECT.script.prepare_invoke();
-    invocation
-        .key(&keys.lock)
-        .key(&keys.fence)
-        .key(keys.queue());
-    let reply: Vec<Value> = server.invoke(&invocation, limit).await?;
+    let queue = keys.queue();
+    let call = Call::new(&INSPECT, &[&keys.lock, &keys.fence, &queue], Args::new());
+    let reply: Vec<Value> = call.run(&server, limit).await?;
     match reply.as_slice() {
         [
             Value::Int(1),
@@ -103,9 +101,9 @@ pub(crate) async fn force_release(
     keys: Arc<LockKeys>,
     limit: Duration,
 ) -> redis::RedisResult<ForceReleaseReply> {
-    let mut invocation = FORCE_RELEASE.script.prepare_invoke();
-    invocation.key(&keys.lock).arg(&keys.channel);
-    let reply: Vec<Value> = server.invoke(&invocation, limit).await?;
+    let args = Args::from_iter([Arg::Str(&keys.channel)]);
+    let call = Call::new(&FORCE_RELEASE, &[&keys.lock], args);
+    let reply: Vec<Value> = call.run(&server, limit).await?;
     match reply.as_slice() {
         [Value::Int(1)] => Ok(ForceReleaseReply::Released),
         [Value::Int(0)] => Ok(ForceReleaseReply::WasFree),

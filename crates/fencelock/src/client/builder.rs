@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use super::tls::{self, Pem, TlsOptions};
 use super::{Client, DEFAULT_COMMAND_TIMEOUT, DEFAULT_PREFIX, Shared};
+use crate::connection::{ClusterSeeds, Endpoint, SentinelSet};
 use crate::engine::{ReplicaAck, Shortfall};
 use crate::error::{Error, Result};
 use crate::keys;
@@ -40,7 +41,8 @@ use crate::watchdog::Watchdog;
 /// ```
 #[derive(Debug)]
 pub struct ClientBuilder {
-    targets: Vec<Target>,
+    topology: Topology,
+    master_credentials: Option<Credentials>,
     tls: TlsOptions,
     prefix: String,
     command_timeout: Duration,
@@ -56,10 +58,40 @@ pub(super) enum Target {
     Client(Box<redis::Client>),
 }
 
+/// Where the client's Redis is.
+#[derive(Debug)]
+pub(super) enum Topology {
+    /// One server, or independent servers for Redlock.
+    Instances(Vec<Target>),
+    /// The seed nodes of one Redis Cluster.
+    Cluster(Vec<String>),
+    /// The sentinels of one master, and its name.
+    Sentinel {
+        sentinels: Vec<String>,
+        master: String,
+    },
+}
+
+/// A user and password for the data nodes behind Sentinel; never printed.
+struct Credentials {
+    username: Option<String>,
+    password: String,
+}
+
+impl std::fmt::Debug for Credentials {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Credentials")
+            .field("username", &self.username)
+            .field("password", &"<redacted>")
+            .finish()
+    }
+}
+
 impl ClientBuilder {
-    pub(super) fn new(targets: Vec<Target>) -> Self {
+    pub(super) fn new(topology: Topology) -> Self {
         ClientBuilder {
-            targets,
+            topology,
+            master_credentials: None,
             tls: TlsOptions::default(),
             prefix: DEFAULT_PREFIX.to_owned(),
             command_timeout: DEFAULT_COMMAND_TIMEOUT,
@@ -130,6 +162,18 @@ impl ClientBuilder {
         self
     }
 
+    /// With Sentinel ([`Client::builder_sentinel`](crate::Client::builder_sentinel)): the user
+    /// (`None` for the default user) and password for the master the sentinels name. The
+    /// sentinels' own credentials, if they need any, go in their URLs
+    /// (`redis://user:password@sentinel:26379`); the two are often different.
+    pub fn master_credentials(mut self, username: Option<&str>, password: &str) -> Self {
+        self.master_credentials = Some(Credentials {
+            username: username.map(str::to_owned),
+            password: password.to_owned(),
+        });
+        self
+    }
+
     /// The prefix of every key (default `fencelock`). All users of a lock must agree on it.
     pub fn key_prefix(mut self, prefix: impl Into<String>) -> Self {
         self.prefix = prefix.into();
@@ -168,36 +212,7 @@ impl ClientBuilder {
     /// Must be called inside a Tokio runtime (it starts the client's background tasks); the
     /// [`blocking`](crate::blocking) module is for programs without one.
     pub fn build(self) -> Result<Client> {
-        let mut clients = Vec::with_capacity(self.targets.len());
-        for target in &self.targets {
-            clients.push(match target {
-                Target::Url(url) => tls::open(url, &self.tls)?,
-                Target::Client(client) if self.tls_is_set() => {
-                    let addr = client.get_connection_info().addr().to_string();
-                    return Err(Error::Config {
-                        reason: format!(
-                            "TLS options cannot apply to a redis::Client made by the caller \
-                             ({addr}); give its URL instead"
-                        ),
-                    });
-                }
-                Target::Client(client) => (**client).clone(),
-            });
-        }
-        if clients.is_empty() {
-            return Err(Error::Config {
-                reason: "no Redis URL was given".into(),
-            });
-        }
-        let mut seen = std::collections::HashSet::new();
-        for client in &clients {
-            let addr = client.get_connection_info().addr().to_string();
-            if !seen.insert(addr.clone()) {
-                return Err(Error::Config {
-                    reason: format!("{addr} is listed twice; Redlock needs independent instances"),
-                });
-            }
-        }
+        let endpoints = self.endpoints()?;
         keys::validate_prefix(&self.prefix)?;
         if self.command_timeout.is_zero() || self.instance_timeout.is_some_and(|t| t.is_zero()) {
             return Err(Error::Config {
@@ -228,7 +243,7 @@ impl ClientBuilder {
                 reason: "fencelock::Client must be built inside a Tokio runtime; use fencelock::blocking::Client otherwise".into(),
             });
         }
-        let instances = Instances::new(clients, self.command_timeout, self.instance_timeout)
+        let instances = Instances::new(endpoints, self.command_timeout, self.instance_timeout)
             .map_err(|e| Error::Config {
                 reason: format!("cannot set up the Redis connection: {e}"),
             })?;
@@ -245,5 +260,121 @@ impl ClientBuilder {
                 next_id: AtomicU64::new(1),
             }),
         })
+    }
+}
+
+impl ClientBuilder {
+    /// Opens the URLs of the topology.
+    fn endpoints(&self) -> Result<Vec<Endpoint>> {
+        if self.master_credentials.is_some() && !matches!(self.topology, Topology::Sentinel { .. })
+        {
+            return Err(Error::Config {
+                reason: "master credentials apply to a Sentinel client only; give a server's \
+                         credentials in its URL"
+                    .into(),
+            });
+        }
+        match &self.topology {
+            Topology::Instances(targets) => self.instances(targets),
+            Topology::Cluster(seeds) => {
+                let nodes = self.open_all(seeds, "seed node")?;
+                let nodes = nodes
+                    .into_iter()
+                    .map(|client| client.get_connection_info().clone())
+                    .collect();
+                Ok(vec![Endpoint::Cluster(ClusterSeeds {
+                    nodes,
+                    certs: tls::certificates(&self.tls)?,
+                })])
+            }
+            Topology::Sentinel { sentinels, master } => {
+                if master.is_empty() {
+                    return Err(Error::Config {
+                        reason: "the Sentinel master name is empty".into(),
+                    });
+                }
+                let opened = self.open_all(sentinels, "sentinel")?;
+                let tls = opened.first().is_some_and(|c| {
+                    matches!(
+                        c.get_connection_info().addr(),
+                        redis::ConnectionAddr::TcpTls { .. }
+                    )
+                });
+                let mut node = redis::RedisConnectionInfo::default();
+                if let Some(credentials) = &self.master_credentials {
+                    if let Some(user) = &credentials.username {
+                        node = node.set_username(user);
+                    }
+                    node = node.set_password(&credentials.password);
+                }
+                Ok(vec![Endpoint::Sentinel(SentinelSet {
+                    sentinels: opened,
+                    master: master.clone(),
+                    node,
+                    tls,
+                    certs: tls::certificates(&self.tls)?,
+                })])
+            }
+        }
+    }
+
+    /// Opens every URL of a cluster's seeds or of the sentinels; at least one, each once.
+    fn open_all(&self, urls: &[String], what: &str) -> Result<Vec<redis::Client>> {
+        if urls.is_empty() {
+            return Err(Error::Config {
+                reason: format!("no {what} URL was given"),
+            });
+        }
+        let mut clients = Vec::with_capacity(urls.len());
+        for url in urls {
+            clients.push(tls::open(url, &self.tls)?);
+        }
+        let secure = |c: &redis::Client| {
+            matches!(
+                c.get_connection_info().addr(),
+                redis::ConnectionAddr::TcpTls { .. }
+            )
+        };
+        if clients.iter().any(secure) && !clients.iter().all(secure) {
+            return Err(Error::Config {
+                reason: format!("mixed redis:// and rediss:// {what} URLs; use one scheme"),
+            });
+        }
+        Ok(clients)
+    }
+
+    /// One server, or the independent servers of Redlock.
+    fn instances(&self, targets: &[Target]) -> Result<Vec<Endpoint>> {
+        let mut clients = Vec::with_capacity(targets.len());
+        for target in targets {
+            clients.push(match target {
+                Target::Url(url) => tls::open(url, &self.tls)?,
+                Target::Client(client) if self.tls_is_set() => {
+                    let addr = client.get_connection_info().addr().to_string();
+                    return Err(Error::Config {
+                        reason: format!(
+                            "TLS options cannot apply to a redis::Client made by the caller \
+                             ({addr}); give its URL instead"
+                        ),
+                    });
+                }
+                Target::Client(client) => (**client).clone(),
+            });
+        }
+        if clients.is_empty() {
+            return Err(Error::Config {
+                reason: "no Redis URL was given".into(),
+            });
+        }
+        let mut seen = std::collections::HashSet::new();
+        for client in &clients {
+            let addr = client.get_connection_info().addr().to_string();
+            if !seen.insert(addr.clone()) {
+                return Err(Error::Config {
+                    reason: format!("{addr} is listed twice; Redlock needs independent instances"),
+                });
+            }
+        }
+        Ok(clients.into_iter().map(Endpoint::Single).collect())
     }
 }

@@ -10,6 +10,7 @@ use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
 pub use builder::ClientBuilder;
+use builder::{Target, Topology};
 
 use crate::engine::{LockGuard, LockRequest, Protocol};
 use crate::error::Result;
@@ -86,7 +87,7 @@ impl Client {
 
     /// A builder for a client of the server at `url`.
     pub fn builder(url: &str) -> ClientBuilder {
-        ClientBuilder::new(vec![builder::Target::Url(url.to_owned())])
+        ClientBuilder::new(Topology::Instances(vec![Target::Url(url.to_owned())]))
     }
 
     /// A Redlock client over independent servers (an odd number, 3 or more, is recommended;
@@ -107,14 +108,86 @@ impl Client {
     {
         let urls = urls
             .into_iter()
-            .map(|url| builder::Target::Url(url.as_ref().to_owned()));
-        ClientBuilder::new(urls.collect())
+            .map(|url| Target::Url(url.as_ref().to_owned()));
+        ClientBuilder::new(Topology::Instances(urls.collect()))
+    }
+
+    /// A client for a Redis Cluster, given the URLs of some of its nodes (seeds; one is enough,
+    /// more survive a seed being down). Every kind of lock works: all keys of one lock share a
+    /// hash tag, so each operation is one script call on the master of the lock's slot, and
+    /// waiters are woken by sharded pub/sub (`SSUBSCRIBE`, Redis 7 or later) in that slot.
+    /// The client follows slot moves and failovers. Credentials and TLS come from the first
+    /// URL (every seed must agree); the builder's TLS options apply to every node.
+    ///
+    /// ```no_run
+    /// # async fn example() -> fencelock::Result<()> {
+    /// let client = fencelock::Client::open_cluster([
+    ///     "redis://10.0.0.1:7000",
+    ///     "redis://10.0.0.2:7000",
+    /// ])?;
+    /// let guard = client.lock("nightly-report").acquire().await?;
+    /// guard.release().await?;
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// A failover can lose a granted lock (replication is asynchronous): the holder is told by
+    /// [`LockGuard::lost`], and the fences of later holders keep growing.
+    pub fn open_cluster<I, S>(seed_urls: I) -> Result<Client>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        Client::builder_cluster(seed_urls).build()
+    }
+
+    /// A builder for a Redis Cluster client (see [`Client::open_cluster`]).
+    pub fn builder_cluster<I, S>(seed_urls: I) -> ClientBuilder
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        let seeds = seed_urls.into_iter().map(|u| u.as_ref().to_owned());
+        ClientBuilder::new(Topology::Cluster(seeds.collect()))
+    }
+
+    /// A builder for a client of the master that the sentinels at `sentinel_urls` name
+    /// `master_name`. The client asks the sentinels for the master before its first command,
+    /// and again whenever the master it follows answers `READONLY` or cannot be reached (an
+    /// operation that failed that way is sent once more, to the new master). The master's own
+    /// credentials are set with [`ClientBuilder::master_credentials`]; the sentinels' go in
+    /// their URLs.
+    ///
+    /// ```no_run
+    /// # async fn example() -> fencelock::Result<()> {
+    /// let client = fencelock::Client::builder_sentinel(
+    ///     ["redis://10.0.0.1:26379", "redis://10.0.0.2:26379", "redis://10.0.0.3:26379"],
+    ///     "mymaster",
+    /// )
+    /// .master_credentials(Some("locker"), "s3cret")
+    /// .build()?;
+    /// let guard = client.lock("nightly-report").acquire().await?;
+    /// guard.release().await?;
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// A failover can lose a granted lock (replication is asynchronous): the holder is told by
+    /// [`LockGuard::lost`], and the fences of later holders keep growing.
+    pub fn builder_sentinel<I, S>(sentinel_urls: I, master_name: &str) -> ClientBuilder
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        let sentinels = sentinel_urls.into_iter().map(|u| u.as_ref().to_owned());
+        ClientBuilder::new(Topology::Sentinel {
+            sentinels: sentinels.collect(),
+            master: master_name.to_owned(),
+        })
     }
 
     /// A builder for a client over an existing `redis` client (its own TLS and credentials
     /// apply; the builder's TLS options cannot).
     pub fn builder_from_redis(client: redis::Client) -> ClientBuilder {
-        ClientBuilder::new(vec![builder::Target::Client(Box::new(client))])
+        ClientBuilder::new(Topology::Instances(vec![Target::Client(Box::new(client))]))
     }
 
     /// The servers this client talks to, as `host:port` (comma-separated for Redlock).

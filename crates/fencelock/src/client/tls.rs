@@ -52,7 +52,7 @@ pub(crate) struct TlsOptions {
 }
 
 impl TlsOptions {
-    fn is_set(&self) -> bool {
+    pub(crate) fn is_set(&self) -> bool {
         self.ca.is_some() || self.client.is_some()
     }
 }
@@ -102,6 +102,30 @@ fn invalid_or(url: &str) -> impl Fn(Error) -> Error + '_ {
 #[cfg(any(feature = "tls-rustls", feature = "tls-native-tls"))]
 fn open_tls(url: &str, tls: &TlsOptions) -> Result<redis::Client> {
     install_crypto_provider();
+    let certs = read_certificates(tls)?;
+    redis::Client::build_with_tls(url, certs).map_err(|e| Error::Config {
+        reason: format!("invalid TLS configuration: {e}"),
+    })
+}
+
+/// The certificates of `tls` for clients that take them apart from a URL (a cluster's nodes,
+/// the master a sentinel names); `None` when no TLS option was given.
+pub(crate) fn certificates(tls: &TlsOptions) -> Result<Option<crate::connection::Certificates>> {
+    if !tls.is_set() {
+        return Ok(None);
+    }
+    #[cfg(any(feature = "tls-rustls", feature = "tls-native-tls"))]
+    {
+        read_certificates(tls).map(Some)
+    }
+    #[cfg(not(any(feature = "tls-rustls", feature = "tls-native-tls")))]
+    Err(Error::Config {
+        reason: "TLS options need fencelock's `tls-rustls` feature (or `tls-native-tls`)".into(),
+    })
+}
+
+#[cfg(any(feature = "tls-rustls", feature = "tls-native-tls"))]
+fn read_certificates(tls: &TlsOptions) -> Result<redis::TlsCertificates> {
     let client_tls = match &tls.client {
         Some((cert, key)) => Some(redis::ClientTlsConfig {
             client_cert: cert.read("TLS client certificate")?,
@@ -113,12 +137,9 @@ fn open_tls(url: &str, tls: &TlsOptions) -> Result<redis::Client> {
         Some(ca) => Some(ca.read("TLS CA certificate")?),
         None => None,
     };
-    let certs = redis::TlsCertificates {
+    Ok(redis::TlsCertificates {
         client_tls,
         root_cert,
-    };
-    redis::Client::build_with_tls(url, certs).map_err(|e| Error::Config {
-        reason: format!("invalid TLS configuration: {e}"),
     })
 }
 

@@ -2,9 +2,11 @@
 //! script call each, the script chosen by the hold's protocol), a pipelined batch of extends for
 //! the watchdog, and the decoding of their replies.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use redis::cluster_routing::Slot;
 use redis::{RedisError, Value};
 
 use crate::connection::Server;
@@ -143,22 +145,85 @@ pub(crate) async fn extend_many(
     limit: Duration,
 ) -> redis::RedisResult<Vec<redis::RedisResult<Extended>>> {
     let calls: Vec<Call> = items.iter().map(|i| i.hold.extend_call(i.ttl)).collect();
+    if !server.sharded() {
+        return extend_batch(&server, &calls, limit).await;
+    }
+    // Redis Cluster: a pipeline must stay within one slot, so the batch is one pipeline per
+    // slot, all sent at once (the cluster connection multiplexes those of one node).
+    let mut slots: HashMap<Slot, Vec<usize>> = HashMap::new();
+    for (i, call) in calls.iter().enumerate() {
+        slots
+            .entry(Slot::for_key(call.routing_key()))
+            .or_default()
+            .push(i);
+    }
+    let batches = slots.into_values().map(|positions| {
+        let calls: Vec<&Call> = positions.iter().filter_map(|&i| calls.get(i)).collect();
+        let server = &server;
+        async move { (positions, extend_batch(server, &calls, limit).await) }
+    });
+    let mut replies: Vec<redis::RedisResult<Extended>> =
+        calls.iter().map(|_| Err(not_sent())).collect();
+    let mut failed = None;
+    let mut answered = false;
+    for (positions, batch) in futures_util::future::join_all(batches).await {
+        match batch {
+            Ok(batch) => {
+                answered = true;
+                for (i, reply) in positions.into_iter().zip(batch) {
+                    if let Some(slot) = replies.get_mut(i) {
+                        *slot = reply;
+                    }
+                }
+            }
+            Err(err) => {
+                for &i in &positions {
+                    if let Some(slot) = replies.get_mut(i) {
+                        *slot = Err(err.clone());
+                    }
+                }
+                failed = Some(err);
+            }
+        }
+    }
+    match failed {
+        // Nothing reached the cluster: the whole call failed, as with one server.
+        Some(err) if !answered => Err(err),
+        _ => Ok(replies),
+    }
+}
+
+fn not_sent() -> RedisError {
+    RedisError::from((redis::ErrorKind::Client, "renewal not sent"))
+}
+
+/// One pipeline of extend scripts (on Redis Cluster, all in one slot).
+async fn extend_batch<'c, C: std::borrow::Borrow<Call<'c>>>(
+    server: &Server,
+    calls: &[C],
+    limit: Duration,
+) -> redis::RedisResult<Vec<redis::RedisResult<Extended>>> {
     // The pipeline starts with a SCRIPT LOAD of each script it uses (cheap when the script is
     // cached: a hash and a lookup), so that a server that lost its script cache (restart,
     // failover, SCRIPT FLUSH) does not answer NOSCRIPT to every renewal of the batch.
     let mut scripts: Vec<&'static Lua> = Vec::new();
-    for call in &calls {
+    for call in calls {
+        let call = call.borrow();
         if !scripts.iter().any(|s| std::ptr::eq(*s, call.lua)) {
             scripts.push(call.lua);
         }
     }
+    let sharded = server.sharded();
     let mut pipe = redis::pipe();
     pipe.ignore_errors();
     for lua in &scripts {
-        pipe.cmd("SCRIPT").arg("LOAD").arg(lua.source);
+        pipe.cmd("SCRIPT")
+            .arg("LOAD")
+            .arg(lua.variant(sharded).source.as_ref());
     }
-    for call in &calls {
-        call.push_to(&mut pipe);
+    for call in calls {
+        let call = call.borrow();
+        call.push_to(&mut pipe, call.lua.variant(sharded));
     }
     let replies: Vec<redis::RedisResult<Value>> = server.pipeline(&pipe, limit).await?;
     Ok(replies

@@ -125,7 +125,7 @@ mod tests {
                 assert!(
                     std::ptr::eq(runs, expected),
                     "{label}: {op} runs another script:\n{}",
-                    runs.source
+                    runs.source()
                         .lines()
                         .find(|l| l.starts_with("-- "))
                         .unwrap_or("")
@@ -142,11 +142,12 @@ mod tests {
         for (protocol, scripts) in every_kind() {
             for lua in scripts {
                 assert!(
-                    lua.source.starts_with("local WAKE_ONE = 'one'\n"),
+                    lua.source()
+                        .starts_with("local PUBLISH_COMMAND = 'publish'\nlocal WAKE_ONE = 'one'\n"),
                     "{}",
                     protocol.label()
                 );
-                assert!(lua.source.contains("local function now_ms()"));
+                assert!(lua.source().contains("local function now_ms()"));
             }
         }
     }

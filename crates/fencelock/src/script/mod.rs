@@ -49,28 +49,65 @@ pub(crate) const WAKE_ALL: &str = wake_all!();
 /// See [`wake_to!`].
 pub(crate) const WAKE_TO: &str = wake_to!();
 
-/// A script: its source (the prelude and its parts, as [`lua!`] composed them) and its SHA.
+/// The line in front of every script that names its publish command; [`Lua`] swaps it for the
+/// sharded variant that Redis Cluster runs.
+const PUBLISH_PLAIN: &str = "local PUBLISH_COMMAND = 'publish'\n";
+const PUBLISH_SHARDED: &str = "local PUBLISH_COMMAND = 'spublish'\n";
+
+/// A script: its source (the prelude and its parts, as [`lua!`] composed them) and its SHA, in
+/// two variants that differ only in how a release is published: `PUBLISH` for one server (and
+/// Sentinel, Redlock), `SPUBLISH` for Redis Cluster (sharded pub/sub keeps the message in the
+/// lock's slot instead of broadcasting it to every node).
 pub(crate) struct Lua {
-    pub(crate) script: Script,
-    pub(crate) source: &'static str,
+    plain: Variant,
+    sharded: Variant,
 }
 
-impl Lua {
-    pub(crate) fn new(source: &'static str) -> Self {
-        Lua {
-            script: Script::new(source),
+/// One variant of a script.
+pub(crate) struct Variant {
+    pub(crate) script: Script,
+    pub(crate) source: Cow<'static, str>,
+}
+
+impl Variant {
+    fn new(source: Cow<'static, str>) -> Self {
+        Variant {
+            script: Script::new(&source),
             source,
         }
     }
 }
 
-/// A script of this crate, composed at build time: the wake-up payloads, `prelude.lua`, then
-/// each file named, in order, relative to the module that names them. `lua!("acquire.lua")`,
-/// or `lua!("value.lua", "acquire.lua")` for a script that needs a helper of its kind.
+impl Lua {
+    pub(crate) fn new(source: &'static str) -> Self {
+        let sharded = source.replacen(PUBLISH_PLAIN, PUBLISH_SHARDED, 1);
+        Lua {
+            plain: Variant::new(Cow::Borrowed(source)),
+            sharded: Variant::new(Cow::Owned(sharded)),
+        }
+    }
+
+    /// The variant a server runs: sharded on Redis Cluster.
+    pub(crate) fn variant(&self, sharded: bool) -> &Variant {
+        if sharded { &self.sharded } else { &self.plain }
+    }
+
+    /// The source as one server runs it.
+    #[cfg(test)]
+    pub(crate) fn source(&self) -> &str {
+        &self.plain.source
+    }
+}
+
+/// A script of this crate, composed at build time: its publish command, the wake-up payloads,
+/// `prelude.lua`, then each file named, in order, relative to the module that names them.
+/// `lua!("acquire.lua")`, or `lua!("value.lua", "acquire.lua")` for a script that needs a
+/// helper of its kind.
 macro_rules! lua {
     ($($file:literal),+ $(,)?) => {
         std::sync::LazyLock::new(|| {
             $crate::script::Lua::new(concat!(
+                "local PUBLISH_COMMAND = 'publish'\n",
                 "local WAKE_ONE = '", $crate::script::wake_one!(), "'\n",
                 "local WAKE_ALL = '", $crate::script::wake_all!(), "'\n",
                 "local WAKE_TO = '", $crate::script::wake_to!(), "'\n",
@@ -145,31 +182,52 @@ impl<'a> Call<'a> {
         }
     }
 
-    fn invocation(&self) -> redis::ScriptInvocation<'static> {
-        let mut invocation = self.lua.script.prepare_invoke();
-        for key in &self.keys {
-            invocation.key(key.as_ref());
-        }
-        for arg in &self.args {
-            invocation.arg(arg);
-        }
-        invocation
-    }
-
-    /// Runs the call on `server` within `limit` (by SHA, loading the script on `NOSCRIPT`).
+    /// Runs the call on `server` within `limit` (by SHA, loading the script when the server
+    /// does not have it).
     pub(crate) async fn run<T: redis::FromRedisValue>(
         &self,
         server: &Server,
         limit: Duration,
     ) -> redis::RedisResult<T> {
-        server.invoke(&self.invocation(), limit).await
+        server.run_script(self, limit).await
     }
 
-    /// Adds the call to a pipeline as an `EVALSHA` (the pipeline loads the script first).
-    pub(crate) fn push_to(&self, pipe: &mut redis::Pipeline) {
+    /// The `EVALSHA` (or, with `by_source`, `EVAL`) command of this call, in `variant`.
+    pub(crate) fn command(&self, variant: &Variant, by_source: bool) -> redis::Cmd {
+        let mut command = if by_source {
+            let mut c = redis::cmd("EVAL");
+            c.arg(variant.source.as_ref());
+            c
+        } else {
+            let mut c = redis::cmd("EVALSHA");
+            c.arg(variant.script.get_hash());
+            c
+        };
+        self.write_keys_and_args(&mut command);
+        command
+    }
+
+    fn write_keys_and_args(&self, command: &mut redis::Cmd) {
+        command.arg(self.keys.len());
+        for key in &self.keys {
+            command.arg(key.as_ref());
+        }
+        for arg in &self.args {
+            command.arg(arg);
+        }
+    }
+
+    /// The key the call is routed by on Redis Cluster (every key of a lock is in its slot).
+    pub(crate) fn routing_key(&self) -> &str {
+        self.keys.first().map_or("", |k| k.as_ref())
+    }
+
+    /// Adds the call to a pipeline as an `EVALSHA` of `variant` (the pipeline loads the script
+    /// first).
+    pub(crate) fn push_to(&self, pipe: &mut redis::Pipeline, variant: &Variant) {
         let command = pipe
             .cmd("EVALSHA")
-            .arg(self.lua.script.get_hash())
+            .arg(variant.script.get_hash())
             .arg(self.keys.len());
         for key in &self.keys {
             command.arg(key.as_ref());

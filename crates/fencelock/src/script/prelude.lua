@@ -7,6 +7,13 @@
 -- wake-up payloads, in front of each script when the crate is built, so that every script stays
 -- one EVALSHA. Helpers that only one kind of lock needs live with that kind.
 
+-- Publishes a release message on the lock's channel: PUBLISH, or SPUBLISH on Redis Cluster
+-- (`PUBLISH_COMMAND` is set in front of the prelude; see script/mod.rs), where a plain PUBLISH
+-- would be broadcast to every node and a sharded one stays in the lock's slot.
+local function publish(channel, message)
+  redis.call(PUBLISH_COMMAND, channel, message)
+end
+
 -- The server's clock in milliseconds (holders' expiry times are on this clock).
 local function now_ms()
   local t = redis.call('time')

@@ -21,9 +21,9 @@ if changed then
     head = next_head(KEYS[3], KEYS[4], ARGV[1], now)
   end
   if head then
-    redis.call('publish', ARGV[2], WAKE_TO .. head)
+    publish(ARGV[2], WAKE_TO .. head)
   else
-    redis.call('publish', ARGV[2], WAKE_ALL)
+    publish(ARGV[2], WAKE_ALL)
   end
 end
 if held then

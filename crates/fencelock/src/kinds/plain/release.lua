@@ -9,7 +9,7 @@
 -- that whichever majority takes the lock next contains an instance that knows it.
 local value = redis.pcall('get', KEYS[1])
 if fence_if_held(value, ARGV[1]) then
-  redis.call('publish', ARGV[2], WAKE_ONE)
+  publish(ARGV[2], WAKE_ONE)
   raise_fence(KEYS[2], ARGV[3])
   redis.call('del', KEYS[1])
   return 1

@@ -10,7 +10,7 @@ if redis.call('hexists', KEYS[1], 'h:' .. ARGV[1]) == 0 then
   return 0
 end
 if hold_count(KEYS[1]) == 1 then
-  redis.call('publish', ARGV[2], WAKE_ONE)
+  publish(ARGV[2], WAKE_ONE)
   raise_fence(KEYS[2], ARGV[3])
   redis.call('del', KEYS[1])
 else

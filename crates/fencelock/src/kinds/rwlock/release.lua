@@ -18,7 +18,7 @@ end
 if #mine == 0 then
   return 0
 end
-redis.call('publish', ARGV[2], WAKE_ALL)
+publish(ARGV[2], WAKE_ALL)
 local released = 0
 for _, entry in ipairs(mine) do
   local role, value = entry[1], entry[2]

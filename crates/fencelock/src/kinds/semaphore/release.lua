@@ -9,7 +9,7 @@ local value = redis.call('hget', KEYS[1], field)
 if not value then
   return 0
 end
-redis.call('publish', ARGV[2], WAKE_ONE)
+publish(ARGV[2], WAKE_ONE)
 redis.call('hdel', KEYS[1], field)
 if redis.call('hlen', KEYS[1]) <= #SEMAPHORE_FIELDS then
   redis.call('del', KEYS[1])

@@ -1,0 +1,137 @@
+//! Redis Cluster: one connection (the `redis` crate's `cluster-async`) that routes each command
+//! to the master of its key's slot, follows `MOVED` and failovers, and carries the sharded
+//! pub/sub pushes (RESP3) that wake waiters. Every key of a lock shares its hash tag, so every
+//! script of a lock runs on one node.
+
+use redis::PushInfo;
+use redis::cluster::ClusterClientBuilder;
+use redis::cluster_async::ClusterConnection;
+use tokio::sync::mpsc;
+
+use super::within;
+use std::time::Duration;
+
+/// The sharded pub/sub messages (and disconnection notices) of a cluster connection.
+pub(crate) type Pushes = mpsc::UnboundedReceiver<PushInfo>;
+
+/// A cluster's seed nodes, as the builder opened them, and the TLS certificates for every
+/// node (the seeds' and the ones found later).
+pub(crate) struct ClusterSeeds {
+    pub(crate) nodes: Vec<redis::ConnectionInfo>,
+    pub(crate) certs: Option<super::Certificates>,
+}
+
+impl ClusterSeeds {
+    /// `cluster of a:1, b:2` (the seeds).
+    pub(crate) fn describe(&self) -> String {
+        let seeds: Vec<String> = self.nodes.iter().map(|n| n.addr().to_string()).collect();
+        format!("cluster of {}", seeds.join(", "))
+    }
+
+    pub(crate) fn tls(&self) -> bool {
+        self.nodes
+            .first()
+            .is_some_and(|n| matches!(n.addr(), redis::ConnectionAddr::TcpTls { .. }))
+    }
+
+    /// Prepares the connection (RESP3, with a push channel for sharded pub/sub); the nodes are
+    /// reached in the background, and a cluster that cannot be reached shows up at the first
+    /// command. Must run inside a Tokio runtime.
+    pub(crate) fn connect(
+        &self,
+        command_timeout: Duration,
+    ) -> redis::RedisResult<(ClusterConnection, Pushes)> {
+        let (sender, pushes) = mpsc::unbounded_channel();
+        let nodes = self.nodes.iter().map(|n| {
+            let settings = n
+                .redis_settings()
+                .clone()
+                .set_protocol(redis::ProtocolVersion::RESP3);
+            n.clone().set_redis_settings(settings)
+        });
+        let mut builder = ClusterClientBuilder::new(nodes)
+            .use_protocol(redis::ProtocolVersion::RESP3)
+            .push_sender(sender)
+            .connection_timeout(command_timeout)
+            .response_timeout(command_timeout)
+            .retries(3)
+            .min_retry_wait(20)
+            .max_retry_wait(500);
+        if let Some(certs) = &self.certs {
+            #[cfg(feature = "tls-rustls")]
+            {
+                builder = builder.certs(certs.clone());
+            }
+            #[cfg(not(feature = "tls-rustls"))]
+            {
+                let _ = certs;
+                return Err(redis::RedisError::from((
+                    redis::ErrorKind::InvalidClientConfig,
+                    "a custom CA or client certificate on Redis Cluster needs the tls-rustls feature",
+                )));
+            }
+        }
+        let client = builder.build()?;
+        let config = redis::cluster::ClusterConfig::new()
+            .set_connection_timeout(command_timeout)
+            .set_response_timeout(command_timeout);
+        Ok((
+            client.get_pending_async_connection_with_config(config),
+            pushes,
+        ))
+    }
+}
+
+/// The masters of the cluster (`host`, `port`), as `CLUSTER SLOTS` on any node says.
+pub(crate) async fn masters(conn: &ClusterConnection) -> redis::RedisResult<Vec<(String, u16)>> {
+    use redis::Value;
+    use redis::cluster_routing::{RoutingInfo, SingleNodeRoutingInfo};
+    let routing = RoutingInfo::SingleNode(SingleNodeRoutingInfo::Random);
+    let reply = conn
+        .clone()
+        .route_command(redis::cmd("CLUSTER").arg("SLOTS").clone(), routing)
+        .await?;
+    let Value::Array(ranges) = reply else {
+        return Err(redis::RedisError::from((
+            redis::ErrorKind::Client,
+            "unexpected CLUSTER SLOTS reply",
+        )));
+    };
+    let mut masters = Vec::new();
+    for range in ranges {
+        let Value::Array(parts) = range else { continue };
+        let Some(Value::Array(master)) = parts.get(2) else {
+            continue;
+        };
+        let host = match master.first() {
+            Some(Value::BulkString(host)) => String::from_utf8_lossy(host).into_owned(),
+            Some(Value::SimpleString(host)) => host.clone(),
+            _ => continue,
+        };
+        let Some(Value::Int(port)) = master.get(1) else {
+            continue;
+        };
+        let Ok(port) = u16::try_from(*port) else {
+            continue;
+        };
+        if !masters.contains(&(host.clone(), port)) {
+            masters.push((host, port));
+        }
+    }
+    Ok(masters)
+}
+
+/// Subscribes (`SSUBSCRIBE`) or unsubscribes a sharded channel within `limit`.
+pub(crate) async fn sharded_subscription(
+    conn: &ClusterConnection,
+    channel: &str,
+    subscribe: bool,
+    limit: Duration,
+) -> redis::RedisResult<()> {
+    let mut conn = conn.clone();
+    if subscribe {
+        within(limit, conn.ssubscribe(channel)).await
+    } else {
+        within(limit, conn.sunsubscribe(channel)).await
+    }
+}

@@ -1,0 +1,342 @@
+//! A Redis deployment as fencelock talks to it: one server, a Redis Cluster (routed by the
+//! lock's slot) or a master found through Sentinel; each behind one [`Server`] with a
+//! per-command time limit, and the mapping of Redis errors to [`Error`].
+//!
+//! - `mod.rs`: [`Server`], how a script call, a pipeline or a command reaches the right node;
+//! - `cluster.rs`: the Redis Cluster connection (RESP3, sharded pub/sub pushes, the masters);
+//! - `sentinel.rs`: following the master that the sentinels name, across failovers;
+//! - `errors.rs`: reading a Redis error (TLS, credentials, ACL, unreachable).
+
+mod cluster;
+mod errors;
+mod sentinel;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use redis::cluster_async::ClusterConnection;
+use redis::{FromRedisValue, RedisError};
+
+pub(crate) use cluster::{ClusterSeeds, Pushes, sharded_subscription};
+use errors::is_reset;
+pub(crate) use errors::{is_auth_failure, is_tls_failure, is_unreachable, missing_permission};
+pub(crate) use sentinel::{Followed, SentinelSet};
+
+use crate::error::Error;
+use crate::script::Call;
+
+/// TLS certificates for connections opened apart from a URL (a cluster's nodes, the master a
+/// sentinel names). Without a TLS feature there are none.
+#[cfg(any(feature = "tls-rustls", feature = "tls-native-tls"))]
+pub(crate) type Certificates = redis::TlsCertificates;
+/// TLS certificates (none without a TLS feature).
+#[cfg(not(any(feature = "tls-rustls", feature = "tls-native-tls")))]
+pub(crate) type Certificates = std::convert::Infallible;
+
+/// Where a client's Redis is, as the builder found it.
+pub(crate) enum Endpoint {
+    /// One server (or one Redlock instance).
+    Single(redis::Client),
+    /// A Redis Cluster, by its seed nodes.
+    Cluster(ClusterSeeds),
+    /// The master that a set of sentinels names.
+    Sentinel(SentinelSet),
+}
+
+/// The connection to a deployment.
+#[derive(Clone)]
+enum Link {
+    Single(ConnectionManager),
+    /// Commands go to the master of their key's slot.
+    Cluster(ClusterConnection),
+    /// One node of a cluster, by address (to scan its keys).
+    ClusterNode {
+        conn: ClusterConnection,
+        host: String,
+        port: u16,
+    },
+    Sentinel(Arc<Followed>),
+}
+
+/// A Redis deployment: its connection and its printable address (`host:port`, or the cluster's
+/// or the sentinels' description; never credentials).
+#[derive(Clone)]
+pub(crate) struct Server {
+    link: Link,
+    pub(crate) addr: String,
+    /// Whether the connection is TLS (`rediss://`).
+    tls: bool,
+}
+
+impl std::fmt::Debug for Server {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Server").field("addr", &self.addr).finish()
+    }
+}
+
+/// How the connection manager of one server behaves: bounded connects and replies, two quick
+/// reconnection attempts.
+pub(crate) fn manager_config(command_timeout: Duration) -> ConnectionManagerConfig {
+    ConnectionManagerConfig::new()
+        .set_response_timeout(Some(command_timeout))
+        .set_connection_timeout(Some(command_timeout))
+        .set_number_of_retries(2)
+        .set_max_delay(Duration::from_millis(500))
+}
+
+fn is_tls(client: &redis::Client) -> bool {
+    matches!(
+        client.get_connection_info().addr(),
+        redis::ConnectionAddr::TcpTls { .. }
+    )
+}
+
+impl Server {
+    /// One server. Nothing is sent until the first command. Must run inside a Tokio runtime.
+    pub(crate) fn new(
+        client: redis::Client,
+        command_timeout: Duration,
+    ) -> redis::RedisResult<Self> {
+        let addr = client.get_connection_info().addr().to_string();
+        let tls = is_tls(&client);
+        let conn =
+            ConnectionManager::new_lazy_with_config(client, manager_config(command_timeout))?;
+        Ok(Server {
+            link: Link::Single(conn),
+            addr,
+            tls,
+        })
+    }
+
+    /// A Redis Cluster, over a connection from [`ClusterSeeds::connect`].
+    pub(crate) fn cluster(conn: ClusterConnection, seeds: &ClusterSeeds) -> Self {
+        Server {
+            link: Link::Cluster(conn),
+            addr: seeds.describe(),
+            tls: seeds.tls(),
+        }
+    }
+
+    /// The master that `followed` finds through the sentinels.
+    pub(crate) fn sentinel(followed: Arc<Followed>) -> Self {
+        Server {
+            addr: followed.describe(),
+            tls: followed.tls(),
+            link: Link::Sentinel(followed),
+        }
+    }
+
+    /// Whether scripts publish with `SPUBLISH` here (Redis Cluster's sharded pub/sub).
+    pub(crate) fn sharded(&self) -> bool {
+        matches!(self.link, Link::Cluster(_) | Link::ClusterNode { .. })
+    }
+
+    /// Runs a script call within `limit`: `EVALSHA`, and `EVAL` with the source when the node
+    /// answers `NOSCRIPT` (a restarted or failed-over node, `SCRIPT FLUSH`), which also loads
+    /// it there. On Redis Cluster both go to the master of the call's slot, and nowhere else.
+    pub(crate) async fn run_script<T: FromRedisValue>(
+        &self,
+        call: &Call<'_>,
+        limit: Duration,
+    ) -> redis::RedisResult<T> {
+        let variant = call.lua.variant(self.sharded());
+        within(limit, async {
+            match self.send(&call.command(variant, false)).await {
+                Err(err)
+                    if err.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) =>
+                {
+                    self.send(&call.command(variant, true)).await
+                }
+                other => other,
+            }
+        })
+        .await
+    }
+
+    /// Sends a pipeline within `limit`. On Redis Cluster every command with a key must be in
+    /// one slot (the pipeline goes to that slot's master).
+    pub(crate) async fn pipeline<T: FromRedisValue>(
+        &self,
+        pipe: &redis::Pipeline,
+        limit: Duration,
+    ) -> redis::RedisResult<T> {
+        within(limit, async {
+            match &self.link {
+                Link::Single(conn) => pipe.query_async(&mut conn.clone()).await,
+                Link::Cluster(conn) => pipe.query_async(&mut conn.clone()).await,
+                Link::ClusterNode { conn, host, port } => {
+                    let route = by_address(host, *port);
+                    let values = conn
+                        .clone()
+                        .route_pipeline(pipe.clone(), 0, pipe.len(), route)
+                        .await?;
+                    T::from_redis_value(redis::Value::Array(values)).map_err(RedisError::from)
+                }
+                Link::Sentinel(followed) => {
+                    Box::pin(
+                        followed
+                            .on_master(|mut conn| async move { pipe.query_async(&mut conn).await }),
+                    )
+                    .await
+                }
+            }
+        })
+        .await
+    }
+
+    /// Sends one command within `limit`. On Redis Cluster a command with a key goes to its
+    /// slot's master; use [`Self::query_at`] for one without.
+    pub(crate) async fn query<T: FromRedisValue>(
+        &self,
+        cmd: &redis::Cmd,
+        limit: Duration,
+    ) -> redis::RedisResult<T> {
+        within(limit, self.send(cmd)).await
+    }
+
+    /// Sends one command without a key of its own (`WAIT`) to the node that serves `key`,
+    /// within `limit`.
+    pub(crate) async fn query_at<T: FromRedisValue>(
+        &self,
+        cmd: &redis::Cmd,
+        key: &str,
+        limit: Duration,
+    ) -> redis::RedisResult<T> {
+        within(limit, async {
+            match &self.link {
+                Link::Cluster(conn) => {
+                    let route = redis::cluster_routing::Route::with_key(
+                        key,
+                        redis::cluster_routing::SlotAddr::Master,
+                    );
+                    let routing = redis::cluster_routing::RoutingInfo::SingleNode(
+                        redis::cluster_routing::SingleNodeRoutingInfo::SpecificNode(route),
+                    );
+                    let value = conn.clone().route_command(cmd.clone(), routing).await?;
+                    T::from_redis_value(value).map_err(RedisError::from)
+                }
+                _ => self.send(cmd).await,
+            }
+        })
+        .await
+    }
+
+    /// The nodes whose keys together are every key here: this server, or every master of a
+    /// cluster (each as a `Server` that sends to that node alone).
+    pub(crate) async fn key_holders(&self, limit: Duration) -> redis::RedisResult<Vec<Server>> {
+        let Link::Cluster(conn) = &self.link else {
+            return Ok(vec![self.clone()]);
+        };
+        let masters = within(limit, cluster::masters(conn)).await?;
+        Ok(masters
+            .into_iter()
+            .map(|(host, port)| Server {
+                addr: format!("{host}:{port}"),
+                tls: self.tls,
+                link: Link::ClusterNode {
+                    conn: conn.clone(),
+                    host,
+                    port,
+                },
+            })
+            .collect())
+    }
+
+    /// Sends `cmd` without a time limit of its own.
+    async fn send<T: FromRedisValue>(&self, cmd: &redis::Cmd) -> redis::RedisResult<T> {
+        match &self.link {
+            Link::Single(conn) => cmd.query_async(&mut conn.clone()).await,
+            Link::Cluster(conn) => cmd.query_async(&mut conn.clone()).await,
+            Link::ClusterNode { conn, host, port } => {
+                let routing =
+                    redis::cluster_routing::RoutingInfo::SingleNode(by_address(host, *port));
+                let value = conn.clone().route_command(cmd.clone(), routing).await?;
+                T::from_redis_value(value).map_err(RedisError::from)
+            }
+            Link::Sentinel(followed) => {
+                // Boxed: the retry around the call would make every operation's future type
+                // deeper than the compiler's default limit.
+                Box::pin(
+                    followed.on_master(|mut conn| async move { cmd.query_async(&mut conn).await }),
+                )
+                .await
+            }
+        }
+    }
+
+    /// Turns a Redis error into fencelock's error for `lock`, naming this server.
+    pub(crate) fn error(&self, lock: &str, command: &'static str, err: RedisError) -> Error {
+        if is_tls_failure(&err) {
+            Error::Tls {
+                lock: lock.to_owned(),
+                server: self.addr.clone(),
+                source: err,
+            }
+        } else if is_auth_failure(&err) {
+            Error::AuthFailed {
+                lock: lock.to_owned(),
+                server: self.addr.clone(),
+                source: err,
+            }
+        } else if let Some(rule) = missing_permission(&err) {
+            Error::PermissionDenied {
+                lock: lock.to_owned(),
+                server: self.addr.clone(),
+                command,
+                rule,
+                source: err,
+            }
+        } else if is_unreachable(&err) {
+            let hint = match (self.tls, err.is_timeout()) {
+                (true, true) => {
+                    " (over TLS: a port that does not speak TLS leaves the handshake \
+                     unanswered; check the port, or use a redis:// URL)"
+                }
+                // A refused connection is a server that is not there, not a TLS port.
+                (false, false)
+                    if !err.is_connection_refusal()
+                        && (err.is_connection_dropped() || is_reset(&err)) =>
+                {
+                    " (the server closed the connection at once: if this port expects TLS, \
+                     use a rediss:// URL)"
+                }
+                _ => "",
+            };
+            Error::Unreachable {
+                lock: lock.to_owned(),
+                server: self.addr.clone(),
+                source: err,
+                hint,
+            }
+        } else {
+            Error::Redis {
+                lock: lock.to_owned(),
+                server: self.addr.clone(),
+                command,
+                source: err,
+            }
+        }
+    }
+}
+
+fn by_address(host: &str, port: u16) -> redis::cluster_routing::SingleNodeRoutingInfo {
+    redis::cluster_routing::SingleNodeRoutingInfo::ByAddress {
+        host: host.to_owned(),
+        port,
+    }
+}
+
+/// Runs `fut`, failing with a timeout error (an I/O error of kind `TimedOut`) after `limit`.
+pub(crate) async fn within<T>(
+    limit: Duration,
+    fut: impl Future<Output = redis::RedisResult<T>>,
+) -> redis::RedisResult<T> {
+    match tokio::time::timeout(limit, fut).await {
+        Ok(result) => result,
+        Err(_) => Err(RedisError::from(std::io::Error::new(
+            std::io::ErrorKind::TimedOut,
+            format!("no reply within {limit:?}"),
+        ))),
+    }
+}

@@ -1,0 +1,246 @@
+//! Sentinel: the master that a set of sentinels names, followed across failovers.
+//!
+//! The `redis` crate resolves the master once and stays on that connection. fencelock asks the
+//! sentinels again whenever the master it follows answers `READONLY` (it was demoted) or cannot
+//! be reached, and when its release-notification connection drops (Sentinel closes the normal
+//! and pub/sub clients of a demoted master for this reason). An operation that failed that way
+//! is sent once more, to the master found. Every fencelock operation is safe to repeat: an
+//! acquire by the same owner token is granted once, and a release or renewal checks the token.
+
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use redis::aio::ConnectionManager;
+use redis::{IntoConnectionInfo, RedisError, RedisResult};
+
+use super::errors::{is_master_gone, missing_permission};
+use super::{manager_config, within};
+
+/// The sentinels of one master, and how to reach the master and its replicas (credentials,
+/// TLS), which may differ from how the sentinels are reached.
+pub(crate) struct SentinelSet {
+    pub(crate) sentinels: Vec<redis::Client>,
+    pub(crate) master: String,
+    /// Credentials, database and protocol for the data nodes.
+    pub(crate) node: redis::RedisConnectionInfo,
+    pub(crate) tls: bool,
+    pub(crate) certs: Option<super::Certificates>,
+}
+
+impl SentinelSet {
+    /// `master NAME (sentinels a:1, b:2)`.
+    pub(crate) fn describe(&self) -> String {
+        let sentinels: Vec<String> = self
+            .sentinels
+            .iter()
+            .map(|s| s.get_connection_info().addr().to_string())
+            .collect();
+        format!(
+            "master {} (sentinels {})",
+            self.master,
+            sentinels.join(", ")
+        )
+    }
+
+    /// Asks each sentinel in turn for the master's address, and checks that the server there
+    /// says it is a master (a sentinel may not have seen a failover yet).
+    async fn resolve(&self, limit: Duration) -> RedisResult<(redis::Client, String)> {
+        let mut last = None;
+        for sentinel in &self.sentinels {
+            let asked = within(limit, async {
+                let mut conn = sentinel.get_multiplexed_async_connection().await?;
+                redis::cmd("SENTINEL")
+                    .arg("get-master-addr-by-name")
+                    .arg(&self.master)
+                    .query_async::<Option<(String, u16)>>(&mut conn)
+                    .await
+            })
+            .await;
+            let (host, port) = match asked {
+                Ok(Some(found)) => found,
+                Ok(None) => {
+                    last = Some(RedisError::from((
+                        redis::ErrorKind::Client,
+                        "unknown master",
+                        format!(
+                            "{} does not monitor a master named {:?}",
+                            sentinel.get_connection_info().addr(),
+                            self.master
+                        ),
+                    )));
+                    continue;
+                }
+                Err(err) => {
+                    last = Some(err);
+                    continue;
+                }
+            };
+            let addr = format!("{host}:{port}");
+            let client = self.node_client(host, port)?;
+            match within(limit, says_master(&client)).await {
+                Ok(true) => return Ok((client, addr)),
+                Ok(false) => {
+                    last = Some(RedisError::from((
+                        redis::ErrorKind::Client,
+                        "not a master",
+                        format!("the sentinels name {addr}, which is not a master (yet)"),
+                    )));
+                }
+                Err(err) => last = Some(err),
+            }
+        }
+        Err(last.unwrap_or_else(|| {
+            RedisError::from((redis::ErrorKind::Client, "no sentinel was given"))
+        }))
+    }
+
+    fn node_client(&self, host: String, port: u16) -> RedisResult<redis::Client> {
+        let addr = if self.tls {
+            redis::ConnectionAddr::TcpTls {
+                host,
+                port,
+                insecure: false,
+                tls_params: None,
+            }
+        } else {
+            redis::ConnectionAddr::Tcp(host, port)
+        };
+        let info = addr
+            .into_connection_info()?
+            .set_redis_settings(self.node.clone());
+        match &self.certs {
+            #[cfg(any(feature = "tls-rustls", feature = "tls-native-tls"))]
+            Some(certs) => redis::Client::build_with_tls(info, certs.clone()),
+            #[cfg(not(any(feature = "tls-rustls", feature = "tls-native-tls")))]
+            Some(never) => match *never {},
+            None => redis::Client::open(info),
+        }
+    }
+}
+
+/// Whether the server says it is a master (`ROLE`). A user without the permission to ask is
+/// taken at the sentinels' word.
+async fn says_master(client: &redis::Client) -> RedisResult<bool> {
+    let mut conn = client.get_multiplexed_async_connection().await?;
+    match redis::cmd("ROLE")
+        .query_async::<redis::Value>(&mut conn)
+        .await
+    {
+        Ok(redis::Value::Array(parts)) => Ok(matches!(
+            parts.first(),
+            Some(redis::Value::BulkString(role)) if role.as_slice() == b"master"
+        ) || matches!(
+            parts.first(),
+            Some(redis::Value::SimpleString(role)) if role == "master"
+        )),
+        Ok(_) => Ok(false),
+        Err(err) if missing_permission(&err).is_some() => Ok(true),
+        Err(err) => Err(err),
+    }
+}
+
+/// The master a client follows now.
+pub(crate) struct Master {
+    pub(crate) client: redis::Client,
+    conn: ConnectionManager,
+    pub(crate) addr: String,
+}
+
+/// A master followed through its sentinels.
+pub(crate) struct Followed {
+    set: SentinelSet,
+    command_timeout: Duration,
+    current: Mutex<Option<Arc<Master>>>,
+    resolving: tokio::sync::Mutex<()>,
+}
+
+impl Followed {
+    pub(crate) fn new(set: SentinelSet, command_timeout: Duration) -> Self {
+        Followed {
+            set,
+            command_timeout,
+            current: Mutex::new(None),
+            resolving: tokio::sync::Mutex::new(()),
+        }
+    }
+
+    pub(crate) fn describe(&self) -> String {
+        self.set.describe()
+    }
+
+    pub(crate) fn tls(&self) -> bool {
+        self.set.tls
+    }
+
+    fn current(&self) -> Option<Arc<Master>> {
+        self.current
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// The master followed now, asking the sentinels first if none is known (one question at a
+    /// time, however many operations need the answer).
+    pub(crate) async fn master(&self) -> RedisResult<Arc<Master>> {
+        if let Some(master) = self.current() {
+            return Ok(master);
+        }
+        let _resolving = self.resolving.lock().await;
+        if let Some(master) = self.current() {
+            return Ok(master);
+        }
+        let (client, addr) = self.set.resolve(self.command_timeout).await?;
+        Ok(self.follow(client, addr)?)
+    }
+
+    fn follow(&self, client: redis::Client, addr: String) -> RedisResult<Arc<Master>> {
+        let conn = ConnectionManager::new_lazy_with_config(
+            client.clone(),
+            manager_config(self.command_timeout),
+        )?;
+        let master = Arc::new(Master { client, conn, addr });
+        tracing::info!(master = %master.addr, name = %self.set.master, "following the master the sentinels name");
+        *self.current.lock().unwrap_or_else(PoisonError::into_inner) = Some(master.clone());
+        Ok(master)
+    }
+
+    /// Stops following `stale` (if it is still the one followed): the next operation asks the
+    /// sentinels.
+    fn forget(&self, stale: &Arc<Master>) {
+        let mut current = self.current.lock().unwrap_or_else(PoisonError::into_inner);
+        if current.as_ref().is_some_and(|c| Arc::ptr_eq(c, stale)) {
+            *current = None;
+        }
+    }
+
+    /// Asks the sentinels again, and follows the master they name if it changed.
+    pub(crate) async fn refresh(&self) -> RedisResult<Arc<Master>> {
+        let _resolving = self.resolving.lock().await;
+        let (client, addr) = self.set.resolve(self.command_timeout).await?;
+        match self.current() {
+            Some(master) if master.addr == addr => Ok(master),
+            _ => self.follow(client, addr),
+        }
+    }
+
+    /// Runs `op` on the master's connection; when it fails because that server is no longer
+    /// the master or cannot be reached, asks the sentinels and runs it once more on the master
+    /// they name.
+    pub(crate) async fn on_master<T, F, Fut>(&self, op: F) -> RedisResult<T>
+    where
+        F: Fn(ConnectionManager) -> Fut,
+        Fut: Future<Output = RedisResult<T>>,
+    {
+        let master = self.master().await?;
+        match op(master.conn.clone()).await {
+            Err(err) if is_master_gone(&err) => {
+                self.forget(&master);
+                match self.master().await {
+                    Ok(next) => op(next.conn.clone()).await,
+                    Err(_) => Err(err),
+                }
+            }
+            other => other,
+        }
+    }
+}
