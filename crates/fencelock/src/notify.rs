@@ -222,7 +222,7 @@ impl Drop for Subscription {
 /// Where release messages come from.
 pub(crate) enum Feed {
     /// `PUBLISH` on one server: a pub/sub connection of the listener's own.
-    Client(redis::Client),
+    Client(Box<redis::Client>),
     /// `PUBLISH` on the master the sentinels name, asked again at each reconnection.
     Sentinel(Arc<Followed>),
     /// Redis Cluster: `SSUBSCRIBE` on the cluster connection, whose RESP3 pushes bring the
@@ -245,7 +245,7 @@ enum Source {
 
 /// Opens a dedicated pub/sub connection.
 enum Opener {
-    Client(redis::Client),
+    Client(Box<redis::Client>),
     Sentinel(Arc<Followed>),
 }
 

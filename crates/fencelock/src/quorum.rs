@@ -114,7 +114,7 @@ impl Instances {
             let (server, feed) = match endpoint {
                 Endpoint::Single(client) => (
                     Server::new(client.clone(), command_timeout)?,
-                    Feed::Client(client),
+                    Feed::Client(Box::new(client)),
                 ),
                 Endpoint::Cluster(seeds) => {
                     let (conn, pushes) = seeds.connect(command_timeout)?;

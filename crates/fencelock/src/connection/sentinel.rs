@@ -190,7 +190,7 @@ impl Followed {
             return Ok(master);
         }
         let (client, addr) = self.set.resolve(self.command_timeout).await?;
-        Ok(self.follow(client, addr)?)
+        self.follow(client, addr)
     }
 
     fn follow(&self, client: redis::Client, addr: String) -> RedisResult<Arc<Master>> {
