@@ -206,7 +206,22 @@ impl RedisCluster {
             args.push("TAKEOVER");
         }
         ok(replica, &args)?;
-        let id = self.node_id(replica)?;
+        self.wait_promoted(replica)
+    }
+
+    /// The replica started for the `m`-th master (before any failover), if there is one.
+    pub fn replica_of_master(&self, m: usize) -> Option<&RedisServer> {
+        let replicas = (self.nodes.len() / self.masters).saturating_sub(1);
+        if replicas == 0 || m >= self.masters {
+            return None;
+        }
+        self.nodes.get(self.masters + m * replicas)
+    }
+
+    /// Waits until every running node sees `node` as a master and the cluster as `ok` (after
+    /// a failover, or a master's death that its replica takes over from).
+    pub fn wait_promoted(&self, node: &RedisServer) -> io::Result<()> {
+        let id = self.node_id(node)?;
         // Done when every running node sees the replica as a master and the cluster as ok.
         self.wait(|node| {
             let state = info(node, &["CLUSTER", "INFO"])?;
