@@ -42,6 +42,7 @@ mod child;
 mod cluster;
 mod proc;
 mod proxy;
+mod sentinel;
 mod server;
 mod tls;
 
@@ -49,6 +50,7 @@ pub use child::{CHILD_ENV, ChildGuard, is_test_child, require_test_child, spawn_
 pub use cluster::RedisCluster;
 pub use proc::pid_alive;
 pub use proxy::FaultProxy;
+pub use sentinel::{MASTER_NAME as SENTINEL_MASTER, SentinelSet};
 pub use server::{RedisServer, SERVER_ENV, redis_server_available};
 pub use tls::TlsFiles;
 

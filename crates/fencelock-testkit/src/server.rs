@@ -113,6 +113,8 @@ pub struct RedisServer {
     wrapper: Option<Wrapper>,
     bin: PathBuf,
     extra_args: Vec<String>,
+    /// A Sentinel's configuration file (in `dir`), given first on the command line.
+    sentinel_config: Option<PathBuf>,
     dir: tempfile::TempDir,
 }
 
@@ -143,16 +145,36 @@ impl RedisServer {
     /// appended, e.g. `&["--maxmemory", "1mb"]`. They are kept for
     /// [`RedisServer::restart`].
     pub fn start_with_args(args: &[&str]) -> io::Result<RedisServer> {
+        Self::start_inner(args, None)
+    }
+
+    /// A Redis Sentinel (`redis-server <config> --sentinel`) on a free port, its configuration
+    /// file holding `config` (the `sentinel monitor ...` lines; Sentinel rewrites the file as
+    /// it learns).
+    pub fn start_sentinel(config: &str) -> io::Result<RedisServer> {
+        Self::start_inner(&[], Some(config))
+    }
+
+    fn start_inner(args: &[&str], sentinel: Option<&str>) -> io::Result<RedisServer> {
         let bin = find_redis_server()?;
         let dir = tempfile::Builder::new()
             .prefix("fencelock-redis-")
             .tempdir()?;
+        let sentinel_config = match sentinel {
+            Some(config) => {
+                let path = dir.path().join("sentinel.conf");
+                std::fs::write(&path, config)?;
+                Some(path)
+            }
+            None => None,
+        };
         let mut server = RedisServer {
             port: 0,
             pid: 0,
             wrapper: None,
             bin,
             extra_args: args.iter().map(|a| (*a).to_string()).collect(),
+            sentinel_config,
             dir,
         };
         let mut last_err = None;
@@ -339,6 +361,11 @@ impl RedisServer {
             .arg("fencelock-redis-wrapper")
             .arg(dir.join(OUT_FILE))
             .arg(&self.bin)
+            .args(
+                self.sentinel_config
+                    .iter()
+                    .flat_map(|c| [c.as_os_str(), "--sentinel".as_ref()]),
+            )
             .args(["--port", &port, "--bind", "127.0.0.1", "--save", ""])
             .args(["--appendonly", "no", "--enable-debug-command", "local"])
             .arg("--dir")

@@ -103,8 +103,10 @@ impl ReleaseNotifier {
             Feed::Client(client) => Source::Dedicated {
                 opener: Opener::Client(client),
                 connection: None,
+                switches: None,
             },
             Feed::Sentinel(followed) => Source::Dedicated {
+                switches: Some(followed.switches()),
                 opener: Opener::Sentinel(followed),
                 connection: None,
             },
@@ -236,6 +238,8 @@ enum Source {
     Dedicated {
         opener: Opener,
         connection: Option<(PubSubSink, PubSubStream)>,
+        /// With Sentinel: changes when the client moves to another master.
+        switches: Option<watch::Receiver<u64>>,
     },
     Sharded {
         conn: ClusterConnection,
@@ -406,7 +410,10 @@ impl Listener {
 
     /// Opens the pub/sub connection and subscribes every channel that has waiters.
     async fn connect_and_resubscribe(&mut self) -> bool {
-        let Source::Dedicated { opener, connection } = &mut self.source else {
+        let Source::Dedicated {
+            opener, connection, ..
+        } = &mut self.source
+        else {
             return true;
         };
         let connected = within(self.command_timeout, opener.open()).await;
@@ -470,13 +477,18 @@ async fn next_event(source: &mut Source) -> Event {
     match source {
         Source::Dedicated {
             connection: Some((_, stream)),
+            switches,
             ..
-        } => match stream.next().await {
-            Some(message) => Event::Message {
-                channel: message.get_channel_name().as_bytes().to_vec(),
-                payload: message.get_payload_bytes().to_vec(),
+        } => tokio::select! {
+            message = stream.next() => match message {
+                Some(message) => Event::Message {
+                    channel: message.get_channel_name().as_bytes().to_vec(),
+                    payload: message.get_payload_bytes().to_vec(),
+                },
+                None => Event::Lost,
             },
-            None => Event::Lost,
+            // The client moved to another master: listen there.
+            () = switched(switches) => Event::Lost,
         },
         Source::Dedicated { .. } => std::future::pending().await,
         Source::Sharded { pushes, .. } => loop {
@@ -500,6 +512,19 @@ async fn next_event(source: &mut Source) -> Event {
                 _ => {}
             }
         },
+    }
+}
+
+/// Resolves when the followed master changes (never without Sentinel, or once the client is
+/// gone).
+async fn switched(switches: &mut Option<watch::Receiver<u64>>) {
+    match switches {
+        Some(switches) => {
+            if switches.changed().await.is_err() {
+                std::future::pending::<()>().await;
+            }
+        }
+        None => std::future::pending().await,
     }
 }
 

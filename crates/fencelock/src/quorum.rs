@@ -124,7 +124,7 @@ impl Instances {
                     )
                 }
                 Endpoint::Sentinel(set) => {
-                    let followed = Arc::new(Followed::new(set, command_timeout));
+                    let followed = Followed::start(set, command_timeout);
                     (Server::sentinel(followed.clone()), Feed::Sentinel(followed))
                 }
             };

@@ -10,8 +10,10 @@
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+use futures_util::StreamExt;
 use redis::aio::ConnectionManager;
 use redis::{IntoConnectionInfo, RedisError, RedisResult};
+use tokio::sync::watch;
 
 use super::errors::{is_master_gone, missing_permission};
 use super::{manager_config, within};
@@ -152,16 +154,33 @@ pub(crate) struct Followed {
     command_timeout: Duration,
     current: Mutex<Option<Arc<Master>>>,
     resolving: tokio::sync::Mutex<()>,
+    /// Bumped each time the client moves to another master, so that the release listener
+    /// moves too.
+    switched: watch::Sender<u64>,
 }
 
 impl Followed {
-    pub(crate) fn new(set: SentinelSet, command_timeout: Duration) -> Self {
-        Followed {
+    /// Starts following: the master is asked for at the first operation, and a task listens
+    /// to the sentinels' `+promoted-slave` and `+switch-master` announcements (one sentinel at
+    /// a time, the next one when it fails), so that the client leaves a demoted master as soon
+    /// as the sentinels promote another one — not only when the old one refuses a write,
+    /// which a master that has not heard of its demotion yet does not. Must run inside a Tokio
+    /// runtime.
+    pub(crate) fn start(set: SentinelSet, command_timeout: Duration) -> Arc<Self> {
+        let followed = Arc::new(Followed {
             set,
             command_timeout,
             current: Mutex::new(None),
             resolving: tokio::sync::Mutex::new(()),
-        }
+            switched: watch::channel(0).0,
+        });
+        tokio::spawn(watch_switches(Arc::downgrade(&followed)));
+        followed
+    }
+
+    /// Changes each time the client moves to another master.
+    pub(crate) fn switches(&self) -> watch::Receiver<u64> {
+        self.switched.subscribe()
     }
 
     pub(crate) fn describe(&self) -> String {
@@ -200,7 +219,14 @@ impl Followed {
         )?;
         let master = Arc::new(Master { client, conn, addr });
         tracing::info!(master = %master.addr, name = %self.set.master, "following the master the sentinels name");
-        *self.current.lock().unwrap_or_else(PoisonError::into_inner) = Some(master.clone());
+        let previous = self
+            .current
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .replace(master.clone());
+        if previous.is_some_and(|p| p.addr != master.addr) {
+            self.switched.send_modify(|g| *g = g.wrapping_add(1));
+        }
         Ok(master)
     }
 
@@ -242,5 +268,100 @@ impl Followed {
             }
             other => other,
         }
+    }
+}
+
+/// Whether a sentinel's announcement is about a new master for `name`: `+promoted-slave`
+/// (`slave <ip>:<port> <ip> <port> @ <name> <old ip> <old port>`, as soon as a replica is
+/// promoted, while the failover goes on) or `+switch-master` (`<name> <old ip> <old port>
+/// <new ip> <new port>`, when it ends).
+fn announces_new_master(payload: &str, name: &str) -> bool {
+    let promoted = payload.starts_with("slave ")
+        && payload
+            .split_once(" @ ")
+            .and_then(|(_, master)| master.split(' ').next())
+            == Some(name);
+    promoted || payload.split(' ').next() == Some(name)
+}
+
+/// Listens to `+switch-master` and `+promoted-slave` on the sentinels (one at a time, rotating
+/// on failure) until the client is gone, and follows the new master of ours when one is
+/// announced.
+async fn watch_switches(followed: std::sync::Weak<Followed>) {
+    const RETRY: Duration = Duration::from_millis(500);
+    let mut next = 0usize;
+    loop {
+        let (sentinel, name, limit) = {
+            let Some(followed) = followed.upgrade() else {
+                return;
+            };
+            let count = followed.set.sentinels.len().max(1);
+            let Some(sentinel) = followed.set.sentinels.get(next % count).cloned() else {
+                return;
+            };
+            (
+                sentinel,
+                followed.set.master.clone(),
+                followed.command_timeout,
+            )
+        };
+        next = next.wrapping_add(1);
+        let subscribed = within(limit, async {
+            let mut pubsub = sentinel.get_async_pubsub().await?;
+            pubsub
+                .subscribe(&["+switch-master", "+promoted-slave"])
+                .await?;
+            Ok(pubsub)
+        })
+        .await;
+        let mut pubsub = match subscribed {
+            Ok(pubsub) => pubsub,
+            Err(err) => {
+                tracing::debug!(%err, "cannot listen to a sentinel's announcements");
+                tokio::time::sleep(RETRY).await;
+                continue;
+            }
+        };
+        let mut messages = pubsub.on_message();
+        loop {
+            // Wake up now and then to notice a dropped client.
+            let message = tokio::time::timeout(Duration::from_secs(1), messages.next()).await;
+            let Some(followed) = followed.upgrade() else {
+                return;
+            };
+            match message {
+                Err(_) => continue,
+                Ok(None) => break,
+                Ok(Some(message)) => {
+                    let payload = String::from_utf8_lossy(message.get_payload_bytes()).into_owned();
+                    if announces_new_master(&payload, &name) {
+                        tracing::info!(%payload, "the sentinels announced a new master");
+                        if let Err(err) = followed.refresh().await {
+                            tracing::warn!(%err, "cannot reach the new master yet");
+                        }
+                    }
+                }
+            }
+        }
+        tokio::time::sleep(RETRY).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::announces_new_master;
+
+    #[test]
+    fn announcements_of_a_new_master_are_recognised_by_name() {
+        assert!(announces_new_master("m 127.0.0.1 1 127.0.0.1 2", "m"));
+        assert!(announces_new_master(
+            "slave 127.0.0.1:2 127.0.0.1 2 @ m 127.0.0.1 1",
+            "m"
+        ));
+        assert!(!announces_new_master(
+            "slave 127.0.0.1:2 127.0.0.1 2 @ other 127.0.0.1 1",
+            "m"
+        ));
+        assert!(!announces_new_master("other 127.0.0.1 1 127.0.0.1 2", "m"));
     }
 }
