@@ -18,6 +18,21 @@ pub const DEFAULT_URL: &str = "redis://127.0.0.1:6379";
 pub const URL_ENV: &str = "FENCELOCK_URL";
 /// The environment variable naming a file with the URL(s).
 pub const URL_FILE_ENV: &str = "FENCELOCK_URL_FILE";
+/// The environment variables with the credentials of a Sentinel-managed master.
+pub const MASTER_USER_ENV: &str = "FENCELOCK_MASTER_USER";
+/// See [`MASTER_USER_ENV`].
+pub const MASTER_PASSWORD_ENV: &str = "FENCELOCK_MASTER_PASSWORD";
+
+/// How the URLs are used.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Topology {
+    /// One server, or independent servers for Redlock.
+    Instances,
+    /// Seed nodes of one Redis Cluster.
+    Cluster,
+    /// Sentinels of the master with this name.
+    Sentinel(String),
+}
 
 /// The server options shared by the lock commands.
 #[derive(Debug, Clone, clap::Args)]
@@ -28,6 +43,23 @@ pub struct ServerArgs {
     /// refused here: put them in FENCELOCK_URL or FENCELOCK_URL_FILE.
     #[arg(long = "url", value_name = "URL")]
     pub urls: Vec<String>,
+
+    /// The URLs are seed nodes of one Redis Cluster (not independent Redlock servers); one is
+    /// enough, more survive a seed being down
+    #[arg(
+        long,
+        env = "FENCELOCK_CLUSTER",
+        value_parser = clap::builder::BoolishValueParser::new(),
+        conflicts_with = "sentinel"
+    )]
+    pub cluster: bool,
+
+    /// The URLs are Redis Sentinels; lock on the master they know by NAME, following its
+    /// failovers. The master's credentials, if it needs any, come from FENCELOCK_MASTER_USER
+    /// and FENCELOCK_MASTER_PASSWORD (never from the command line); the sentinels' go in their
+    /// URLs
+    #[arg(long, value_name = "NAME", env = "FENCELOCK_SENTINEL")]
+    pub sentinel: Option<String>,
 
     /// The prefix of the lock keys in Redis; every user of a lock must use the same one
     #[arg(long, value_name = "PREFIX", default_value = fencelock::DEFAULT_PREFIX)]
@@ -67,22 +99,39 @@ pub struct Servers {
     pub addrs: Vec<String>,
     /// The key prefix.
     pub prefix: String,
+    /// How the URLs are used.
+    pub topology: Topology,
     /// The TLS files: CA, and client certificate with its key.
     pub tls_ca: Option<PathBuf>,
     pub tls_client: Option<(PathBuf, PathBuf)>,
 }
 
 impl Servers {
-    /// The servers for messages: `host:port`, comma-separated.
+    /// The servers for messages: `host:port`, comma-separated (with what they are, for a
+    /// cluster or sentinels).
     pub fn describe(&self) -> String {
-        self.addrs.join(", ")
+        let addrs = self.addrs.join(", ");
+        match &self.topology {
+            Topology::Instances => addrs,
+            Topology::Cluster => format!("cluster of {addrs}"),
+            Topology::Sentinel(name) => format!("master {name} (sentinels {addrs})"),
+        }
     }
 
-    /// A lock client for these servers (Redlock when there are several).
+    /// A lock client for these servers (Redlock when there are several independent ones).
     pub fn client(&self) -> Result<fencelock::Client, CliError> {
-        let builder = match self.urls.as_slice() {
-            [one] => fencelock::Client::builder(one),
-            many => fencelock::Client::builder_redlock(many),
+        let builder = match (&self.topology, self.urls.as_slice()) {
+            (Topology::Cluster, seeds) => fencelock::Client::builder_cluster(seeds),
+            (Topology::Sentinel(name), sentinels) => {
+                let builder = fencelock::Client::builder_sentinel(sentinels, name);
+                match non_empty_env(MASTER_PASSWORD_ENV) {
+                    Some(password) => builder
+                        .master_credentials(non_empty_env(MASTER_USER_ENV).as_deref(), &password),
+                    None => builder,
+                }
+            }
+            (Topology::Instances, [one]) => fencelock::Client::builder(one),
+            (Topology::Instances, many) => fencelock::Client::builder_redlock(many),
         };
         let mut builder = builder.key_prefix(self.prefix.clone());
         if let Some(ca) = &self.tls_ca {
@@ -143,10 +192,19 @@ impl ServerArgs {
             })?;
             addrs.push(addr);
         }
+        let topology = match (&self.sentinel, self.cluster) {
+            (Some(name), _) if name.trim().is_empty() => {
+                return Err(CliError::Usage("--sentinel needs the master's name".into()));
+            }
+            (Some(name), _) => Topology::Sentinel(name.clone()),
+            (None, true) => Topology::Cluster,
+            (None, false) => Topology::Instances,
+        };
         Ok(Servers {
             urls,
             addrs,
             prefix: self.prefix.clone(),
+            topology,
             tls_ca: self.tls_ca.clone(),
             tls_client: self.tls_cert.clone().zip(self.tls_key.clone()),
         })
@@ -196,6 +254,8 @@ mod tests {
         let args = ServerArgs {
             urls: vec!["redis://u:s3cret@127.0.0.1:1".into()],
             prefix: "fencelock".into(),
+            cluster: false,
+            sentinel: None,
             tls_ca: None,
             tls_cert: None,
             tls_key: None,

@@ -59,8 +59,8 @@ fn acquire_error(err: fencelock::Error, servers: &Servers, permits: Option<u32>)
         }
         (Error::Busy { .. } | Error::TimedOut { .. }, None) => format!("{err} (on {on})"),
         (Error::Unsupported { .. }, _) => format!(
-            "{err} (on {on}). --permits needs a single Redis server, and {} were given; nothing \
-             was sent to them and nothing was run",
+            "{err} (on {on}). --permits needs a single Redis server, a cluster or sentinels, \
+             and {} independent servers were given; nothing was sent to them and nothing was run",
             servers.urls.len()
         ),
         (Error::Conflict { conflict, .. }, _) => {
