@@ -24,6 +24,7 @@
 //!
 //! `run` needs a multi-threaded Tokio runtime (redlock runs on the blocking pool).
 
+mod deployments;
 mod error;
 mod family;
 mod locker;
@@ -40,7 +41,7 @@ pub use locker::Library;
 pub use redlock_w4::FencelockRedlockFactory;
 pub use report::{
     Machine, Report, TargetCheck, W1Row, W2Row, W3Row, W4Phase, W4Row, W5Row, W6Contended,
-    W6Report, W6Uncontended,
+    W6Report, W6Uncontended, W7Row,
 };
 
 use serde::{Deserialize, Serialize};
@@ -61,17 +62,20 @@ pub enum Workload {
     /// The lock family (fencelock only): every kind uncontended and contended, next to the
     /// plain lock.
     W6,
+    /// Deployments: TLS, a replica with `WAIT`, a Redis Cluster; fencelock next to raw.
+    W7,
 }
 
 impl Workload {
     /// All workloads.
-    pub const ALL: [Workload; 6] = [
+    pub const ALL: [Workload; 7] = [
         Workload::W1,
         Workload::W2,
         Workload::W3,
         Workload::W4,
         Workload::W5,
         Workload::W6,
+        Workload::W7,
     ];
 }
 
@@ -86,7 +90,8 @@ impl std::str::FromStr for Workload {
             "w4" | "4" => Ok(Workload::W4),
             "w5" | "5" => Ok(Workload::W5),
             "w6" | "6" => Ok(Workload::W6),
-            other => Err(format!("unknown workload {other:?} (expected w1 … w6)")),
+            "w7" | "7" => Ok(Workload::W7),
+            other => Err(format!("unknown workload {other:?} (expected w1 … w7)")),
         }
     }
 }
@@ -151,6 +156,13 @@ pub struct BenchOptions {
     pub w6_round: Duration,
     /// See `w6_rounds`.
     pub w6_hold: Duration,
+    /// W7: repetitions (medians are shown), the length of each measurement, and the tasks of
+    /// the concurrent one.
+    pub w7_repetitions: usize,
+    /// See `w7_repetitions`.
+    pub w7_duration: Duration,
+    /// See `w7_repetitions`.
+    pub w7_tasks: usize,
     /// How W4 builds fencelock's client over several instances (default:
     /// `fencelock::Client::open_redlock` with default options).
     pub fencelock_redlock: FencelockRedlockFactory,
@@ -223,6 +235,9 @@ impl BenchOptions {
             w6_rounds: 3,
             w6_round: Duration::from_secs(2),
             w6_hold: Duration::from_millis(1),
+            w7_repetitions: 3,
+            w7_duration: Duration::from_secs(1),
+            w7_tasks: 32,
             fencelock_redlock: fencelock_redlock_factory(),
         }
     }
@@ -245,6 +260,8 @@ impl BenchOptions {
             w6_duration: Duration::from_millis(150),
             w6_rounds: 1,
             w6_round: Duration::from_millis(300),
+            w7_repetitions: 1,
+            w7_duration: Duration::from_millis(200),
             ..Self::full()
         }
     }
@@ -259,7 +276,7 @@ impl BenchOptions {
                 "{l} is not built in (build with the `peers` feature)"
             ));
         }
-        if self.w2_tasks == 0 || self.w3_workers == 0 || self.w4_instances == 0 {
+        if self.w2_tasks == 0 || self.w3_workers == 0 || self.w4_instances == 0 || self.w7_tasks == 0 {
             return bad("tasks, workers and instances must be at least 1");
         }
         if self.w5_ttl < Duration::from_millis(100) || self.ttl < Duration::from_millis(100) {
@@ -273,6 +290,7 @@ impl BenchOptions {
             self.w5_hold,
             self.w6_duration * u32::try_from(self.w6_repetitions).unwrap_or(u32::MAX),
             self.w6_round * u32::try_from(self.w6_rounds).unwrap_or(u32::MAX),
+            self.w7_duration * u32::try_from(self.w7_repetitions).unwrap_or(u32::MAX),
         ]
         .into_iter()
         .max()
@@ -351,6 +369,13 @@ impl BenchOptions {
                     locker::RAW_POLL
                 ),
             ),
+            (
+                Some(Workload::W7),
+                format!(
+                    "W7: {} repetitions × {:?} per measurement, fencelock and raw alternating on the same servers; 1 task, then {} tasks on one client; medians; TLS with rustls and a test CA; WAIT for 1 replica (at most 200 ms) after each grant, for both; Redis Cluster of 3 masters on this machine",
+                    self.w7_repetitions, self.w7_duration, self.w7_tasks
+                ),
+            ),
         ];
         lines
             .into_iter()
@@ -392,6 +417,7 @@ pub async fn run(opts: BenchOptions) -> Result<Report> {
         w4: Vec::new(),
         w5: Vec::new(),
         w6: W6Report::default(),
+        w7: Vec::new(),
         targets: Vec::new(),
         notes: Vec::new(),
     };
@@ -564,6 +590,9 @@ pub async fn run(opts: BenchOptions) -> Result<Report> {
                 "W6 measures fencelock's lock kinds; it ran only with fencelock selected".into(),
             );
         }
+    }
+    if has(Workload::W7) {
+        report.w7 = deployments::w7(opts.ttl, opts.w7_tasks, opts.w7_repetitions, opts.w7_duration).await;
     }
     report.machine.load_after = system::load_average();
     report.finish();

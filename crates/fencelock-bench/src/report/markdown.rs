@@ -208,6 +208,29 @@ impl Report {
         if !self.w6.is_empty() {
             self.w6_markdown(&mut md);
         }
+        if !self.w7.is_empty() {
+            let tasks = self.w7.iter().map(|r| r.tasks).max().unwrap_or(0);
+            let _ = writeln!(
+                md,
+                "\n### W7 — deployments (fencelock and raw alternating on the same servers; 1 task, and {tasks} tasks on one client, each its own key)\n"
+            );
+            let _ = writeln!(
+                md,
+                "| deployment | library | 1 task, cycles/s | {tasks} tasks, cycles/s | note |"
+            );
+            let _ = writeln!(md, "|---|---|---:|---:|---|");
+            for r in &self.w7 {
+                let _ = writeln!(
+                    md,
+                    "| {} | {} | {} | {} | {} |",
+                    r.deployment,
+                    r.library,
+                    opt(r.sequential_per_s, 0),
+                    opt(r.concurrent_per_s, 0),
+                    r.error.as_deref().map(cell_error).unwrap_or_default()
+                );
+            }
+        }
         if !self.targets.is_empty() {
             let _ = writeln!(md, "\n### Targets\n");
             let _ = writeln!(md, "| target | measured | met |");

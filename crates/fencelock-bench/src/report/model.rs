@@ -83,6 +83,36 @@ pub struct W2Row {
     pub error: Option<String>,
 }
 
+/// W7 — one deployment (a TLS server, a replica with `WAIT`, a cluster), one contender.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct W7Row {
+    /// The deployment.
+    pub deployment: String,
+    /// The contender (`fencelock` or `raw`).
+    pub library: String,
+    /// Tasks of the concurrent measurement.
+    pub tasks: usize,
+    /// Cycles per second, 1 task (median of the repetitions).
+    pub sequential_per_s: Option<f64>,
+    /// Cycles per second, `tasks` tasks on one client (median of the repetitions).
+    pub concurrent_per_s: Option<f64>,
+    /// Why the row has no numbers (or lacks some).
+    pub error: Option<String>,
+}
+
+impl W7Row {
+    pub(crate) fn failed(deployment: &str, library: &str, error: String) -> Self {
+        W7Row {
+            deployment: deployment.into(),
+            library: library.into(),
+            tasks: 0,
+            sequential_per_s: None,
+            concurrent_per_s: None,
+            error: Some(error),
+        }
+    }
+}
+
 /// W3 — contended handoff.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct W3Row {
@@ -335,6 +365,9 @@ pub struct Report {
     /// W6: the lock family (absent from reports written before it existed).
     #[serde(default)]
     pub w6: W6Report,
+    /// W7: deployments (absent from reports written before it existed).
+    #[serde(default)]
+    pub w7: Vec<W7Row>,
     /// The targets.
     pub targets: Vec<TargetCheck>,
     /// Remarks (left-out contenders, how a workload ran).
