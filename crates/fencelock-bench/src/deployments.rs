@@ -38,8 +38,7 @@ enum RawAny {
     Cluster(redis::cluster_async::ClusterConnection),
 }
 
-const RELEASE: &str =
-    "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end";
+const RELEASE: &str = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end";
 
 async fn raw_cycle<C: ConnectionLike + Clone + Send>(
     conn: &C,
@@ -110,26 +109,36 @@ impl Side {
             Side::Raw(RawAny::Single { conn, wait_replica }) => {
                 raw_cycle(conn, release, key, key, ttl, *wait_replica).await
             }
-            Side::Raw(RawAny::Cluster(conn)) => raw_cycle(conn, release, key, key, ttl, false).await,
+            Side::Raw(RawAny::Cluster(conn)) => {
+                raw_cycle(conn, release, key, key, ttl, false).await
+            }
         }
     }
 }
 
 /// Cycles per second of `tasks` tasks on `side` for `duration`, each task with its own keys.
-async fn measure(side: &Side, tag: &str, tasks: usize, duration: Duration, ttl: Duration) -> Result<f64> {
+async fn measure(
+    side: &Side,
+    tag: &str,
+    tasks: usize,
+    duration: Duration,
+    ttl: Duration,
+) -> Result<f64> {
     let release = Arc::new(redis::Script::new(RELEASE));
     let stop = Arc::new(AtomicBool::new(false));
     let done = Arc::new(AtomicU64::new(0));
     let started = Instant::now();
     let mut handles = Vec::with_capacity(tasks);
     for task in 0..tasks {
-        let (side, release, stop, done) = (side.clone(), release.clone(), stop.clone(), done.clone());
+        let (side, release, stop, done) =
+            (side.clone(), release.clone(), stop.clone(), done.clone());
         let tag = tag.to_owned();
         handles.push(tokio::spawn(async move {
             let mut i = 0u64;
             while !stop.load(Ordering::Relaxed) {
                 i += 1;
-                side.cycle(&release, &format!("w7-{tag}-{task}-{i}"), ttl).await?;
+                side.cycle(&release, &format!("w7-{tag}-{task}-{i}"), ttl)
+                    .await?;
                 done.fetch_add(1, Ordering::Relaxed);
             }
             Ok::<(), BenchError>(())
@@ -175,7 +184,13 @@ async fn plain() -> Result<Deployment> {
     Ok(Deployment {
         name: "one server",
         sides: vec![
-            ("fencelock", Side::Fencelock(fencelock::Client::open(&url).map_err(|e| BenchError::fencelock("W7 client", e))?)),
+            (
+                "fencelock",
+                Side::Fencelock(
+                    fencelock::Client::open(&url)
+                        .map_err(|e| BenchError::fencelock("W7 client", e))?,
+                ),
+            ),
             (
                 "raw",
                 Side::Raw(RawAny::Single {
@@ -314,7 +329,10 @@ pub(crate) async fn w7(
     for (name, deployment) in [
         ("one server", plain().await),
         ("one server, TLS", tls().await),
-        ("master + replica, WAIT 1 after each grant", replicated().await),
+        (
+            "master + replica, WAIT 1 after each grant",
+            replicated().await,
+        ),
         ("Redis Cluster, 3 masters", cluster().await),
     ] {
         let deployment = match deployment {

@@ -276,7 +276,11 @@ impl BenchOptions {
                 "{l} is not built in (build with the `peers` feature)"
             ));
         }
-        if self.w2_tasks == 0 || self.w3_workers == 0 || self.w4_instances == 0 || self.w7_tasks == 0 {
+        if self.w2_tasks == 0
+            || self.w3_workers == 0
+            || self.w4_instances == 0
+            || self.w7_tasks == 0
+        {
             return bad("tasks, workers and instances must be at least 1");
         }
         if self.w5_ttl < Duration::from_millis(100) || self.ttl < Duration::from_millis(100) {
@@ -592,7 +596,13 @@ pub async fn run(opts: BenchOptions) -> Result<Report> {
         }
     }
     if has(Workload::W7) {
-        report.w7 = deployments::w7(opts.ttl, opts.w7_tasks, opts.w7_repetitions, opts.w7_duration).await;
+        report.w7 = deployments::w7(
+            opts.ttl,
+            opts.w7_tasks,
+            opts.w7_repetitions,
+            opts.w7_duration,
+        )
+        .await;
     }
     report.machine.load_after = system::load_average();
     report.finish();
