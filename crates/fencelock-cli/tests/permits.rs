@@ -298,7 +298,12 @@ fn permits_over_several_servers_and_zero_permits_are_refused_before_anything_is_
     let cases: [(&[&str], &[&str]); 3] = [
         (
             &["--url", &url_a, "--url", &url_b, "--permits", "2"],
-            &["\"pool\"", "Redlock", "--permits", "2 were given"],
+            &[
+                "\"pool\"",
+                "Redlock",
+                "--permits",
+                "2 independent servers were given",
+            ],
         ),
         (
             &["--url", &url_a, "--url", &url_b, "--permits", "1"],

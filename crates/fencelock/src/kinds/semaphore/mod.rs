@@ -71,8 +71,8 @@ impl Protocol for Permit {
         Some(
             "a semaphore cannot be held over Redlock: majority voting does not bound the \
              holders to N (with 3 instances and 2 permits, three holders can each win a \
-             different majority); use a single Redis server (with a replica and failover) for \
-             semaphores",
+             different majority); use one Redis server, a Redis Cluster or a Sentinel-managed \
+             master for semaphores",
         )
     }
 
