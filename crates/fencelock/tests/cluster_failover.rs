@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use fencelock::Client;
-use fencelock_testkit::{RedisCluster, RedisServer};
+use fencelock_testkit::RedisCluster;
 
 fn start_cluster() -> RedisCluster {
     match RedisCluster::start(3, 1) {
@@ -249,47 +249,6 @@ async fn graceful_and_killed_master_failovers_keep_fences_growing_and_service_re
     assert!(violations.is_empty(), "{violations:#?}");
 }
 
-/// The fenced resource of this test: a Lua-guarded value in the lock's slot that accepts a
-/// write only with a fence at least as large as every fence it accepted.
-fn fenced_write(node: &RedisServer, name: &str, fence: u64, value: &str) -> bool {
-    let script = "local last = tonumber(redis.call('get', KEYS[1]) or '0') \
-                  if tonumber(ARGV[1]) < last then return 0 end \
-                  redis.call('set', KEYS[1], ARGV[1]) redis.call('set', KEYS[2], ARGV[2]) return 1";
-    let fence_key = format!("resource:{{{name}}}:fence");
-    let value_key = format!("resource:{{{name}}}:value");
-    match node.cmd(&[
-        "EVAL",
-        script,
-        "2",
-        &fence_key,
-        &value_key,
-        &fence.to_string(),
-        value,
-    ]) {
-        Ok(redis::Value::Int(n)) => n == 1,
-        other => panic!("fenced write: {other:?}"),
-    }
-}
-
-/// A replication-timeout setting that makes a master drop a stopped replica within a second,
-/// so that a grant made afterwards never reaches it.
-fn drop_stopped_replicas_quickly(master: &RedisServer) {
-    if let Err(e) = master.cmd(&["CONFIG", "SET", "repl-timeout", "1"]) {
-        panic!("CONFIG SET repl-timeout: {e}");
-    }
-}
-
-fn connected_replicas(master: &RedisServer) -> u64 {
-    match master.cmd(&["INFO", "replication"]) {
-        Ok(redis::Value::BulkString(info)) => String::from_utf8_lossy(&info)
-            .lines()
-            .find_map(|l| l.strip_prefix("connected_slaves:"))
-            .and_then(|n| n.trim().parse().ok())
-            .unwrap_or(0),
-        other => panic!("INFO replication: {other:?}"),
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_grant_lost_in_a_failover_is_reported_and_its_late_write_refused() {
     let cluster = start_cluster();
@@ -302,13 +261,13 @@ async fn a_grant_lost_in_a_failover_is_reported_and_its_late_write_refused() {
     let other_client = cluster_client(&cluster);
 
     // 1. Freeze the replica until its master gives up on it: the grant will not reach it.
-    drop_stopped_replicas_quickly(master);
+    common::drop_stopped_replicas_quickly(master);
     replica.pause().unwrap_or_else(|e| panic!("{e}"));
     common::wait_for_count(
         "replicas connected to the master",
         0,
         Duration::from_secs(10),
-        || connected_replicas(master),
+        || common::connected_replicas(master),
     )
     .await;
 
@@ -359,9 +318,14 @@ async fn a_grant_lost_in_a_failover_is_reported_and_its_late_write_refused() {
     let reason = told.unwrap_or_else(|_| panic!("the holder of a lost lock was not told"));
     let told_after = failover_at.elapsed();
     // The resource takes the new holder's write and refuses the old holder's late one.
-    assert!(fenced_write(replica, &name, next.fence(), "new holder"));
+    assert!(common::fenced_write(
+        replica,
+        &name,
+        next.fence(),
+        "new holder"
+    ));
     assert!(
-        !fenced_write(replica, &name, old_fence, "old holder"),
+        !common::fenced_write(replica, &name, old_fence, "old holder"),
         "the stale fence was accepted"
     );
     let value = replica

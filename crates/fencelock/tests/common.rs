@@ -220,3 +220,44 @@ pub fn request(client: &Client, kind: &str, name: &str) -> fencelock::LockReques
         other => panic!("unknown kind {other}"),
     }
 }
+
+/// A fenced resource for failover tests: a Lua-guarded value in the lock's slot that accepts a
+/// write only with a fence at least as large as every fence it accepted.
+pub fn fenced_write(node: &RedisServer, name: &str, fence: u64, value: &str) -> bool {
+    let script = "local last = tonumber(redis.call('get', KEYS[1]) or '0') \
+                  if tonumber(ARGV[1]) < last then return 0 end \
+                  redis.call('set', KEYS[1], ARGV[1]) redis.call('set', KEYS[2], ARGV[2]) return 1";
+    let fence_key = format!("resource:{{{name}}}:fence");
+    let value_key = format!("resource:{{{name}}}:value");
+    match node.cmd(&[
+        "EVAL",
+        script,
+        "2",
+        &fence_key,
+        &value_key,
+        &fence.to_string(),
+        value,
+    ]) {
+        Ok(redis::Value::Int(n)) => n == 1,
+        other => panic!("fenced write: {other:?}"),
+    }
+}
+
+/// A replication-timeout setting that makes a master drop a stopped replica within a second,
+/// so that a grant made afterwards never reaches it.
+pub fn drop_stopped_replicas_quickly(master: &RedisServer) {
+    if let Err(e) = master.cmd(&["CONFIG", "SET", "repl-timeout", "1"]) {
+        panic!("CONFIG SET repl-timeout: {e}");
+    }
+}
+
+pub fn connected_replicas(master: &RedisServer) -> u64 {
+    match master.cmd(&["INFO", "replication"]) {
+        Ok(redis::Value::BulkString(info)) => String::from_utf8_lossy(&info)
+            .lines()
+            .find_map(|l| l.strip_prefix("connected_slaves:"))
+            .and_then(|n| n.trim().parse().ok())
+            .unwrap_or(0),
+        other => panic!("INFO replication: {other:?}"),
+    }
+}

@@ -227,3 +227,94 @@ async fn master_credentials_are_separate_from_the_sentinels_and_never_shown() {
         .to_string();
     assert!(err.contains("no-such-master"), "{err}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_grant_lost_when_the_master_dies_is_reported_and_its_late_write_refused() {
+    let mut set = start_set();
+    let holder_client = sentinel_client(&set);
+    let other_client = sentinel_client(&set);
+    let old = set.master().unwrap_or_else(|e| panic!("{e}")).port();
+    let index = set
+        .nodes
+        .iter()
+        .position(|n| n.port() == old)
+        .unwrap_or_else(|| panic!("no node {old}"));
+
+    // 1. Freeze the replicas until the master gives up on them: the grant reaches neither.
+    common::drop_stopped_replicas_quickly(&set.nodes[index]);
+    for replica in set.nodes.iter().filter(|n| n.port() != old) {
+        replica.pause().unwrap_or_else(|e| panic!("{e}"));
+    }
+    common::wait_for_count(
+        "replicas connected to the master",
+        0,
+        Duration::from_secs(10),
+        || common::connected_replicas(&set.nodes[index]),
+    )
+    .await;
+
+    // 2. The grant, on the master alone.
+    let guard = holder_client
+        .lock("lost")
+        .ttl(Duration::from_secs(3))
+        .acquire()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let old_fence = guard.fence();
+
+    // 3. The master dies; the replicas come back and one is promoted, without the grant.
+    set.nodes[index].kill().unwrap_or_else(|e| panic!("{e}"));
+    let killed_at = Instant::now();
+    for replica in set.nodes.iter().filter(|n| n.port() != old) {
+        replica.resume().unwrap_or_else(|e| panic!("{e}"));
+    }
+    let promoted = {
+        let set = &set;
+        tokio::task::block_in_place(|| set.wait_new_master(old).map(|m| m.port()))
+            .unwrap_or_else(|e| panic!("{e}"))
+    };
+
+    // Another owner gets the lock at once (the old lease would still run for seconds), with a
+    // larger fence.
+    let next = loop {
+        match other_client.lock("lost").try_acquire().await {
+            Ok(Some(next)) => break next,
+            Ok(None) => panic!("the lock survived the failover; the recipe did not lose it"),
+            Err(e) if killed_at.elapsed() < Duration::from_secs(30) => {
+                eprintln!("retrying after the failover: {e}");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            Err(e) => panic!("no service after the failover: {e}"),
+        }
+    };
+    let granted_after = killed_at.elapsed();
+    assert!(
+        next.fence() > old_fence,
+        "fence went backwards across the failover: {old_fence} -> {}",
+        next.fence()
+    );
+    let reason = tokio::time::timeout(Duration::from_secs(10), guard.lost())
+        .await
+        .unwrap_or_else(|_| panic!("the holder of a lost lock was not told"));
+    let told_after = killed_at.elapsed();
+    let new_master = set
+        .nodes
+        .iter()
+        .find(|n| n.port() == promoted)
+        .unwrap_or_else(|| panic!("no node {promoted}"));
+    assert!(common::fenced_write(
+        new_master,
+        "lost",
+        next.fence(),
+        "new holder"
+    ));
+    assert!(
+        !common::fenced_write(new_master, "lost", old_fence, "old holder"),
+        "the stale fence was accepted"
+    );
+    eprintln!(
+        "sentinel lost-lock failover: another owner granted {granted_after:?} after the kill, \
+         the old holder told after {told_after:?} ({reason}); stale write refused"
+    );
+    assert!(next.release().await.unwrap_or_else(|e| panic!("{e}")));
+}
