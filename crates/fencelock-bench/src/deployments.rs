@@ -17,6 +17,9 @@ use crate::error::{BenchError, Result};
 use crate::report::W7Row;
 use crate::stats::median;
 
+/// Release-to-woken-waiter samples per deployment.
+const WAKE_SAMPLES: usize = 40;
+
 /// The replica wait of the `WAIT` deployment.
 const REPLICA_WAIT: Duration = Duration::from_millis(200);
 
@@ -153,6 +156,56 @@ async fn measure(
     }
     let secs = started.elapsed().as_secs_f64();
     Ok(done.load(Ordering::Relaxed) as f64 / secs.max(f64::EPSILON))
+}
+
+/// From the start of a release to the grant of the waiter it wakes (µs), `samples` times on
+/// fresh names: the holder and the waiter share the client, so the wake-up goes through Redis
+/// (the release script's publish) and the client's release listener.
+async fn wake_latencies(client: &fencelock::Client, tag: &str, samples: usize) -> Result<Vec<f64>> {
+    let mut latencies = Vec::with_capacity(samples);
+    for i in 0..samples {
+        let name = format!("w7-wake-{tag}-{i}");
+        let holder = client
+            .lock(name.as_str())
+            .ttl(Duration::from_secs(30))
+            .try_acquire()
+            .await
+            .map_err(|e| BenchError::fencelock("W7 wake: holder", e))?
+            .ok_or_else(|| BenchError::Bench(format!("W7 wake: {name} busy")))?;
+        let waiter = {
+            let client = client.clone();
+            let name = name.clone();
+            tokio::spawn(async move {
+                let guard = client
+                    .lock(name)
+                    .ttl(Duration::from_secs(30))
+                    .wait_up_to(Duration::from_secs(10))
+                    .acquire()
+                    .await;
+                (guard, Instant::now())
+            })
+        };
+        // Let the waiter try once, subscribe and wait.
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        let released_at = Instant::now();
+        holder
+            .release()
+            .await
+            .map_err(|e| BenchError::fencelock("W7 wake: release", e))?;
+        let (guard, granted_at) = waiter.await.map_err(|e| BenchError::join("W7 wake", e))?;
+        let guard = guard.map_err(|e| BenchError::fencelock("W7 wake: waiter", e))?;
+        latencies.push(
+            granted_at
+                .saturating_duration_since(released_at)
+                .as_secs_f64()
+                * 1e6,
+        );
+        guard
+            .release()
+            .await
+            .map_err(|e| BenchError::fencelock("W7 wake: release", e))?;
+    }
+    Ok(latencies)
 }
 
 /// A deployment under test: its processes (kept alive while measured) and its two sides.
@@ -358,8 +411,16 @@ pub(crate) async fn w7(
                 }
             }
         }
+        let mut wake = None;
+        if let Some((_, Side::Fencelock(client))) = deployment.sides.first() {
+            match wake_latencies(client, "w", WAKE_SAMPLES).await {
+                Ok(latencies) => wake = median(&latencies),
+                Err(e) => errors[0] = Some(e.to_string()),
+            }
+        }
         for (i, (library, _)) in deployment.sides.iter().enumerate() {
             rows.push(W7Row {
+                wake_p50_us: if i == 0 { wake } else { None },
                 deployment: deployment.name.into(),
                 library: (*library).into(),
                 tasks,

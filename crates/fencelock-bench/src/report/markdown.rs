@@ -216,17 +216,18 @@ impl Report {
             );
             let _ = writeln!(
                 md,
-                "| deployment | library | 1 task, cycles/s | {tasks} tasks, cycles/s | note |"
+                "| deployment | library | 1 task, cycles/s | {tasks} tasks, cycles/s | release → woken waiter granted, p50 µs | note |"
             );
-            let _ = writeln!(md, "|---|---|---:|---:|---|");
+            let _ = writeln!(md, "|---|---|---:|---:|---:|---|");
             for r in &self.w7 {
                 let _ = writeln!(
                     md,
-                    "| {} | {} | {} | {} | {} |",
+                    "| {} | {} | {} | {} | {} | {} |",
                     r.deployment,
                     r.library,
                     opt(r.sequential_per_s, 0),
                     opt(r.concurrent_per_s, 0),
+                    opt(r.wake_p50_us, 0),
                     r.error.as_deref().map(cell_error).unwrap_or_default()
                 );
             }

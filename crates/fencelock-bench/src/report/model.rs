@@ -96,6 +96,10 @@ pub struct W7Row {
     pub sequential_per_s: Option<f64>,
     /// Cycles per second, `tasks` tasks on one client (median of the repetitions).
     pub concurrent_per_s: Option<f64>,
+    /// fencelock: from the start of a release to the grant of the waiter it wakes, median, µs
+    /// (raw has no notification: it polls).
+    #[serde(default)]
+    pub wake_p50_us: Option<f64>,
     /// Why the row has no numbers (or lacks some).
     pub error: Option<String>,
 }
@@ -108,6 +112,7 @@ impl W7Row {
             tasks: 0,
             sequential_per_s: None,
             concurrent_per_s: None,
+            wake_p50_us: None,
             error: Some(error),
         }
     }
