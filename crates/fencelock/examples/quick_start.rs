@@ -19,18 +19,29 @@ async fn main() -> fencelock::Result<()> {
         .await?;
     println!("holding {:?} with fence {}", guard.name(), guard.fence());
 
+    // The resource checks the fence: a holder that stalled past its lease, and was replaced,
+    // cannot overwrite the newer holder's report.
+    let store = client.fenced_store("reports/nightly")?;
     tokio::select! {
         reason = guard.lost() => eprintln!("lock lost ({reason}); stopping"),
-        () = write_report(guard.fence()) => println!("report written"),
+        result = write_report(&store, guard.fence()) => {
+            result?;
+            println!("report written");
+        }
     }
     let was_still_held = guard.release().await?;
     println!("released; still held until the end: {was_still_held}");
     Ok(())
 }
 
-/// The work under the lock. A real resource would be given `fence` with every write and refuse
-/// one smaller than the largest it has seen (see the `worker_pool` example).
-async fn write_report(fence: u64) {
+/// The work under the lock: written only if no newer holder of the lock has written
+/// (`Error::Fenced` otherwise, and nothing changes).
+async fn write_report(store: &fencelock::fenced::FencedStore, fence: u64) -> fencelock::Result<()> {
     println!("writing the report with fence {fence}");
     tokio::time::sleep(Duration::from_millis(200)).await;
+    let writes = fencelock::fenced::Writes::new()
+        .set("report:{reports/nightly}", "...the report...")
+        .rpush("report:{reports/nightly}:log", "written");
+    store.apply(fence, &writes).await?;
+    Ok(())
 }

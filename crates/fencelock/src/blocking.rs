@@ -113,6 +113,18 @@ impl Client {
     pub fn wait_idle(&self, limit: Duration) -> bool {
         self.runtime.block_on(self.inner.wait_idle(limit))
     }
+
+    /// The fenced resource `resource` on this client's Redis (see [`crate::fenced`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`crate::Client::fenced_store`].
+    pub fn fenced_store(&self, resource: &str) -> Result<FencedStore> {
+        Ok(FencedStore {
+            runtime: self.runtime.clone(),
+            inner: self.inner.fenced_store(resource)?,
+        })
+    }
 }
 
 /// An owner of a reentrant lock (blocking); see [`crate::ReentrantLock`]. Clones are the same
@@ -299,5 +311,33 @@ impl Drop for LockGuard {
         if let Err(err) = self.runtime.block_on(guard.release()) {
             tracing::debug!(%err, "release on drop failed; the lease will run out");
         }
+    }
+}
+
+/// A fenced resource in Redis, blocking (see [`crate::fenced::FencedStore`]).
+#[derive(Debug, Clone)]
+pub struct FencedStore {
+    runtime: Arc<tokio::runtime::Runtime>,
+    inner: crate::fenced::FencedStore,
+}
+
+impl FencedStore {
+    /// Applies `writes` if `fence` is not older than what the resource accepted (see
+    /// [`crate::fenced::FencedStore::apply`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`crate::fenced::FencedStore::apply`]; [`crate::Error::Fenced`] for a stale fence.
+    pub fn apply(&self, fence: u64, writes: &crate::fenced::Writes) -> Result<u64> {
+        self.runtime.block_on(self.inner.apply(fence, writes))
+    }
+
+    /// The largest fence the resource has accepted (0 if none).
+    ///
+    /// # Errors
+    ///
+    /// As [`crate::fenced::FencedStore::accepted`].
+    pub fn accepted(&self) -> Result<u64> {
+        self.runtime.block_on(self.inner.accepted())
     }
 }

@@ -182,6 +182,32 @@ pub enum Error {
         found: String,
     },
 
+    /// A fenced write carried a fence older than one the resource has already accepted: a newer
+    /// holder of the lock has written. Nothing was written (see [`crate::fenced`]).
+    #[error(
+        "fenced write to {resource:?} refused: fence {fence} is older than {accepted}, which the resource has accepted; a newer holder wrote, nothing was changed"
+    )]
+    Fenced {
+        /// The resource.
+        resource: String,
+        /// The writer's fence.
+        fence: u64,
+        /// The largest fence the resource has accepted.
+        accepted: u64,
+    },
+
+    /// A fenced write would have failed on a key of another type (or the resource's fence key
+    /// holds something else). Nothing was written.
+    #[error("fenced write to {resource:?}: key {key:?} holds {found}; nothing was written")]
+    FencedWrongType {
+        /// The resource.
+        resource: String,
+        /// The Redis key in question.
+        key: String,
+        /// What was found there.
+        found: String,
+    },
+
     /// The request conflicts with how the lock is already used (another kind of lock under the
     /// same name, another number of permits, a read-to-write upgrade, the re-entry limit).
     /// Nothing was written.
@@ -313,7 +339,7 @@ fn fmt_remaining(remaining: Option<Duration>) -> String {
 }
 
 impl Error {
-    /// The lock this error is about, if it is about one.
+    /// The lock (or, for a fenced write, the resource) this error is about, if any.
     pub fn lock_name(&self) -> Option<&str> {
         match self {
             Error::InvalidArgument { lock, .. }
@@ -330,6 +356,9 @@ impl Error {
             | Error::WrongType { lock, .. }
             | Error::Conflict { lock, .. }
             | Error::Unsupported { lock, .. } => Some(lock),
+            Error::Fenced { resource, .. } | Error::FencedWrongType { resource, .. } => {
+                Some(resource)
+            }
             Error::Config { .. } => None,
         }
     }

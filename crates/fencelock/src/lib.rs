@@ -70,6 +70,7 @@ mod client;
 mod connection;
 mod engine;
 mod error;
+pub mod fenced;
 mod keys;
 mod kinds;
 mod lease;

@@ -133,3 +133,23 @@ fn the_blocking_client_offers_every_kind_of_lock() {
     assert!(b.fair_lock("b-fair").try_acquire().unwrap().is_none());
     assert!(f.release().unwrap());
 }
+
+#[test]
+fn the_blocking_fenced_store_refuses_a_stale_fence() {
+    let redis = server();
+    let client = Client::open(&redis.url()).unwrap();
+    let store = client.fenced_store("blocking-store").unwrap();
+    let old = client.lock("blocking-store").acquire().unwrap();
+    let old_fence = old.fence();
+    assert!(old.release().unwrap());
+    let new = client.lock("blocking-store").acquire().unwrap();
+    let writes = fencelock::fenced::Writes::new().set("v:{blocking-store}", "new");
+    assert_eq!(store.apply(new.fence(), &writes).unwrap(), new.fence());
+    let stale = fencelock::fenced::Writes::new().set("v:{blocking-store}", "old");
+    assert!(matches!(
+        store.apply(old_fence, &stale),
+        Err(Error::Fenced { .. })
+    ));
+    assert_eq!(store.accepted().unwrap(), new.fence());
+    assert!(new.release().unwrap());
+}

@@ -1,0 +1,270 @@
+//! The resource side of fencing, on Redis: a set of writes applied in one script **only if**
+//! the writer's fence is at least the largest fence the resource has accepted, which the same
+//! script raises. A holder whose lease ran out while it was paused, and whose lock another
+//! holder has taken since (with a larger fence), gets [`Error::Fenced`] and changes nothing.
+//!
+//! ```no_run
+//! # async fn example(client: fencelock::Client) -> fencelock::Result<()> {
+//! use fencelock::fenced::Writes;
+//!
+//! let store = client.fenced_store("accounts/42")?;
+//! let guard = client.lock("accounts/42").acquire().await?;
+//! let writes = Writes::new()
+//!     .hset("account:{accounts/42}", "balance", "100")
+//!     .rpush("account:{accounts/42}:log", "balance set to 100");
+//! store.apply(guard.fence(), &writes).await?; // Error::Fenced if a newer holder wrote
+//! guard.release().await?;
+//! # Ok(()) }
+//! ```
+//!
+//! The resource's fence is kept at `PREFIX:fenced:{RESOURCE}` (no expiry). One resource should
+//! be written under one lock name: fences of different names are not ordered with each other
+//! (a resource written under two names accepts a fence of either that is not older than the
+//! last one it took). On Redis Cluster the keys of one call must share the resource's hash
+//! tag — name them `...{RESOURCE}...` as in the example.
+
+use std::time::Duration;
+
+use redis::Value;
+
+use crate::client::Client;
+use crate::connection::Server;
+use crate::error::{Error, Result};
+use crate::script::reply::{as_string, describe_type, unexpected};
+use crate::script::{Arg, Args, Call, Lua, lua};
+
+static WRITE: std::sync::LazyLock<Lua> = lua!("write.lua");
+
+/// One write of a fenced call.
+#[derive(Debug, Clone)]
+struct Write {
+    command: &'static str,
+    key: String,
+    args: Vec<String>,
+}
+
+/// The writes of one fenced call, applied together or not at all (see [`FencedStore::apply`]).
+#[derive(Debug, Clone, Default)]
+pub struct Writes {
+    writes: Vec<Write>,
+}
+
+impl Writes {
+    /// No writes yet.
+    pub fn new() -> Self {
+        Writes::default()
+    }
+
+    fn push(mut self, command: &'static str, key: &str, args: Vec<String>) -> Self {
+        self.writes.push(Write {
+            command,
+            key: key.to_owned(),
+            args,
+        });
+        self
+    }
+
+    /// `SET key value`.
+    pub fn set(self, key: &str, value: &str) -> Self {
+        self.push("set", key, vec![value.to_owned()])
+    }
+
+    /// `SET key value PX ttl`.
+    pub fn set_with_ttl(self, key: &str, value: &str, ttl: Duration) -> Self {
+        let ms = crate::script::lease_millis(ttl).to_string();
+        self.push("set", key, vec![value.to_owned(), "PX".into(), ms])
+    }
+
+    /// `DEL key`.
+    pub fn del(self, key: &str) -> Self {
+        self.push("del", key, Vec::new())
+    }
+
+    /// `HSET key field value`.
+    pub fn hset(self, key: &str, field: &str, value: &str) -> Self {
+        self.push("hset", key, vec![field.to_owned(), value.to_owned()])
+    }
+
+    /// `HDEL key field`.
+    pub fn hdel(self, key: &str, field: &str) -> Self {
+        self.push("hdel", key, vec![field.to_owned()])
+    }
+
+    /// `INCRBY key by`.
+    pub fn incr_by(self, key: &str, by: i64) -> Self {
+        self.push("incrby", key, vec![by.to_string()])
+    }
+
+    /// `PEXPIRE key ttl`.
+    pub fn pexpire(self, key: &str, ttl: Duration) -> Self {
+        let ms = crate::script::lease_millis(ttl).to_string();
+        self.push("pexpire", key, vec![ms])
+    }
+
+    /// `RPUSH key value`.
+    pub fn rpush(self, key: &str, value: &str) -> Self {
+        self.push("rpush", key, vec![value.to_owned()])
+    }
+
+    /// `LPUSH key value`.
+    pub fn lpush(self, key: &str, value: &str) -> Self {
+        self.push("lpush", key, vec![value.to_owned()])
+    }
+
+    /// `SADD key member`.
+    pub fn sadd(self, key: &str, member: &str) -> Self {
+        self.push("sadd", key, vec![member.to_owned()])
+    }
+
+    /// `SREM key member`.
+    pub fn srem(self, key: &str, member: &str) -> Self {
+        self.push("srem", key, vec![member.to_owned()])
+    }
+
+    /// `XADD key * field value ...`.
+    pub fn xadd(self, key: &str, fields: &[(&str, &str)]) -> Self {
+        let mut args = vec!["*".to_owned()];
+        for (field, value) in fields {
+            args.push((*field).to_owned());
+            args.push((*value).to_owned());
+        }
+        self.push("xadd", key, args)
+    }
+
+    /// Whether there are no writes.
+    pub fn is_empty(&self) -> bool {
+        self.writes.is_empty()
+    }
+}
+
+/// A resource in Redis that refuses writes with a stale fence. Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct FencedStore {
+    server: Server,
+    resource: String,
+    fence_key: String,
+    timeout: Duration,
+}
+
+impl Client {
+    /// The fenced resource `resource` on this client's Redis (one server, a Redis Cluster or a
+    /// Sentinel master). See [`crate::fenced`].
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] for a bad resource name (the rules of lock names);
+    /// [`Error::Unsupported`] for a Redlock client: a resource lives on one server (open one
+    /// with its own client).
+    pub fn fenced_store(&self, resource: &str) -> Result<FencedStore> {
+        crate::keys::validate_name(resource)?;
+        let instances = &self.shared.instances;
+        let [server] = instances.servers() else {
+            return Err(Error::Unsupported {
+                lock: resource.to_owned(),
+                reason: "a fenced resource lives on one Redis server, cluster or Sentinel \
+                         master, not on Redlock's independent instances; build a client for \
+                         the resource's server"
+                    .into(),
+            });
+        };
+        Ok(FencedStore {
+            server: server.clone(),
+            resource: resource.to_owned(),
+            fence_key: format!("{}:fenced:{{{resource}}}", self.shared.prefix),
+            timeout: instances.command_timeout(),
+        })
+    }
+}
+
+impl FencedStore {
+    /// The resource's name.
+    pub fn resource(&self) -> &str {
+        &self.resource
+    }
+
+    /// Applies `writes` if `fence` is at least the largest fence the resource has accepted,
+    /// and raises that to `fence`; otherwise changes nothing. Returns the fence accepted now.
+    ///
+    /// # Errors
+    ///
+    /// - [`Error::Fenced`]: a newer fence was accepted; nothing was written.
+    /// - [`Error::FencedWrongType`]: a key (the resource's fence key, or a key of a write) holds a
+    ///   value of another type; nothing was written.
+    /// - [`Error::InvalidArgument`]: no writes, or a fence of 0.
+    /// - Connection errors as for any operation ([`Error::Unreachable`], ...). A call that
+    ///   timed out may or may not have been applied; applying it again with the same fence is
+    ///   safe only if the writes are (a `SET` is, an `INCRBY` is not).
+    ///
+    /// # Cancel safety
+    ///
+    /// Not cancel-safe in the sense that a cancelled call may still be applied by Redis.
+    pub async fn apply(&self, fence: u64, writes: &Writes) -> Result<u64> {
+        if writes.is_empty() || fence == 0 {
+            return Err(Error::invalid(
+                &self.resource,
+                "a fenced write needs a fence (> 0) and at least one write",
+            ));
+        }
+        let mut keys: Vec<&str> = vec![&self.fence_key];
+        let mut args: Args = Args::new();
+        args.push(Arg::Int(fence));
+        for write in &writes.writes {
+            let index = match keys.iter().position(|k| *k == write.key) {
+                Some(i) => i + 1,
+                None => {
+                    keys.push(&write.key);
+                    keys.len()
+                }
+            };
+            args.push(Arg::Str(write.command));
+            args.push(Arg::Int(u64::try_from(index).unwrap_or(u64::MAX)));
+            args.push(Arg::Int(
+                u64::try_from(write.args.len()).unwrap_or(u64::MAX),
+            ));
+            for arg in &write.args {
+                args.push(Arg::Str(arg));
+            }
+        }
+        let call = Call::new(&WRITE, &keys, args);
+        let reply: Vec<Value> = call
+            .run(&self.server, self.timeout)
+            .await
+            .map_err(|e| self.server.error(&self.resource, "fenced write", e))?;
+        self.decode(fence, &reply)
+            .map_err(|e| self.server.error(&self.resource, "fenced write", e))?
+    }
+
+    fn decode(&self, fence: u64, reply: &[Value]) -> redis::RedisResult<Result<u64>> {
+        Ok(match reply {
+            [Value::Int(1), accepted] => Ok(as_string(accepted)?.parse().unwrap_or(fence)),
+            [Value::Int(0), accepted] => Err(Error::Fenced {
+                resource: self.resource.clone(),
+                fence,
+                accepted: as_string(accepted)?.parse().unwrap_or(u64::MAX),
+            }),
+            [Value::Int(-1), key, found] => Err(Error::FencedWrongType {
+                resource: self.resource.clone(),
+                key: as_string(key)?,
+                found: describe_type(&as_string(found)?),
+            }),
+            _ => return Err(unexpected("fenced write", reply)),
+        })
+    }
+
+    /// The largest fence the resource has accepted (0 if none).
+    ///
+    /// # Errors
+    ///
+    /// Connection errors; [`Error::Redis`] if the fence key holds something else.
+    pub async fn accepted(&self) -> Result<u64> {
+        let value: Option<String> = self
+            .server
+            .query(redis::cmd("GET").arg(&self.fence_key), self.timeout)
+            .await
+            .map_err(|e| {
+                self.server
+                    .error(&self.resource, "read the accepted fence", e)
+            })?;
+        Ok(value.and_then(|v| v.parse().ok()).unwrap_or(0))
+    }
+}

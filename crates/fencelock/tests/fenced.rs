@@ -1,0 +1,210 @@
+//! Fenced writes to Redis: a stale fence is refused and changes nothing, the same fence may
+//! write again, a key of the wrong type refuses the whole call before anything is written, and
+//! a holder whose lease ran out while it stalled cannot overwrite the next holder's data.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{dumps, server};
+use fencelock::Error;
+use fencelock::fenced::Writes;
+
+#[tokio::test]
+async fn a_stale_fence_is_refused_and_changes_nothing() {
+    let redis = server();
+    let client = common::client(&redis.url());
+    let store = client
+        .fenced_store("acct")
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(store.accepted().await.unwrap_or_else(|e| panic!("{e}")), 0);
+
+    let first = client
+        .lock("acct")
+        .acquire()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let old_fence = first.fence();
+    assert!(first.release().await.unwrap_or_else(|e| panic!("{e}")));
+    let second = client
+        .lock("acct")
+        .acquire()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(second.fence() > old_fence);
+
+    let newer = Writes::new()
+        .hset("acct:{acct}", "balance", "200")
+        .rpush("acct:{acct}:log", "second");
+    let accepted = store
+        .apply(second.fence(), &newer)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(accepted, second.fence());
+    assert_eq!(
+        store.accepted().await.unwrap_or_else(|e| panic!("{e}")),
+        second.fence()
+    );
+
+    // The older holder writes late: refused, typed, and nothing changes.
+    let keys = [
+        "acct:{acct}",
+        "acct:{acct}:log",
+        "acct:{acct}:other",
+        "fencelock:fenced:{acct}",
+    ];
+    let before = dumps(&redis, &keys);
+    let stale = Writes::new()
+        .hset("acct:{acct}", "balance", "100")
+        .rpush("acct:{acct}:log", "first")
+        .set("acct:{acct}:other", "x");
+    let err = store.apply(old_fence, &stale).await.unwrap_err();
+    match &err {
+        Error::Fenced {
+            resource,
+            fence,
+            accepted,
+        } => {
+            assert_eq!(resource, "acct");
+            assert_eq!(*fence, old_fence);
+            assert_eq!(*accepted, second.fence());
+        }
+        other => panic!("expected Error::Fenced, got {other:?}"),
+    }
+    assert!(err.to_string().contains("acct"), "{err}");
+    assert_eq!(
+        dumps(&redis, &keys),
+        before,
+        "a refused write changed something"
+    );
+    assert!(second.release().await.unwrap_or_else(|e| panic!("{e}")));
+}
+
+#[tokio::test]
+async fn the_same_fence_may_write_again_and_a_newer_one_raises_the_floor() {
+    let redis = server();
+    let client = common::client(&redis.url());
+    let store = client
+        .fenced_store("counter")
+        .unwrap_or_else(|e| panic!("{e}"));
+    let guard = client
+        .lock("counter")
+        .acquire()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    for _ in 0..3 {
+        store
+            .apply(guard.fence(), &Writes::new().incr_by("n:{counter}", 1))
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+    }
+    assert_eq!(
+        redis
+            .cmd(&["GET", "n:{counter}"])
+            .unwrap_or_else(|e| panic!("{e}")),
+        redis::Value::BulkString(b"3".to_vec())
+    );
+    // The resource's fence key never expires.
+    assert_eq!(
+        common::integer_reply(&redis, &["PTTL", "fencelock:fenced:{counter}"]),
+        -1
+    );
+    assert!(guard.release().await.unwrap_or_else(|e| panic!("{e}")));
+}
+
+#[tokio::test]
+async fn a_key_of_the_wrong_type_refuses_the_whole_call_before_writing() {
+    let redis = server();
+    let client = common::client(&redis.url());
+    let store = client
+        .fenced_store("typed")
+        .unwrap_or_else(|e| panic!("{e}"));
+    redis
+        .cmd(&["RPUSH", "h:{typed}", "a list"])
+        .unwrap_or_else(|e| panic!("{e}"));
+    let keys = ["s:{typed}", "h:{typed}", "fencelock:fenced:{typed}"];
+    let before = dumps(&redis, &keys);
+    let writes = Writes::new()
+        .set("s:{typed}", "written first")
+        .hset("h:{typed}", "f", "v");
+    let err = store.apply(7, &writes).await.unwrap_err();
+    match &err {
+        Error::FencedWrongType { key, found, .. } => {
+            assert_eq!(key, "h:{typed}");
+            assert!(found.contains("list"), "{found}");
+        }
+        other => panic!("expected Error::FencedWrongType, got {other:?}"),
+    }
+    assert_eq!(
+        dumps(&redis, &keys),
+        before,
+        "a refused call wrote something"
+    );
+
+    // No writes, or no fence: a clear error before anything is sent.
+    let err = store.apply(7, &Writes::new()).await.unwrap_err();
+    assert!(matches!(err, Error::InvalidArgument { .. }), "{err:?}");
+    let err = store
+        .apply(0, &Writes::new().set("s:{typed}", "v"))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::InvalidArgument { .. }), "{err:?}");
+}
+
+#[tokio::test]
+async fn a_holder_whose_lease_ran_out_cannot_overwrite_the_next_holder() {
+    let redis = server();
+    let client = common::client(&redis.url());
+    let other = common::client(&redis.url());
+    let store = client.fenced_store("job").unwrap_or_else(|e| panic!("{e}"));
+    // The first holder stalls past its lease (no renewal, as a paused process would).
+    let ttl = Duration::from_millis(300);
+    let stalled = client
+        .lock("job")
+        .ttl(ttl)
+        .auto_renew(false)
+        .acquire()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    tokio::time::sleep(ttl * 2).await;
+    let next = other
+        .lock("job")
+        .try_acquire()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"))
+        .unwrap_or_else(|| panic!("the expired lock was not free"));
+    store
+        .apply(
+            next.fence(),
+            &Writes::new().set("result:{job}", "from the next holder"),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    // The stalled holder wakes up and writes: refused.
+    let err = store
+        .apply(
+            stalled.fence(),
+            &Writes::new().set("result:{job}", "from the stalled holder"),
+        )
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::Fenced { .. }), "{err:?}");
+    assert_eq!(
+        redis
+            .cmd(&["GET", "result:{job}"])
+            .unwrap_or_else(|e| panic!("{e}")),
+        redis::Value::BulkString(b"from the next holder".to_vec())
+    );
+    assert!(!stalled.is_held());
+    assert!(next.release().await.unwrap_or_else(|e| panic!("{e}")));
+}
+
+#[tokio::test]
+async fn a_redlock_client_has_no_fenced_store() {
+    let (_servers, urls) = common::redlock_servers(3);
+    let client = common::redlock_client(&urls, Duration::from_millis(200));
+    let err = client.fenced_store("x").map(drop).unwrap_err();
+    assert!(matches!(err, Error::Unsupported { .. }), "{err:?}");
+    let err = client.fenced_store("bad{name}").map(drop).unwrap_err();
+    assert!(matches!(err, Error::InvalidArgument { .. }), "{err:?}");
+}
