@@ -106,6 +106,7 @@ pub(crate) fn mark_lost(lease: &Lease, reason: LostReason) -> bool {
         if s.lost.is_some() {
             return false;
         }
+        crate::observe::lost(&reason);
         s.lost = Some(reason);
         true
     })

@@ -75,6 +75,7 @@ mod keys;
 mod kinds;
 mod lease;
 mod notify;
+mod observe;
 mod quorum;
 mod redact;
 mod script;

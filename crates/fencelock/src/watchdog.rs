@@ -269,6 +269,7 @@ async fn renew(
         let name = entry.renewal.hold.name.clone();
         let renewal = &entry.renewal;
         let tally = judge_extension(instances, &usable, &renewal.hold, renewal.fence, ttl);
+        crate::observe::renewal(tally.verdict == Verdict::Extended);
         if tally.verdict == Verdict::Extended {
             confirm(&entry.renewal.lease, sent_at, ttl, drift);
             entry.retry_at = None;

@@ -40,6 +40,22 @@ impl LockRequest {
     /// by a timeout), whatever it may have been granted is released in the background (see
     /// [`Client::wait_idle`](crate::Client::wait_idle)).
     pub async fn acquire(self) -> Result<LockGuard> {
+        let kind = self.protocol.label();
+        let span = tracing::debug_span!("fencelock.acquire", lock = %self.name, kind, fence = tracing::field::Empty);
+        let started = std::time::Instant::now();
+        let result = tracing::Instrument::instrument(self.acquire_inner(), span.clone()).await;
+        match &result {
+            Ok(guard) => {
+                span.record("fence", guard.fence());
+                tracing::debug!(parent: &span, "granted");
+            }
+            Err(err) => tracing::debug!(parent: &span, %err, "not granted"),
+        }
+        crate::observe::acquisition(kind, &result, started.elapsed());
+        result
+    }
+
+    async fn acquire_inner(self) -> Result<LockGuard> {
         self.validate()?;
         let shared = self.client.shared.clone();
         let keys = Arc::new(shared.keys(&self.name));
@@ -100,6 +116,8 @@ impl LockRequest {
             WaitPolicy::Forever => None,
         };
         let mut subscription: Option<Subscriptions> = None;
+        // Counts this request in `fencelock_waiters` from its first wait until it returns.
+        let mut _counted: Option<crate::observe::Waiting> = None;
         let mut retries = 0;
         loop {
             // A fair lock's release wakes the next waiter by its token: answer to it before
@@ -198,6 +216,7 @@ impl LockRequest {
                 // Subscribe, then try again at once: a release between the first try and the
                 // subscription would otherwise go unnoticed.
                 let limit = shared.instances.limit(self.ttl);
+                _counted = Some(crate::observe::Waiting::start(self.protocol.label()));
                 subscription = Some(shared.instances.subscribe(&keys.channel, limit).await);
                 continue;
             };

@@ -37,6 +37,8 @@ pub struct LockGuard {
     lease: Lease,
     renewal_id: Option<u64>,
     finished: bool,
+    /// Counts the hold in `fencelock_held` (feature `metrics`) until the guard is gone.
+    _held: crate::observe::Held,
 }
 
 impl std::fmt::Debug for LockGuard {
@@ -60,6 +62,7 @@ impl LockGuard {
         renewal_id: Option<u64>,
     ) -> Self {
         LockGuard {
+            _held: crate::observe::Held::start(hold.label()),
             client,
             hold,
             fence,

@@ -1,0 +1,118 @@
+//! What fencelock reports about its locks through the [`metrics`](https://docs.rs/metrics)
+//! facade, with the cargo feature `metrics` (without it, every function here is empty and
+//! compiles away). No exporter is installed: the application picks one (Prometheus, StatsD,
+//! ...), and fencelock's metrics appear in it.
+//!
+//! | name | type | labels |
+//! |---|---|---|
+//! | `fencelock_acquisitions_total` | counter | `kind`, `outcome` (`granted`, `busy`, `timed_out`, `failed`) |
+//! | `fencelock_wait_seconds` | histogram | `kind`: from the request to its outcome |
+//! | `fencelock_hold_seconds` | histogram | `kind`: from the grant to the release or loss |
+//! | `fencelock_renewals_total` | counter | `outcome` (`ok`, `failed`) |
+//! | `fencelock_losses_total` | counter | `reason` (`not_owner`, `expired`, `max_hold`) |
+//! | `fencelock_held` | gauge | `kind`: locks held by this process now |
+//! | `fencelock_waiters` | gauge | `kind`: requests of this process waiting now |
+
+use std::time::{Duration, Instant};
+
+use crate::error::{Error, LostReason};
+
+/// How an acquisition ended, as the `outcome` label says it.
+fn outcome<T>(result: &Result<T, Error>) -> &'static str {
+    match result {
+        Ok(_) => "granted",
+        Err(Error::Busy { .. }) => "busy",
+        Err(Error::TimedOut { .. }) => "timed_out",
+        Err(_) => "failed",
+    }
+}
+
+/// Counts an acquisition of a lock of `kind` that took `waited`.
+pub(crate) fn acquisition<T>(kind: &'static str, result: &Result<T, Error>, waited: Duration) {
+    let outcome = outcome(result);
+    #[cfg(feature = "metrics")]
+    {
+        metrics::counter!("fencelock_acquisitions_total", "kind" => kind, "outcome" => outcome)
+            .increment(1);
+        metrics::histogram!("fencelock_wait_seconds", "kind" => kind).record(waited.as_secs_f64());
+    }
+    #[cfg(not(feature = "metrics"))]
+    let _ = (kind, outcome, waited);
+}
+
+/// Counts a renewal.
+pub(crate) fn renewal(ok: bool) {
+    #[cfg(feature = "metrics")]
+    metrics::counter!("fencelock_renewals_total", "outcome" => if ok { "ok" } else { "failed" })
+        .increment(1);
+    #[cfg(not(feature = "metrics"))]
+    let _ = ok;
+}
+
+/// Counts a lost lock (a release is not a loss).
+pub(crate) fn lost(reason: &LostReason) {
+    let reason = match reason {
+        LostReason::NotOwner => "not_owner",
+        LostReason::Expired { .. } => "expired",
+        LostReason::MaxHoldReached => "max_hold",
+        LostReason::Released => return,
+    };
+    #[cfg(feature = "metrics")]
+    metrics::counter!("fencelock_losses_total", "reason" => reason).increment(1);
+    #[cfg(not(feature = "metrics"))]
+    let _ = reason;
+}
+
+/// A lock held by this process, counted in `fencelock_held` while it lives; its end records
+/// the hold time.
+#[derive(Debug)]
+pub(crate) struct Held {
+    #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
+    kind: &'static str,
+    #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
+    since: Instant,
+}
+
+impl Held {
+    pub(crate) fn start(kind: &'static str) -> Self {
+        #[cfg(feature = "metrics")]
+        metrics::gauge!("fencelock_held", "kind" => kind).increment(1.0);
+        Held {
+            kind,
+            since: Instant::now(),
+        }
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        #[cfg(feature = "metrics")]
+        {
+            metrics::gauge!("fencelock_held", "kind" => self.kind).decrement(1.0);
+            metrics::histogram!("fencelock_hold_seconds", "kind" => self.kind)
+                .record(self.since.elapsed().as_secs_f64());
+        }
+    }
+}
+
+/// A request that waits, counted in `fencelock_waiters` while it lives.
+#[derive(Debug)]
+pub(crate) struct Waiting {
+    #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
+    kind: &'static str,
+}
+
+impl Waiting {
+    pub(crate) fn start(kind: &'static str) -> Self {
+        #[cfg(feature = "metrics")]
+        metrics::gauge!("fencelock_waiters", "kind" => kind).increment(1.0);
+        Waiting { kind }
+    }
+}
+
+impl Drop for Waiting {
+    fn drop(&mut self) {
+        #[cfg(feature = "metrics")]
+        metrics::gauge!("fencelock_waiters", "kind" => self.kind).decrement(1.0);
+    }
+}
