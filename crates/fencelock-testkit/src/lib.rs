@@ -40,6 +40,7 @@
 
 mod child;
 mod cluster;
+mod postgres;
 mod proc;
 mod proxy;
 mod sentinel;
@@ -48,6 +49,7 @@ mod tls;
 
 pub use child::{CHILD_ENV, ChildGuard, is_test_child, require_test_child, spawn_test_child};
 pub use cluster::RedisCluster;
+pub use postgres::{PG_BIN_ENV, PostgresServer};
 pub use proc::pid_alive;
 pub use proxy::FaultProxy;
 pub use sentinel::{MASTER_NAME as SENTINEL_MASTER, SentinelSet};

@@ -208,6 +208,17 @@ pub enum Error {
         found: String,
     },
 
+    /// PostgreSQL refused a fence check or the `fences` table (feature `postgres`).
+    #[cfg(feature = "postgres")]
+    #[error("PostgreSQL refused the fence check of {resource:?}: {source}")]
+    Sql {
+        /// The resource (empty when creating the table).
+        resource: String,
+        /// PostgreSQL's error.
+        #[source]
+        source: tokio_postgres::Error,
+    },
+
     /// The request conflicts with how the lock is already used (another kind of lock under the
     /// same name, another number of permits, a read-to-write upgrade, the re-entry limit).
     /// Nothing was written.
@@ -359,6 +370,8 @@ impl Error {
             Error::Fenced { resource, .. } | Error::FencedWrongType { resource, .. } => {
                 Some(resource)
             }
+            #[cfg(feature = "postgres")]
+            Error::Sql { resource, .. } => Some(resource),
             Error::Config { .. } => None,
         }
     }

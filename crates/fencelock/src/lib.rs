@@ -76,6 +76,8 @@ mod kinds;
 mod lease;
 mod notify;
 mod observe;
+#[cfg(feature = "postgres")]
+pub mod postgres;
 mod quorum;
 mod redact;
 mod script;
