@@ -8,7 +8,7 @@ use clap::{ArgAction, Parser, Subcommand};
 
 use crate::demo;
 use crate::error::CliError;
-use crate::{bench, inspect, release, run};
+use crate::{bench, inspect, release, run, watch};
 
 const ABOUT: &str = "Fenced distributed locks on Redis, from the command line";
 
@@ -69,6 +69,10 @@ pub enum Command {
     #[command(long_about = inspect::STATUS_ABOUT, after_help = inspect::STATUS_AFTER_HELP)]
     Status(inspect::StatusArgs),
 
+    /// Watch one lock change hands: holder, fence, lease left, waiters
+    #[command(long_about = watch::ABOUT, after_help = watch::AFTER_HELP)]
+    Watch(watch::WatchArgs),
+
     /// List the held locks (SCAN, never KEYS)
     #[command(long_about = inspect::LIST_ABOUT, after_help = inspect::LIST_AFTER_HELP)]
     List(inspect::ListArgs),
@@ -115,6 +119,7 @@ pub fn main() -> ExitCode {
             Command::Run(args) => run::run(args).await,
             Command::Status(args) => inspect::status(args).await,
             Command::List(args) => inspect::list(args).await,
+            Command::Watch(args) => watch::watch(args).await,
             Command::Release(args) => release::release(args).await,
             Command::Demo(args) => demo::run(args, verbose).await,
             Command::DemoWorker(args) => demo::worker::run(args, verbose).await,

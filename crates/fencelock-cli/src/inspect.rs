@@ -227,7 +227,7 @@ pub async fn list(args: ListArgs) -> Result<(), CliError> {
 }
 
 /// The JSON fields of one lock, in a stable order.
-fn lock_fields(info: &fencelock::LockInfo) -> Map<String, Value> {
+pub(crate) fn lock_fields(info: &fencelock::LockInfo) -> Map<String, Value> {
     let millis = |d: Option<Duration>| d.and_then(|d| u64::try_from(d.as_millis()).ok());
     let holder = info.holder.as_ref();
     let shared: Vec<Value> = info
@@ -272,7 +272,7 @@ fn lock_fields(info: &fencelock::LockInfo) -> Map<String, Value> {
 }
 
 /// A remaining lease for people: `27.4s`, `850ms`, `no expiry`.
-fn remaining(d: Option<Duration>) -> String {
+pub(crate) fn remaining(d: Option<Duration>) -> String {
     match d {
         None => "no expiry".to_owned(),
         Some(d) if d >= Duration::from_secs(1) => format!("{:.1}s", d.as_secs_f64()),

@@ -15,6 +15,7 @@ mod redis_url;
 mod release;
 mod run;
 mod servers;
+mod watch;
 
 fn main() -> std::process::ExitCode {
     cli::main()

@@ -86,7 +86,7 @@ mod watchdog;
 
 pub mod blocking;
 
-pub use admin::{Holder, Listing, LockInfo, LockKind};
+pub use admin::{Holder, Listing, LockInfo, LockKind, Releases};
 pub use client::{Client, ClientBuilder, DEFAULT_COMMAND_TIMEOUT, DEFAULT_PREFIX};
 pub use engine::{
     DEFAULT_QUEUE_TIMEOUT, DEFAULT_TTL, LockGuard, LockRequest, MAX_TTL, MIN_QUEUE_TIMEOUT,

@@ -4,12 +4,14 @@
 //! every kind's layout, which is why they live apart from the engine.
 
 mod list;
+mod releases;
 mod stored;
 
 use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
 pub use list::Listing;
+pub use releases::Releases;
 
 use crate::client::Client;
 use crate::error::{Error, Result};
