@@ -15,16 +15,6 @@ pub const PG_BIN_ENV: &str = "FENCELOCK_TEST_PG_BIN";
 /// How long `postgres` may take to accept connections.
 const READY_TIMEOUT: Duration = Duration::from_secs(20);
 
-const WRAPPER: &str = r#"out=$1
-shift
-"$@" >"$out" 2>&1 </dev/null &
-pid=$!
-echo "$pid"
-read _ignored
-kill -9 "$pid" 2>/dev/null
-wait "$pid"
-"#;
-
 /// A running PostgreSQL server; stopped (and its data removed) when dropped.
 pub struct PostgresServer {
     port: u16,
@@ -140,7 +130,7 @@ impl PostgresServer {
         }
         let mut child = wrapper
             .arg("-c")
-            .arg(WRAPPER)
+            .arg(crate::server::WRAPPER)
             .arg("fencelock-postgres-wrapper")
             .arg(dir.path().join("postgres.log"))
             .arg(bin.join("postgres"))

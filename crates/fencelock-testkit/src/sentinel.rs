@@ -118,6 +118,15 @@ impl SentinelSet {
         Ok(port)
     }
 
+    /// The index in [`SentinelSet::nodes`] of the data node the sentinels name as master now.
+    pub fn master_index(&self) -> io::Result<usize> {
+        let port = self.named_master_port()?;
+        self.nodes
+            .iter()
+            .position(|n| n.port() == port)
+            .ok_or_else(|| io::Error::other(format!("the sentinels name port {port}")))
+    }
+
     /// A graceful `SENTINEL FAILOVER`, then waits until a replica is the master everywhere.
     pub fn failover(&self) -> io::Result<&RedisServer> {
         let old = self.named_master_port()?;

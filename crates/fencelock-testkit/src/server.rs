@@ -32,7 +32,9 @@ const NOT_FOUND: &str =
 /// redis command line. It starts redis in the background, reports its PID,
 /// and kills it as soon as its own stdin (a pipe from the test process)
 /// closes: when the [`RedisServer`] is dropped or the test process dies.
-const WRAPPER: &str = r#"out=$1
+/// The `sh` wrapper every server process of the test kit runs under: starts the command with
+/// its output in `$1`, prints its PID, and `kill -9`s and reaps it when stdin closes.
+pub(crate) const WRAPPER: &str = r#"out=$1
 shift
 "$@" >"$out" 2>&1 </dev/null &
 pid=$!

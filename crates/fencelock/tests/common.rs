@@ -261,3 +261,28 @@ pub fn connected_replicas(master: &RedisServer) -> u64 {
         other => panic!("INFO replication: {other:?}"),
     }
 }
+
+/// Two holders of `name` in turn: the first stalls past its lease (no renewal, as a paused
+/// process would), the second takes the lock once that lease ran out.
+pub async fn stalled_then_replaced(
+    first: &Client,
+    second: &Client,
+    name: &str,
+) -> (fencelock::LockGuard, fencelock::LockGuard) {
+    let ttl = Duration::from_millis(300);
+    let stalled = first
+        .lock(name)
+        .ttl(ttl)
+        .auto_renew(false)
+        .acquire()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    tokio::time::sleep(ttl * 2).await;
+    let next = second
+        .lock(name)
+        .try_acquire()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"))
+        .unwrap_or_else(|| panic!("the expired lock was not free"));
+    (stalled, next)
+}

@@ -157,22 +157,7 @@ async fn a_holder_whose_lease_ran_out_cannot_overwrite_the_next_holder() {
     let client = common::client(&redis.url());
     let other = common::client(&redis.url());
     let store = client.fenced_store("job").unwrap_or_else(|e| panic!("{e}"));
-    // The first holder stalls past its lease (no renewal, as a paused process would).
-    let ttl = Duration::from_millis(300);
-    let stalled = client
-        .lock("job")
-        .ttl(ttl)
-        .auto_renew(false)
-        .acquire()
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    tokio::time::sleep(ttl * 2).await;
-    let next = other
-        .lock("job")
-        .try_acquire()
-        .await
-        .unwrap_or_else(|e| panic!("{e}"))
-        .unwrap_or_else(|| panic!("the expired lock was not free"));
+    let (stalled, next) = common::stalled_then_replaced(&client, &other, "job").await;
     store
         .apply(
             next.fence(),

@@ -5,8 +5,6 @@
 
 mod common;
 
-use std::time::Duration;
-
 use fencelock::Error;
 use fencelock_testkit::PostgresServer;
 
@@ -66,22 +64,7 @@ async fn a_stalled_holders_late_transaction_is_rolled_back() {
         .unwrap_or_else(|e| panic!("{e}"));
 
     let locks = common::client(&redis.url());
-    let ttl = Duration::from_millis(300);
-    // The first holder stalls past its lease (no renewal, as a paused process).
-    let first = locks
-        .lock("accounts/42")
-        .ttl(ttl)
-        .auto_renew(false)
-        .acquire()
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    tokio::time::sleep(ttl * 2).await;
-    let second = locks
-        .lock("accounts/42")
-        .try_acquire()
-        .await
-        .unwrap_or_else(|e| panic!("{e}"))
-        .unwrap_or_else(|| panic!("the expired lock was not free"));
+    let (first, second) = common::stalled_then_replaced(&locks, &locks, "accounts/42").await;
     assert!(second.fence() > first.fence());
     write_balance(&mut db_second, second.fence(), 200)
         .await

@@ -140,12 +140,8 @@ async fn a_killed_master_is_replaced_and_fences_keep_growing() {
     let before = guard.fence();
     assert!(guard.release().await.unwrap_or_else(|e| panic!("{e}")));
 
-    let old = set.master().unwrap_or_else(|e| panic!("{e}")).port();
-    let index = set
-        .nodes
-        .iter()
-        .position(|n| n.port() == old)
-        .unwrap_or_else(|| panic!("no node {old}"));
+    let index = set.master_index().unwrap_or_else(|e| panic!("{e}"));
+    let old = set.nodes[index].port();
     let killed_at = Instant::now();
     set.nodes[index].kill().unwrap_or_else(|e| panic!("{e}"));
     // The client's next operations fail until the sentinels promote a replica; then they go
@@ -233,12 +229,8 @@ async fn a_grant_lost_when_the_master_dies_is_reported_and_its_late_write_refuse
     let mut set = start_set();
     let holder_client = sentinel_client(&set);
     let other_client = sentinel_client(&set);
-    let old = set.master().unwrap_or_else(|e| panic!("{e}")).port();
-    let index = set
-        .nodes
-        .iter()
-        .position(|n| n.port() == old)
-        .unwrap_or_else(|| panic!("no node {old}"));
+    let index = set.master_index().unwrap_or_else(|e| panic!("{e}"));
+    let old = set.nodes[index].port();
 
     // 1. Freeze the replicas until the master gives up on them: the grant reaches neither.
     common::drop_stopped_replicas_quickly(&set.nodes[index]);

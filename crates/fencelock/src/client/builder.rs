@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use super::tls::{self, Pem, TlsOptions};
 use super::{Client, DEFAULT_COMMAND_TIMEOUT, DEFAULT_PREFIX, Shared};
-use crate::connection::{ClusterSeeds, Endpoint, SentinelSet};
+use crate::connection::{ClusterSeeds, Endpoint, SentinelSet, is_tls};
 use crate::engine::{ReplicaAck, Shortfall};
 use crate::error::{Error, Result};
 use crate::keys;
@@ -294,12 +294,9 @@ impl ClientBuilder {
                     });
                 }
                 let opened = self.open_all(sentinels, "sentinel")?;
-                let tls = opened.first().is_some_and(|c| {
-                    matches!(
-                        c.get_connection_info().addr(),
-                        redis::ConnectionAddr::TcpTls { .. }
-                    )
-                });
+                let tls = opened
+                    .first()
+                    .is_some_and(|c| is_tls(c.get_connection_info()));
                 let mut node = redis::RedisConnectionInfo::default();
                 if let Some(credentials) = &self.master_credentials {
                     if let Some(user) = &credentials.username {
@@ -329,12 +326,7 @@ impl ClientBuilder {
         for url in urls {
             clients.push(tls::open(url, &self.tls)?);
         }
-        let secure = |c: &redis::Client| {
-            matches!(
-                c.get_connection_info().addr(),
-                redis::ConnectionAddr::TcpTls { .. }
-            )
-        };
+        let secure = |c: &redis::Client| is_tls(c.get_connection_info());
         if clients.iter().any(secure) && !clients.iter().all(secure) {
             return Err(Error::Config {
                 reason: format!("mixed redis:// and rediss:// {what} URLs; use one scheme"),

@@ -29,9 +29,7 @@ impl ClusterSeeds {
     }
 
     pub(crate) fn tls(&self) -> bool {
-        self.nodes
-            .first()
-            .is_some_and(|n| matches!(n.addr(), redis::ConnectionAddr::TcpTls { .. }))
+        self.nodes.first().is_some_and(super::is_tls)
     }
 
     /// Prepares the connection (RESP3, with a push channel for sharded pub/sub); the nodes are

@@ -85,11 +85,9 @@ pub(crate) fn manager_config(command_timeout: Duration) -> ConnectionManagerConf
         .set_max_delay(Duration::from_millis(500))
 }
 
-fn is_tls(client: &redis::Client) -> bool {
-    matches!(
-        client.get_connection_info().addr(),
-        redis::ConnectionAddr::TcpTls { .. }
-    )
+/// Whether a server is reached over TLS (`rediss://`).
+pub(crate) fn is_tls(info: &redis::ConnectionInfo) -> bool {
+    matches!(info.addr(), redis::ConnectionAddr::TcpTls { .. })
 }
 
 impl Server {
@@ -99,7 +97,7 @@ impl Server {
         command_timeout: Duration,
     ) -> redis::RedisResult<Self> {
         let addr = client.get_connection_info().addr().to_string();
-        let tls = is_tls(&client);
+        let tls = is_tls(client.get_connection_info());
         let conn =
             ConnectionManager::new_lazy_with_config(client, manager_config(command_timeout))?;
         Ok(Server {
