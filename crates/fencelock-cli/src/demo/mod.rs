@@ -4,7 +4,7 @@
 //!
 //! - [`worker`]: the worker processes (this binary, re-executed as `demo-worker`);
 //! - [`fleet`]: starting, signalling and stopping them;
-//! - [`resource`] and `fenced_write.lua`: the protected resource;
+//! - [`resource`]: the protected resource (a fenced store);
 //! - [`story`]: what the demo does and prints as the workers report; [`summary`]: the checks.
 
 mod events;
@@ -35,8 +35,8 @@ pub const LONG_ABOUT: &str = "\
 Watch a fencing token stop a paused lock holder.
 
 Worker processes take turns on the lock \"demo/report\". Each writes to a protected resource in \
-Redis with its fencing token, works for a moment and writes again. The resource (a Lua script) \
-remembers the largest fence it has seen and refuses smaller ones.
+Redis with its fencing token, works for a moment and writes again. The resource (the library's \
+fenced store) remembers the largest fence it has accepted and refuses smaller ones.
 
 Then the demo freezes the current holder with SIGSTOP for longer than its lease, as a long GC \
 pause or a stopped VM would. Another worker takes the lock with a larger fence. When the frozen \
@@ -44,8 +44,9 @@ worker wakes up, its guard reports the lock lost, and the resource refuses its s
 summary checks that fences only grew and that no two holders overlapped.
 
 Without --url (or FENCELOCK_URL), the demo starts a throwaway redis-server on a free port of \
-127.0.0.1 and stops it at the end. With --url, it uses the lock \"demo/report\" and the keys \
-\"fencelock-demo:{resource}*\" on that server, and resets those keys first.
+127.0.0.1 and stops it at the end. With --url, it uses the lock \"demo/report\", the keys \
+\"fencelock-demo:{demo/report}*\" and the fence key \"fencelock:fenced:{demo/report}\" on that \
+server, and resets those keys first.
 
 Exit status: 0 when the story completed and every check held, 3 when a check failed, 2 for a \
 usage error (an invalid URL), 69 when Redis cannot be reached or refuses, 1 on other errors, \

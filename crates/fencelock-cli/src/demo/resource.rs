@@ -1,28 +1,34 @@
-//! The resource the demo's lock protects: a hash in Redis written only through
-//! `fenced_write.lua`, which refuses writes that carry a fence older than the newest it has seen.
+//! The resource the demo's lock protects: a hash and a log in Redis, written only through the
+//! library's fenced store ([`fencelock::fenced::FencedStore`]), which refuses writes that carry a
+//! fence older than the newest it has accepted.
 
 use std::time::Duration;
 
+use fencelock::fenced::{FencedStore, Writes};
 use redis::aio::MultiplexedConnection;
-use redis::{AsyncConnectionConfig, RedisError, Script};
+use redis::{AsyncConnectionConfig, RedisError};
 
 use crate::error::CliError;
 use crate::redis_url;
 
-/// The resource (a hash). The braces keep both keys in one Redis Cluster slot.
-pub const RESOURCE_KEY: &str = "fencelock-demo:{resource}";
+/// The resource's name in the fenced store: the lock's name (one resource, one lock).
+pub const RESOURCE_NAME: &str = super::LOCK_NAME;
+/// The resource (a hash of `fence`, `writer`, `value`). The braces keep every key of the
+/// resource, its fence key included, in one Redis Cluster slot.
+pub const RESOURCE_KEY: &str = "fencelock-demo:{demo/report}";
 /// The log of accepted writes (a list of `fence:writer`).
-pub const LOG_KEY: &str = "fencelock-demo:{resource}:log";
+pub const LOG_KEY: &str = "fencelock-demo:{demo/report}:log";
 
-/// The time limit for connecting and for each command.
+/// The time limit for connecting and for each read.
 const TIMEOUT: Duration = Duration::from_secs(2);
 /// Extra time a reply gets once the limit has passed; see [`within`].
 const GRACE: Duration = Duration::from_millis(200);
 
 /// A connection to the protected resource.
 pub struct Resource {
+    store: FencedStore,
+    /// For reads and the reset; every write goes through `store`.
     conn: MultiplexedConnection,
-    script: Script,
     server: String,
     url: String,
 }
@@ -32,19 +38,17 @@ pub struct Resource {
 pub struct WriteOutcome {
     /// The write was accepted.
     pub accepted: bool,
-    /// The highest fence the resource holds now.
+    /// The largest fence the resource has accepted now.
     pub current: u64,
-    /// The worker that wrote with that fence.
+    /// The worker that last wrote (0 if unknown).
     pub by: u32,
 }
 
 /// The resource's own record of what happened to it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ResourceRecord {
-    /// Writes accepted.
-    pub accepted: u64,
-    /// Writes refused.
-    pub refused: u64,
+    /// The largest fence the fenced store accepted.
+    pub fence: u64,
     /// Accepted writes in the order the resource accepted them: (fence, writer).
     pub log: Vec<(u64, u32)>,
 }
@@ -53,6 +57,7 @@ impl Resource {
     /// Connects (within a time limit) and checks the server answers `PING`.
     pub async fn connect(url: &str) -> Result<Self, CliError> {
         let server = redis_url::server_of(url).map_err(CliError::InvalidUrl)?;
+        let store = fencelock::Client::open(url)?.fenced_store(RESOURCE_NAME)?;
         let client = redis::Client::open(url)
             .map_err(|e| CliError::InvalidUrl(redis_url::redact(&e.to_string(), url)))?;
         let config = AsyncConnectionConfig::new()
@@ -71,8 +76,8 @@ impl Resource {
             }
         };
         let mut resource = Resource {
+            store,
             conn,
-            script: Script::new(include_str!("fenced_write.lua")),
             server,
             url: url.to_owned(),
         };
@@ -85,55 +90,55 @@ impl Resource {
         &self.server
     }
 
-    /// Empties the resource and its log.
+    /// Empties the resource and its log, and forgets the fences it accepted (the demo's own
+    /// keys only: a real resource's fence key is never reset while its lock is in use).
     pub async fn reset(&mut self) -> Result<(), CliError> {
+        let fence_key = self.store.fence_key().to_owned();
         let _: i64 = self
-            .query(redis::cmd("DEL").arg(RESOURCE_KEY).arg(LOG_KEY), "DEL")
+            .query(
+                redis::cmd("DEL").arg(RESOURCE_KEY).arg(LOG_KEY).arg(fence_key),
+                "DEL",
+            )
             .await?;
         Ok(())
     }
 
-    /// Writes `value` as `writer` with `fence`; the resource refuses it if it has seen a larger
-    /// fence.
+    /// Writes `value` as `writer` with `fence`; the resource refuses it (and changes nothing)
+    /// if it has accepted a larger fence.
     pub async fn write(
         &mut self,
         fence: u64,
         writer: u32,
         value: &str,
     ) -> Result<WriteOutcome, CliError> {
-        let mut invocation = self.script.key(RESOURCE_KEY);
-        invocation.key(LOG_KEY).arg(fence).arg(writer).arg(value);
-        let reply: Result<(i64, String, String), RedisError> =
-            within(invocation.invoke_async(&mut self.conn)).await;
-        let (accepted, current, by) = reply
-            .map_err(|e| CliError::from_redis(&self.server, &self.url, "the fenced write", &e))?;
-        let malformed = || CliError::Redis {
-            server: self.server.clone(),
-            what: "the fenced write",
-            reason: format!("unexpected reply ({accepted}, {current:?}, {by:?})"),
-        };
-        Ok(WriteOutcome {
-            accepted: accepted == 1,
-            current: current.parse().map_err(|_| malformed())?,
-            by: if by.is_empty() {
-                0
-            } else {
-                by.parse().map_err(|_| malformed())?
-            },
-        })
+        let writes = Writes::new()
+            .hset(RESOURCE_KEY, "fence", &fence.to_string())
+            .hset(RESOURCE_KEY, "writer", &writer.to_string())
+            .hset(RESOURCE_KEY, "value", value)
+            .rpush(LOG_KEY, &format!("{fence}:{writer}"));
+        match self.store.apply(fence, &writes).await {
+            Ok(current) => Ok(WriteOutcome {
+                accepted: true,
+                current,
+                by: writer,
+            }),
+            Err(fencelock::Error::Fenced { accepted, .. }) => {
+                let by: Option<u32> = self
+                    .query(redis::cmd("HGET").arg(RESOURCE_KEY).arg("writer"), "HGET")
+                    .await?;
+                Ok(WriteOutcome {
+                    accepted: false,
+                    current: accepted,
+                    by: by.unwrap_or(0),
+                })
+            }
+            Err(err) => Err(err.into()),
+        }
     }
 
-    /// The resource's own counters and its log of accepted writes.
+    /// The largest fence the resource accepted, and its log of accepted writes.
     pub async fn record(&mut self) -> Result<ResourceRecord, CliError> {
-        let (accepted, refused): (Option<u64>, Option<u64>) = self
-            .query(
-                redis::cmd("HMGET")
-                    .arg(RESOURCE_KEY)
-                    .arg("accepted")
-                    .arg("refused"),
-                "HMGET",
-            )
-            .await?;
+        let fence = self.store.accepted().await?;
         let entries: Vec<String> = self
             .query(redis::cmd("LRANGE").arg(LOG_KEY).arg(0).arg(-1), "LRANGE")
             .await?;
@@ -151,11 +156,7 @@ impl Resource {
             };
             log.push(item);
         }
-        Ok(ResourceRecord {
-            accepted: accepted.unwrap_or(0),
-            refused: refused.unwrap_or(0),
-            log,
-        })
+        Ok(ResourceRecord { fence, log })
     }
 
     async fn query<T: redis::FromRedisValue>(

@@ -103,18 +103,19 @@ pub fn judge(record: &Record, resource: &ResourceRecord) -> Verdict {
             .push("no frozen holder was fenced off".into()),
     }
 
-    // The resource's own counters must match what the workers reported.
-    if resource.accepted != verdict.accepted || resource.refused != verdict.refused {
+    // The resource's own record must match what the workers reported.
+    if resource.log.len() as u64 != verdict.accepted {
         verdict.problems.push(format!(
-            "the resource counted {} accepted and {} refused writes, the workers reported {} and {}",
-            resource.accepted, resource.refused, verdict.accepted, verdict.refused
+            "the resource logged {} accepted writes, the workers reported {}",
+            resource.log.len(),
+            verdict.accepted
         ));
     }
-    if resource.log.len() as u64 != resource.accepted {
+    let logged = resource.log.iter().map(|(fence, _)| *fence).max().unwrap_or(0);
+    if resource.fence != logged {
         verdict.problems.push(format!(
-            "the resource's log has {} entries for {} accepted writes",
-            resource.log.len(),
-            resource.accepted
+            "the resource's accepted fence is {}, its log's largest is {logged}",
+            resource.fence
         ));
     }
     verdict
@@ -206,10 +207,9 @@ mod tests {
         }
     }
 
-    fn resource(accepted: u64, refused: u64, log: &[(u64, u32)]) -> ResourceRecord {
+    fn resource(fence: u64, log: &[(u64, u32)]) -> ResourceRecord {
         ResourceRecord {
-            accepted,
-            refused,
+            fence,
             log: log.to_vec(),
         }
     }
@@ -221,7 +221,7 @@ mod tests {
             fenced_off: Some(1),
         };
         let log = [(10, 1), (10, 1), (11, 2), (12, 1), (12, 1)];
-        let verdict = judge(&record, &resource(5, 1, &log));
+        let verdict = judge(&record, &resource(12, &log));
         assert!(verdict.problems.is_empty(), "{:?}", verdict.problems);
         assert!(verdict.fences_increasing);
         assert_eq!(verdict.stale_refused, 1);
@@ -236,7 +236,7 @@ mod tests {
             grants: vec![grant(1, 12, 2, 0), grant(1, 11, 2, 0), overlapping],
             fenced_off: None,
         };
-        let verdict = judge(&record, &resource(4, 0, &[(12, 1), (11, 1)]));
+        let verdict = judge(&record, &resource(13, &[(12, 1), (11, 1)]));
         assert!(!verdict.fences_increasing);
         let all = verdict.problems.join("\n");
         for expected in [
@@ -244,7 +244,8 @@ mod tests {
             "smaller fence",
             "two holders overlapped",
             "no frozen holder",
-            "the resource counted",
+            "the resource logged 2 accepted writes, the workers reported 5",
+            "accepted fence is 13, its log's largest is 12",
         ] {
             assert!(all.contains(expected), "{expected} missing from {all}");
         }

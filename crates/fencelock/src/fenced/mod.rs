@@ -182,6 +182,13 @@ impl FencedStore {
         &self.resource
     }
 
+    /// The key that holds the largest fence the resource has accepted
+    /// (`PREFIX:fenced:{RESOURCE}`). It never expires; deleting it while the resource's lock
+    /// is in use would let a stale holder write again.
+    pub fn fence_key(&self) -> &str {
+        &self.fence_key
+    }
+
     /// Applies `writes` if `fence` is at least the largest fence the resource has accepted,
     /// and raises that to `fence`; otherwise changes nothing. Returns the fence accepted now.
     ///
