@@ -19,6 +19,7 @@ const READY_TIMEOUT: Duration = Duration::from_secs(20);
 pub struct PostgresServer {
     port: u16,
     pid: u32,
+    bin: PathBuf,
     wrapper: Option<(Child, Option<ChildStdin>)>,
     dir: tempfile::TempDir,
 }
@@ -154,6 +155,7 @@ impl PostgresServer {
         let server = PostgresServer {
             port,
             pid,
+            bin: bin.clone(),
             wrapper: Some((child, stdin)),
             dir,
         };
@@ -199,6 +201,11 @@ impl PostgresServer {
     /// The PID of `postgres`.
     pub fn pid(&self) -> u32 {
         self.pid
+    }
+
+    /// A program of this PostgreSQL's `bin` directory (`psql`, `pg_isready`, ...).
+    pub fn program(&self, name: &str) -> PathBuf {
+        self.bin.join(name)
     }
 
     /// A connection string for `tokio-postgres` or `psql`: user `postgres`, database

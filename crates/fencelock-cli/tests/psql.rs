@@ -1,0 +1,154 @@
+//! The README's shell job that passes `$FENCELOCK_FENCE` to `psql`
+//! (`docs/examples/daily-report.sh`), against a real PostgreSQL and a real Redis: a holder
+//! whose `fencelock` process is frozen (SIGSTOP) past its lease runs its job after a newer
+//! holder has written; its transaction is rolled back and the table keeps only the newer write.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test fails by panicking
+
+mod common;
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::Duration;
+
+use common::{LIMIT, Running, fencelock, path, run, scratch, server, wait_for_file};
+use fencelock_testkit::PostgresServer;
+use nix::sys::signal::Signal;
+
+fn script() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../docs/examples/daily-report.sh")
+}
+
+fn postgres() -> PostgresServer {
+    PostgresServer::start().unwrap_or_else(|err| {
+        panic!(
+            "cannot start PostgreSQL ({err}); install it (Debian: apt-get install postgresql, \
+             or run scripts/ensure-postgres)"
+        )
+    })
+}
+
+/// Sets the `PG*` variables psql needs to reach `pg` (trust authentication: no password).
+fn pg_env(command: &mut Command, pg: &PostgresServer) {
+    let bin = pg.program("psql");
+    let bin_dir = bin.parent().expect("psql's directory");
+    let path = std::env::var("PATH").unwrap_or_default();
+    command
+        .env("PATH", format!("{}:{path}", bin_dir.display()))
+        .env("PGHOST", "127.0.0.1")
+        .env("PGPORT", pg.port().to_string())
+        .env("PGUSER", "postgres")
+        .env("PGDATABASE", "postgres");
+}
+
+fn psql(pg: &PostgresServer, sql: &str) -> String {
+    let mut command = Command::new(pg.program("psql"));
+    pg_env(&mut command, pg);
+    let out = command
+        .args(["-X", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-c", sql])
+        .output()
+        .expect("psql runs");
+    assert!(
+        out.status.success(),
+        "psql -c {sql:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
+#[test]
+fn the_readme_job_is_in_the_readme() {
+    let readme = std::fs::read_to_string(
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../README.md"),
+    )
+    .expect("README.md");
+    let script = std::fs::read_to_string(script()).expect("the example script");
+    let body = script
+        .split_once("set -eu\n")
+        .map(|(_, body)| body)
+        .expect("the script's body");
+    assert!(
+        readme.contains(body),
+        "README.md does not show docs/examples/daily-report.sh as it is"
+    );
+}
+
+#[test]
+fn a_frozen_holders_late_psql_transaction_is_rolled_back() {
+    let redis = server();
+    let url = redis.url();
+    let pg = postgres();
+    psql(
+        &pg,
+        "CREATE TABLE fences (resource text PRIMARY KEY, fence bigint NOT NULL); \
+         CREATE TABLE reports (day date NOT NULL, fence bigint NOT NULL);",
+    );
+    let dir = scratch();
+    let started = path(dir.path(), "started");
+    let go = path(dir.path(), "go");
+    let done = path(dir.path(), "done");
+    let job = script();
+
+    // The first holder: takes the lock (1 s lease), says so, and waits for `go` before it runs
+    // the report, recording psql's exit status.
+    let first_job = format!(
+        "echo \"$FENCELOCK_FENCE\" > '{s}'; while [ ! -e '{g}' ]; do sleep 0.02; done; \
+         '{j}'; code=$?; echo $code > '{d}.tmp'; mv '{d}.tmp' '{d}'; exit $code",
+        s = started.display(),
+        g = go.display(),
+        j = job.display(),
+        d = done.display(),
+    );
+    let mut command = fencelock(&[
+        "run", "--url", &url, "--ttl", "1s", "reports/daily", "--", "sh", "-c", &first_job,
+    ]);
+    pg_env(&mut command, &pg);
+    let first = Running::start(command);
+    wait_for_file(&started, LIMIT);
+    let first_fence: u64 = std::fs::read_to_string(&started)
+        .expect("the first fence")
+        .trim()
+        .parse()
+        .expect("a fence");
+
+    // Freeze the first holder's fencelock (its renewals stop) past its lease.
+    first.signal(Signal::SIGSTOP);
+    std::thread::sleep(Duration::from_millis(1_800));
+
+    // The second holder takes the lock and writes its report.
+    let mut command = fencelock(&[
+        "run", "--url", &url, "--ttl", "5s", "--wait", "10s", "reports/daily", "--",
+    ]);
+    command.arg(&job);
+    pg_env(&mut command, &pg);
+    let second = Running::start(command).finish_within(LIMIT);
+    assert_eq!(second.code, Some(0), "{}", second.explain());
+
+    // The first holder's job now runs with its stale fence (its fencelock still frozen).
+    std::fs::write(&go, "").expect("go");
+    wait_for_file(&done, LIMIT);
+    let code = std::fs::read_to_string(&done).expect("exit status");
+    first.signal(Signal::SIGCONT);
+    let first = first.finish_within(LIMIT);
+    assert_eq!(
+        code.trim(),
+        "3",
+        "psql should stop (exit 3) on the stale fence\n{}",
+        first.explain()
+    );
+    assert_ne!(first.code, Some(0), "{}", first.explain());
+
+    let second_fence: u64 = psql(&pg, "SELECT fence FROM fences WHERE resource = 'reports/daily'")
+        .parse()
+        .expect("the accepted fence");
+    assert!(second_fence > first_fence, "{second_fence} > {first_fence}");
+    let rows = psql(&pg, "SELECT fence FROM reports ORDER BY fence");
+    assert_eq!(
+        rows,
+        second_fence.to_string(),
+        "only the newer holder's report may be in the table"
+    );
+    // The lock is free again.
+    let status = run(&["status", "--url", &url, "reports/daily", "--json"]);
+    assert!(status.stdout.contains("\"held\":false"), "{}", status.explain());
+}
