@@ -58,10 +58,9 @@ fn psql(pg: &PostgresServer, sql: &str) -> String {
 
 #[test]
 fn the_readme_job_is_in_the_readme() {
-    let readme = std::fs::read_to_string(
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../README.md"),
-    )
-    .expect("README.md");
+    let readme =
+        std::fs::read_to_string(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../README.md"))
+            .expect("README.md");
     let script = std::fs::read_to_string(script()).expect("the example script");
     let body = script
         .split_once("set -eu\n")
@@ -100,7 +99,16 @@ fn a_frozen_holders_late_psql_transaction_is_rolled_back() {
         d = done.display(),
     );
     let mut command = fencelock(&[
-        "run", "--url", &url, "--ttl", "1s", "reports/daily", "--", "sh", "-c", &first_job,
+        "run",
+        "--url",
+        &url,
+        "--ttl",
+        "1s",
+        "reports/daily",
+        "--",
+        "sh",
+        "-c",
+        &first_job,
     ]);
     pg_env(&mut command, &pg);
     let first = Running::start(command);
@@ -117,7 +125,15 @@ fn a_frozen_holders_late_psql_transaction_is_rolled_back() {
 
     // The second holder takes the lock and writes its report.
     let mut command = fencelock(&[
-        "run", "--url", &url, "--ttl", "5s", "--wait", "10s", "reports/daily", "--",
+        "run",
+        "--url",
+        &url,
+        "--ttl",
+        "5s",
+        "--wait",
+        "10s",
+        "reports/daily",
+        "--",
     ]);
     command.arg(&job);
     pg_env(&mut command, &pg);
@@ -138,9 +154,12 @@ fn a_frozen_holders_late_psql_transaction_is_rolled_back() {
     );
     assert_ne!(first.code, Some(0), "{}", first.explain());
 
-    let second_fence: u64 = psql(&pg, "SELECT fence FROM fences WHERE resource = 'reports/daily'")
-        .parse()
-        .expect("the accepted fence");
+    let second_fence: u64 = psql(
+        &pg,
+        "SELECT fence FROM fences WHERE resource = 'reports/daily'",
+    )
+    .parse()
+    .expect("the accepted fence");
     assert!(second_fence > first_fence, "{second_fence} > {first_fence}");
     let rows = psql(&pg, "SELECT fence FROM reports ORDER BY fence");
     assert_eq!(
@@ -150,5 +169,9 @@ fn a_frozen_holders_late_psql_transaction_is_rolled_back() {
     );
     // The lock is free again.
     let status = run(&["status", "--url", &url, "reports/daily", "--json"]);
-    assert!(status.stdout.contains("\"held\":false"), "{}", status.explain());
+    assert!(
+        status.stdout.contains("\"held\":false"),
+        "{}",
+        status.explain()
+    );
 }

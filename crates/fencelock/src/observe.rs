@@ -12,6 +12,12 @@
 //! | `fencelock_losses_total` | counter | `reason` (`not_owner`, `expired`, `max_hold`) |
 //! | `fencelock_held` | gauge | `kind`: locks held by this process now |
 //! | `fencelock_waiters` | gauge | `kind`: requests of this process waiting now |
+//!
+//! Through [`tracing`](https://docs.rs/tracing) (always, at `debug` unless said otherwise),
+//! each carrying the lock's name, kind and fence, never a token or a password:
+//! spans `fencelock.acquire` (the fence recorded once granted), `fencelock.release`,
+//! `fencelock.renew` (one per renewal batch, with the number of locks), and a `warn` event
+//! "lock lost" inside a `fencelock.lost` span with the reason.
 
 use std::time::{Duration, Instant};
 
@@ -61,6 +67,14 @@ pub(crate) fn lost(reason: &LostReason) {
     metrics::counter!("fencelock_losses_total", "reason" => reason).increment(1);
     #[cfg(not(feature = "metrics"))]
     let _ = reason;
+}
+
+/// Reports the loss of lock `lock` of `kind` (fence `fence`) as a `warn` event in a
+/// `fencelock.lost` span.
+pub(crate) fn lost_event(lock: &str, kind: &'static str, fence: u64, reason: &LostReason) {
+    let span = tracing::warn_span!("fencelock.lost", lock = %lock, kind = %kind, fence);
+    let _entered = span.enter();
+    tracing::warn!(%reason, "lock lost");
 }
 
 /// A lock held by this process, counted in `fencelock_held` while it lives; its end records

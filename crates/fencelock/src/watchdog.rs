@@ -236,13 +236,17 @@ async fn renew(
         })
         .collect();
     let sent_at = Instant::now();
-    let per_instance = instances
-        .on_all(
+    let span = tracing::debug_span!("fencelock.renew", locks = items.len());
+    let per_instance = tracing::Instrument::instrument(
+        instances.on_all(
             None,
             |server| extend_many(server.clone(), items.clone(), limit),
             |_| false,
-        )
-        .await;
+        ),
+        span.clone(),
+    )
+    .await;
+    let _entered = span.enter();
 
     let after = Instant::now();
     for (position, (id, ttl, deadline)) in batch.into_iter().enumerate() {
@@ -274,7 +278,12 @@ async fn renew(
             confirm(&entry.renewal.lease, sent_at, ttl, drift);
             entry.retry_at = None;
         } else if tally.verdict == Verdict::Lost {
-            tracing::warn!(lock = %name, "lock lost: Redis says this owner no longer holds it");
+            crate::observe::lost_event(
+                &renewal.hold.name,
+                renewal.hold.protocol.label(),
+                renewal.fence,
+                &LostReason::NotOwner,
+            );
             mark_lost(&entry.renewal.lease, LostReason::NotOwner);
             schedule.entries.remove(&id);
             continue;
@@ -294,7 +303,12 @@ async fn renew(
             });
             if after >= deadline {
                 let reason = entry.renewal.lease.borrow().expiry_reason.clone();
-                tracing::warn!(lock = %name, %reason, "lock lost: its deadline passed before a renewal was confirmed");
+                crate::observe::lost_event(
+                    &entry.renewal.hold.name,
+                    entry.renewal.hold.protocol.label(),
+                    entry.renewal.fence,
+                    &reason,
+                );
                 mark_lost(&entry.renewal.lease, reason);
                 schedule.entries.remove(&id);
                 continue;

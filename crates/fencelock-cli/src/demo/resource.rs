@@ -96,7 +96,10 @@ impl Resource {
         let fence_key = self.store.fence_key().to_owned();
         let _: i64 = self
             .query(
-                redis::cmd("DEL").arg(RESOURCE_KEY).arg(LOG_KEY).arg(fence_key),
+                redis::cmd("DEL")
+                    .arg(RESOURCE_KEY)
+                    .arg(LOG_KEY)
+                    .arg(fence_key),
                 "DEL",
             )
             .await?;

@@ -111,7 +111,12 @@ pub fn judge(record: &Record, resource: &ResourceRecord) -> Verdict {
             verdict.accepted
         ));
     }
-    let logged = resource.log.iter().map(|(fence, _)| *fence).max().unwrap_or(0);
+    let logged = resource
+        .log
+        .iter()
+        .map(|(fence, _)| *fence)
+        .max()
+        .unwrap_or(0);
     if resource.fence != logged {
         verdict.problems.push(format!(
             "the resource's accepted fence is {}, its log's largest is {logged}",

@@ -41,7 +41,7 @@ impl LockRequest {
     /// [`Client::wait_idle`](crate::Client::wait_idle)).
     pub async fn acquire(self) -> Result<LockGuard> {
         let kind = self.protocol.label();
-        let span = tracing::debug_span!("fencelock.acquire", lock = %self.name, kind, fence = tracing::field::Empty);
+        let span = tracing::debug_span!("fencelock.acquire", lock = %self.name, kind = %kind, fence = tracing::field::Empty);
         let started = std::time::Instant::now();
         let result = tracing::Instrument::instrument(self.acquire_inner(), span.clone()).await;
         match &result {

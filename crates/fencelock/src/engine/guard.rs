@@ -157,6 +157,12 @@ impl LockGuard {
                 Ok(())
             }
             Verdict::Lost => {
+                crate::observe::lost_event(
+                    &self.hold.name,
+                    self.hold.protocol.label(),
+                    self.fence,
+                    &LostReason::NotOwner,
+                );
                 mark_lost(&self.lease, LostReason::NotOwner);
                 Err(self.not_held(LostReason::NotOwner))
             }
@@ -195,8 +201,17 @@ impl LockGuard {
         let instances = &shared.instances;
         let ttl = self.lease.borrow().ttl;
         let limit = instances.limit(ttl);
-        let answers =
-            release::release_on(instances, &self.hold, Some(self.fence), None, limit, true).await;
+        let span = tracing::debug_span!(
+            "fencelock.release",
+            lock = %self.hold.name,
+            kind = %self.hold.protocol.label(),
+            fence = self.fence
+        );
+        let answers = tracing::Instrument::instrument(
+            release::release_on(instances, &self.hold, Some(self.fence), None, limit, true),
+            span,
+        )
+        .await;
         mark_lost(&self.lease, LostReason::Released);
         let released = release::released(&answers);
         // Instances that failed get another try in the background. Those not waited for (a

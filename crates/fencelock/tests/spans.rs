@@ -1,0 +1,137 @@
+//! The `tracing` spans: `fencelock.acquire`, `fencelock.release`, `fencelock.renew` and
+//! `fencelock.lost` carry the lock's name, kind and fence, and never the owner token. Read back
+//! from a `tracing-subscriber` that writes into a buffer (one test in this binary, so that the
+//! global subscriber sees only it).
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test fails by panicking
+
+mod common;
+
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tracing_subscriber::fmt::MakeWriter;
+use tracing_subscriber::fmt::format::FmtSpan;
+
+#[derive(Clone, Default)]
+struct Buffer(Arc<Mutex<Vec<u8>>>);
+
+impl Buffer {
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock().unwrap_or_else(|e| e.into_inner())).into_owned()
+    }
+}
+
+impl Write for Buffer {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl<'a> MakeWriter<'a> for Buffer {
+    type Writer = Buffer;
+    fn make_writer(&'a self) -> Buffer {
+        self.clone()
+    }
+}
+
+fn token_of(server: &fencelock_testkit::RedisServer, name: &str) -> String {
+    match server.cmd(&["GET", &common::lock_key(name)]) {
+        Ok(redis::Value::BulkString(bytes)) => {
+            let value = String::from_utf8_lossy(&bytes).into_owned();
+            let (token, _fence) = value.rsplit_once(':').expect("token:fence");
+            token.to_owned()
+        }
+        other => panic!("GET {name}: {other:?}"),
+    }
+}
+
+/// The lines of `text` that mention `span` (its name and its fields).
+fn lines_of<'a>(text: &'a str, span: &str) -> Vec<&'a str> {
+    text.lines().filter(|l| l.contains(span)).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn spans_name_the_lock_kind_and_fence_and_never_the_token() {
+    let buffer = Buffer::default();
+    tracing_subscriber::fmt()
+        .with_writer(buffer.clone())
+        .with_ansi(false)
+        .with_env_filter("fencelock=debug")
+        .with_span_events(FmtSpan::CLOSE)
+        .init();
+
+    let server = common::server();
+    let client = common::client(&server.url());
+
+    // Acquired, renewed at least once, released.
+    let guard = client
+        .lock("spans/kept")
+        .ttl(Duration::from_millis(600))
+        .acquire()
+        .await
+        .expect("acquire");
+    let kept_fence = guard.fence();
+    let kept_token = token_of(&server, "spans/kept");
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    assert!(guard.release().await.expect("release"));
+
+    // Acquired, then its key deleted behind its back: lost at the next renewal.
+    let guard = client
+        .lock("spans/lost")
+        .ttl(Duration::from_millis(600))
+        .acquire()
+        .await
+        .expect("acquire");
+    let lost_fence = guard.fence();
+    let lost_token = token_of(&server, "spans/lost");
+    server
+        .cmd(&["DEL", &common::lock_key("spans/lost")])
+        .expect("DEL");
+    let reason = tokio::time::timeout(Duration::from_secs(5), guard.lost())
+        .await
+        .expect("the loss is noticed");
+    assert_eq!(reason, fencelock::LostReason::NotOwner);
+    drop(guard);
+    client.wait_idle(Duration::from_secs(2)).await;
+
+    let text = buffer.text();
+    let acquire = lines_of(&text, "fencelock.acquire{lock=spans/kept kind=lock");
+    assert!(
+        acquire
+            .iter()
+            .any(|l| l.contains(&format!("fence={kept_fence}")) && l.contains("granted")),
+        "no acquire span with the fence:\n{text}"
+    );
+    let release = format!("fencelock.release{{lock=spans/kept kind=lock fence={kept_fence}}}");
+    assert!(
+        !lines_of(&text, &release).is_empty(),
+        "no release span:\n{text}"
+    );
+    assert!(
+        text.lines()
+            .any(|l| l.contains("fencelock.renew{locks=") && l.contains("close")),
+        "no renewal span:\n{text}"
+    );
+    let lost = format!("fencelock.lost{{lock=spans/lost kind=lock fence={lost_fence}}}");
+    assert!(
+        lines_of(&text, &lost)
+            .iter()
+            .any(|l| l.contains("WARN") && l.contains("lock lost")),
+        "no lost event:\n{text}"
+    );
+    for token in [kept_token, lost_token] {
+        assert!(
+            !text.contains(&token),
+            "a token ({token}) is in the trace:\n{text}"
+        );
+    }
+}
