@@ -27,6 +27,7 @@
 mod deployments;
 mod error;
 mod family;
+mod fenced_writes;
 mod locker;
 mod redlock_w4;
 mod report;
@@ -41,7 +42,7 @@ pub use locker::Library;
 pub use redlock_w4::FencelockRedlockFactory;
 pub use report::{
     Machine, Report, TargetCheck, W1Row, W2Row, W3Row, W4Phase, W4Row, W5Row, W6Contended,
-    W6Report, W6Uncontended, W7Row,
+    W6Report, W6Uncontended, W7Row, W8Row,
 };
 
 use serde::{Deserialize, Serialize};
@@ -64,11 +65,13 @@ pub enum Workload {
     W6,
     /// Deployments: TLS, a replica with `WAIT`, a Redis Cluster; fencelock next to raw.
     W7,
+    /// Fenced writes: a plain `SET`, a raw fenced script, fencelock's fenced store.
+    W8,
 }
 
 impl Workload {
     /// All workloads.
-    pub const ALL: [Workload; 7] = [
+    pub const ALL: [Workload; 8] = [
         Workload::W1,
         Workload::W2,
         Workload::W3,
@@ -76,6 +79,7 @@ impl Workload {
         Workload::W5,
         Workload::W6,
         Workload::W7,
+        Workload::W8,
     ];
 }
 
@@ -91,7 +95,8 @@ impl std::str::FromStr for Workload {
             "w5" | "5" => Ok(Workload::W5),
             "w6" | "6" => Ok(Workload::W6),
             "w7" | "7" => Ok(Workload::W7),
-            other => Err(format!("unknown workload {other:?} (expected w1 … w7)")),
+            "w8" | "8" => Ok(Workload::W8),
+            other => Err(format!("unknown workload {other:?} (expected w1 … w8)")),
         }
     }
 }
@@ -374,6 +379,13 @@ impl BenchOptions {
                 ),
             ),
             (
+                Some(Workload::W8),
+                format!(
+                    "W8: {} repetitions × {:?} per measurement (the W7 settings), the writers alternating on one server of their own; 1 task, then {} tasks on one client, each its own resource; medians",
+                    self.w7_repetitions, self.w7_duration, self.w7_tasks
+                ),
+            ),
+            (
                 Some(Workload::W7),
                 format!(
                     "W7: {} repetitions × {:?} per measurement, fencelock and raw alternating on the same servers; 1 task, then {} tasks on one client; medians; TLS with rustls and a test CA; WAIT for 1 replica (at most 200 ms) after each grant, for both; Redis Cluster of 3 masters on this machine",
@@ -422,6 +434,7 @@ pub async fn run(opts: BenchOptions) -> Result<Report> {
         w5: Vec::new(),
         w6: W6Report::default(),
         w7: Vec::new(),
+        w8: Vec::new(),
         targets: Vec::new(),
         notes: Vec::new(),
     };
@@ -603,6 +616,9 @@ pub async fn run(opts: BenchOptions) -> Result<Report> {
             opts.w7_duration,
         )
         .await;
+    }
+    if has(Workload::W8) {
+        report.w8 = fenced_writes::w8(opts.w7_tasks, opts.w7_repetitions, opts.w7_duration).await;
     }
     report.machine.load_after = system::load_average();
     report.finish();

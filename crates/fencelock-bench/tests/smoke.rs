@@ -231,3 +231,28 @@ fn reports_without_w6_still_read() {
     assert!(report.w6.is_empty());
     assert!(!report.to_markdown().contains("### W6"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn smoke_run_of_fenced_writes() {
+    require_redis_server();
+    let opts = BenchOptions {
+        libraries: vec![Library::Fencelock],
+        workloads: vec![Workload::W8],
+        ..BenchOptions::smoke()
+    };
+    let report = fencelock_bench::run(opts).await.unwrap();
+    let writers: Vec<&str> = report.w8.iter().map(|r| r.writer.as_str()).collect();
+    assert_eq!(writers.len(), 3, "{writers:?}");
+    for row in &report.w8 {
+        assert!(row.error.is_none(), "W8 {}: {:?}", row.writer, row.error);
+        assert!(
+            row.sequential_per_s.unwrap() > 0.0 && row.concurrent_per_s.unwrap() > 0.0,
+            "W8 {row:?}"
+        );
+    }
+    assert_eq!(report.w8[0].sequential_ratio_to_set, Some(1.0));
+    let md = report.to_markdown();
+    assert!(md.contains("### W8") && md.contains("FencedStore::apply"), "{md}");
+    let back = fencelock_bench::Report::from_json(&report.to_json().unwrap()).unwrap();
+    assert_eq!(back.w8.len(), 3);
+}

@@ -232,6 +232,30 @@ impl Report {
                 );
             }
         }
+        if !self.w8.is_empty() {
+            let tasks = self.w8.iter().map(|r| r.tasks).max().unwrap_or(0);
+            let _ = writeln!(
+                md,
+                "\n### W8 — fenced writes (one server; the writers alternating; 1 task, and {tasks} tasks on one client, each its own resource)\n"
+            );
+            let _ = writeln!(
+                md,
+                "| writer | 1 task, writes/s | × SET | {tasks} tasks, writes/s | × SET | note |"
+            );
+            let _ = writeln!(md, "|---|---:|---:|---:|---:|---|");
+            for r in &self.w8 {
+                let _ = writeln!(
+                    md,
+                    "| {} | {} | {} | {} | {} | {} |",
+                    r.writer,
+                    opt(r.sequential_per_s, 0),
+                    opt(r.sequential_ratio_to_set, 2),
+                    opt(r.concurrent_per_s, 0),
+                    opt(r.concurrent_ratio_to_set, 2),
+                    r.error.as_deref().map(cell_error).unwrap_or_default()
+                );
+            }
+        }
         if !self.targets.is_empty() {
             let _ = writeln!(md, "\n### Targets\n");
             let _ = writeln!(md, "| target | measured | met |");

@@ -11,7 +11,7 @@ mod svg;
 
 pub use model::{
     Machine, Report, TargetCheck, W1Row, W2Row, W3Row, W4Phase, W4Row, W5Row, W6Contended,
-    W6Report, W6Uncontended, W7Row,
+    W6Report, W6Uncontended, W7Row, W8Row,
 };
 
 use crate::error::{BenchError, Result};

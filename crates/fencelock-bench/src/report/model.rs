@@ -118,6 +118,39 @@ impl W7Row {
     }
 }
 
+/// W8 — one way of writing to a resource (plain, raw fenced, fencelock's fenced store).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct W8Row {
+    /// The writer.
+    pub writer: String,
+    /// Tasks of the concurrent measurement.
+    pub tasks: usize,
+    /// Writes per second, 1 task (median of the repetitions).
+    pub sequential_per_s: Option<f64>,
+    /// Writes per second, `tasks` tasks on one client (median of the repetitions).
+    pub concurrent_per_s: Option<f64>,
+    /// `sequential_per_s` / the plain `SET`'s.
+    pub sequential_ratio_to_set: Option<f64>,
+    /// `concurrent_per_s` / the plain `SET`'s.
+    pub concurrent_ratio_to_set: Option<f64>,
+    /// Why the row has no numbers (or lacks some).
+    pub error: Option<String>,
+}
+
+impl W8Row {
+    pub(crate) fn failed(error: String) -> Self {
+        W8Row {
+            writer: "all".into(),
+            tasks: 0,
+            sequential_per_s: None,
+            concurrent_per_s: None,
+            sequential_ratio_to_set: None,
+            concurrent_ratio_to_set: None,
+            error: Some(error),
+        }
+    }
+}
+
 /// W3 — contended handoff.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct W3Row {
@@ -373,6 +406,9 @@ pub struct Report {
     /// W7: deployments (absent from reports written before it existed).
     #[serde(default)]
     pub w7: Vec<W7Row>,
+    /// W8: fenced writes (absent from reports written before it existed).
+    #[serde(default)]
+    pub w8: Vec<W8Row>,
     /// The targets.
     pub targets: Vec<TargetCheck>,
     /// Remarks (left-out contenders, how a workload ran).
