@@ -252,7 +252,10 @@ async fn smoke_run_of_fenced_writes() {
     }
     assert_eq!(report.w8[0].sequential_ratio_to_set, Some(1.0));
     let md = report.to_markdown();
-    assert!(md.contains("### W8") && md.contains("FencedStore::apply"), "{md}");
+    assert!(
+        md.contains("### W8") && md.contains("FencedStore::apply"),
+        "{md}"
+    );
     let back = fencelock_bench::Report::from_json(&report.to_json().unwrap()).unwrap();
     assert_eq!(back.w8.len(), 3);
 }

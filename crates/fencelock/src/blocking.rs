@@ -340,4 +340,36 @@ impl FencedStore {
     pub fn accepted(&self) -> Result<u64> {
         self.runtime.block_on(self.inner.accepted())
     }
+
+    /// A caller's own fenced Lua body (see [`crate::fenced::FencedStore::script`]).
+    pub fn script(&self, body: &str) -> FencedScript {
+        FencedScript {
+            runtime: self.runtime.clone(),
+            inner: self.inner.script(body),
+        }
+    }
+}
+
+/// A caller's fenced Lua body, blocking (see [`crate::fenced::FencedScript`]).
+#[derive(Debug, Clone)]
+pub struct FencedScript {
+    runtime: Arc<tokio::runtime::Runtime>,
+    inner: crate::fenced::FencedScript,
+}
+
+impl FencedScript {
+    /// Runs the body if `fence` is not older than what the resource accepted (see
+    /// [`crate::fenced::FencedScript::apply`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`crate::fenced::FencedScript::apply`]; [`crate::Error::Fenced`] for a stale fence.
+    pub fn apply<T: redis::FromRedisValue>(
+        &self,
+        fence: u64,
+        keys: &[&str],
+        args: &[&str],
+    ) -> Result<T> {
+        self.runtime.block_on(self.inner.apply(fence, keys, args))
+    }
 }

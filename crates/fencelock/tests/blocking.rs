@@ -151,5 +151,15 @@ fn the_blocking_fenced_store_refuses_a_stale_fence() {
         Err(Error::Fenced { .. })
     ));
     assert_eq!(store.accepted().unwrap(), new.fence());
+    // A caller's own body: runs with the holder's fence, not with the stale one.
+    let append = store.script("return redis.call('append', KEYS[1], ARGV[1])");
+    let len: i64 = append
+        .apply(new.fence(), &["v:{blocking-store}"], &["+"])
+        .unwrap();
+    assert_eq!(len, 4);
+    assert!(matches!(
+        append.apply::<i64>(old_fence, &["v:{blocking-store}"], &["!"]),
+        Err(Error::Fenced { .. })
+    ));
     assert!(new.release().unwrap());
 }

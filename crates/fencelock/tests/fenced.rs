@@ -193,3 +193,71 @@ async fn a_redlock_client_has_no_fenced_store() {
     let err = client.fenced_store("bad{name}").map(drop).unwrap_err();
     assert!(matches!(err, Error::InvalidArgument { .. }), "{err:?}");
 }
+
+#[tokio::test]
+async fn a_callers_script_runs_only_with_a_fence_the_resource_accepts() {
+    let redis = server();
+    let client = common::client(&redis.url());
+    let store = client
+        .fenced_store("wallet")
+        .unwrap_or_else(|e| panic!("{e}"));
+    let debit = store.script(
+        "local balance = tonumber(redis.call('hget', KEYS[1], 'balance') or '0')
+         if balance < tonumber(ARGV[1]) then return -1 end
+         return redis.call('hincrby', KEYS[1], 'balance', -tonumber(ARGV[1]))",
+    );
+    let key = "wallet:{wallet}";
+    redis
+        .cmd(&["HSET", key, "balance", "100"])
+        .unwrap_or_else(|e| panic!("{e}"));
+
+    // Fence 5: runs, the body's reply comes back, the fence is raised.
+    let left: i64 = debit
+        .apply(5, &[key], &["30"])
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(left, 70);
+    assert_eq!(store.accepted().await.unwrap_or_else(|e| panic!("{e}")), 5);
+    // The body's own refusal is its reply; the fence is raised all the same.
+    let refused: i64 = debit
+        .apply(6, &[key], &["500"])
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(refused, -1);
+    assert_eq!(store.accepted().await.unwrap_or_else(|e| panic!("{e}")), 6);
+
+    // A stale fence: Error::Fenced, the body never ran.
+    let before = dumps(&redis, &[key]);
+    match debit.apply::<i64>(4, &[key], &["30"]).await {
+        Err(Error::Fenced {
+            resource,
+            fence: 4,
+            accepted: 6,
+        }) => assert_eq!(resource, "wallet"),
+        other => panic!("expected Error::Fenced, got {other:?}"),
+    }
+    assert_eq!(
+        dumps(&redis, &[key]),
+        before,
+        "a stale script changed the data"
+    );
+
+    // A body that returns nothing; a body that fails (the fence is not raised).
+    let touch = store.script("redis.call('set', KEYS[1], ARGV[1])");
+    touch
+        .apply::<()>(7, &["note:{wallet}"], &["hello"])
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(store.accepted().await.unwrap_or_else(|e| panic!("{e}")), 7);
+    let broken = store.script("return redis.call('incr', KEYS[1])");
+    match broken.apply::<i64>(8, &["note:{wallet}"], &[]).await {
+        Err(Error::Redis { lock, .. }) => assert_eq!(lock, "wallet"),
+        other => panic!("expected Error::Redis, got {other:?}"),
+    }
+    assert_eq!(store.accepted().await.unwrap_or_else(|e| panic!("{e}")), 7);
+    // Fence 0 is refused before anything is sent.
+    assert!(matches!(
+        touch.apply::<()>(0, &["note:{wallet}"], &["x"]).await,
+        Err(Error::InvalidArgument { .. })
+    ));
+}

@@ -206,7 +206,7 @@ async fn extend_batch<'c, C: std::borrow::Borrow<Call<'c>>>(
     // The pipeline starts with a SCRIPT LOAD of each script it uses (cheap when the script is
     // cached: a hash and a lookup), so that a server that lost its script cache (restart,
     // failover, SCRIPT FLUSH) does not answer NOSCRIPT to every renewal of the batch.
-    let mut scripts: Vec<&'static Lua> = Vec::new();
+    let mut scripts: Vec<&Lua> = Vec::new();
     for call in calls {
         let call = call.borrow();
         if !scripts.iter().any(|s| std::ptr::eq(*s, call.lua)) {

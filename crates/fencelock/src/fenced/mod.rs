@@ -22,6 +22,10 @@
 //! (a resource written under two names accepts a fence of either that is not older than the
 //! last one it took). On Redis Cluster the keys of one call must share the resource's hash
 //! tag — name them `...{RESOURCE}...` as in the example.
+//!
+//! Writes that [`Writes`] does not cover go in a caller's own Lua body under the same check:
+//! [`FencedStore::script`]. A resource on another Redis server is reached through a [`Client`]
+//! for that server.
 
 use std::time::Duration;
 
@@ -33,7 +37,10 @@ use crate::error::{Error, Result};
 use crate::script::reply::{as_string, describe_type, unexpected};
 use crate::script::{Arg, Args, Call, Lua, lua};
 
-static WRITE: std::sync::LazyLock<Lua> = lua!("write.lua");
+mod script;
+pub use script::FencedScript;
+
+static WRITE: std::sync::LazyLock<Lua> = lua!("check.lua", "write.lua");
 
 /// One write of a fenced call.
 #[derive(Debug, Clone)]

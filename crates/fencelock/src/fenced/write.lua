@@ -1,28 +1,11 @@
--- A fenced write: applies the writes only if the writer's fence is at least the largest fence
--- the resource has accepted, and raises that to the writer's fence. Nothing is written when
--- the fence is stale or a write would fail on a key of the wrong type (a script error does not
--- roll back the writes before it, so every check comes first).
+-- A fenced write (after check.lua): applies the writes and raises the resource's fence to the
+-- writer's. Nothing is written when a write would fail on a key of the wrong type (a script
+-- error does not roll back the writes before it, so every check comes first).
 --
--- KEYS[1]: the resource's fence key (it never expires); KEYS[2..]: the keys the writes touch.
+-- KEYS[1]: the resource's fence key; KEYS[2..]: the keys the writes touch.
 -- ARGV[1]: the writer's fence; then each write as: command, index of its key in KEYS, number of
 -- arguments, the arguments.
--- Replies: {1, fence} applied; {0, accepted} stale; {-1, key, found} a key of the wrong type.
-
-local fence = tonumber(ARGV[1])
-local stored = redis.pcall('get', KEYS[1])
-if type(stored) == 'table' then
-  return {-1, KEYS[1], redis.call('type', KEYS[1]).ok}
-end
-local accepted = 0
-if stored then
-  accepted = tonumber(stored)
-  if not accepted then
-    return {-1, KEYS[1], 'a string that is not a number'}
-  end
-end
-if fence < accepted then
-  return {0, stored}
-end
+-- Replies: {1, fence} applied; {-1, key, found} a key of the wrong type (and check.lua's).
 
 -- What each command needs to find at its key ('none' is always fine).
 local wants = {

@@ -79,10 +79,11 @@ impl Variant {
 }
 
 impl Lua {
-    pub(crate) fn new(source: &'static str) -> Self {
+    pub(crate) fn new(source: impl Into<Cow<'static, str>>) -> Self {
+        let source = source.into();
         let sharded = source.replacen(PUBLISH_PLAIN, PUBLISH_SHARDED, 1);
         Lua {
-            plain: Variant::new(Cow::Borrowed(source)),
+            plain: Variant::new(source),
             sharded: Variant::new(Cow::Owned(sharded)),
         }
     }
@@ -124,7 +125,7 @@ pub(crate) use lua;
 /// renewal batch of thousands of holds allocates nothing per hold but what goes into the
 /// pipeline.
 pub(crate) struct Call<'a> {
-    pub(crate) lua: &'static Lua,
+    pub(crate) lua: &'a Lua,
     pub(crate) keys: Keys<'a>,
     pub(crate) args: Args<'a>,
 }
@@ -174,7 +175,7 @@ impl redis::ToRedisArgs for Arg<'_> {
 
 impl<'a> Call<'a> {
     /// A call of `lua` with borrowed keys.
-    pub(crate) fn new(lua: &'static Lua, keys: &[&'a str], args: Args<'a>) -> Self {
+    pub(crate) fn new(lua: &'a Lua, keys: &[&'a str], args: Args<'a>) -> Self {
         Call {
             lua,
             keys: keys.iter().map(|k| Cow::Borrowed(*k)).collect(),
