@@ -6,9 +6,9 @@ use std::time::Duration;
 
 use clap::{ArgAction, Parser, Subcommand};
 
-use crate::demo;
 use crate::error::CliError;
 use crate::{bench, inspect, release, run, watch};
+use crate::{chaos, demo};
 
 const ABOUT: &str = "Fenced distributed locks on Redis, from the command line";
 
@@ -85,6 +85,13 @@ pub enum Command {
     #[command(long_about = demo::LONG_ABOUT, after_help = demo::EXAMPLES)]
     Demo(demo::DemoArgs),
 
+    /// Fault injection with a history checker (starts its own redis-servers)
+    #[command(long_about = chaos::ABOUT, after_help = chaos::AFTER_HELP)]
+    Chaos(chaos::ChaosArgs),
+
+    /// Check a history written by `fencelock chaos`
+    ChaosCheck(chaos::CheckArgs),
+
     /// Run the benchmark (fencelock against raw Redis and the peer crates)
     #[command(long_about = bench::ABOUT, after_help = bench::AFTER_HELP)]
     Bench(bench::BenchArgs),
@@ -92,6 +99,10 @@ pub enum Command {
     /// One worker process of `fencelock demo` (internal: started by the demo itself)
     #[command(hide = true)]
     DemoWorker(demo::worker::WorkerArgs),
+
+    /// One worker process of `fencelock chaos` (internal: started by the run itself)
+    #[command(hide = true)]
+    ChaosWorker(chaos::worker::ChaosWorkerArgs),
 }
 
 /// Parses the command line, runs the subcommand and turns its outcome into an exit code.
@@ -100,6 +111,22 @@ pub fn main() -> ExitCode {
     init_tracing(cli.verbose);
     if let Command::Bench(args) = &cli.command {
         return bench::run(args);
+    }
+    if let Command::Chaos(args) = cli.command {
+        // Several threads: the run's fault proxies relay traffic while the nemesis waits on a
+        // server it stopped or restarts (in `block_in_place`).
+        return finish(
+            tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+                .map_err(|e| CliError::io("cannot start the async runtime", e))
+                .and_then(|runtime| {
+                    let result = runtime.block_on(chaos::run::run(args));
+                    runtime.shutdown_background();
+                    result
+                }),
+        );
     }
     // One thread: the demo is I/O-bound, and processes the demo starts are spawned from the main
     // thread (a worker's parent-death signal follows the thread that spawned it).
@@ -123,12 +150,21 @@ pub fn main() -> ExitCode {
             Command::Release(args) => release::release(args).await,
             Command::Demo(args) => demo::run(args, verbose).await,
             Command::DemoWorker(args) => demo::worker::run(args, verbose).await,
+            // Handled above, on a runtime of its own.
+            Command::Chaos(_) => Ok(()),
+            Command::ChaosCheck(args) => chaos::run::check_command(&args),
+            Command::ChaosWorker(args) => chaos::worker::run(args).await,
             // Handled above, without a runtime.
             Command::Bench(_) => Ok(()),
         }
     });
     // Do not wait for background tasks (a blocking read of stdin, the lock client's tasks).
     runtime.shutdown_timeout(Duration::from_millis(200));
+    finish(result)
+}
+
+/// The exit code of a command's outcome (an error is printed first).
+fn finish(result: Result<(), CliError>) -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(CliError::Reported { code }) => ExitCode::from(code),

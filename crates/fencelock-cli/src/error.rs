@@ -93,6 +93,10 @@ pub enum CliError {
     #[error("demo failed: {0}")]
     DemoFailed(String),
 
+    /// A chaos run's checker found violations.
+    #[error("the checker found {0} violation(s); see the history lines it names")]
+    ChaosViolations(usize),
+
     /// Stopped by a signal; every process the tool started has been stopped.
     #[error("interrupted by {0}; every process the demo started has been stopped")]
     Interrupted(&'static str),
@@ -130,7 +134,7 @@ impl CliError {
             CliError::Lock(err) => lock_error_code(err),
             CliError::InvalidUrl(_) | CliError::Usage(_) => EXIT_USAGE,
             CliError::Unreachable { .. } | CliError::Redis { .. } => EXIT_REDIS,
-            CliError::DemoFailed(_) => EXIT_DEMO_FAILED,
+            CliError::DemoFailed(_) | CliError::ChaosViolations(_) => EXIT_DEMO_FAILED,
             CliError::Interrupted("SIGINT") => EXIT_SIGINT,
             CliError::Interrupted("SIGHUP") => EXIT_SIGHUP,
             CliError::Interrupted(_) => EXIT_SIGTERM,

@@ -3,6 +3,7 @@
 //! Each subcommand lives in its own module; `cli` holds the argument definitions and dispatch.
 
 mod bench;
+mod chaos;
 mod cli;
 mod demo;
 mod duration;

@@ -1,0 +1,698 @@
+//! The checker: reads a chaos history and says which guarantee broke, if any.
+//!
+//! - Fences: per lock, a grant that completed before another was requested has the smaller
+//!   fence (grants whose calls overlap may come in either order); the fenced store accepted
+//!   fences in non-decreasing order, refused only fences older than its own, and kept every
+//!   write it acknowledged.
+//! - Exclusion and honesty: two critical sections of one lock (from the grant's completion to
+//!   the start of the release: inside the real hold) overlap only if a holder was told by its
+//!   lock (`lost()` fired before the end of its section) — else an `exclusion` violation; one
+//!   that not even the fenced store caught (no refused write) is a **silent overlap**, the
+//!   worst failure. Overlaps just after the server lost its data (SIGKILL and a restart
+//!   without persistence), which no lock survives, are counted apart.
+//! - Liveness: after a fault ends (and before the next starts), some worker is granted a lock
+//!   within a bound.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt::Write as _;
+
+use super::history::{Entry, Phase, What};
+
+/// Faults after which the server has forgotten its data.
+const DATA_LOSS_FAULTS: &[&str] = &["kill-server"];
+
+/// One violation, with the history lines (1-based) that show it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Violation {
+    pub kind: &'static str,
+    pub message: String,
+    pub lines: Vec<usize>,
+}
+
+/// What the checker found.
+#[derive(Debug, Default)]
+pub struct Verdict {
+    pub grants: usize,
+    pub not_granted: BTreeMap<String, usize>,
+    pub writes_accepted: usize,
+    pub writes_refused: usize,
+    pub writes_unknown: usize,
+    pub lost_told: usize,
+    pub faults: BTreeMap<String, usize>,
+    /// Overlaps a holder was told of (lease ran out during a pause, and so on).
+    pub honest_overlaps: usize,
+    /// Overlaps right after the server lost its data.
+    pub data_loss_overlaps: usize,
+    /// Unfenced counter: increments made, and the increments the final value shows.
+    pub counter_increments: u64,
+    pub counter_final: u64,
+    /// The longest time from a fault's end to the next grant (ms), and after which fault.
+    pub worst_resume_ms: Option<(u64, String)>,
+    /// Per lock, the share of the run's time it was held.
+    pub held_share: BTreeMap<String, f64>,
+    pub duration_ms: u64,
+    pub violations: Vec<Violation>,
+}
+
+/// A grant and its critical section.
+#[derive(Debug, Clone)]
+struct Section {
+    worker: u32,
+    lock: String,
+    fence: u64,
+    invoke_ns: u64,
+    granted_ns: u64,
+    end_ns: u64,
+    /// The holder's `lost()` fired before the end of the section.
+    told: bool,
+    /// The fenced store refused one of its writes.
+    refused: bool,
+    line: usize,
+    end_line: usize,
+}
+
+/// The longest a grant may take to come back after a fault ends.
+pub struct Bounds {
+    pub resume_ms: u64,
+}
+
+/// Checks `entries` (in the order of the history file).
+pub fn check(entries: &[Entry], bounds: &Bounds) -> Verdict {
+    let mut verdict = Verdict::default();
+    let first = entries.iter().map(|e| e.mono_ns).min().unwrap_or(0);
+    let last = entries.iter().map(|e| e.mono_ns).max().unwrap_or(0);
+    verdict.duration_ms = (last - first) / 1_000_000;
+
+    let sections = sections(entries, &mut verdict);
+    check_fences(&sections, &mut verdict);
+    check_store(entries, &mut verdict);
+    check_exclusion(entries, &sections, &mut verdict);
+    check_liveness(entries, bounds, &mut verdict);
+    for section in &sections {
+        let held = verdict.held_share.entry(section.lock.clone()).or_default();
+        *held += (section.end_ns.saturating_sub(section.granted_ns)) as f64;
+    }
+    let span = (last - first).max(1) as f64;
+    for share in verdict.held_share.values_mut() {
+        *share /= span;
+    }
+    verdict
+}
+
+/// Builds each worker's sections, and counts operations and faults.
+fn sections(entries: &[Entry], verdict: &mut Verdict) -> Vec<Section> {
+    let mut open: HashMap<u32, Section> = HashMap::new();
+    let mut invoked: HashMap<u32, u64> = HashMap::new();
+    let mut done = Vec::new();
+    let last = entries.iter().map(|e| e.mono_ns).max().unwrap_or(0);
+    for (i, entry) in entries.iter().enumerate() {
+        let line = i + 1;
+        let lock = entry.lock.clone().unwrap_or_default();
+        match (&entry.what, entry.worker) {
+            (What::Acquire, Some(w)) => {
+                invoked.insert(w, entry.mono_ns);
+            }
+            (What::Granted { fence }, Some(w)) => {
+                verdict.grants += 1;
+                let invoke_ns = invoked.remove(&w).unwrap_or(entry.mono_ns);
+                if let Some(mut previous) = open.remove(&w) {
+                    previous.end_ns = entry.mono_ns;
+                    done.push(previous);
+                }
+                open.insert(
+                    w,
+                    Section {
+                        worker: w,
+                        lock,
+                        fence: *fence,
+                        invoke_ns,
+                        granted_ns: entry.mono_ns,
+                        end_ns: last,
+                        told: false,
+                        refused: false,
+                        line,
+                        end_line: line,
+                    },
+                );
+            }
+            (What::NotGranted { outcome, .. }, Some(w)) => {
+                invoked.remove(&w);
+                *verdict.not_granted.entry(outcome.clone()).or_default() += 1;
+            }
+            (What::Write { accepted, .. }, Some(w)) => match accepted {
+                Some(true) => verdict.writes_accepted += 1,
+                Some(false) => {
+                    verdict.writes_refused += 1;
+                    if let Some(section) = open.get_mut(&w) {
+                        section.refused = true;
+                    }
+                }
+                None => verdict.writes_unknown += 1,
+            },
+            (What::Counter { .. }, Some(_)) => verdict.counter_increments += 1,
+            (What::Lost { .. }, Some(w)) => {
+                verdict.lost_told += 1;
+                if let Some(section) = open.get_mut(&w) {
+                    section.told = true;
+                }
+            }
+            (What::Release { .. }, Some(w)) => {
+                if let Some(mut section) = open.remove(&w) {
+                    section.end_ns = entry.mono_ns;
+                    section.end_line = line;
+                    done.push(section);
+                }
+            }
+            (
+                What::Fault {
+                    kind,
+                    target,
+                    phase,
+                },
+                _,
+            ) => {
+                if *phase == Phase::Start {
+                    *verdict.faults.entry(kind.clone()).or_default() += 1;
+                }
+                // A killed worker's section ends when it is killed.
+                if kind == "kill-worker" && *phase == Phase::Start {
+                    let killed = target
+                        .strip_prefix("worker ")
+                        .and_then(|n| n.parse::<u32>().ok());
+                    if let Some(w) = killed {
+                        invoked.remove(&w);
+                        if let Some(mut section) = open.remove(&w) {
+                            section.end_ns = entry.mono_ns;
+                            section.end_line = line;
+                            done.push(section);
+                        }
+                    }
+                }
+            }
+            (What::CounterFinal { value }, _) => verdict.counter_final += value,
+            _ => {}
+        }
+    }
+    done.extend(open.into_values());
+    done.sort_by_key(|s| s.granted_ns);
+    done
+}
+
+/// A grant that completed before another was requested has the smaller fence.
+fn check_fences(sections: &[Section], verdict: &mut Verdict) {
+    let mut by_lock: BTreeMap<&str, Vec<&Section>> = BTreeMap::new();
+    for s in sections {
+        by_lock.entry(&s.lock).or_default().push(s);
+    }
+    for grants in by_lock.values() {
+        // `grants` is sorted by completion; walk the requests in order, with the largest fence
+        // of the grants completed before each.
+        let mut by_request: Vec<&Section> = grants.clone();
+        by_request.sort_by_key(|s| s.invoke_ns);
+        let mut done = 0;
+        let mut largest: Option<&Section> = None;
+        for request in by_request {
+            while done < grants.len() && grants[done].granted_ns < request.invoke_ns {
+                if largest.is_none_or(|l| grants[done].fence > l.fence) {
+                    largest = Some(grants[done]);
+                }
+                done += 1;
+            }
+            if let Some(earlier) = largest.filter(|l| l.fence >= request.fence) {
+                verdict.violations.push(Violation {
+                    kind: "fence order",
+                    message: format!(
+                        "{}: worker {} was granted fence {} after worker {}'s grant of fence {} had completed",
+                        request.lock, request.worker, request.fence, earlier.worker, earlier.fence
+                    ),
+                    lines: vec![earlier.line, request.line],
+                });
+            }
+        }
+    }
+}
+
+/// The store's log never went back, its refusals were of older fences, and it kept every write
+/// it acknowledged.
+fn check_store(entries: &[Entry], verdict: &mut Verdict) {
+    let mut acknowledged: HashMap<(String, u64, u32), (usize, usize)> = HashMap::new();
+    for (i, entry) in entries.iter().enumerate() {
+        let lock = entry.lock.clone().unwrap_or_default();
+        match (&entry.what, entry.worker) {
+            (
+                What::Write {
+                    fence,
+                    accepted: Some(true),
+                    ..
+                },
+                Some(w),
+            ) => {
+                let seen = acknowledged.entry((lock, *fence, w)).or_insert((0, i + 1));
+                seen.0 += 1;
+            }
+            (
+                What::Write {
+                    fence,
+                    accepted: Some(false),
+                    store_fence: Some(store),
+                    ..
+                },
+                _,
+            ) if store <= fence => verdict.violations.push(Violation {
+                kind: "store refusal",
+                message: format!(
+                    "{lock}: the store refused fence {fence} while it held fence {store}"
+                ),
+                lines: vec![i + 1],
+            }),
+            _ => {}
+        }
+    }
+    for (i, entry) in entries.iter().enumerate() {
+        let What::StoreLog { log } = &entry.what else {
+            continue;
+        };
+        let lock = entry.lock.clone().unwrap_or_default();
+        if let Some(pair) = log.windows(2).find(|w| w[1].0 < w[0].0) {
+            verdict.violations.push(Violation {
+                kind: "store order",
+                message: format!(
+                    "{lock}: the store accepted fence {} (worker {}) after fence {} (worker {})",
+                    pair[1].0, pair[1].1, pair[0].0, pair[0].1
+                ),
+                lines: vec![i + 1],
+            });
+        }
+        let mut kept: HashMap<(u64, u32), usize> = HashMap::new();
+        for (fence, worker) in log {
+            *kept.entry((*fence, *worker)).or_default() += 1;
+        }
+        for ((l, fence, worker), (count, line)) in &acknowledged {
+            if *l != lock {
+                continue;
+            }
+            let found = kept.get(&(*fence, *worker)).copied().unwrap_or(0);
+            if found < *count {
+                verdict.violations.push(Violation {
+                    kind: "acknowledged write lost",
+                    message: format!(
+                        "{lock}: worker {worker}'s {count} acknowledged write(s) with fence {fence}, {found} in the store"
+                    ),
+                    lines: vec![*line, i + 1],
+                });
+            }
+        }
+    }
+}
+
+/// Critical sections overlap only when a holder was told (or the server lost its data).
+fn check_exclusion(entries: &[Entry], sections: &[Section], verdict: &mut Verdict) {
+    let data_loss: Vec<u64> = entries
+        .iter()
+        .filter_map(|e| match &e.what {
+            What::Fault {
+                kind,
+                phase: Phase::Start,
+                ..
+            } if DATA_LOSS_FAULTS.contains(&kind.as_str()) => Some(e.mono_ns),
+            _ => None,
+        })
+        .collect();
+    let mut by_lock: BTreeMap<&str, Vec<&Section>> = BTreeMap::new();
+    for s in sections {
+        by_lock.entry(&s.lock).or_default().push(s);
+    }
+    for list in by_lock.values() {
+        for (i, a) in list.iter().enumerate() {
+            for b in &list[i + 1..] {
+                if b.granted_ns >= a.end_ns {
+                    break;
+                }
+                if a.worker == b.worker {
+                    continue;
+                }
+                if a.told || b.told {
+                    verdict.honest_overlaps += 1;
+                } else if data_loss
+                    .iter()
+                    .any(|t| *t >= a.granted_ns && *t <= b.granted_ns)
+                {
+                    verdict.data_loss_overlaps += 1;
+                } else {
+                    // Neither holder was told by its lock: exclusion broke. If the store did not
+                    // refuse either of them either, nobody noticed at all.
+                    let ms = (a.end_ns.min(b.end_ns) - b.granted_ns) as f64 / 1e6;
+                    let (kind, noticed) = if a.refused || b.refused {
+                        ("exclusion", "; the fenced store refused a stale write")
+                    } else {
+                        ("silent overlap", "; nothing noticed it")
+                    };
+                    verdict.violations.push(Violation {
+                        kind,
+                        message: format!(
+                            "{}: worker {} (fence {}) and worker {} (fence {}) held it at once for {ms:.1} ms, neither told by lost(){noticed}",
+                            a.lock, a.worker, a.fence, b.worker, b.fence
+                        ),
+                        lines: vec![a.line, a.end_line, b.line, b.end_line],
+                    });
+                }
+            }
+        }
+    }
+}
+
+/// After each fault ends, a grant comes within the bound (unless another fault starts first).
+fn check_liveness(entries: &[Entry], bounds: &Bounds, verdict: &mut Verdict) {
+    let grants: Vec<u64> = entries
+        .iter()
+        .filter(|e| matches!(e.what, What::Granted { .. }))
+        .map(|e| e.mono_ns)
+        .collect();
+    let mut sorted_grants = grants.clone();
+    sorted_grants.sort_unstable();
+    let starts: Vec<u64> = entries
+        .iter()
+        .filter(|e| {
+            matches!(
+                e.what,
+                What::Fault {
+                    phase: Phase::Start,
+                    ..
+                }
+            )
+        })
+        .map(|e| e.mono_ns)
+        .collect();
+    let end_of_run = entries.iter().map(|e| e.mono_ns).max().unwrap_or(0);
+    for (i, entry) in entries.iter().enumerate() {
+        let What::Fault {
+            kind,
+            phase: Phase::End,
+            ..
+        } = &entry.what
+        else {
+            continue;
+        };
+        let healed = entry.mono_ns;
+        let next_fault = starts.iter().copied().filter(|t| *t > healed).min();
+        let next_grant = sorted_grants.iter().copied().find(|t| *t > healed);
+        let resume = match (next_grant, next_fault) {
+            (Some(g), Some(f)) if f < g => continue,
+            (Some(g), _) => (g - healed) / 1_000_000,
+            (None, Some(_)) => continue,
+            (None, None) => {
+                let waited = (end_of_run - healed) / 1_000_000;
+                if waited <= bounds.resume_ms {
+                    continue;
+                }
+                waited
+            }
+        };
+        if verdict
+            .worst_resume_ms
+            .as_ref()
+            .is_none_or(|(w, _)| resume > *w)
+        {
+            verdict.worst_resume_ms = Some((resume, kind.clone()));
+        }
+        if resume > bounds.resume_ms {
+            verdict.violations.push(Violation {
+                kind: "liveness",
+                message: format!(
+                    "no grant for {resume} ms after {kind} ended (bound {} ms)",
+                    bounds.resume_ms
+                ),
+                lines: vec![i + 1],
+            });
+        }
+    }
+}
+
+/// The verdict as a table for people.
+pub fn render(verdict: &Verdict) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "operations");
+    let _ = writeln!(out, "  grants                 {}", verdict.grants);
+    for (outcome, n) in &verdict.not_granted {
+        let _ = writeln!(out, "  not granted ({outcome:<9}) {n}");
+    }
+    let _ = writeln!(
+        out,
+        "  fenced writes          {} accepted, {} refused, {} unknown",
+        verdict.writes_accepted, verdict.writes_refused, verdict.writes_unknown
+    );
+    let _ = writeln!(out, "  losses told (lost())   {}", verdict.lost_told);
+    let _ = writeln!(
+        out,
+        "  unfenced counter       {} increments, final value {} ({} lost updates)",
+        verdict.counter_increments,
+        verdict.counter_final,
+        verdict
+            .counter_increments
+            .saturating_sub(verdict.counter_final)
+    );
+    let faults: Vec<String> = verdict
+        .faults
+        .iter()
+        .map(|(k, n)| format!("{k} {n}"))
+        .collect();
+    let _ = writeln!(
+        out,
+        "faults                   {}",
+        if faults.is_empty() {
+            "none".to_owned()
+        } else {
+            faults.join(", ")
+        }
+    );
+    let _ = writeln!(
+        out,
+        "overlaps                 {} told (lost()), {} after the server lost its data, {} untold but caught by the store, {} silent",
+        verdict.honest_overlaps,
+        verdict.data_loss_overlaps,
+        verdict
+            .violations
+            .iter()
+            .filter(|v| v.kind == "exclusion")
+            .count(),
+        verdict
+            .violations
+            .iter()
+            .filter(|v| v.kind == "silent overlap")
+            .count()
+    );
+    if let Some((ms, kind)) = &verdict.worst_resume_ms {
+        let _ = writeln!(out, "worst time to resume     {ms} ms (after {kind})");
+    }
+    for (lock, share) in &verdict.held_share {
+        let _ = writeln!(
+            out,
+            "held                     {lock}: {:.0} % of the run",
+            share * 100.0
+        );
+    }
+    if verdict.violations.is_empty() {
+        let _ = writeln!(out, "violations               0");
+    } else {
+        let mut by_kind: BTreeMap<&str, usize> = BTreeMap::new();
+        for v in &verdict.violations {
+            *by_kind.entry(v.kind).or_default() += 1;
+        }
+        let kinds: Vec<String> = by_kind.iter().map(|(k, n)| format!("{k} {n}")).collect();
+        let _ = writeln!(out, "VIOLATIONS               {}", kinds.join(", "));
+        for v in verdict.violations.iter().take(20) {
+            let lines: Vec<String> = v.lines.iter().map(ToString::to_string).collect();
+            let _ = writeln!(
+                out,
+                "  {}: {} (history lines {})",
+                v.kind,
+                v.message,
+                lines.join(", ")
+            );
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(ms: u64, worker: Option<u32>, what: What) -> Entry {
+        Entry {
+            mono_ns: ms * 1_000_000,
+            wall_ms: ms,
+            worker,
+            lock: Some("a".into()),
+            what,
+        }
+    }
+
+    fn cycle(w: u32, start: u64, fence: u64, end: u64) -> Vec<Entry> {
+        vec![
+            at(start, Some(w), What::Acquire),
+            at(start + 1, Some(w), What::Granted { fence }),
+            at(
+                start + 2,
+                Some(w),
+                What::Write {
+                    fence,
+                    started_ns: (start + 1) * 1_000_000,
+                    accepted: Some(true),
+                    store_fence: Some(fence),
+                    error: None,
+                },
+            ),
+            at(end, Some(w), What::Release { fence }),
+        ]
+    }
+
+    fn bounds() -> Bounds {
+        Bounds { resume_ms: 10_000 }
+    }
+
+    fn kinds(v: &Verdict) -> Vec<&'static str> {
+        v.violations.iter().map(|v| v.kind).collect()
+    }
+
+    #[test]
+    fn a_clean_history_passes() {
+        let mut h = cycle(1, 0, 1, 10);
+        h.extend(cycle(2, 5, 2, 20)); // requested during 1's hold, granted after it
+        h[4..].iter_mut().for_each(|e| e.mono_ns += 6_000_000);
+        h.push(at(
+            30,
+            None,
+            What::StoreLog {
+                log: vec![(1, 1), (2, 2)],
+            },
+        ));
+        let v = check(&h, &bounds());
+        assert!(v.violations.is_empty(), "{:?}", v.violations);
+        assert_eq!(v.grants, 2);
+    }
+
+    #[test]
+    fn a_fence_that_goes_back_is_found() {
+        let mut h = cycle(1, 0, 5, 10);
+        h.extend(cycle(2, 20, 4, 30));
+        assert_eq!(kinds(&check(&h, &bounds())), ["fence order"]);
+    }
+
+    #[test]
+    fn a_silent_overlap_is_found_and_a_told_one_is_not() {
+        let mut h = cycle(1, 0, 1, 50);
+        h.extend(cycle(2, 10, 2, 60));
+        assert_eq!(kinds(&check(&h, &bounds())), ["silent overlap"]);
+        // Worker 1 was told before its release.
+        h.push(at(
+            49,
+            Some(1),
+            What::Lost {
+                fence: 1,
+                reason: "expired".into(),
+            },
+        ));
+        h.sort_by_key(|e| e.mono_ns);
+        let v = check(&h, &bounds());
+        assert!(v.violations.is_empty(), "{:?}", v.violations);
+        assert_eq!(v.honest_overlaps, 1);
+    }
+
+    #[test]
+    fn an_overlap_only_the_store_caught_is_still_an_exclusion_violation() {
+        let mut h = cycle(1, 0, 1, 50);
+        h.extend(cycle(2, 10, 2, 60));
+        h.push(at(
+            40,
+            Some(1),
+            What::Write {
+                fence: 1,
+                started_ns: 0,
+                accepted: Some(false),
+                store_fence: Some(2),
+                error: None,
+            },
+        ));
+        h.sort_by_key(|e| e.mono_ns);
+        assert_eq!(kinds(&check(&h, &bounds())), ["exclusion"]);
+    }
+
+    #[test]
+    fn an_overlap_after_the_server_lost_its_data_is_counted_apart() {
+        let mut h = cycle(1, 0, 1, 50);
+        h.push(at(
+            5,
+            None,
+            What::Fault {
+                kind: "kill-server".into(),
+                target: "redis".into(),
+                phase: Phase::Start,
+            },
+        ));
+        h.extend(cycle(2, 10, 2, 60));
+        h.sort_by_key(|e| e.mono_ns);
+        let v = check(&h, &bounds());
+        assert!(v.violations.is_empty(), "{:?}", v.violations);
+        assert_eq!(v.data_loss_overlaps, 1);
+    }
+
+    #[test]
+    fn store_violations_are_found() {
+        let mut h = cycle(1, 0, 2, 10);
+        h.extend(cycle(2, 20, 3, 30));
+        // The store's log went back, lost worker 2's write, and refused a newer fence.
+        h.push(at(
+            40,
+            None,
+            What::StoreLog {
+                log: vec![(2, 1), (1, 9)],
+            },
+        ));
+        h.push(at(
+            41,
+            Some(3),
+            What::Write {
+                fence: 7,
+                started_ns: 0,
+                accepted: Some(false),
+                store_fence: Some(3),
+                error: None,
+            },
+        ));
+        let mut found = kinds(&check(&h, &bounds()));
+        found.sort_unstable();
+        assert_eq!(
+            found,
+            ["acknowledged write lost", "store order", "store refusal"]
+        );
+    }
+
+    #[test]
+    fn no_grant_long_after_a_fault_is_a_liveness_violation() {
+        let mut h = cycle(1, 0, 1, 10);
+        h.push(at(
+            20,
+            None,
+            What::Fault {
+                kind: "pause-server".into(),
+                target: "redis".into(),
+                phase: Phase::Start,
+            },
+        ));
+        h.push(at(
+            30,
+            None,
+            What::Fault {
+                kind: "pause-server".into(),
+                target: "redis".into(),
+                phase: Phase::End,
+            },
+        ));
+        h.push(at(20_000, Some(2), What::Acquire));
+        h.push(at(20_031, Some(2), What::Granted { fence: 2 }));
+        let v = check(&h, &bounds());
+        assert_eq!(kinds(&v), ["liveness"]);
+        assert_eq!(v.worst_resume_ms, Some((20_001, "pause-server".into())));
+    }
+}

@@ -1,0 +1,193 @@
+//! `fencelock chaos`: worker processes contend for a few locks over servers the run starts
+//! itself, while a nemesis injects faults on a seeded schedule; every operation and fault goes
+//! to a history file, and a checker reads it and says whether a guarantee broke.
+//!
+//! - [`history`]: the history's lines;
+//! - [`worker`]: one worker process (the hidden `chaos-worker` subcommand);
+//! - [`nemesis`]: the faults;
+//! - [`run`]: the servers, the workers, the schedule, the history file;
+//! - [`check`]: the checker (also `fencelock chaos-check FILE`).
+
+pub mod check;
+pub mod history;
+pub mod nemesis;
+pub mod run;
+pub mod worker;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::duration::parse_duration;
+
+pub const ABOUT: &str = "\
+Fault injection with a history checker: worker processes contend for a few locks while a \
+nemesis stops, kills and pauses servers and workers; every operation and fault is recorded, and \
+a checker says whether any guarantee broke.
+
+The run starts its own redis-server processes on free ports of 127.0.0.1 (one server, or five \
+for Redlock), plus one more for the protected resource (a fenced store and an unfenced counter, \
+never faulted), and worker processes of this program. Each worker loops: take one of the locks, \
+write to the fenced store with its fence, read-modify-write the unfenced counter, hold for a \
+moment, note whether it was told the lock was lost, release.
+
+Faults (--faults, comma-separated; default: all): pause-server (SIGSTOP/SIGCONT), kill-server \
+(SIGKILL, restart empty on the same port), client-pause (CLIENT PAUSE ALL), script-flush, \
+debug-sleep (DEBUG SLEEP), pause-worker (SIGSTOP a worker past its lease), kill-worker (SIGKILL, \
+start another). Over Redlock, server faults hit one instance at a time.
+
+The checker (also `fencelock chaos-check FILE`) verifies: fences per lock grow in grant order; \
+the fenced store accepted fences in order, refused only older ones and kept every write it \
+acknowledged; two holders overlap only when one was told (lost(), or a refused write) — a silent \
+overlap is the worst failure (overlaps just after a server lost its data are counted apart: no \
+lock survives that); after each fault heals, grants resume within a bound.
+
+Exit status: 0 when no violation was found, 3 when one was, 2 for a usage error, 1 on other \
+errors, 130/143 when interrupted.";
+
+pub const AFTER_HELP: &str = "\
+Examples:
+  fencelock chaos --duration 60s                     # one server, every fault
+  fencelock chaos --topology redlock --duration 5m --seed 42
+  fencelock chaos --faults pause-worker,kill-server --history run.jsonl
+  fencelock chaos-check run.jsonl                    # check a history again";
+
+/// The deployments a run can start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Topology {
+    /// One redis-server.
+    Single,
+    /// Redlock over five independent redis-servers.
+    Redlock,
+    /// A Redis Cluster of 3 masters with a replica each.
+    Cluster,
+    /// A Sentinel master with 2 replicas and 3 sentinels.
+    Sentinel,
+}
+
+impl Topology {
+    /// The name on the command line and in the history.
+    pub fn name(self) -> &'static str {
+        match self {
+            Topology::Single => "single",
+            Topology::Redlock => "redlock",
+            Topology::Cluster => "cluster",
+            Topology::Sentinel => "sentinel",
+        }
+    }
+}
+
+/// Arguments of `fencelock chaos`.
+#[derive(Debug, clap::Args)]
+pub struct ChaosArgs {
+    /// The deployment to start and fault
+    #[arg(long, value_enum, default_value = "single")]
+    pub topology: Topology,
+    /// Worker processes
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub workers: u32,
+    /// Lock names the workers share
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=16))]
+    pub locks: u32,
+    /// The lease of each lock
+    #[arg(long, default_value = "1s", value_parser = parse_duration)]
+    pub ttl: Duration,
+    /// How long the run lasts
+    #[arg(long, default_value = "60s", value_parser = parse_duration)]
+    pub duration: Duration,
+    /// The faults, comma-separated (default: all)
+    #[arg(long, value_delimiter = ',')]
+    pub faults: Vec<nemesis::Fault>,
+    /// The mean time between two faults
+    #[arg(long, default_value = "2s", value_parser = parse_duration)]
+    pub fault_interval: Duration,
+    /// The seed of the schedule (default: from the clock; printed, so a run can be repeated)
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// The history file (default: fencelock-chaos-SEED.jsonl in the current directory)
+    #[arg(long)]
+    pub history: Option<PathBuf>,
+    /// Deliberate bugs that the checker must report (for its own tests): unfenced-store,
+    /// never-lost, release-any
+    #[arg(long, value_delimiter = ',', hide = true)]
+    pub mutate: Vec<String>,
+}
+
+/// Arguments of `fencelock chaos-check`.
+#[derive(Debug, clap::Args)]
+pub struct CheckArgs {
+    /// The history file a chaos run wrote
+    pub file: PathBuf,
+    /// The longest time from a fault's end to the next grant before it counts as a violation
+    #[arg(long, default_value = "15s", value_parser = parse_duration)]
+    pub resume_bound: Duration,
+}
+
+/// Deliberate bugs, each of which the checker must find.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mutation {
+    /// The worker writes to the store without the fence check.
+    UnfencedStore,
+    /// The worker never says it was told of a loss.
+    NeverLost,
+    /// The worker deletes the lock key at release, whoever holds it.
+    ReleaseAny,
+}
+
+impl Mutation {
+    fn parse(s: &str) -> Result<Self, String> {
+        match s {
+            "unfenced-store" => Ok(Mutation::UnfencedStore),
+            "never-lost" => Ok(Mutation::NeverLost),
+            "release-any" => Ok(Mutation::ReleaseAny),
+            other => Err(format!(
+                "unknown mutation {other:?} (unfenced-store, never-lost, release-any)"
+            )),
+        }
+    }
+
+    /// Parses a comma-separated list (empty: none).
+    pub fn parse_list(s: &str) -> Result<Vec<Self>, String> {
+        s.split(',')
+            .map(str::trim)
+            .filter(|m| !m.is_empty())
+            .map(Mutation::parse)
+            .collect()
+    }
+}
+
+/// The fenced store's log of lock `lock` (on the store server).
+pub fn log_key(lock: &str) -> String {
+    format!("chaos:{{{lock}}}:log")
+}
+
+/// The unfenced counter of lock `lock` (on the store server).
+pub fn counter_key(lock: &str) -> String {
+    format!("chaos:{{{lock}}}:counter")
+}
+
+/// A small seeded generator (xorshift): the run's schedule and each worker's choices.
+#[derive(Debug, Clone)]
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Self {
+        Rng(seed | 1)
+    }
+
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    /// A number in `0..n` (0 when `n` is 0).
+    pub fn below(&mut self, n: u64) -> u64 {
+        if n == 0 { 0 } else { self.next() % n }
+    }
+
+    /// A number in `low..high`.
+    pub fn between(&mut self, low: u64, high: u64) -> u64 {
+        low + self.below(high.saturating_sub(low).max(1))
+    }
+}

@@ -1,0 +1,239 @@
+//! The faults a chaos run injects, each recorded as a start and an end in the history.
+
+use std::time::Duration;
+
+use nix::sys::signal::Signal;
+
+use super::Rng;
+use super::history::{Entry, Phase, What};
+use super::run::{Stage, blocking};
+
+/// One kind of fault.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Fault {
+    /// SIGSTOP a lock server, SIGCONT it later.
+    PauseServer,
+    /// SIGKILL a lock server and start it again, empty, on the same port.
+    KillServer,
+    /// `CLIENT PAUSE ms ALL` on a lock server.
+    ClientPause,
+    /// `SCRIPT FLUSH` on a lock server.
+    ScriptFlush,
+    /// `DEBUG SLEEP` on a lock server.
+    DebugSleep,
+    /// The proxy in front of a lock server delays every chunk.
+    Latency,
+    /// The proxy in front of a lock server delivers nothing (connections stay open).
+    Blackhole,
+    /// The proxy in front of a lock server cuts every connection.
+    CutConnections,
+    /// A graceful failover (Cluster: a lock's master; Sentinel: the master).
+    Failover,
+    /// SIGSTOP a worker (one that holds a lock, if any) for 1.5 to 3 leases, SIGCONT it later.
+    PauseWorker,
+    /// SIGKILL a worker and start another in its place.
+    KillWorker,
+}
+
+impl Fault {
+    /// Every fault.
+    pub const ALL: [Fault; 11] = [
+        Fault::PauseServer,
+        Fault::KillServer,
+        Fault::ClientPause,
+        Fault::ScriptFlush,
+        Fault::DebugSleep,
+        Fault::Latency,
+        Fault::Blackhole,
+        Fault::CutConnections,
+        Fault::Failover,
+        Fault::PauseWorker,
+        Fault::KillWorker,
+    ];
+
+    /// The name in the history and on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Fault::PauseServer => "pause-server",
+            Fault::KillServer => "kill-server",
+            Fault::ClientPause => "client-pause",
+            Fault::ScriptFlush => "script-flush",
+            Fault::DebugSleep => "debug-sleep",
+            Fault::Latency => "latency",
+            Fault::Blackhole => "blackhole",
+            Fault::CutConnections => "cut-connections",
+            Fault::Failover => "failover",
+            Fault::PauseWorker => "pause-worker",
+            Fault::KillWorker => "kill-worker",
+        }
+    }
+}
+
+fn record(stage: &Stage, fault: Fault, target: &str, phase: Phase) {
+    stage.record(Entry::now(
+        None,
+        None,
+        What::Fault {
+            kind: fault.name().into(),
+            target: target.into(),
+            phase,
+        },
+    ));
+}
+
+/// Logs a fault that could not be applied (the history still says when it was tried).
+fn warn_failed(fault: Fault, target: &str, error: impl std::fmt::Display) {
+    tracing::warn!(fault = fault.name(), target, %error, "fault not applied");
+}
+
+/// Runs `action` on lock server node `index` (off the runtime's threads); a failure is logged.
+fn on_node<E: std::fmt::Display>(
+    stage: &mut Stage,
+    index: usize,
+    fault: Fault,
+    target: &str,
+    action: impl FnOnce(&mut fencelock_testkit::RedisServer) -> Result<(), E>,
+) {
+    match stage.deployment.node(index) {
+        Some(node) => {
+            if let Err(e) = blocking(|| action(node)) {
+                warn_failed(fault, target, e);
+            }
+        }
+        None => warn_failed(fault, target, "no such server"),
+    }
+}
+
+/// Injects `fault` and heals it (the call returns when the fault is over).
+pub async fn inject(stage: &mut Stage, fault: Fault, rng: &mut Rng) {
+    let ttl = stage.ttl();
+    let ttl_ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX);
+    let servers = blocking(|| stage.deployment.lock_servers());
+    let index = servers
+        .get(usize::try_from(rng.below(servers.len() as u64)).unwrap_or(0))
+        .copied()
+        .unwrap_or(0);
+    let target = format!("server {index}");
+    // Server faults last a fifth of the lease to twice it; where a longer stop would make
+    // the deployment fail over (Cluster, Sentinel: 1 s), at most 800 ms.
+    let longest = if stage.deployment.fails_over() {
+        800.min(ttl_ms * 2)
+    } else {
+        ttl_ms * 2
+    };
+    let short = Duration::from_millis(rng.between(ttl_ms / 5, longest.max(ttl_ms / 5 + 1)));
+    match fault {
+        Fault::PauseServer => {
+            record(stage, fault, &target, Phase::Start);
+            on_node(stage, index, fault, &target, |node| node.pause());
+            tokio::time::sleep(short).await;
+            on_node(stage, index, fault, &target, |node| node.resume());
+            record(stage, fault, &target, Phase::End);
+        }
+        Fault::KillServer => {
+            record(stage, fault, &target, Phase::Start);
+            on_node(stage, index, fault, &target, |node| node.kill());
+            tokio::time::sleep(short / 4).await;
+            on_node(stage, index, fault, &target, |node| node.restart());
+            record(stage, fault, &target, Phase::End);
+        }
+        Fault::ClientPause => {
+            record(stage, fault, &target, Phase::Start);
+            on_node(stage, index, fault, &target, |node| node.client_pause(short));
+            tokio::time::sleep(short).await;
+            record(stage, fault, &target, Phase::End);
+        }
+        Fault::ScriptFlush => {
+            record(stage, fault, &target, Phase::Start);
+            on_node(stage, index, fault, &target, |node| node.script_flush());
+            record(stage, fault, &target, Phase::End);
+        }
+        Fault::DebugSleep => {
+            record(stage, fault, &target, Phase::Start);
+            let sleeping = stage
+                .deployment
+                .node(index)
+                .map(|node| blocking(|| node.debug_sleep(short)));
+            tokio::time::sleep(short).await;
+            if let Some(handle) = sleeping {
+                match blocking(|| handle.join()) {
+                    Ok(Ok(())) => {}
+                    Ok(Err(e)) => warn_failed(fault, &target, e),
+                    Err(_) => warn_failed(fault, &target, "the DEBUG SLEEP thread panicked"),
+                }
+            }
+            record(stage, fault, &target, Phase::End);
+        }
+        Fault::Latency => {
+            // 5 to 100 ms each way.
+            let delay = Duration::from_millis(rng.between(5, 100));
+            let target = format!("proxy {index} (+{} ms each way)", delay.as_millis());
+            record(stage, fault, &target, Phase::Start);
+            if let Some(proxy) = stage.deployment.proxy(index) {
+                proxy.set_latency(delay);
+            }
+            tokio::time::sleep(short * 2).await;
+            if let Some(proxy) = stage.deployment.proxy(index) {
+                proxy.set_latency(Duration::ZERO);
+            }
+            record(stage, fault, &target, Phase::End);
+        }
+        Fault::Blackhole => {
+            let target = format!("proxy {index}");
+            record(stage, fault, &target, Phase::Start);
+            if let Some(proxy) = stage.deployment.proxy(index) {
+                proxy.set_blackhole(true);
+            }
+            tokio::time::sleep(short).await;
+            if let Some(proxy) = stage.deployment.proxy(index) {
+                proxy.set_blackhole(false);
+            }
+            record(stage, fault, &target, Phase::End);
+        }
+        Fault::CutConnections => {
+            let target = format!("proxy {index}");
+            record(stage, fault, &target, Phase::Start);
+            if let Some(proxy) = stage.deployment.proxy(index) {
+                proxy.cut_all();
+            }
+            record(stage, fault, &target, Phase::End);
+        }
+        Fault::Failover => {
+            let locks = stage.locks().to_vec();
+            let lock = locks
+                .get(usize::try_from(rng.below(locks.len() as u64)).unwrap_or(0))
+                .cloned()
+                .unwrap_or_default();
+            record(stage, fault, &format!("the master of {lock}"), Phase::Start);
+            let outcome = blocking(|| stage.deployment.failover(&lock));
+            let target = match outcome {
+                Ok(what) => what,
+                Err(e) => {
+                    warn_failed(fault, &lock, &e);
+                    format!("the master of {lock} (failed: {e})")
+                }
+            };
+            record(stage, fault, &target, Phase::End);
+        }
+        Fault::PauseWorker => {
+            let worker = stage.pick_worker(rng);
+            let target = format!("worker {worker}");
+            // Past the lease: 1.5 to 3 leases.
+            let pause = Duration::from_millis(rng.between(ttl_ms * 3 / 2, ttl_ms * 3));
+            record(stage, fault, &target, Phase::Start);
+            stage.signal_worker(worker, Signal::SIGSTOP);
+            tokio::time::sleep(pause).await;
+            stage.signal_worker(worker, Signal::SIGCONT);
+            record(stage, fault, &target, Phase::End);
+        }
+        Fault::KillWorker => {
+            let worker = stage.pick_worker(rng);
+            let target = format!("worker {worker}");
+            record(stage, fault, &target, Phase::Start);
+            stage.kill_worker(worker);
+            // Its lease runs out on its own; another worker takes its place meanwhile.
+            stage.spawn_worker(worker);
+            record(stage, fault, &target, Phase::End);
+        }
+    }
+}

@@ -1,0 +1,229 @@
+//! One worker process of a chaos run (the hidden `chaos-worker` subcommand): it takes one of
+//! the run's locks, does a fenced write and a read-modify-write of an unfenced counter, holds
+//! for a moment, says whether it was told the lock was lost, releases — and reports every step
+//! as a history line on stdout, until its stdin closes.
+
+use std::io::Write as _;
+use std::time::Duration;
+
+use fencelock::fenced::Writes;
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::sync::watch;
+
+use super::history::{Entry, What, mono_ns};
+use super::{Mutation, Rng, Topology, counter_key, log_key};
+use crate::error::{CliError, EXIT_FAILURE};
+
+/// Arguments of `fencelock chaos-worker` (started by `fencelock chaos`, not by people).
+#[derive(Debug, clap::Args)]
+pub struct ChaosWorkerArgs {
+    /// The lock servers, comma-separated (in the environment, never on the command line)
+    #[arg(long, env = "FENCELOCK_URL", hide_env_values = true)]
+    url: String,
+    /// The server of the fenced store and the unfenced counter
+    #[arg(long, env = "FENCELOCK_CHAOS_STORE_URL", hide_env_values = true)]
+    store_url: String,
+    /// This worker's number
+    #[arg(long)]
+    id: u32,
+    /// How the lock servers are deployed
+    #[arg(long, value_enum)]
+    topology: Topology,
+    /// The lock names, comma-separated
+    #[arg(long)]
+    locks: String,
+    /// The lease, in milliseconds
+    #[arg(long)]
+    ttl_ms: u64,
+    /// The seed of this worker's choices
+    #[arg(long)]
+    seed: u64,
+    /// Deliberate bugs, for the checker's own test (comma-separated)
+    #[arg(long, default_value = "")]
+    mutate: String,
+}
+
+/// Runs the worker; an error is reported on stderr and as the exit status.
+pub async fn run(args: ChaosWorkerArgs) -> Result<(), CliError> {
+    match work(&args).await {
+        Ok(()) => Ok(()),
+        Err(err) => {
+            eprintln!("fencelock chaos-worker {}: {err}", args.id);
+            Err(CliError::Reported { code: EXIT_FAILURE })
+        }
+    }
+}
+
+fn emit(entry: &Entry) -> Result<(), CliError> {
+    let mut stdout = std::io::stdout().lock();
+    entry
+        .write_to(&mut stdout)
+        .and_then(|()| stdout.flush())
+        .map_err(|e| CliError::io("cannot report to the chaos run (stdout)", e))
+}
+
+async fn work(args: &ChaosWorkerArgs) -> Result<(), CliError> {
+    let urls: Vec<&str> = args.url.split(',').filter(|u| !u.is_empty()).collect();
+    let ttl = Duration::from_millis(args.ttl_ms);
+    let client = match args.topology {
+        Topology::Single => fencelock::Client::builder(&args.url),
+        Topology::Redlock => fencelock::Client::builder_redlock(&urls),
+        Topology::Cluster => fencelock::Client::builder_cluster(&urls),
+        Topology::Sentinel => {
+            fencelock::Client::builder_sentinel(&urls, fencelock_testkit::SENTINEL_MASTER)
+        }
+    }
+    .command_timeout(ttl / 2)
+    .build()?;
+    let store_client = fencelock::Client::builder(&args.store_url)
+        .command_timeout(Duration::from_secs(2))
+        .build()?;
+    let raw = redis::Client::open(args.store_url.as_str())
+        .map_err(|e| CliError::InvalidUrl(e.to_string()))?;
+    let mut raw = raw
+        .get_multiplexed_async_connection()
+        .await
+        .map_err(|e| CliError::Redis {
+            server: "store".into(),
+            what: "the connection",
+            reason: e.to_string(),
+        })?;
+    let locks: Vec<&str> = args.locks.split(',').filter(|l| !l.is_empty()).collect();
+    let mutations = Mutation::parse_list(&args.mutate).map_err(CliError::Usage)?;
+    let mut rng = Rng::new(args.seed ^ u64::from(args.id).wrapping_mul(0x9e37_79b9_7f4a_7c15));
+    let stop = stop_on_stdin_eof();
+    let me = Some(args.id);
+
+    while !*stop.borrow() {
+        let Some(&lock) = locks.get(rng.below(locks.len() as u64) as usize) else {
+            break;
+        };
+        let at = Some(lock);
+        emit(&Entry::now(me, at, What::Acquire))?;
+        let request = client
+            .lock(lock)
+            .ttl(ttl)
+            .wait_up_to(ttl * 3)
+            .acquire()
+            .await;
+        let guard = match request {
+            Ok(guard) => guard,
+            Err(err) => {
+                let outcome = match &err {
+                    fencelock::Error::Busy { .. } => "busy",
+                    fencelock::Error::TimedOut { .. } => "timed_out",
+                    _ => "error",
+                };
+                let error = (outcome == "error").then(|| err.to_string());
+                emit(&Entry::now(
+                    me,
+                    at,
+                    What::NotGranted {
+                        outcome: outcome.into(),
+                        error,
+                    },
+                ))?;
+                tokio::time::sleep(Duration::from_millis(rng.between(5, 50))).await;
+                continue;
+            }
+        };
+        let fence = guard.fence();
+        emit(&Entry::now(me, at, What::Granted { fence }))?;
+
+        // The work: a fenced write, a read-modify-write of the unfenced counter, a moment's
+        // hold, another fenced write (a pause in between makes it stale).
+        fenced_write(&store_client, &mut raw, &mutations, lock, fence, args.id).await?;
+        let read: redis::RedisResult<Option<u64>> = redis::cmd("GET")
+            .arg(counter_key(lock))
+            .query_async(&mut raw)
+            .await;
+        if let Ok(read) = read {
+            let read = read.unwrap_or(0);
+            tokio::time::sleep(Duration::from_millis(1)).await;
+            let wrote: redis::RedisResult<()> = redis::cmd("SET")
+                .arg(counter_key(lock))
+                .arg(read + 1)
+                .query_async(&mut raw)
+                .await;
+            if wrote.is_ok() {
+                emit(&Entry::now(me, at, What::Counter { read }))?;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(rng.between(5, 25))).await;
+        fenced_write(&store_client, &mut raw, &mutations, lock, fence, args.id).await?;
+        if !guard.is_held() && !mutations.contains(&Mutation::NeverLost) {
+            let reason = tokio::time::timeout(Duration::from_millis(200), guard.lost())
+                .await
+                .map_or_else(|_| "deadline passed".to_owned(), |r| r.to_string());
+            emit(&Entry::now(me, at, What::Lost { fence, reason }))?;
+        }
+        emit(&Entry::now(me, at, What::Release { fence }))?;
+        if mutations.contains(&Mutation::ReleaseAny) {
+            // Deletes whoever holds the lock now, token or not, and wakes the waiters.
+            let _ = client.force_release(lock).await;
+        }
+        let (held, error) = match guard.release().await {
+            Ok(held) => (Some(held), None),
+            Err(e) => (None, Some(e.to_string())),
+        };
+        emit(&Entry::now(me, at, What::Released { fence, held, error }))?;
+        tokio::time::sleep(Duration::from_millis(rng.between(0, 5))).await;
+    }
+    Ok(())
+}
+
+/// One fenced write (an entry in the store's log), and its history line.
+async fn fenced_write(
+    store_client: &fencelock::Client,
+    raw: &mut redis::aio::MultiplexedConnection,
+    mutations: &[Mutation],
+    lock: &str,
+    fence: u64,
+    id: u32,
+) -> Result<(), CliError> {
+    let started_ns = mono_ns();
+    let entry = format!("{fence}:{id}");
+    let (accepted, store_fence, error) = if mutations.contains(&Mutation::UnfencedStore) {
+        let pushed: redis::RedisResult<i64> = redis::cmd("RPUSH")
+            .arg(log_key(lock))
+            .arg(&entry)
+            .query_async(raw)
+            .await;
+        match pushed {
+            Ok(_) => (Some(true), Some(fence), None),
+            Err(e) => (None, None, Some(e.to_string())),
+        }
+    } else {
+        let store = store_client.fenced_store(lock)?;
+        match store
+            .apply(fence, &Writes::new().rpush(&log_key(lock), &entry))
+            .await
+        {
+            Ok(accepted) => (Some(true), Some(accepted), None),
+            Err(fencelock::Error::Fenced { accepted, .. }) => (Some(false), Some(accepted), None),
+            Err(e) => (None, None, Some(e.to_string())),
+        }
+    };
+    emit(&Entry::now(
+        Some(id),
+        Some(lock),
+        What::Write {
+            fence,
+            started_ns,
+            accepted,
+            store_fence,
+            error,
+        },
+    ))
+}
+
+/// A flag that turns true when stdin reaches its end (the run closed it, or died).
+fn stop_on_stdin_eof() -> watch::Receiver<bool> {
+    let (tx, rx) = watch::channel(false);
+    tokio::spawn(async move {
+        let mut lines = BufReader::new(tokio::io::stdin()).lines();
+        while let Ok(Some(_)) = lines.next_line().await {}
+        let _ = tx.send(true);
+    });
+    rx
+}
