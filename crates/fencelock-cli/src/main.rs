@@ -14,6 +14,7 @@ mod process;
 mod redis_server;
 mod redis_url;
 mod release;
+mod rng;
 mod run;
 mod servers;
 mod watch;

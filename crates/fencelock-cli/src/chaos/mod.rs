@@ -18,6 +18,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::duration::parse_duration;
+pub use crate::rng::Rng;
 
 pub const ABOUT: &str = "\
 Fault injection with a history checker: worker processes contend for a few locks while a \
@@ -72,6 +73,36 @@ impl Topology {
             Topology::Redlock => "redlock",
             Topology::Cluster => "cluster",
             Topology::Sentinel => "sentinel",
+        }
+    }
+
+    /// The faults this deployment can take: proxies sit in front of single servers only
+    /// (Cluster and Sentinel hand out the real addresses), failovers need replicas, and a
+    /// killed cluster or Sentinel node is not brought back.
+    pub fn faults(self) -> Vec<nemesis::Fault> {
+        use nemesis::Fault::*;
+        match self {
+            Topology::Single | Topology::Redlock => vec![
+                PauseServer,
+                KillServer,
+                ClientPause,
+                ScriptFlush,
+                DebugSleep,
+                Latency,
+                Blackhole,
+                CutConnections,
+                PauseWorker,
+                KillWorker,
+            ],
+            Topology::Cluster | Topology::Sentinel => vec![
+                PauseServer,
+                ClientPause,
+                ScriptFlush,
+                DebugSleep,
+                Failover,
+                PauseWorker,
+                KillWorker,
+            ],
         }
     }
 }
@@ -163,31 +194,4 @@ pub fn log_key(lock: &str) -> String {
 /// The unfenced counter of lock `lock` (on the store server).
 pub fn counter_key(lock: &str) -> String {
     format!("chaos:{{{lock}}}:counter")
-}
-
-/// A small seeded generator (xorshift): the run's schedule and each worker's choices.
-#[derive(Debug, Clone)]
-pub struct Rng(u64);
-
-impl Rng {
-    pub fn new(seed: u64) -> Self {
-        Rng(seed | 1)
-    }
-
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-
-    /// A number in `0..n` (0 when `n` is 0).
-    pub fn below(&mut self, n: u64) -> u64 {
-        if n == 0 { 0 } else { self.next() % n }
-    }
-
-    /// A number in `low..high`.
-    pub fn between(&mut self, low: u64, high: u64) -> u64 {
-        low + self.below(high.saturating_sub(low).max(1))
-    }
 }

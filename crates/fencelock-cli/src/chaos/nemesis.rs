@@ -139,7 +139,9 @@ pub async fn inject(stage: &mut Stage, fault: Fault, rng: &mut Rng) {
         }
         Fault::ClientPause => {
             record(stage, fault, &target, Phase::Start);
-            on_node(stage, index, fault, &target, |node| node.client_pause(short));
+            on_node(stage, index, fault, &target, |node| {
+                node.client_pause(short)
+            });
             tokio::time::sleep(short).await;
             record(stage, fault, &target, Phase::End);
         }

@@ -135,34 +135,6 @@ impl Deployment {
         }
     }
 
-    /// The faults this deployment can take.
-    pub fn faults(&self) -> Vec<Fault> {
-        use Fault::*;
-        match self {
-            Deployment::Servers { .. } => vec![
-                PauseServer,
-                KillServer,
-                ClientPause,
-                ScriptFlush,
-                DebugSleep,
-                Latency,
-                Blackhole,
-                CutConnections,
-                PauseWorker,
-                KillWorker,
-            ],
-            Deployment::Cluster(_) | Deployment::Sentinel(_) => vec![
-                PauseServer,
-                ClientPause,
-                ScriptFlush,
-                DebugSleep,
-                Failover,
-                PauseWorker,
-                KillWorker,
-            ],
-        }
-    }
-
     /// Whether server faults must stay short of a failover (Cluster and Sentinel detect a
     /// master as down after 1 s).
     pub fn fails_over(&self) -> bool {
@@ -426,13 +398,12 @@ async fn chaos(args: &ChaosArgs, out: &mut Output) -> Result<(), CliError> {
         .clone()
         .unwrap_or_else(|| PathBuf::from(format!("fencelock-chaos-{seed}.jsonl")));
     let locks: Vec<String> = (0..args.locks).map(|i| format!("chaos-{i}")).collect();
-    let deployment = Deployment::start(args.topology).await?;
-    let applicable = deployment.faults();
+    let applicable = args.topology.faults();
     if let Some(fault) = faults.iter().find(|f| explicit && !applicable.contains(f)) {
         return Err(CliError::Usage(format!(
-            "fault {} does not apply to {}; it takes: {}",
+            "fault {} does not apply to --topology {}; it takes: {}",
             fault.name(),
-            deployment.describe(),
+            args.topology.name(),
             applicable
                 .iter()
                 .map(|f| f.name())
@@ -444,6 +415,7 @@ async fn chaos(args: &ChaosArgs, out: &mut Output) -> Result<(), CliError> {
         .into_iter()
         .filter(|f| applicable.contains(f))
         .collect();
+    let deployment = Deployment::start(args.topology).await?;
     let store = blocking(RedisServer::start)
         .map_err(|e| CliError::RedisServerStart(format!("the store's redis-server: {e}")))?;
     out.line(&format!(

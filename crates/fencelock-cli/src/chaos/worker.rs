@@ -63,6 +63,7 @@ fn emit(entry: &Entry) -> Result<(), CliError> {
 }
 
 async fn work(args: &ChaosWorkerArgs) -> Result<(), CliError> {
+    exit_with_parent();
     let urls: Vec<&str> = args.url.split(',').filter(|u| !u.is_empty()).collect();
     let ttl = Duration::from_millis(args.ttl_ms);
     let client = match args.topology {
@@ -215,6 +216,20 @@ async fn fenced_write(
             error,
         },
     ))
+}
+
+/// Exits when the run that started this worker is gone (a worker stopped with SIGSTOP at that
+/// moment gets SIGHUP and SIGCONT from the kernel, its process group being orphaned).
+fn exit_with_parent() {
+    let parent = nix::unistd::getppid();
+    tokio::spawn(async move {
+        loop {
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            if nix::unistd::getppid() != parent {
+                std::process::exit(i32::from(EXIT_FAILURE));
+            }
+        }
+    });
 }
 
 /// A flag that turns true when stdin reaches its end (the run closed it, or died).

@@ -7,7 +7,7 @@
 //! guard before writing: the resource's fence check is what stops a stale write.
 
 use std::io::Write;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::sync::watch;
@@ -19,6 +19,7 @@ use super::events::Event;
 use super::resource::Resource;
 use crate::duration::parse_duration;
 use crate::error::{CliError, EXIT_FAILURE};
+use crate::rng::Rng;
 
 /// At most this many rounds per worker.
 const MAX_ROUNDS: u32 = 1000;
@@ -67,7 +68,7 @@ async fn work(args: &WorkerArgs) -> Result<(), CliError> {
     let client = fencelock::Client::open(&args.url)?;
     let mut resource = Resource::connect(&args.url).await?;
     let mut stop = stop_on_stdin_eof();
-    let mut rng = Rng::seeded(args.id);
+    let mut rng = Rng::from_clock(args.id);
     let started = Instant::now();
     emit(&Event::Ready)?;
 
@@ -160,25 +161,4 @@ fn follow_parent(parent_pid: Option<u32>) {
     }
     #[cfg(not(target_os = "linux"))]
     let _ = parent_pid;
-}
-
-/// A small xorshift generator for the think times (no cryptographic use).
-struct Rng(u64);
-
-impl Rng {
-    fn seeded(id: u32) -> Self {
-        let nanos = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos() as u64);
-        let seed = nanos ^ (u64::from(std::process::id()) << 32) ^ u64::from(id);
-        Rng(seed | 1)
-    }
-
-    /// A number in `low..high`.
-    fn between(&mut self, low: u64, high: u64) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        low + self.0 % (high - low).max(1)
-    }
 }

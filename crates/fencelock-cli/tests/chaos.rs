@@ -1,0 +1,169 @@
+//! `fencelock chaos` end to end: short mixed runs on one server and on Redlock x5 find no
+//! violation, and each deliberate bug (`--mutate`) is reported by a short run — without that,
+//! the checker would prove nothing. The runs take turns (each starts its servers and workers,
+//! and the machine has few cores).
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test fails by panicking
+
+mod common;
+
+use std::sync::Mutex;
+use std::time::Duration;
+
+use common::{Finished, Running, fencelock, scratch};
+
+/// One run at a time.
+static TURN: Mutex<()> = Mutex::new(());
+
+fn chaos(args: &[&str], history: &std::path::Path) -> Finished {
+    let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
+    let mut all = vec!["chaos", "--history"];
+    let history = history.to_string_lossy().into_owned();
+    all.push(&history);
+    all.extend_from_slice(args);
+    Running::start(fencelock(&all)).finish_within(Duration::from_secs(180))
+}
+
+fn check(history: &std::path::Path) -> Finished {
+    let file = history.to_string_lossy().into_owned();
+    Running::start(fencelock(&["chaos-check", &file])).finish_within(Duration::from_secs(30))
+}
+
+/// The number after `label` on the line that starts with it.
+fn count(output: &str, label: &str) -> u64 {
+    output
+        .lines()
+        .find_map(|l| l.trim().strip_prefix(label))
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no {label:?} in\n{output}"))
+}
+
+fn clean_run(topology: &str) {
+    let dir = scratch();
+    let history = dir.path().join("history.jsonl");
+    let run = chaos(
+        &[
+            "--topology",
+            topology,
+            "--duration",
+            "25s",
+            "--fault-interval",
+            "1500ms",
+        ],
+        &history,
+    );
+    assert_eq!(run.code, Some(0), "{}", run.explain());
+    assert!(
+        run.stdout.contains("violations               0"),
+        "{}",
+        run.explain()
+    );
+    assert!(count(&run.stdout, "grants") > 100, "{}", run.explain());
+    let faults = run
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("faults "))
+        .unwrap_or_default()
+        .to_owned();
+    assert!(
+        faults.split(", ").count() >= 3,
+        "too few kinds of fault: {faults}\n{}",
+        run.explain()
+    );
+    // The history checks again, on its own.
+    let again = check(&history);
+    assert_eq!(again.code, Some(0), "{}", again.explain());
+    assert_eq!(
+        count(&again.stdout, "grants"),
+        count(&run.stdout, "grants"),
+        "{}",
+        again.explain()
+    );
+}
+
+#[test]
+fn a_short_mixed_run_on_one_server_finds_no_violation() {
+    clean_run("single");
+}
+
+#[test]
+fn a_short_mixed_run_on_redlock_finds_no_violation() {
+    clean_run("redlock");
+}
+
+/// A short run with a deliberate bug, and workers paused past their lease: the checker must
+/// fail it (exit 3) with one of `kinds`, and `chaos-check` must agree.
+fn mutated(mutation: &str, kinds: &[&str]) {
+    let dir = scratch();
+    let history = dir.path().join("history.jsonl");
+    let run = chaos(
+        &[
+            "--duration",
+            "12s",
+            "--faults",
+            "pause-worker",
+            "--fault-interval",
+            "1s",
+            "--mutate",
+            mutation,
+        ],
+        &history,
+    );
+    assert_eq!(
+        run.code,
+        Some(3),
+        "{mutation} went unnoticed\n{}",
+        run.explain()
+    );
+    let line = run
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("VIOLATIONS"))
+        .unwrap_or_default()
+        .to_owned();
+    assert!(
+        kinds.iter().any(|k| line.contains(k)),
+        "{mutation}: expected one of {kinds:?} in {line:?}\n{}",
+        run.explain()
+    );
+    let again = check(&history);
+    assert_eq!(again.code, Some(3), "{}", again.explain());
+}
+
+#[test]
+fn a_store_without_the_fence_check_is_caught() {
+    mutated("unfenced-store", &["store order"]);
+}
+
+#[test]
+fn a_worker_never_told_of_its_loss_is_caught() {
+    mutated("never-lost", &["silent overlap", "exclusion"]);
+}
+
+#[test]
+fn a_release_that_does_not_compare_the_token_is_caught() {
+    mutated("release-any", &["silent overlap", "exclusion"]);
+}
+
+#[test]
+fn a_fault_the_deployment_cannot_take_is_a_usage_error() {
+    let dir = scratch();
+    let run = chaos(
+        &[
+            "--topology",
+            "cluster",
+            "--faults",
+            "blackhole",
+            "--duration",
+            "1s",
+        ],
+        &dir.path().join("h.jsonl"),
+    );
+    assert_eq!(run.code, Some(2), "{}", run.explain());
+    assert!(
+        run.stderr.contains("blackhole") && run.stderr.contains("failover"),
+        "{}",
+        run.explain()
+    );
+}
