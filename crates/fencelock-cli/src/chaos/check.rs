@@ -48,8 +48,9 @@ pub struct Verdict {
     pub counter_final: u64,
     /// The longest time from a fault's end to the next grant (ms), and after which fault.
     pub worst_resume_ms: Option<(u64, String)>,
-    /// Per lock, the share of the run's time it was held.
-    pub held_share: BTreeMap<String, f64>,
+    /// Per lock, the share of the time someone waited for it during which it was held
+    /// (availability: 1 means never free while wanted).
+    pub held_while_wanted: BTreeMap<String, f64>,
     pub duration_ms: u64,
     pub violations: Vec<Violation>,
 }
@@ -83,24 +84,91 @@ pub fn check(entries: &[Entry], bounds: &Bounds) -> Verdict {
     let last = entries.iter().map(|e| e.mono_ns).max().unwrap_or(0);
     verdict.duration_ms = (last - first) / 1_000_000;
 
-    let sections = sections(entries, &mut verdict);
+    let (kind, permits) = entries
+        .iter()
+        .find_map(|e| match &e.what {
+            What::Run { kind, permits, .. } => Some((kind.as_str(), *permits)),
+            _ => None,
+        })
+        .unwrap_or(("lock", 1));
+    let sections = sections(entries, bounds, &mut verdict);
     check_fences(&sections, &mut verdict);
     check_store(entries, &mut verdict);
-    check_exclusion(entries, &sections, &mut verdict);
+    check_exclusion(entries, &sections, permits.max(1), &mut verdict);
     check_liveness(entries, bounds, &mut verdict);
-    for section in &sections {
-        let held = verdict.held_share.entry(section.lock.clone()).or_default();
-        *held += (section.end_ns.saturating_sub(section.granted_ns)) as f64;
+    if kind == "fair" {
+        check_fair_order(entries, &sections, &mut verdict);
     }
-    let span = (last - first).max(1) as f64;
-    for share in verdict.held_share.values_mut() {
-        *share /= span;
-    }
+    availability(entries, &sections, &mut verdict);
     verdict
 }
 
+/// Merges intervals into disjoint ones, sorted.
+fn union(mut intervals: Vec<(u64, u64)>) -> Vec<(u64, u64)> {
+    intervals.sort_unstable();
+    let mut merged: Vec<(u64, u64)> = Vec::new();
+    for (start, end) in intervals {
+        match merged.last_mut() {
+            Some(last) if start <= last.1 => last.1 = last.1.max(end),
+            _ => merged.push((start, end)),
+        }
+    }
+    merged
+}
+
+/// The length of the intersection of two sets of disjoint sorted intervals.
+fn overlap(a: &[(u64, u64)], b: &[(u64, u64)]) -> u64 {
+    let (mut i, mut j, mut total) = (0, 0, 0);
+    while i < a.len() && j < b.len() {
+        let start = a[i].0.max(b[j].0);
+        let end = a[i].1.min(b[j].1);
+        total += end.saturating_sub(start);
+        if a[i].1 < b[j].1 { i += 1 } else { j += 1 }
+    }
+    total
+}
+
+/// Per lock: of the time some worker waited for it, the share during which it was held.
+fn availability(entries: &[Entry], sections: &[Section], verdict: &mut Verdict) {
+    let mut waiting: BTreeMap<String, Vec<(u64, u64)>> = BTreeMap::new();
+    let mut asked: HashMap<u32, u64> = HashMap::new();
+    for entry in entries {
+        let Some(worker) = entry.worker else { continue };
+        match &entry.what {
+            What::Acquire => {
+                asked.insert(worker, entry.mono_ns);
+            }
+            What::Granted { .. } | What::NotGranted { .. } => {
+                if let (Some(start), Some(lock)) = (asked.remove(&worker), &entry.lock) {
+                    waiting
+                        .entry(lock.clone())
+                        .or_default()
+                        .push((start, entry.mono_ns));
+                }
+            }
+            _ => {}
+        }
+    }
+    for (lock, wanted) in waiting {
+        let wanted = union(wanted);
+        let held = union(
+            sections
+                .iter()
+                .filter(|s| s.lock == lock)
+                .map(|s| (s.granted_ns, s.end_ns))
+                .collect(),
+        );
+        let total: u64 = wanted.iter().map(|(a, b)| b - a).sum();
+        if total > 0 {
+            verdict
+                .held_while_wanted
+                .insert(lock, overlap(&wanted, &held) as f64 / total as f64);
+        }
+    }
+}
+
 /// Builds each worker's sections, and counts operations and faults.
-fn sections(entries: &[Entry], verdict: &mut Verdict) -> Vec<Section> {
+fn sections(entries: &[Entry], bounds: &Bounds, verdict: &mut Verdict) -> Vec<Section> {
     let mut open: HashMap<u32, Section> = HashMap::new();
     let mut invoked: HashMap<u32, u64> = HashMap::new();
     let mut done = Vec::new();
@@ -191,6 +259,31 @@ fn sections(entries: &[Entry], verdict: &mut Verdict) -> Vec<Section> {
             }
             (What::CounterFinal { value }, _) => verdict.counter_final += value,
             _ => {}
+        }
+    }
+    // A request still unanswered long before the workers' last word: that worker waits
+    // forever.
+    let last_word = entries
+        .iter()
+        .filter(|e| e.worker.is_some())
+        .map(|e| e.mono_ns)
+        .max()
+        .unwrap_or(0);
+    let bound_ns = bounds.resume_ms.saturating_mul(1_000_000);
+    for (worker, invoked_ns) in invoked {
+        if last_word.saturating_sub(invoked_ns) > bound_ns {
+            let line = entries
+                .iter()
+                .position(|e| e.worker == Some(worker) && e.mono_ns == invoked_ns)
+                .map_or(0, |i| i + 1);
+            verdict.violations.push(Violation {
+                kind: "waits forever",
+                message: format!(
+                    "worker {worker}'s request was never answered ({} ms before the run's end)",
+                    (last_word - invoked_ns) / 1_000_000
+                ),
+                lines: vec![line],
+            });
         }
     }
     done.extend(open.into_values());
@@ -305,8 +398,9 @@ fn check_store(entries: &[Entry], verdict: &mut Verdict) {
     }
 }
 
-/// Critical sections overlap only when a holder was told (or the server lost its data).
-fn check_exclusion(entries: &[Entry], sections: &[Section], verdict: &mut Verdict) {
+/// At most `permits` critical sections of one lock at once, unless a holder was told (or the
+/// server lost its data).
+fn check_exclusion(entries: &[Entry], sections: &[Section], permits: u32, verdict: &mut Verdict) {
     let data_loss: Vec<u64> = entries
         .iter()
         .filter_map(|e| match &e.what {
@@ -318,42 +412,101 @@ fn check_exclusion(entries: &[Entry], sections: &[Section], verdict: &mut Verdic
             _ => None,
         })
         .collect();
+    let permits = usize::try_from(permits).unwrap_or(usize::MAX);
     let mut by_lock: BTreeMap<&str, Vec<&Section>> = BTreeMap::new();
     for s in sections {
         by_lock.entry(&s.lock).or_default().push(s);
     }
     for list in by_lock.values() {
-        for (i, a) in list.iter().enumerate() {
-            for b in &list[i + 1..] {
-                if b.granted_ns >= a.end_ns {
-                    break;
-                }
-                if a.worker == b.worker {
-                    continue;
-                }
-                if a.told || b.told {
+        // `list` is sorted by grant; `active`: the sections still open at each grant.
+        let mut active: Vec<&Section> = Vec::new();
+        for b in list {
+            active.retain(|a| a.end_ns > b.granted_ns && a.worker != b.worker);
+            if active.len() >= permits {
+                let untold: Vec<&&Section> = active.iter().filter(|a| !a.told).collect();
+                if b.told || untold.len() < permits {
                     verdict.honest_overlaps += 1;
-                } else if data_loss
-                    .iter()
-                    .any(|t| *t >= a.granted_ns && *t <= b.granted_ns)
-                {
+                } else if untold.iter().any(|a| {
+                    data_loss
+                        .iter()
+                        .any(|t| *t >= a.granted_ns && *t <= b.granted_ns)
+                }) {
                     verdict.data_loss_overlaps += 1;
                 } else {
-                    // Neither holder was told by its lock: exclusion broke. If the store did not
-                    // refuse either of them either, nobody noticed at all.
-                    let ms = (a.end_ns.min(b.end_ns) - b.granted_ns) as f64 / 1e6;
-                    let (kind, noticed) = if a.refused || b.refused {
+                    // Neither holder was told by its lock: exclusion broke. If the store did
+                    // not refuse any of them either, nobody noticed at all.
+                    let caught = b.refused || untold.iter().any(|a| a.refused);
+                    let (kind, noticed) = if caught {
                         ("exclusion", "; the fenced store refused a stale write")
                     } else {
                         ("silent overlap", "; nothing noticed it")
                     };
+                    let others: Vec<String> = untold
+                        .iter()
+                        .map(|a| format!("worker {} (fence {})", a.worker, a.fence))
+                        .collect();
+                    let mut lines: Vec<usize> =
+                        untold.iter().flat_map(|a| [a.line, a.end_line]).collect();
+                    lines.extend([b.line, b.end_line]);
                     verdict.violations.push(Violation {
                         kind,
                         message: format!(
-                            "{}: worker {} (fence {}) and worker {} (fence {}) held it at once for {ms:.1} ms, neither told by lost(){noticed}",
-                            a.lock, a.worker, a.fence, b.worker, b.fence
+                            "{}: worker {} (fence {}) was granted while {} held it ({} permit(s)), none told by lost(){noticed}",
+                            b.lock,
+                            b.worker,
+                            b.fence,
+                            others.join(", "),
+                            permits
                         ),
-                        lines: vec![a.line, a.end_line, b.line, b.end_line],
+                        lines,
+                    });
+                }
+            }
+            active.push(b);
+        }
+    }
+}
+
+/// The fair lock: a request made clearly before another (50 ms) is granted first, unless a
+/// fault happened while it waited.
+fn check_fair_order(entries: &[Entry], sections: &[Section], verdict: &mut Verdict) {
+    const APART_NS: u64 = 50_000_000;
+    let faults: Vec<u64> = entries
+        .iter()
+        .filter(|e| matches!(e.what, What::Fault { .. }))
+        .map(|e| e.mono_ns)
+        .collect();
+    let mut by_lock: BTreeMap<&str, Vec<&Section>> = BTreeMap::new();
+    for s in sections {
+        by_lock.entry(&s.lock).or_default().push(s);
+    }
+    for list in by_lock.values_mut() {
+        list.sort_by_key(|s| s.invoke_ns);
+        for (i, a) in list.iter().enumerate() {
+            if faults
+                .iter()
+                .any(|t| *t >= a.invoke_ns && *t <= a.granted_ns)
+            {
+                continue;
+            }
+            for b in &list[i + 1..] {
+                if b.invoke_ns > a.granted_ns {
+                    break;
+                }
+                if b.invoke_ns >= a.invoke_ns + APART_NS
+                    && b.granted_ns < a.granted_ns
+                    && b.worker != a.worker
+                {
+                    verdict.violations.push(Violation {
+                        kind: "fair order",
+                        message: format!(
+                            "{}: worker {} asked {} ms after worker {} and was granted first",
+                            a.lock,
+                            b.worker,
+                            (b.invoke_ns - a.invoke_ns) / 1_000_000,
+                            a.worker
+                        ),
+                        lines: vec![a.line, b.line],
                     });
                 }
             }
@@ -484,10 +637,10 @@ pub fn render(verdict: &Verdict) -> String {
     if let Some((ms, kind)) = &verdict.worst_resume_ms {
         let _ = writeln!(out, "worst time to resume     {ms} ms (after {kind})");
     }
-    for (lock, share) in &verdict.held_share {
+    for (lock, share) in &verdict.held_while_wanted {
         let _ = writeln!(
             out,
-            "held                     {lock}: {:.0} % of the run",
+            "availability             {lock}: held {:.1} % of the time someone waited for it",
             share * 100.0
         );
     }
@@ -573,6 +726,20 @@ mod tests {
     }
 
     #[test]
+    fn availability_is_the_held_share_of_the_wanted_time() {
+        // Worker 1 waits 0..1 ms and holds 1..10 ms; worker 2 waits 5..20 ms: of the 16 ms
+        // someone waited, the lock was held for 5.
+        let mut h = cycle(1, 0, 1, 10);
+        h.push(at(5, Some(2), What::Acquire));
+        h.push(at(20, Some(2), What::Granted { fence: 2 }));
+        h.push(at(25, Some(2), What::Release { fence: 2 }));
+        h.sort_by_key(|e| e.mono_ns);
+        let v = check(&h, &bounds());
+        let share = v.held_while_wanted["a"];
+        assert!((share - 5.0 / 16.0).abs() < 1e-9, "{share}");
+    }
+
+    #[test]
     fn a_fence_that_goes_back_is_found() {
         let mut h = cycle(1, 0, 5, 10);
         h.extend(cycle(2, 20, 4, 30));
@@ -616,6 +783,42 @@ mod tests {
         ));
         h.sort_by_key(|e| e.mono_ns);
         assert_eq!(kinds(&check(&h, &bounds())), ["exclusion"]);
+    }
+
+    #[test]
+    fn a_semaphore_allows_its_permits_and_no_more() {
+        let run = at(
+            0,
+            None,
+            What::Run {
+                topology: "single".into(),
+                kind: "semaphore".into(),
+                permits: 2,
+                workers: 3,
+                locks: vec!["a".into()],
+                ttl_ms: 1000,
+                seed: 1,
+                faults: vec![],
+                mutations: vec![],
+            },
+        );
+        let mut h = vec![run.clone()];
+        h.extend(cycle(1, 1, 1, 50));
+        h.extend(cycle(2, 10, 2, 60));
+        h.sort_by_key(|e| e.mono_ns);
+        let v = check(&h, &bounds());
+        assert!(v.violations.is_empty(), "{:?}", v.violations);
+        h.extend(cycle(3, 20, 3, 70));
+        h.sort_by_key(|e| e.mono_ns);
+        assert_eq!(kinds(&check(&h, &bounds())), ["silent overlap"]);
+    }
+
+    #[test]
+    fn a_request_never_answered_is_found() {
+        let mut h = cycle(1, 0, 1, 10);
+        h.push(at(20, Some(2), What::Acquire));
+        h.extend(cycle(1, 30_000, 2, 30_010));
+        assert_eq!(kinds(&check(&h, &bounds())), ["waits forever"]);
     }
 
     #[test]

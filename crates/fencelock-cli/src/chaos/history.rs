@@ -79,6 +79,8 @@ pub enum What {
     Run {
         topology: String,
         kind: String,
+        #[serde(default = "one")]
+        permits: u32,
         workers: u32,
         locks: Vec<String>,
         ttl_ms: u64,
@@ -87,6 +89,10 @@ pub enum What {
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         mutations: Vec<String>,
     },
+}
+
+fn one() -> u32 {
+    1
 }
 
 /// The start or the end of a fault.

@@ -42,6 +42,10 @@ acknowledged; two holders overlap only when one was told (lost(), or a refused w
 overlap is the worst failure (overlaps just after a server lost its data are counted apart: no \
 lock survives that); after each fault heals, grants resume within a bound.
 
+With --kind semaphore, at most --permits holders may overlap (the fenced store is not used: \
+permits are held together); with --kind fair, grants must also follow the order of requests \
+made at least 50 ms apart with no fault in between.
+
 Exit status: 0 when no violation was found, 3 when one was, 2 for a usage error, 1 on other \
 errors, 130/143 when interrupted.";
 
@@ -107,6 +111,34 @@ impl Topology {
     }
 }
 
+/// The kind of lock the workers contend for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Kind {
+    /// The fenced lock.
+    Lock,
+    /// The reentrant lock (each worker its own owner).
+    Reentrant,
+    /// The write side of the read-write lock.
+    Write,
+    /// A semaphore of `--permits` permits.
+    Semaphore,
+    /// The fair lock (first come, first served).
+    Fair,
+}
+
+impl Kind {
+    /// The name on the command line and in the history.
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Lock => "lock",
+            Kind::Reentrant => "reentrant",
+            Kind::Write => "write",
+            Kind::Semaphore => "semaphore",
+            Kind::Fair => "fair",
+        }
+    }
+}
+
 /// Arguments of `fencelock chaos`.
 #[derive(Debug, clap::Args)]
 pub struct ChaosArgs {
@@ -119,6 +151,13 @@ pub struct ChaosArgs {
     /// Lock names the workers share
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=16))]
     pub locks: u32,
+    /// The kind of lock (the semaphore and the fair lock need one server, Cluster or Sentinel:
+    /// not Redlock)
+    #[arg(long, value_enum, default_value = "lock")]
+    pub kind: Kind,
+    /// The semaphore's permits (with --kind semaphore)
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub permits: u32,
     /// The lease of each lock
     #[arg(long, default_value = "1s", value_parser = parse_duration)]
     pub ttl: Duration,

@@ -18,7 +18,7 @@ use tokio::time::Instant;
 use super::check::{Bounds, check, render};
 use super::history::{self, Entry, What};
 use super::nemesis::{Fault, inject};
-use super::{ChaosArgs, CheckArgs, Mutation, Rng, Topology, counter_key, log_key};
+use super::{ChaosArgs, CheckArgs, Kind, Mutation, Rng, Topology, counter_key, log_key};
 use crate::duration::format_duration;
 use crate::error::CliError;
 use crate::output::{Output, Tone};
@@ -210,6 +210,8 @@ pub struct Stage {
     store: RedisServer,
     exe: PathBuf,
     topology: Topology,
+    kind: Kind,
+    permits: u32,
     urls: String,
     locks: Vec<String>,
     ttl: Duration,
@@ -282,6 +284,10 @@ impl Stage {
             .arg(id.to_string())
             .arg("--topology")
             .arg(self.topology.name())
+            .arg("--kind")
+            .arg(self.kind.name())
+            .arg("--permits")
+            .arg(self.permits.to_string())
             .arg("--locks")
             .arg(self.locks.join(","))
             .arg("--ttl-ms")
@@ -398,6 +404,13 @@ async fn chaos(args: &ChaosArgs, out: &mut Output) -> Result<(), CliError> {
         .clone()
         .unwrap_or_else(|| PathBuf::from(format!("fencelock-chaos-{seed}.jsonl")));
     let locks: Vec<String> = (0..args.locks).map(|i| format!("chaos-{i}")).collect();
+    if args.topology == Topology::Redlock && matches!(args.kind, Kind::Semaphore | Kind::Fair) {
+        return Err(CliError::Usage(format!(
+            "--kind {} is not offered over Redlock (majority voting cannot bound a semaphore, \
+             and each instance would order a fair queue its own way)",
+            args.kind.name()
+        )));
+    }
     let applicable = args.topology.faults();
     if let Some(fault) = faults.iter().find(|f| explicit && !applicable.contains(f)) {
         return Err(CliError::Usage(format!(
@@ -453,6 +466,12 @@ async fn chaos(args: &ChaosArgs, out: &mut Output) -> Result<(), CliError> {
         store,
         exe,
         topology: args.topology,
+        kind: args.kind,
+        permits: if args.kind == Kind::Semaphore {
+            args.permits
+        } else {
+            1
+        },
         urls,
         locks: locks.clone(),
         ttl: args.ttl,
@@ -467,7 +486,12 @@ async fn chaos(args: &ChaosArgs, out: &mut Output) -> Result<(), CliError> {
         None,
         What::Run {
             topology: args.topology.name().into(),
-            kind: "lock".into(),
+            kind: args.kind.name().into(),
+            permits: if args.kind == Kind::Semaphore {
+                args.permits
+            } else {
+                1
+            },
             workers: args.workers,
             locks: locks.clone(),
             ttl_ms: u64::try_from(args.ttl.as_millis()).unwrap_or(u64::MAX),

@@ -11,7 +11,7 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::sync::watch;
 
 use super::history::{Entry, What, mono_ns};
-use super::{Mutation, Rng, Topology, counter_key, log_key};
+use super::{Kind, Mutation, Rng, Topology, counter_key, log_key};
 use crate::error::{CliError, EXIT_FAILURE};
 
 /// Arguments of `fencelock chaos-worker` (started by `fencelock chaos`, not by people).
@@ -29,6 +29,12 @@ pub struct ChaosWorkerArgs {
     /// How the lock servers are deployed
     #[arg(long, value_enum)]
     topology: Topology,
+    /// The kind of lock
+    #[arg(long, value_enum)]
+    kind: Kind,
+    /// The semaphore's permits
+    #[arg(long, default_value_t = 1)]
+    permits: u32,
     /// The lock names, comma-separated
     #[arg(long)]
     locks: String,
@@ -101,12 +107,17 @@ async fn work(args: &ChaosWorkerArgs) -> Result<(), CliError> {
         };
         let at = Some(lock);
         emit(&Entry::now(me, at, What::Acquire))?;
-        let request = client
-            .lock(lock)
-            .ttl(ttl)
-            .wait_up_to(ttl * 3)
-            .acquire()
-            .await;
+        let request = match args.kind {
+            Kind::Lock => client.lock(lock),
+            Kind::Reentrant => client.reentrant_lock(lock)?.request(),
+            Kind::Write => client.read_write_lock(lock)?.write(),
+            Kind::Semaphore => client.semaphore(lock, args.permits),
+            Kind::Fair => client.fair_lock(lock),
+        }
+        .ttl(ttl)
+        .wait_up_to(ttl * 3)
+        .acquire()
+        .await;
         let guard = match request {
             Ok(guard) => guard,
             Err(err) => {
@@ -133,7 +144,11 @@ async fn work(args: &ChaosWorkerArgs) -> Result<(), CliError> {
 
         // The work: a fenced write, a read-modify-write of the unfenced counter, a moment's
         // hold, another fenced write (a pause in between makes it stale).
-        fenced_write(&store_client, &mut raw, &mutations, lock, fence, args.id).await?;
+        // Permits are held together: a semaphore's holders do not write to the store.
+        let fenced = args.kind != Kind::Semaphore;
+        if fenced {
+            fenced_write(&store_client, &mut raw, &mutations, lock, fence, args.id).await?;
+        }
         let read: redis::RedisResult<Option<u64>> = redis::cmd("GET")
             .arg(counter_key(lock))
             .query_async(&mut raw)
@@ -151,7 +166,9 @@ async fn work(args: &ChaosWorkerArgs) -> Result<(), CliError> {
             }
         }
         tokio::time::sleep(Duration::from_millis(rng.between(5, 25))).await;
-        fenced_write(&store_client, &mut raw, &mutations, lock, fence, args.id).await?;
+        if fenced {
+            fenced_write(&store_client, &mut raw, &mutations, lock, fence, args.id).await?;
+        }
         if !guard.is_held() && !mutations.contains(&Mutation::NeverLost) {
             let reason = tokio::time::timeout(Duration::from_millis(200), guard.lost())
                 .await
