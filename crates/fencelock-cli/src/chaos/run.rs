@@ -381,15 +381,8 @@ pub async fn run(args: ChaosArgs) -> Result<(), CliError> {
 }
 
 async fn chaos(args: &ChaosArgs, out: &mut Output) -> Result<(), CliError> {
-    let mutations: Vec<Mutation> = args
-        .mutate
-        .iter()
-        .map(|m| Mutation::parse_list(m))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(CliError::Usage)?
-        .into_iter()
-        .flatten()
-        .collect();
+    // Checked here, used by the workers.
+    Mutation::parse_list(&args.mutate.join(",")).map_err(CliError::Usage)?;
     let seed = args
         .seed
         .unwrap_or_else(|| history::wall_ms() ^ u64::from(std::process::id()));
@@ -537,7 +530,6 @@ async fn chaos(args: &ChaosArgs, out: &mut Output) -> Result<(), CliError> {
 
     // The resource's own record.
     let final_state = read_store(&stage.store.url(), &locks).await;
-    drop(mutations);
     match final_state {
         Ok(entries) => {
             for entry in entries {
