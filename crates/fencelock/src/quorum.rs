@@ -22,7 +22,7 @@ use std::time::Duration;
 use futures_util::StreamExt;
 use futures_util::stream::FuturesUnordered;
 
-use crate::connection::{Endpoint, Followed, Server, is_unreachable};
+use crate::connection::{Endpoint, Followed, Server, Switches, is_unreachable};
 use crate::error::Error;
 use crate::notify::{Feed, ReleaseNotifier, Subscription};
 
@@ -142,6 +142,19 @@ impl Instances {
 
     pub(crate) fn servers(&self) -> &[Server] {
         &self.servers
+    }
+
+    /// The master switches of these instances (only Sentinel ones switch).
+    pub(crate) fn switches(&self) -> Switches {
+        Switches::new(self.servers.iter().filter_map(Server::switches).collect())
+    }
+
+    /// How many master switches these instances have seen so far, in all (the same count as
+    /// [`Switches::epoch`]).
+    pub(crate) fn switch_epoch(&self) -> u64 {
+        self.servers
+            .iter()
+            .fold(0u64, |sum, s| sum.wrapping_add(s.switch_epoch()))
     }
 
     pub(crate) fn is_single(&self) -> bool {

@@ -8,6 +8,11 @@
 //! that no majority is left, the guard is marked lost at once; a renewal that fails (timeout,
 //! connection error) is retried quickly until the local deadline, at which point the guard counts
 //! as lost. A failed or partial renewal never deletes anything.
+//!
+//! When the client moves to another master (Sentinel), every lock is renewed at once: the new
+//! master may not have a grant the old one had not yet replicated, and its holder is told now
+//! rather than a third of a lease later. A grant asked for before the move and answered after
+//! it is checked the same way as soon as it arrives.
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
@@ -30,6 +35,9 @@ pub(crate) struct Renewal {
     pub(crate) lease: Lease,
     /// Stop renewing after this instant (the `max_hold` cap).
     pub(crate) hold_until: Option<Instant>,
+    /// The instances' master-switch count when the grant was asked for: if the client has
+    /// moved to another master since, the grant is checked there at once.
+    pub(crate) switch_epoch: u64,
 }
 
 pub(crate) enum Command {
@@ -90,6 +98,14 @@ impl Schedule {
     fn insert(&mut self, id: u64, entry: Entry) {
         self.queue.push(Reverse((entry.due_at(), id)));
         self.entries.insert(id, entry);
+    }
+
+    /// Makes every lock due now: after a master switch, each is checked on the new master.
+    fn check_all_now(&mut self, now: Instant) {
+        for (id, entry) in &mut self.entries {
+            entry.retry_at = Some(now);
+            self.queue.push(Reverse((now, *id)));
+        }
     }
 
     fn requeue(&mut self, id: u64) {
@@ -167,13 +183,18 @@ async fn run(
     mut commands: mpsc::UnboundedReceiver<Command>,
 ) {
     let mut schedule = Schedule::default();
+    let mut switches = instances.switches();
     loop {
         let next_wake = schedule.next_wake();
         tokio::select! {
             command = commands.recv() => match command {
                 None => return,
                 Some(Command::Renew { id, renewal }) => {
-                    schedule.insert(id, Entry { renewal, retry_at: None });
+                    // Granted by a master the client has left since: check it on the new one
+                    // now, not a third of a lease later.
+                    let moved = renewal.switch_epoch != switches.epoch();
+                    let retry_at = moved.then(Instant::now);
+                    schedule.insert(id, Entry { renewal, retry_at });
                 }
                 Some(Command::Stop { id }) => {
                     schedule.entries.remove(&id);
@@ -185,6 +206,12 @@ async fn run(
                     tokio::spawn(lock.release(instances.clone()));
                 }
             },
+            () = switches.changed() => {
+                // Replication is asynchronous: the new master may not have every grant. Each
+                // hold is checked there at once, and its holder told if it is gone.
+                tracing::info!(locks = schedule.entries.len(), "the client moved to another master; checking every hold there");
+                schedule.check_all_now(Instant::now());
+            }
             () = sleep_until(next_wake) => {
                 let due = schedule.take_due(Instant::now());
                 renew(&instances, &drift, &mut schedule, due).await;
@@ -341,6 +368,7 @@ mod tests {
                 fence: 1,
                 lease: Arc::new(tokio::sync::watch::channel(state).0),
                 hold_until: None,
+                switch_epoch: 0,
             },
             retry_at: None,
         }

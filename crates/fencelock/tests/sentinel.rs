@@ -310,3 +310,72 @@ async fn a_grant_lost_when_the_master_dies_is_reported_and_its_late_write_refuse
     );
     assert!(next.release().await.unwrap_or_else(|e| panic!("{e}")));
 }
+
+/// A grant the promoted replica never saw (replication is asynchronous) is gone after a
+/// graceful failover: the holder is told as soon as its client moves to the new master — the
+/// watchdog checks every hold there at once — not at the next renewal, a third of a lease later.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_grant_the_new_master_never_saw_is_reported_when_the_client_moves() {
+    let set = start_set();
+    let client = sentinel_client(&set);
+    let other_client = sentinel_client(&set);
+    // Renewed every 20 s: a loss told sooner was told by the move, not by a renewal.
+    let ttl = Duration::from_secs(60);
+    let guard = client
+        .lock("unseen")
+        .ttl(ttl)
+        .acquire()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let granted_at = Instant::now();
+    let old = set.master().unwrap_or_else(|e| panic!("{e}")).port();
+    let key = common::lock_key("unseen");
+
+    // The replicas lose the grant, as if it had not reached them before the failover: each
+    // takes its copy (once replicated) and deletes it locally.
+    for replica in set.nodes.iter().filter(|n| n.port() != old) {
+        common::wait_for_count("the grant on a replica", 1, Duration::from_secs(10), || {
+            common::integer_reply(replica, &["EXISTS", &key])
+        })
+        .await;
+        replica
+            .cmd(&["CONFIG", "SET", "replica-read-only", "no"])
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(common::integer_reply(replica, &["DEL", &key]), 1);
+    }
+
+    let promoted = {
+        let set = &set;
+        tokio::task::block_in_place(|| set.failover().map(|m| m.port()))
+            .unwrap_or_else(|e| panic!("SENTINEL FAILOVER: {e}"))
+    };
+    assert_ne!(promoted, old);
+    let reason = tokio::time::timeout(ttl / 6, guard.lost())
+        .await
+        .unwrap_or_else(|_| {
+            panic!(
+                "the holder was not told within {:?} of the grant that the new master does not \
+                 have its lock",
+                ttl / 6
+            )
+        });
+    let told_after = granted_at.elapsed();
+    assert!(!guard.is_held());
+    assert!(
+        reason.to_string().contains("another owner has it"),
+        "{reason}"
+    );
+    // Another owner takes it on the new master, with a larger fence.
+    let next = other_client
+        .lock("unseen")
+        .ttl(Duration::from_secs(5))
+        .wait_up_to(Duration::from_secs(10))
+        .acquire()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(next.fence() > guard.fence());
+    assert!(next.release().await.unwrap_or_else(|e| panic!("{e}")));
+    // The old holder's release finds nothing of its own, and deletes nothing.
+    assert!(!guard.release().await.unwrap_or_else(|e| panic!("{e}")));
+    eprintln!("sentinel: a grant the new master never saw was reported {told_after:?} after it");
+}

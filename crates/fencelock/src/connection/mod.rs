@@ -21,7 +21,7 @@ use redis::{FromRedisValue, RedisError};
 pub(crate) use cluster::{ClusterSeeds, Pushes, sharded_subscription};
 use errors::is_reset;
 pub(crate) use errors::{is_auth_failure, is_tls_failure, is_unreachable, missing_permission};
-pub(crate) use sentinel::{Followed, SentinelSet};
+pub(crate) use sentinel::{Followed, SentinelSet, Switches};
 
 use crate::error::Error;
 use crate::script::Call;
@@ -122,6 +122,22 @@ impl Server {
             addr: followed.describe(),
             tls: followed.tls(),
             link: Link::Sentinel(followed),
+        }
+    }
+
+    /// Changes each time the client moves to another master (Sentinel only).
+    pub(crate) fn switches(&self) -> Option<tokio::sync::watch::Receiver<u64>> {
+        match &self.link {
+            Link::Sentinel(followed) => Some(followed.switches()),
+            _ => None,
+        }
+    }
+
+    /// How many times the client has moved to another master here (Sentinel; else 0).
+    pub(crate) fn switch_epoch(&self) -> u64 {
+        match &self.link {
+            Link::Sentinel(followed) => followed.epoch(),
+            _ => 0,
         }
     }
 

@@ -183,6 +183,11 @@ impl Followed {
         self.switched.subscribe()
     }
 
+    /// How many times the client has moved to another master so far.
+    pub(crate) fn epoch(&self) -> u64 {
+        *self.switched.borrow()
+    }
+
     pub(crate) fn describe(&self) -> String {
         self.set.describe()
     }
@@ -267,6 +272,48 @@ impl Followed {
                 }
             }
             other => other,
+        }
+    }
+}
+
+/// The master switches of every Sentinel-followed server of one client, watched together.
+///
+/// The watchdog uses them to check every hold on the new master as soon as the client moves
+/// there: replication is asynchronous, and a grant the old master had not passed on is gone.
+pub(crate) struct Switches {
+    receivers: Vec<watch::Receiver<u64>>,
+}
+
+impl Switches {
+    pub(crate) fn new(receivers: Vec<watch::Receiver<u64>>) -> Self {
+        Switches { receivers }
+    }
+
+    /// How many times, in all, the client has moved to another master so far.
+    pub(crate) fn epoch(&self) -> u64 {
+        self.receivers
+            .iter()
+            .fold(0u64, |sum, r| sum.wrapping_add(*r.borrow()))
+    }
+
+    /// Resolves at the next switch (never, without Sentinel, or once every followed master is
+    /// gone with its client). Cancel safe: a switch seen by a dropped call is seen by the
+    /// next one.
+    pub(crate) async fn changed(&mut self) {
+        loop {
+            if self.receivers.is_empty() {
+                return std::future::pending().await;
+            }
+            let (result, index, _) = futures_util::future::select_all(
+                self.receivers.iter_mut().map(|r| Box::pin(r.changed())),
+            )
+            .await;
+            match result {
+                Ok(()) => return,
+                Err(_) => {
+                    self.receivers.swap_remove(index);
+                }
+            }
         }
     }
 }

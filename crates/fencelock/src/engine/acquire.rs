@@ -126,6 +126,7 @@ impl LockRequest {
             if let Some(waiting) = &mut subscription {
                 waiting.answer_to(hold.token.as_str());
             }
+            let switch_epoch = shared.instances.switch_epoch();
             let (remaining, split) = match self.round(shared, &hold).await? {
                 Round::Won {
                     mut fence,
@@ -149,7 +150,7 @@ impl LockRequest {
                         if let Some(memory) = memory.as_deref_mut() {
                             fence = FenceMemory::settle(memory, fence);
                         }
-                        let guard = self.guard(hold, fence, lease, started);
+                        let guard = self.guard(hold, fence, lease, started, switch_epoch);
                         if let Some(memory) = memory.as_deref_mut().and_then(Option::as_mut) {
                             memory.add(guard.lease());
                         }
@@ -277,7 +278,14 @@ impl LockRequest {
         });
     }
 
-    fn guard(&self, hold: Arc<Hold>, fence: u64, lease: LeaseState, started: Instant) -> LockGuard {
+    fn guard(
+        &self,
+        hold: Arc<Hold>,
+        fence: u64,
+        lease: LeaseState,
+        started: Instant,
+        switch_epoch: u64,
+    ) -> LockGuard {
         let shared = &self.client.shared;
         let lease: Lease = Arc::new(watch::channel(lease).0);
         let renewal_id = self.auto_renew.then(|| {
@@ -289,6 +297,7 @@ impl LockRequest {
                     fence,
                     lease: lease.clone(),
                     hold_until: self.max_hold.and_then(|limit| started.checked_add(limit)),
+                    switch_epoch,
                 },
             });
             id
