@@ -8,7 +8,12 @@ use std::time::Duration;
 
 use nix::sys::signal::Signal;
 use nix::unistd::Pid;
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::signal::unix::{SignalKind, signal};
+use tokio::sync::watch;
 use tokio::time::Instant;
+
+use crate::error::CliError;
 
 /// A started child process; dropping it kills (SIGKILL) and reaps it if it is still running.
 #[derive(Debug)]
@@ -113,4 +118,36 @@ impl Drop for ChildProcess {
     fn drop(&mut self) {
         self.kill_and_reap();
     }
+}
+
+/// Runs `work` until it ends, or until SIGINT or SIGTERM (then `work` is dropped — its
+/// [`ChildProcess`] guards kill and reap what it started — and the error says which signal).
+///
+/// # Errors
+/// `work`'s own error, [`CliError::Interrupted`], or an I/O error if the signals cannot be
+/// handled.
+pub async fn until_signalled<T>(
+    work: impl Future<Output = Result<T, CliError>>,
+) -> Result<T, CliError> {
+    let mut interrupt =
+        signal(SignalKind::interrupt()).map_err(|e| CliError::io("cannot handle SIGINT", e))?;
+    let mut terminate =
+        signal(SignalKind::terminate()).map_err(|e| CliError::io("cannot handle SIGTERM", e))?;
+    tokio::select! {
+        result = work => result,
+        _ = interrupt.recv() => Err(CliError::Interrupted("SIGINT")),
+        _ = terminate.recv() => Err(CliError::Interrupted("SIGTERM")),
+    }
+}
+
+/// For a worker process: a flag that turns true when its stdin reaches its end (the process
+/// that started it closed it, or died). Must run inside a Tokio runtime.
+pub fn stop_on_stdin_eof() -> watch::Receiver<bool> {
+    let (tx, rx) = watch::channel(false);
+    tokio::spawn(async move {
+        let mut lines = BufReader::new(tokio::io::stdin()).lines();
+        while let Ok(Some(_)) = lines.next_line().await {}
+        let _ = tx.send(true);
+    });
+    rx
 }

@@ -11,7 +11,6 @@ use std::time::Duration;
 
 use nix::sys::signal::Signal;
 use tokio::io::{AsyncBufReadExt, BufReader as AsyncBufReader};
-use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
@@ -22,7 +21,7 @@ use super::{ChaosArgs, CheckArgs, Kind, Mutation, Rng, Topology, counter_key, lo
 use crate::duration::format_duration;
 use crate::error::CliError;
 use crate::output::{Output, Tone};
-use crate::process::ChildProcess;
+use crate::process::{ChildProcess, until_signalled};
 use fencelock_testkit::{FaultProxy, RedisCluster, RedisServer, SentinelSet};
 
 /// The deployment of a run: its lock servers, and how workers reach them.
@@ -366,16 +365,8 @@ async fn forward(
 
 /// Runs `fencelock chaos`.
 pub async fn run(args: ChaosArgs) -> Result<(), CliError> {
-    let mut interrupt =
-        signal(SignalKind::interrupt()).map_err(|e| CliError::io("cannot handle SIGINT", e))?;
-    let mut terminate =
-        signal(SignalKind::terminate()).map_err(|e| CliError::io("cannot handle SIGTERM", e))?;
     let mut out = Output::stdout();
-    let result = tokio::select! {
-        result = chaos(&args, &mut out) => result,
-        _ = interrupt.recv() => Err(CliError::Interrupted("SIGINT")),
-        _ = terminate.recv() => Err(CliError::Interrupted("SIGTERM")),
-    };
+    let result = until_signalled(chaos(&args, &mut out)).await;
     out.clear_status();
     result
 }

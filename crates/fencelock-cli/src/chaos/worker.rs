@@ -7,12 +7,11 @@ use std::io::Write as _;
 use std::time::Duration;
 
 use fencelock::fenced::Writes;
-use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::sync::watch;
 
 use super::history::{Entry, What, mono_ns};
 use super::{Kind, Mutation, Rng, Topology, counter_key, log_key};
 use crate::error::{CliError, EXIT_FAILURE};
+use crate::process::stop_on_stdin_eof;
 
 /// Arguments of `fencelock chaos-worker` (started by `fencelock chaos`, not by people).
 #[derive(Debug, clap::Args)]
@@ -247,15 +246,4 @@ fn exit_with_parent() {
             }
         }
     });
-}
-
-/// A flag that turns true when stdin reaches its end (the run closed it, or died).
-fn stop_on_stdin_eof() -> watch::Receiver<bool> {
-    let (tx, rx) = watch::channel(false);
-    tokio::spawn(async move {
-        let mut lines = BufReader::new(tokio::io::stdin()).lines();
-        while let Ok(Some(_)) = lines.next_line().await {}
-        let _ = tx.send(true);
-    });
-    rx
 }

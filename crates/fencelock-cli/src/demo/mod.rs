@@ -16,11 +16,10 @@ pub mod worker;
 
 use std::time::Duration;
 
-use tokio::signal::unix::{SignalKind, signal};
-
 use crate::duration::{format_duration, parse_duration};
 use crate::error::CliError;
 use crate::output::{Output, Tone};
+use crate::process::until_signalled;
 use crate::redis_server::ThrowawayRedis;
 use fleet::Fleet;
 use resource::Resource;
@@ -104,18 +103,10 @@ fn parse_ttl(text: &str) -> Result<Duration, String> {
 /// Runs the demo. Every process it starts is killed and reaped on every way out: success,
 /// error, SIGINT or SIGTERM.
 pub async fn run(args: DemoArgs, verbose: u8) -> Result<(), CliError> {
-    let mut interrupt =
-        signal(SignalKind::interrupt()).map_err(|e| CliError::io("cannot handle SIGINT", e))?;
-    let mut terminate =
-        signal(SignalKind::terminate()).map_err(|e| CliError::io("cannot handle SIGTERM", e))?;
     let mut out = Output::stdout();
     // Dropping the demo's future (on a signal) drops the guards of the processes it started,
     // which kill and reap them.
-    let result = tokio::select! {
-        result = demo(&args, verbose, &mut out) => result,
-        _ = interrupt.recv() => Err(CliError::Interrupted("SIGINT")),
-        _ = terminate.recv() => Err(CliError::Interrupted("SIGTERM")),
-    };
+    let result = until_signalled(demo(&args, verbose, &mut out)).await;
     out.clear_status();
     result
 }

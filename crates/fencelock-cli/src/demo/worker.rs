@@ -9,8 +9,6 @@
 use std::io::Write;
 use std::time::Duration;
 
-use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::sync::watch;
 use tokio::time::Instant;
 use tracing::Instrument;
 
@@ -19,6 +17,7 @@ use super::events::Event;
 use super::resource::Resource;
 use crate::duration::parse_duration;
 use crate::error::{CliError, EXIT_FAILURE};
+use crate::process::stop_on_stdin_eof;
 use crate::rng::Rng;
 
 /// At most this many rounds per worker.
@@ -129,17 +128,6 @@ fn emit(event: &Event) -> Result<(), CliError> {
     writeln!(stdout, "{}", event.to_line())
         .and_then(|()| stdout.flush())
         .map_err(|e| CliError::io("cannot report to the demo (stdout)", e))
-}
-
-/// A flag that turns true when stdin reaches its end (the demo closed it, or died).
-fn stop_on_stdin_eof() -> watch::Receiver<bool> {
-    let (tx, rx) = watch::channel(false);
-    tokio::spawn(async move {
-        let mut lines = BufReader::new(tokio::io::stdin()).lines();
-        while let Ok(Some(_)) = lines.next_line().await {}
-        let _ = tx.send(true);
-    });
-    rx
 }
 
 /// On Linux, asks to be killed when the demo dies, so that a worker the demo had stopped
