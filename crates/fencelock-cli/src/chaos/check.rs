@@ -9,7 +9,8 @@
 //!   lock (`lost()` fired before the end of its section) — else an `exclusion` violation; one
 //!   that not even the fenced store caught (no refused write) is a **silent overlap**, the
 //!   worst failure. Overlaps just after the server lost its data (SIGKILL and a restart
-//!   without persistence), which no lock survives, are counted apart.
+//!   without persistence) or during a Sentinel failover (asynchronous replication), which no
+//!   lock survives, are counted apart.
 //! - Liveness: after a fault ends (and before the next starts), some worker is granted a lock
 //!   within a bound.
 
@@ -43,6 +44,8 @@ pub struct Verdict {
     pub honest_overlaps: usize,
     /// Overlaps right after the server lost its data.
     pub data_loss_overlaps: usize,
+    /// Overlaps during a Sentinel failover (asynchronous replication lost a grant).
+    pub failover_overlaps: usize,
     /// Unfenced counter: increments made, and the increments the final value shows.
     pub counter_increments: u64,
     pub counter_final: u64,
@@ -398,20 +401,56 @@ fn check_store(entries: &[Entry], verdict: &mut Verdict) {
     }
 }
 
-/// At most `permits` critical sections of one lock at once, unless a holder was told (or the
-/// server lost its data).
-fn check_exclusion(entries: &[Entry], sections: &[Section], permits: u32, verdict: &mut Verdict) {
-    let data_loss: Vec<u64> = entries
+/// A span of the run, (start, end) in monotonic nanoseconds.
+type Window = (u64, u64);
+
+/// The windows in which a server may have lost acknowledged data: a SIGKILL and a
+/// restart without persistence (an instant), and over Sentinel a failover from its start to the
+/// new master (Sentinel promotes a replica without waiting for it to catch up, and the old
+/// master takes writes until it is demoted: replication is asynchronous, and the grants it had
+/// not passed on are gone). A Cluster failover is `CLUSTER FAILOVER`, which waits for the
+/// replica to catch up: a loss there stays a violation.
+fn data_loss_windows(entries: &[Entry]) -> (Vec<Window>, Vec<Window>) {
+    let sentinel = entries
         .iter()
-        .filter_map(|e| match &e.what {
-            What::Fault {
-                kind,
-                phase: Phase::Start,
-                ..
-            } if DATA_LOSS_FAULTS.contains(&kind.as_str()) => Some(e.mono_ns),
-            _ => None,
-        })
-        .collect();
+        .any(|e| matches!(&e.what, What::Run { topology, .. } if topology == "sentinel"));
+    let mut killed = Vec::new();
+    let mut failovers = Vec::new();
+    let mut failover_started = None;
+    for e in entries {
+        let What::Fault { kind, phase, .. } = &e.what else {
+            continue;
+        };
+        match (kind.as_str(), phase) {
+            (kind, Phase::Start) if DATA_LOSS_FAULTS.contains(&kind) => {
+                killed.push((e.mono_ns, e.mono_ns));
+            }
+            ("failover", Phase::Start) if sentinel => failover_started = Some(e.mono_ns),
+            ("failover", Phase::End) if sentinel => {
+                if let Some(start) = failover_started.take() {
+                    failovers.push((start, e.mono_ns));
+                }
+            }
+            _ => {}
+        }
+    }
+    if let Some(start) = failover_started {
+        let last = entries.iter().map(|e| e.mono_ns).max().unwrap_or(start);
+        failovers.push((start, last));
+    }
+    (killed, failovers)
+}
+
+/// At most `permits` critical sections of one lock at once, unless a holder was told (or a
+/// server lost its data meanwhile).
+fn check_exclusion(entries: &[Entry], sections: &[Section], permits: u32, verdict: &mut Verdict) {
+    let (killed, failovers) = data_loss_windows(entries);
+    // Whether a window falls between the first holder's grant and the second's.
+    let within = |windows: &[Window], from: u64, to: u64| {
+        windows
+            .iter()
+            .any(|(start, end)| *start <= to && *end >= from)
+    };
     let permits = usize::try_from(permits).unwrap_or(usize::MAX);
     let mut by_lock: BTreeMap<&str, Vec<&Section>> = BTreeMap::new();
     for s in sections {
@@ -426,12 +465,16 @@ fn check_exclusion(entries: &[Entry], sections: &[Section], permits: u32, verdic
                 let untold: Vec<&&Section> = active.iter().filter(|a| !a.told).collect();
                 if b.told || untold.len() < permits {
                     verdict.honest_overlaps += 1;
-                } else if untold.iter().any(|a| {
-                    data_loss
-                        .iter()
-                        .any(|t| *t >= a.granted_ns && *t <= b.granted_ns)
-                }) {
+                } else if untold
+                    .iter()
+                    .any(|a| within(&killed, a.granted_ns, b.granted_ns))
+                {
                     verdict.data_loss_overlaps += 1;
+                } else if untold
+                    .iter()
+                    .any(|a| within(&failovers, a.granted_ns, b.granted_ns))
+                {
+                    verdict.failover_overlaps += 1;
                 } else {
                     // Neither holder was told by its lock: exclusion broke. If the store did
                     // not refuse any of them either, nobody noticed at all.
@@ -620,9 +663,10 @@ pub fn render(verdict: &Verdict) -> String {
     );
     let _ = writeln!(
         out,
-        "overlaps                 {} told (lost()), {} after the server lost its data, {} untold but caught by the store, {} silent",
+        "overlaps                 {} told (lost()), {} after the server lost its data, {} in a Sentinel failover, {} untold but caught by the store, {} silent",
         verdict.honest_overlaps,
         verdict.data_loss_overlaps,
+        verdict.failover_overlaps,
         verdict
             .violations
             .iter()
@@ -838,6 +882,51 @@ mod tests {
         let v = check(&h, &bounds());
         assert!(v.violations.is_empty(), "{:?}", v.violations);
         assert_eq!(v.data_loss_overlaps, 1);
+    }
+
+    /// Two untold holders, the second granted during a failover, in a run over `topology`.
+    fn overlap_in_a_failover(topology: &str) -> Verdict {
+        let mut h = vec![at(
+            0,
+            None,
+            What::Run {
+                topology: topology.into(),
+                kind: "lock".into(),
+                permits: 1,
+                workers: 2,
+                locks: vec!["a".into()],
+                ttl_ms: 1_000,
+                seed: 1,
+                faults: vec!["failover".into()],
+                mutations: Vec::new(),
+            },
+        )];
+        h.extend(cycle(1, 0, 1, 50));
+        for (ms, phase) in [(5, Phase::Start), (30, Phase::End)] {
+            h.push(at(
+                ms,
+                None,
+                What::Fault {
+                    kind: "failover".into(),
+                    target: "the master".into(),
+                    phase,
+                },
+            ));
+        }
+        h.extend(cycle(2, 10, 2, 60));
+        h.sort_by_key(|e| e.mono_ns);
+        check(&h, &bounds())
+    }
+
+    #[test]
+    fn an_overlap_in_a_sentinel_failover_is_counted_apart_but_not_in_a_cluster_one() {
+        let v = overlap_in_a_failover("sentinel");
+        assert!(v.violations.is_empty(), "{:?}", v.violations);
+        assert_eq!(v.failover_overlaps, 1);
+        // CLUSTER FAILOVER waits for the replica: a lost grant there is a bug.
+        let v = overlap_in_a_failover("cluster");
+        assert_eq!(kinds(&v), ["silent overlap"]);
+        assert_eq!(v.failover_overlaps, 0);
     }
 
     #[test]

@@ -25,22 +25,28 @@ Fault injection with a history checker: worker processes contend for a few locks
 nemesis stops, kills and pauses servers and workers; every operation and fault is recorded, and \
 a checker says whether any guarantee broke.
 
-The run starts its own redis-server processes on free ports of 127.0.0.1 (one server, or five \
-for Redlock), plus one more for the protected resource (a fenced store and an unfenced counter, \
+The run starts its own redis-server processes on free ports of 127.0.0.1 (one server, five for \
+Redlock, a Cluster of 3 masters and 3 replicas, or a Sentinel master with 2 replicas and 3 \
+sentinels), plus one more for the protected resource (a fenced store and an unfenced counter, \
 never faulted), and worker processes of this program. Each worker loops: take one of the locks, \
 write to the fenced store with its fence, read-modify-write the unfenced counter, hold for a \
 moment, note whether it was told the lock was lost, release.
 
 Faults (--faults, comma-separated; default: all): pause-server (SIGSTOP/SIGCONT), kill-server \
 (SIGKILL, restart empty on the same port), client-pause (CLIENT PAUSE ALL), script-flush, \
-debug-sleep (DEBUG SLEEP), pause-worker (SIGSTOP a worker past its lease), kill-worker (SIGKILL, \
-start another). Over Redlock, server faults hit one instance at a time.
+debug-sleep (DEBUG SLEEP), latency, blackhole and cut-connections (at a TCP proxy in front of \
+each server: one server and Redlock), failover (Cluster: CLUSTER FAILOVER; Sentinel: SENTINEL \
+FAILOVER), pause-worker (SIGSTOP a worker past its lease), kill-worker (SIGKILL, start \
+another). Over Redlock, server faults hit one instance at a time; faults a topology cannot take \
+are refused before anything starts.
 
 The checker (also `fencelock chaos-check FILE`) verifies: fences per lock grow in grant order; \
 the fenced store accepted fences in order, refused only older ones and kept every write it \
-acknowledged; two holders overlap only when one was told (lost(), or a refused write) — a silent \
-overlap is the worst failure (overlaps just after a server lost its data are counted apart: no \
-lock survives that); after each fault heals, grants resume within a bound.
+acknowledged; two holders overlap only when one was told by lost() — else an exclusion \
+violation, and a silent overlap when not even the fenced store refused a write, the worst \
+failure (overlaps just after a server lost its data, or during a Sentinel failover, whose \
+replication is asynchronous, are counted apart: no lock survives those); after each fault \
+heals, grants resume within a bound.
 
 With --kind semaphore, at most --permits holders may overlap (the fenced store is not used: \
 permits are held together); with --kind fair, grants must also follow the order of requests \
