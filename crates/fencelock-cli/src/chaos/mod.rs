@@ -90,30 +90,18 @@ impl Topology {
     /// (Cluster and Sentinel hand out the real addresses), failovers need replicas, and a
     /// killed cluster or Sentinel node is not brought back.
     pub fn faults(self) -> Vec<nemesis::Fault> {
-        use nemesis::Fault::*;
-        match self {
-            Topology::Single | Topology::Redlock => vec![
-                PauseServer,
-                KillServer,
-                ClientPause,
-                ScriptFlush,
-                DebugSleep,
-                Latency,
-                Blackhole,
-                CutConnections,
-                PauseWorker,
-                KillWorker,
-            ],
-            Topology::Cluster | Topology::Sentinel => vec![
-                PauseServer,
-                ClientPause,
-                ScriptFlush,
-                DebugSleep,
-                Failover,
-                PauseWorker,
-                KillWorker,
-            ],
-        }
+        use clap::ValueEnum;
+        use nemesis::Fault::{Blackhole, CutConnections, Failover, KillServer, Latency};
+        let replicated = matches!(self, Topology::Cluster | Topology::Sentinel);
+        nemesis::Fault::value_variants()
+            .iter()
+            .copied()
+            .filter(|fault| match fault {
+                Failover => replicated,
+                KillServer | Latency | Blackhole | CutConnections => !replicated,
+                _ => true,
+            })
+            .collect()
     }
 }
 
