@@ -506,6 +506,10 @@ pub async fn run(opts: BenchOptions) -> Result<Report> {
                 handoffs: 0,
                 handoff_p50_us: None,
                 handoff_p99_us: None,
+                free_while_waiting_percent: None,
+                wait_p50_us: None,
+                wait_p99_us: None,
+                self_reacquisitions: 0,
                 mean_hold_us: None,
                 min_grants: 0,
                 max_grants: 0,
@@ -542,6 +546,10 @@ pub async fn run(opts: BenchOptions) -> Result<Report> {
     }
     if has(Workload::W5) {
         for &lib in &opts.libraries {
+            if lib == Library::RawFenced {
+                // Its renewal is raw's, row for row.
+                continue;
+            }
             if lib == Library::Redlock {
                 report.w5.push(W5Row {
                     library: lib.name().into(),

@@ -1,4 +1,5 @@
-//! The contenders behind one interface: fencelock, the raw baseline, rslock and redlock.
+//! The contenders behind one interface: fencelock, the raw baselines (unfenced and fenced),
+//! rslock and redlock.
 //!
 //! Every contender takes the same logical lock names and the same lease. fencelock stores a
 //! lock `NAME` under `fencelock:{NAME}`; the others use `NAME` as the key.
@@ -24,6 +25,11 @@ pub enum Library {
     /// No library: `SET k tok NX PX` and a compare-and-delete script by `EVALSHA` over one
     /// multiplexed connection. Two round trips per cycle: the physical limit.
     Raw,
+    /// No library, but fenced: one `EVALSHA` of `SET k tok NX PX ttl` + `INCR` of a fence key,
+    /// and the same compare-and-delete. The least any fenced Redis lock can do (its fences do
+    /// not survive a lost counter, and it checks no types).
+    #[serde(rename = "raw-fenced")]
+    RawFenced,
     /// The `rslock` crate (async, Redlock algorithm, default retry settings).
     Rslock,
     /// The `redlock` crate (synchronous, run on Tokio's blocking pool).
@@ -33,7 +39,7 @@ pub enum Library {
 impl Library {
     /// Every contender, in report order. The peers are present only with the `peers` feature.
     pub fn all() -> Vec<Library> {
-        let mut all = vec![Library::Fencelock, Library::Raw];
+        let mut all = vec![Library::Fencelock, Library::Raw, Library::RawFenced];
         if cfg!(feature = "peers") {
             all.extend([Library::Rslock, Library::Redlock]);
         }
@@ -45,6 +51,7 @@ impl Library {
         match self {
             Library::Fencelock => "fencelock",
             Library::Raw => "raw",
+            Library::RawFenced => "raw-fenced",
             Library::Rslock => "rslock",
             Library::Redlock => "redlock",
         }
@@ -53,7 +60,7 @@ impl Library {
     /// Whether this build can run the contender.
     pub fn available(self) -> bool {
         match self {
-            Library::Fencelock | Library::Raw => true,
+            Library::Fencelock | Library::Raw | Library::RawFenced => true,
             Library::Rslock | Library::Redlock => cfg!(feature = "peers"),
         }
     }
@@ -72,10 +79,11 @@ impl std::str::FromStr for Library {
         match s.to_ascii_lowercase().as_str() {
             "fencelock" => Ok(Library::Fencelock),
             "raw" => Ok(Library::Raw),
+            "raw-fenced" => Ok(Library::RawFenced),
             "rslock" => Ok(Library::Rslock),
             "redlock" => Ok(Library::Redlock),
             other => Err(format!(
-                "unknown library {other:?} (expected fencelock, raw, rslock or redlock)"
+                "unknown library {other:?} (expected fencelock, raw, raw-fenced, rslock or redlock)"
             )),
         }
     }
@@ -86,6 +94,7 @@ impl std::str::FromStr for Library {
 pub(crate) const RAW_POLL: Duration = Duration::from_millis(1);
 
 const RAW_RELEASE: &str = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end";
+const RAW_FENCED_ACQUIRE: &str = "if redis.call('set', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return redis.call('incr', KEYS[2]) end return 0";
 const RAW_EXTEND: &str = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) else return 0 end";
 
 /// The raw baseline on one server: one multiplexed connection, scripts run by SHA.
@@ -94,6 +103,8 @@ pub(crate) struct Raw {
     conn: MultiplexedConnection,
     release: Arc<redis::Script>,
     extend: Arc<redis::Script>,
+    /// The fenced acquire script (`raw-fenced`); `None`: a plain `SET NX PX` (`raw`).
+    fenced: Option<Arc<redis::Script>>,
     tokens: Arc<TokenSource>,
 }
 
@@ -132,6 +143,18 @@ pub(crate) struct RawHeld {
 }
 
 impl Raw {
+    pub(crate) async fn connect_fenced(url: &str) -> Result<Raw> {
+        let mut raw = Raw::connect(url).await?;
+        let script = Arc::new(redis::Script::new(RAW_FENCED_ACQUIRE));
+        script
+            .prepare_invoke()
+            .load_async(&mut raw.conn.clone())
+            .await
+            .map_err(|e| BenchError::redis(format!("raw-fenced: SCRIPT LOAD on {url}"), e))?;
+        raw.fenced = Some(script);
+        Ok(raw)
+    }
+
     pub(crate) async fn connect(url: &str) -> Result<Raw> {
         let client = redis::Client::open(url)
             .map_err(|e| BenchError::redis(format!("raw: opening {url}"), e))?;
@@ -143,6 +166,7 @@ impl Raw {
             conn,
             release: Arc::new(redis::Script::new(RAW_RELEASE)),
             extend: Arc::new(redis::Script::new(RAW_EXTEND)),
+            fenced: None,
             tokens: Arc::new(TokenSource::new()?),
         };
         // The baseline is the physical limit: its scripts are loaded before anything is timed.
@@ -156,12 +180,26 @@ impl Raw {
         Ok(raw)
     }
 
-    /// One `SET key token NX PX ttl`.
+    /// One `SET key token NX PX ttl` (raw-fenced: with the `INCR` of `key:fence`, in one
+    /// script).
     pub(crate) async fn try_acquire(&self, key: &str, ttl: Duration) -> Result<Option<RawHeld>> {
         let token = self.tokens.next();
-        let granted = set_nx(&mut self.conn.clone(), key, &token, ttl)
-            .await
-            .map_err(|e| BenchError::redis(format!("raw: SET {key} NX PX"), e))?;
+        let granted = match &self.fenced {
+            None => set_nx(&mut self.conn.clone(), key, &token, ttl)
+                .await
+                .map_err(|e| BenchError::redis(format!("raw: SET {key} NX PX"), e))?,
+            Some(script) => {
+                let fence: u64 = script
+                    .key(key)
+                    .key(format!("{key}:fence"))
+                    .arg(&token)
+                    .arg(millis(ttl))
+                    .invoke_async(&mut self.conn.clone())
+                    .await
+                    .map_err(|e| BenchError::redis(format!("raw-fenced: acquiring {key}"), e))?;
+                fence > 0
+            }
+        };
         Ok(granted.then(|| RawHeld {
             key: key.to_owned(),
             token,
@@ -372,6 +410,7 @@ impl Locker {
                     .map_err(|e| BenchError::fencelock(format!("fencelock: opening {url}"), e))?,
             ),
             Library::Raw => Locker::Raw(Raw::connect(url).await?),
+            Library::RawFenced => Locker::Raw(Raw::connect_fenced(url).await?),
             Library::Rslock => Self::rslock(&[url.to_owned()])?,
             Library::Redlock => Self::redlock(&[url.to_owned()])?,
         };

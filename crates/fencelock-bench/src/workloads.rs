@@ -181,6 +181,38 @@ struct Arena {
     last_release: Mutex<Option<(Instant, usize)>>,
     handoffs: Mutex<Samples>,
     holds: Mutex<Samples>,
+    /// Each granted acquire call, from the call to the grant.
+    waits: Mutex<Samples>,
+    /// Grants that went back to the worker that had just released while others waited.
+    self_reacquisitions: AtomicU64,
+    occupancy: Mutex<Occupancy>,
+}
+
+/// How long someone waited, and for how much of that time nobody was in the critical section
+/// (the lock was free, being released or being handed over).
+struct Occupancy {
+    since: Instant,
+    waiting: usize,
+    inside: bool,
+    waited: Duration,
+    free_while_waited: Duration,
+}
+
+impl Occupancy {
+    /// Accounts the time since the last change, then applies `change`.
+    fn update(m: &Mutex<Occupancy>, change: impl FnOnce(&mut Occupancy)) {
+        let mut o = lock(m);
+        let now = Instant::now();
+        let span = now.saturating_duration_since(o.since);
+        if o.waiting > 0 {
+            o.waited += span;
+            if !o.inside {
+                o.free_while_waited += span;
+            }
+        }
+        o.since = now;
+        change(&mut o);
+    }
 }
 
 /// W3: `workers` workers (each its own client) on one key, each holding it for `hold`.
@@ -206,6 +238,15 @@ pub(crate) async fn w3(
         last_release: Mutex::new(None),
         handoffs: Mutex::new(Samples::with_capacity(16 * 1024)),
         holds: Mutex::new(Samples::with_capacity(16 * 1024)),
+        waits: Mutex::new(Samples::with_capacity(16 * 1024)),
+        self_reacquisitions: AtomicU64::new(0),
+        occupancy: Mutex::new(Occupancy {
+            since: Instant::now(),
+            waiting: 0,
+            inside: false,
+            waited: Duration::ZERO,
+            free_while_waited: Duration::ZERO,
+        }),
     });
     let start = Instant::now() + Duration::from_millis(50);
     let end = start + duration;
@@ -219,9 +260,16 @@ pub(crate) async fn w3(
             let mut all_grants = 0u64;
             while all_grants < per_worker_max && Instant::now() < end {
                 arena.waiting.fetch_add(1, Ordering::SeqCst);
+                Occupancy::update(&arena.occupancy, |o| o.waiting += 1);
+                let asked = Instant::now();
                 let held = locker.acquire_wait("bench:w3", ttl, end).await;
+                let waited = asked.elapsed();
                 arena.waiting.fetch_sub(1, Ordering::SeqCst);
+                Occupancy::update(&arena.occupancy, |o| {
+                    o.waiting = o.waiting.saturating_sub(1);
+                });
                 let Some(held) = held? else { break };
+                lock(&arena.waits).push(waited);
                 critical_section(&arena, id, hold).await;
                 all_grants += 1;
                 if Instant::now() <= end {
@@ -256,7 +304,12 @@ pub(crate) async fn w3(
     let total: u64 = grants.iter().sum();
     let mut handoffs = std::mem::take(&mut *lock(&arena.handoffs));
     let holds = std::mem::take(&mut *lock(&arena.holds));
+    let mut waits = std::mem::take(&mut *lock(&arena.waits));
     let counter = arena.counter.load(Ordering::SeqCst);
+    let (waited, free) = {
+        let o = lock(&arena.occupancy);
+        (o.waited, o.free_while_waited)
+    };
     Ok(W3Row {
         library: library.name().into(),
         workers,
@@ -265,6 +318,11 @@ pub(crate) async fn w3(
         handoffs: handoffs.len(),
         handoff_p50_us: handoffs.quantile_us(0.50),
         handoff_p99_us: handoffs.quantile_us(0.99),
+        free_while_waiting_percent: (!waited.is_zero())
+            .then(|| free.as_secs_f64() / waited.as_secs_f64() * 100.0),
+        wait_p50_us: waits.quantile_us(0.50),
+        wait_p99_us: waits.quantile_us(0.99),
+        self_reacquisitions: arena.self_reacquisitions.load(Ordering::SeqCst),
         mean_hold_us: holds.mean_us(),
         min_grants: grants.iter().copied().min().unwrap_or(0),
         max_grants: grants.iter().copied().max().unwrap_or(0),
@@ -284,15 +342,21 @@ async fn critical_section(arena: &Arena, id: usize, hold: Duration) {
     if arena.inside.swap(true, Ordering::SeqCst) {
         arena.violations.fetch_add(1, Ordering::SeqCst);
     }
-    if let Some((released_at, releaser)) = lock(&arena.last_release).take()
-        && releaser != id
-    {
-        lock(&arena.handoffs).push(granted_at.saturating_duration_since(released_at));
+    Occupancy::update(&arena.occupancy, |o| o.inside = true);
+    match lock(&arena.last_release).take() {
+        Some((released_at, releaser)) if releaser != id => {
+            lock(&arena.handoffs).push(granted_at.saturating_duration_since(released_at));
+        }
+        Some(_) => {
+            arena.self_reacquisitions.fetch_add(1, Ordering::SeqCst);
+        }
+        None => {}
     }
     let seen = arena.counter.load(Ordering::SeqCst);
     hold_for(hold).await;
     arena.counter.store(seen + 1, Ordering::SeqCst);
     lock(&arena.holds).push(granted_at.elapsed());
+    Occupancy::update(&arena.occupancy, |o| o.inside = false);
     arena.inside.store(false, Ordering::SeqCst);
 }
 

@@ -19,7 +19,7 @@ fn require_redis_server() {
 async fn smoke_run_of_fencelock_and_raw() {
     require_redis_server();
     let opts = BenchOptions {
-        libraries: vec![Library::Fencelock, Library::Raw],
+        libraries: vec![Library::Fencelock, Library::Raw, Library::RawFenced],
         workloads: vec![Workload::W1, Workload::W2, Workload::W3, Workload::W5],
         w5_locks: 200,
         w5_hold: Duration::from_millis(1500),
@@ -46,6 +46,13 @@ async fn smoke_run_of_fencelock_and_raw() {
         assert_eq!(row.violations, 0, "W3 {row:?}");
         assert_eq!(row.lost_updates, 0, "W3 {row:?}");
         assert!(row.max_grants >= row.min_grants, "W3 {row:?}");
+        let free = row.free_while_waiting_percent.unwrap();
+        assert!((0.0..=100.0).contains(&free), "W3 {row:?}");
+        assert!(
+            row.wait_p50_us.unwrap() <= row.wait_p99_us.unwrap(),
+            "W3 {row:?}"
+        );
+        assert!(row.self_reacquisitions <= row.acquisitions, "W3 {row:?}");
     }
     for row in &report.w5 {
         assert!(row.error.is_none(), "W5 {}: {:?}", row.library, row.error);
@@ -53,8 +60,9 @@ async fn smoke_run_of_fencelock_and_raw() {
     }
     let mut w1_libs: Vec<&str> = report.w1.iter().map(|r| r.library.as_str()).collect();
     w1_libs.sort_unstable();
-    assert_eq!(w1_libs, ["fencelock", "raw"]);
-    assert_eq!(report.w3.len(), 2);
+    assert_eq!(w1_libs, ["fencelock", "raw", "raw-fenced"]);
+    assert_eq!(report.w3.len(), 3);
+    // raw-fenced renews as raw does: no W5 row of its own.
     assert_eq!(report.w5.len(), 2);
     assert!(report.w4.is_empty());
     let raw = report.w1.iter().find(|r| r.library == "raw").unwrap();

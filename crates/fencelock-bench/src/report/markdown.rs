@@ -103,22 +103,35 @@ impl Report {
             );
             let _ = writeln!(
                 md,
-                "| library | acquisitions/s | handoff p50 µs | handoff p99 µs | handoffs | mean hold µs | grants per worker (min–max) | violations | lost updates | ratio to raw |"
+                "| library | acquisitions/s | handoff p50 µs | handoff p99 µs | handoffs | free while waiting | wait p50 µs | wait p99 µs | self re-acquisitions | mean hold µs | grants per worker (min–max) | violations | lost updates | ratio to raw |"
             );
-            let _ = writeln!(md, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+            let _ = writeln!(
+                md,
+                "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+            );
             for r in &self.w3 {
                 if let Some(e) = &r.error {
-                    let _ = writeln!(md, "| {} | {} | | | | | | | | |", r.library, cell_error(e));
+                    let _ = writeln!(
+                        md,
+                        "| {} | {} | | | | | | | | | | | | |",
+                        r.library,
+                        cell_error(e)
+                    );
                     continue;
                 }
                 let _ = writeln!(
                     md,
-                    "| {} | {:.0} | {} | {} | {} | {} | {}–{} | {} | {} | {} |",
+                    "| {} | {:.0} | {} | {} | {} | {} | {} | {} | {} | {} | {}–{} | {} | {} | {} |",
                     r.library,
                     r.acquisitions_per_s,
                     opt(r.handoff_p50_us, 0),
                     opt(r.handoff_p99_us, 0),
                     r.handoffs,
+                    r.free_while_waiting_percent
+                        .map_or_else(String::new, |p| format!("{p:.1} %")),
+                    opt(r.wait_p50_us, 0),
+                    opt(r.wait_p99_us, 0),
+                    r.self_reacquisitions,
                     opt(r.mean_hold_us, 0),
                     r.min_grants,
                     r.max_grants,

@@ -168,6 +168,19 @@ pub struct W3Row {
     pub handoff_p50_us: Option<f64>,
     /// Handoff latency p99, µs.
     pub handoff_p99_us: Option<f64>,
+    /// The share of the time someone waited in which nobody was in the critical section (the
+    /// lock free, being released or handed over), %.
+    #[serde(default)]
+    pub free_while_waiting_percent: Option<f64>,
+    /// A granted acquire call, from the call to the grant: p50, µs.
+    #[serde(default)]
+    pub wait_p50_us: Option<f64>,
+    /// The same, p99, µs.
+    #[serde(default)]
+    pub wait_p99_us: Option<f64>,
+    /// Grants that went back to the worker that had just released while others waited.
+    #[serde(default)]
+    pub self_reacquisitions: u64,
     /// The measured time in the critical section, µs.
     pub mean_hold_us: Option<f64>,
     /// Fewest grants of one worker.
