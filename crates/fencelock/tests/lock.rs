@@ -98,6 +98,41 @@ async fn fences_grow_across_flushall_restart_and_a_lost_counter() {
     );
 }
 
+/// The fence is max(last + 1, the server's clock in µs): a counter ahead of the clock (a burst
+/// of grants, a clock stepped back) is followed, and a stale one (a replica promoted before it
+/// caught up) is skipped. The lock's value carries the same fence as the reply.
+#[tokio::test]
+async fn fences_follow_a_counter_ahead_of_the_clock_and_skip_a_stale_one() {
+    let redis = server();
+    let client = client(&redis.url());
+    let fence_key = "fencelock:{ahead}:fence";
+    let first = client.lock("ahead").acquire().await.unwrap();
+    let clock_fence = first.fence();
+    assert!(first.release().await.unwrap());
+
+    // Ahead of the clock by about a day.
+    let ahead = clock_fence + 86_400_000_000;
+    redis.cmd(&["SET", fence_key, &ahead.to_string()]).unwrap();
+    let guard = client.lock("ahead").acquire().await.unwrap();
+    assert_eq!(guard.fence(), ahead + 1);
+    let info = client.inspect("ahead").await.unwrap();
+    assert_eq!(info.holder.and_then(|h| h.fence), Some(ahead + 1));
+    assert_eq!(info.last_fence, Some(ahead + 1));
+    assert!(guard.release().await.unwrap());
+
+    // A stale counter: below fences already handed out.
+    redis
+        .cmd(&["SET", fence_key, &(clock_fence - 1000).to_string()])
+        .unwrap();
+    let guard = client.lock("ahead").acquire().await.unwrap();
+    assert!(
+        guard.fence() > clock_fence,
+        "fence {} reused (an earlier grant had {clock_fence})",
+        guard.fence()
+    );
+    assert!(guard.release().await.unwrap());
+}
+
 #[tokio::test]
 async fn only_the_owner_can_release_or_extend() {
     let redis = server();

@@ -6,8 +6,17 @@
 --        {0, pttl}         held by another owner; pttl -1 means the key has no expiry
 --        {-1, key, type}   a key holds something that is not ours; nothing was written
 --        {-2, 'kind', k}   the name is used by another kind of lock; nothing was written
-local value = redis.pcall('get', KEYS[1])
+--
+-- Three commands when the lock is free: TIME, SET NX GET (takes the lock with the server's clock
+-- in microseconds as its fence, or returns what holds it), SET GET on the fence key (writes the
+-- new fence and returns the last). The fence is max(last + 1, clock), as `next_fence` gives:
+-- when the counter is ahead of the clock, the fence and the lock's value are written again.
+local t = redis.call('time')
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local text = int(now)
+local value = redis.pcall('set', KEYS[1], ARGV[1] .. ':' .. text, 'NX', 'GET', 'PX', ARGV[2])
 if type(value) == 'table' then
+  -- Not a string: nothing was written.
   return refuse_other_kind(KEYS[1], 'lock')
 end
 if value then
@@ -18,10 +27,28 @@ if value then
   end
   return {0, redis.call('pttl', KEYS[1])}
 end
-local last, err = last_fence(KEYS[2])
-if err then
-  return err
+-- Taken. The fence key's TTL is kept, so that a key that turns out not to be ours is put back
+-- exactly as it was.
+local last = redis.pcall('set', KEYS[2], text, 'GET', 'KEEPTTL')
+if type(last) == 'table' then
+  -- Not a string: the fence key was not written.
+  redis.call('del', KEYS[1])
+  return {-1, KEYS[2], redis.call('type', KEYS[2]).ok}
 end
-local fence, text = next_fence(KEYS[2], last)
+if not last then
+  return {1, now}
+end
+local before = tonumber(last)
+if not before then
+  redis.call('set', KEYS[2], last, 'KEEPTTL')
+  redis.call('del', KEYS[1])
+  return {-1, KEYS[2], 'a string that is not a number'}
+end
+if before < now then
+  return {1, now}
+end
+local fence = before + 1
+text = int(fence)
+redis.call('set', KEYS[2], text)
 redis.call('set', KEYS[1], ARGV[1] .. ':' .. text, 'PX', ARGV[2])
 return {1, fence}
