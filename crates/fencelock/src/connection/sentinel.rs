@@ -289,13 +289,6 @@ impl Switches {
         Switches { receivers }
     }
 
-    /// How many times, in all, the client has moved to another master so far.
-    pub(crate) fn epoch(&self) -> u64 {
-        self.receivers
-            .iter()
-            .fold(0u64, |sum, r| sum.wrapping_add(*r.borrow()))
-    }
-
     /// Resolves at the next switch (never, without Sentinel, or once every followed master is
     /// gone with its client). Cancel safe: a switch seen by a dropped call is seen by the
     /// next one.

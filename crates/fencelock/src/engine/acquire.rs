@@ -20,7 +20,7 @@ use crate::keys::LockKeys;
 use crate::lease::{Lease, LeaseState};
 use crate::quorum::Subscriptions;
 use crate::token::OwnerToken;
-use crate::watchdog::{Command, Renewal};
+use crate::watchdog::{Release, Renewal};
 
 impl LockRequest {
     /// Takes the lock, waiting as the [`WaitPolicy`] allows.
@@ -267,7 +267,7 @@ impl LockRequest {
     /// Releases `hold` in the background (on `only`, or on every instance).
     pub(crate) fn abandon(&self, hold: &Arc<Hold>, fence: Option<u64>, only: Option<Vec<usize>>) {
         let shared = &self.client.shared;
-        shared.watchdog.send(Command::Release {
+        shared.watchdog.release(Release {
             id: None,
             lock: Abandoned {
                 hold: hold.clone(),
@@ -290,16 +290,19 @@ impl LockRequest {
         let lease: Lease = Arc::new(watch::channel(lease).0);
         let renewal_id = self.auto_renew.then(|| {
             let id = shared.next_id();
-            shared.watchdog.send(Command::Renew {
+            // Granted by a master the client has left since: checked on the new one now, not a
+            // third of a lease later.
+            let moved = switch_epoch != shared.instances.switch_epoch();
+            shared.watchdog.renew(
                 id,
-                renewal: Renewal {
+                Renewal {
                     hold: hold.clone(),
                     fence,
                     lease: lease.clone(),
                     hold_until: self.max_hold.and_then(|limit| started.checked_add(limit)),
-                    switch_epoch,
                 },
-            });
+                moved,
+            );
             id
         });
         tracing::debug!(lock = %hold.name, kind = hold.label(), fence, "lock acquired");

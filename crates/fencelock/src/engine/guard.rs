@@ -13,7 +13,7 @@ use crate::engine::release::{self, Abandoned};
 use crate::engine::request::validate_ttl;
 use crate::error::{Error, LostReason, Result};
 use crate::lease::{Lease, LostSignal, confirm, mark_lost};
-use crate::watchdog::Command;
+use crate::watchdog::Release;
 
 /// Proof of holding a lock (of any kind: a plain lock, one hold of a reentrant lock, a read or
 /// write lock, a semaphore permit, a fair lock), for as long as its lease lasts.
@@ -196,7 +196,7 @@ impl LockGuard {
         self.finished = true;
         let shared = self.client.shared.clone();
         if let Some(id) = self.renewal_id.take() {
-            shared.watchdog.send(Command::Stop { id });
+            shared.watchdog.stop(id);
         }
         let instances = &shared.instances;
         let ttl = self.lease.borrow().ttl;
@@ -246,7 +246,7 @@ impl LockGuard {
 
     fn release_in_background(&self, renewal_id: Option<u64>, only: Option<Vec<usize>>) {
         let shared = &self.client.shared;
-        let sent = shared.watchdog.send(Command::Release {
+        let sent = shared.watchdog.release(Release {
             id: renewal_id,
             lock: Abandoned {
                 hold: self.hold.clone(),
