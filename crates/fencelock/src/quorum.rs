@@ -98,6 +98,31 @@ impl Drop for Running {
     }
 }
 
+/// The calls of one [`Instances::on_all`] that have not answered yet. When dropped (the outcome
+/// was decided, or the caller went away), those left run on in one task, counted as background
+/// work until they end.
+struct Stragglers<F: Future + Send + 'static> {
+    pending: FuturesUnordered<F>,
+    running: Option<Running>,
+}
+
+impl<F: Future + Send + 'static> Drop for Stragglers<F> {
+    fn drop(&mut self) {
+        let running = self.running.take();
+        if self.pending.is_empty() {
+            return;
+        }
+        let mut pending = std::mem::take(&mut self.pending);
+        // Outside a runtime (it is shutting down) nothing can run them: they are dropped.
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                while pending.next().await.is_some() {}
+                drop(running);
+            });
+        }
+    }
+}
+
 /// What one instance answered (or that it did not answer before the outcome was decided).
 pub(crate) type Answer<T> = Option<redis::RedisResult<T>>;
 
@@ -149,8 +174,7 @@ impl Instances {
         Switches::new(self.servers.iter().filter_map(Server::switches).collect())
     }
 
-    /// How many master switches these instances have seen so far, in all (the same count as
-    /// [`Switches::epoch`]).
+    /// How many master switches these instances have seen so far, in all.
     pub(crate) fn switch_epoch(&self) -> u64 {
         self.servers
             .iter()
@@ -204,8 +228,8 @@ impl Instances {
 
     /// Runs `op` on every instance (or on those in `only`) at once, and returns as soon as
     /// `decided` says the answers so far settle the outcome. Instances that had not answered by
-    /// then are `None`; over Redlock their calls run on as tasks, so every instance still gets
-    /// the request (and the caller does not wait for it).
+    /// then are `None`; over Redlock their calls run on in one background task, so every
+    /// instance still gets the request (and the caller does not wait for it).
     pub(crate) async fn on_all<T, F, Fut>(
         &self,
         only: Option<&[usize]>,
@@ -229,28 +253,19 @@ impl Instances {
             }
             return answers;
         }
-        let mut pending: FuturesUnordered<_> = selected
-            .map(|(i, server)| {
-                let running = Running::start(&self.background);
-                let call = op(server);
-                let task = tokio::spawn(async move {
-                    let answer = call.await;
-                    drop(running);
-                    answer
-                });
-                async move {
-                    let answer = task.await.unwrap_or_else(|e| {
-                        Err(redis::RedisError::from((
-                            redis::ErrorKind::Client,
-                            "instance call task failed",
-                            e.to_string(),
-                        )))
-                    });
-                    (i, answer)
-                }
-            })
-            .collect();
-        while let Some((i, answer)) = pending.next().await {
+        // One future polls every instance's call: no task per call. Calls not answered when
+        // the outcome is decided (or when this future is dropped) run on in one task, so every
+        // instance still gets the request.
+        let mut calls = Stragglers {
+            pending: selected
+                .map(|(i, server)| {
+                    let call = op(server);
+                    async move { (i, call.await) }
+                })
+                .collect(),
+            running: Some(Running::start(&self.background)),
+        };
+        while let Some((i, answer)) = calls.pending.next().await {
             if let Some(slot) = answers.get_mut(i) {
                 *slot = Some(answer);
             }
