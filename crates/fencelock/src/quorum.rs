@@ -222,7 +222,7 @@ impl Instances {
 
     /// The servers as a list for messages: `a:1, b:2`.
     pub(crate) fn describe(&self) -> String {
-        let addrs: Vec<&str> = self.servers.iter().map(|s| s.addr.as_str()).collect();
+        let addrs: Vec<&str> = self.servers.iter().map(|s| &*s.addr).collect();
         addrs.join(", ")
     }
 

@@ -157,7 +157,8 @@ impl Schedule {
         self.entries.remove(&id);
         if self.queue.len() > 2 * self.entries.len() + 1024 {
             let entries = &self.entries;
-            self.queue.retain(|Reverse((_, id))| entries.contains_key(id));
+            self.queue
+                .retain(|Reverse((_, id))| entries.contains_key(id));
         }
     }
 
@@ -464,7 +465,11 @@ mod tests {
             }
         }
         assert_eq!(schedule.entries.len(), 10);
-        assert!(schedule.queue.len() <= 2 * 10 + 1024, "{}", schedule.queue.len());
+        assert!(
+            schedule.queue.len() <= 2 * 10 + 1024,
+            "{}",
+            schedule.queue.len()
+        );
         assert_eq!(schedule.next_wake(), Some(now + ttl / 3));
         let mut due = schedule.take_due(now + ttl / 3 + Duration::from_millis(9));
         due.sort_unstable();

@@ -80,7 +80,7 @@ pub(crate) fn is_unreachable(err: &RedisError) -> bool {
     !is_auth_failure(err) && is_unreachable_kind(err)
 }
 
-fn is_unreachable_kind(err: &RedisError) -> bool {
+pub(super) fn is_unreachable_kind(err: &RedisError) -> bool {
     err.is_io_error()
         || err.is_timeout()
         || err.is_connection_dropped()

@@ -8,6 +8,7 @@
 //! - `errors.rs`: reading a Redis error (TLS, credentials, ACL, unreachable).
 
 mod cluster;
+mod coalesce;
 mod errors;
 mod sentinel;
 
@@ -24,7 +25,7 @@ pub(crate) use errors::{is_auth_failure, is_tls_failure, is_unreachable, missing
 pub(crate) use sentinel::{Followed, SentinelSet, Switches};
 
 use crate::error::Error;
-use crate::script::Call;
+use crate::script::{Batch, Call, Encoded};
 
 /// TLS certificates for connections opened apart from a URL (a cluster's nodes, the master a
 /// sentinel names). Without a TLS feature there are none.
@@ -64,9 +65,11 @@ enum Link {
 #[derive(Clone)]
 pub(crate) struct Server {
     link: Link,
-    pub(crate) addr: String,
+    pub(crate) addr: Arc<str>,
     /// Whether the connection is TLS (`rediss://`).
     tls: bool,
+    /// Script calls waiting for one on its way (`coalesce.rs`).
+    coalescer: Arc<coalesce::Coalescer>,
 }
 
 impl std::fmt::Debug for Server {
@@ -102,8 +105,9 @@ impl Server {
             ConnectionManager::new_lazy_with_config(client, manager_config(command_timeout))?;
         Ok(Server {
             link: Link::Single(conn),
-            addr,
+            addr: addr.into(),
             tls,
+            coalescer: Arc::default(),
         })
     }
 
@@ -111,17 +115,19 @@ impl Server {
     pub(crate) fn cluster(conn: ClusterConnection, seeds: &ClusterSeeds) -> Self {
         Server {
             link: Link::Cluster(conn),
-            addr: seeds.describe(),
+            addr: seeds.describe().into(),
             tls: seeds.tls(),
+            coalescer: Arc::default(),
         }
     }
 
     /// The master that `followed` finds through the sentinels.
     pub(crate) fn sentinel(followed: Arc<Followed>) -> Self {
         Server {
-            addr: followed.describe(),
+            addr: followed.describe().into(),
             tls: followed.tls(),
             link: Link::Sentinel(followed),
+            coalescer: Arc::default(),
         }
     }
 
@@ -161,6 +167,56 @@ impl Server {
                     if err.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) =>
                 {
                     self.send(&call.command(variant, true)).await
+                }
+                other => other,
+            }
+        })
+        .await
+    }
+
+    /// Runs many calls of one script (each with as many keys and arguments) within `limit`, as
+    /// its batch form (`script/batch.lua`), loading it on `NOSCRIPT` as [`Server::run_script`]
+    /// does.
+    pub(crate) async fn run_batch(
+        &self,
+        batch: &Batch,
+        calls: &[&Encoded],
+        limit: Duration,
+    ) -> redis::RedisResult<redis::Value> {
+        let variant = batch.variant(self.sharded());
+        let (keys, args) = calls
+            .first()
+            .map_or((0, 0), |c| (c.keys().count(), c.args().count()));
+        let command = |by_source: bool| {
+            let mut c = if by_source {
+                let mut c = redis::cmd("EVAL");
+                c.arg(variant.source.as_ref());
+                c
+            } else {
+                let mut c = redis::cmd("EVALSHA");
+                c.arg(variant.script.get_hash());
+                c
+            };
+            c.arg(calls.len() * keys);
+            for call in calls {
+                for key in call.keys() {
+                    c.arg(key);
+                }
+            }
+            c.arg(calls.len()).arg(keys).arg(args);
+            for call in calls {
+                for arg in call.args() {
+                    c.arg(arg);
+                }
+            }
+            c
+        };
+        within(limit, async {
+            match self.send(&command(false)).await {
+                Err(err)
+                    if err.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) =>
+                {
+                    self.send(&command(true)).await
                 }
                 other => other,
             }
@@ -246,13 +302,14 @@ impl Server {
         Ok(masters
             .into_iter()
             .map(|(host, port)| Server {
-                addr: format!("{host}:{port}"),
+                addr: format!("{host}:{port}").into(),
                 tls: self.tls,
                 link: Link::ClusterNode {
                     conn: conn.clone(),
                     host,
                     port,
                 },
+                coalescer: Arc::default(),
             })
             .collect())
     }
@@ -284,19 +341,19 @@ impl Server {
         if is_tls_failure(&err) {
             Error::Tls {
                 lock: lock.to_owned(),
-                server: self.addr.clone(),
+                server: self.addr.to_string(),
                 source: err,
             }
         } else if is_auth_failure(&err) {
             Error::AuthFailed {
                 lock: lock.to_owned(),
-                server: self.addr.clone(),
+                server: self.addr.to_string(),
                 source: err,
             }
         } else if let Some(rule) = missing_permission(&err) {
             Error::PermissionDenied {
                 lock: lock.to_owned(),
-                server: self.addr.clone(),
+                server: self.addr.to_string(),
                 command,
                 rule,
                 source: err,
@@ -319,14 +376,14 @@ impl Server {
             };
             Error::Unreachable {
                 lock: lock.to_owned(),
-                server: self.addr.clone(),
+                server: self.addr.to_string(),
                 source: err,
                 hint,
             }
         } else {
             Error::Redis {
                 lock: lock.to_owned(),
-                server: self.addr.clone(),
+                server: self.addr.to_string(),
                 command,
                 source: err,
             }

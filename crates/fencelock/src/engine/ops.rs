@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use redis::cluster_routing::Slot;
-use redis::{RedisError, Value};
+use redis::{FromRedisValue, RedisError, Value};
 
 use crate::connection::Server;
 use crate::engine::hold::Hold;
@@ -38,7 +38,24 @@ pub(crate) async fn acquire(
     attempt: Attempt,
     limit: Duration,
 ) -> redis::RedisResult<AcquireReply> {
-    let reply: Vec<Value> = hold.acquire_call(attempt).run(&server, limit).await?;
+    // A grant whose caller went away before it came (cancelled, or past its time limit while
+    // its call waited in a batch) is given back here.
+    let undelivered = {
+        let (server, hold) = (server.clone(), hold.clone());
+        move |value: Value| {
+            if matches!(value.as_sequence(), Some([Value::Int(reply::GRANTED), _])) {
+                tokio::spawn(async move {
+                    if let Err(err) = release(server, hold.clone(), None, limit).await {
+                        tracing::debug!(lock = %hold.name, %err, "could not give back a grant nobody took");
+                    }
+                });
+            }
+        }
+    };
+    let value = server
+        .run_coalesced(&hold.acquire_call(attempt), limit, undelivered)
+        .await?;
+    let reply = Vec::<Value>::from_redis_value(value).map_err(RedisError::from)?;
     match reply.as_slice() {
         [Value::Int(reply::GRANTED), fence] => Ok(AcquireReply::Granted {
             fence: as_u64(fence)?,
@@ -78,8 +95,10 @@ pub(crate) async fn release(
     fence: Option<u64>,
     limit: Duration,
 ) -> redis::RedisResult<bool> {
-    let released: i64 = hold.release_call(fence).run(&server, limit).await?;
-    Ok(released == 1)
+    let value = server
+        .run_coalesced(&hold.release_call(fence), limit, |_| {})
+        .await?;
+    Ok(i64::from_redis_value(value).map_err(RedisError::from)? == 1)
 }
 
 /// What an extend found on one instance.

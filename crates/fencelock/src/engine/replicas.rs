@@ -59,7 +59,7 @@ pub(crate) async fn confirm(
             }
             return Err(Error::NotReplicated {
                 lock: hold.name.to_string(),
-                server: server.addr.clone(),
+                server: server.addr.to_string(),
                 acknowledged,
                 wanted: ack.replicas,
             });

@@ -10,6 +10,7 @@
 pub(crate) mod reply;
 
 use std::borrow::Cow;
+use std::sync::Arc;
 use std::time::Duration;
 
 use redis::Script;
@@ -61,6 +62,8 @@ const PUBLISH_SHARDED: &str = "local PUBLISH_COMMAND = 'spublish'\n";
 pub(crate) struct Lua {
     plain: Variant,
     sharded: Variant,
+    /// The same script for many calls at once (scripts composed by [`lua!`]).
+    batch: Option<Arc<Batch>>,
 }
 
 /// One variant of a script.
@@ -78,6 +81,21 @@ impl Variant {
     }
 }
 
+/// A script's batch form: its body wrapped in a function of its own `KEYS` and `ARGV`, called
+/// once per call by `batch.lua`; one reply per call. The connection sends calls that pile up
+/// while one is on its way this way (`connection/coalesce.rs`).
+pub(crate) struct Batch {
+    plain: Variant,
+    sharded: Variant,
+}
+
+impl Batch {
+    /// The variant a server runs: sharded on Redis Cluster.
+    pub(crate) fn variant(&self, sharded: bool) -> &Variant {
+        if sharded { &self.sharded } else { &self.plain }
+    }
+}
+
 impl Lua {
     pub(crate) fn new(source: impl Into<Cow<'static, str>>) -> Self {
         let source = source.into();
@@ -85,12 +103,34 @@ impl Lua {
         Lua {
             plain: Variant::new(source),
             sharded: Variant::new(Cow::Owned(sharded)),
+            batch: None,
         }
+    }
+
+    /// A script (`head`: the publish command, the payloads and the prelude; `body`: its parts)
+    /// with its batch form.
+    pub(crate) fn with_batch(head: &'static str, body: &'static str) -> Self {
+        let mut lua = Lua::new(format!("{head}{body}"));
+        let batch = format!(
+            "{head}local function one(KEYS, ARGV)\n{body}\nend\n{}",
+            include_str!("batch.lua")
+        );
+        let sharded = batch.replacen(PUBLISH_PLAIN, PUBLISH_SHARDED, 1);
+        lua.batch = Some(Arc::new(Batch {
+            plain: Variant::new(Cow::Owned(batch)),
+            sharded: Variant::new(Cow::Owned(sharded)),
+        }));
+        lua
     }
 
     /// The variant a server runs: sharded on Redis Cluster.
     pub(crate) fn variant(&self, sharded: bool) -> &Variant {
         if sharded { &self.sharded } else { &self.plain }
+    }
+
+    /// The batch form, if the script has one.
+    pub(crate) fn batch(&self) -> Option<&Arc<Batch>> {
+        self.batch.as_ref()
     }
 
     /// The source as one server runs it.
@@ -107,14 +147,16 @@ impl Lua {
 macro_rules! lua {
     ($($file:literal),+ $(,)?) => {
         std::sync::LazyLock::new(|| {
-            $crate::script::Lua::new(concat!(
-                "local PUBLISH_COMMAND = 'publish'\n",
-                "local WAKE_ONE = '", $crate::script::wake_one!(), "'\n",
-                "local WAKE_ALL = '", $crate::script::wake_all!(), "'\n",
-                "local WAKE_TO = '", $crate::script::wake_to!(), "'\n",
-                include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/script/prelude.lua")),
-                $(include_str!($file)),+
-            ))
+            $crate::script::Lua::with_batch(
+                concat!(
+                    "local PUBLISH_COMMAND = 'publish'\n",
+                    "local WAKE_ONE = '", $crate::script::wake_one!(), "'\n",
+                    "local WAKE_ALL = '", $crate::script::wake_all!(), "'\n",
+                    "local WAKE_TO = '", $crate::script::wake_to!(), "'\n",
+                    include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/script/prelude.lua")),
+                ),
+                concat!($(include_str!($file)),+),
+            )
         })
     };
 }
@@ -134,6 +176,32 @@ pub(crate) struct Call<'a> {
 pub(crate) type Keys<'a> = SmallVec<[Cow<'a, str>; 4]>;
 /// A script call's arguments.
 pub(crate) type Args<'a> = SmallVec<[Arg<'a>; 4]>;
+
+/// A call's keys, then its arguments, as they go to Redis: one buffer and where each ends.
+pub(crate) struct Encoded {
+    bytes: Vec<u8>,
+    ends: SmallVec<[usize; 8]>,
+    keys: usize,
+}
+
+impl Encoded {
+    fn parts(&self) -> impl Iterator<Item = &[u8]> {
+        let starts = std::iter::once(0).chain(self.ends.iter().copied());
+        starts
+            .zip(self.ends.iter().copied())
+            .map(|(start, end)| self.bytes.get(start..end).unwrap_or_default())
+    }
+
+    /// The keys.
+    pub(crate) fn keys(&self) -> impl Iterator<Item = &[u8]> {
+        self.parts().take(self.keys)
+    }
+
+    /// The arguments.
+    pub(crate) fn args(&self) -> impl Iterator<Item = &[u8]> {
+        self.parts().skip(self.keys)
+    }
+}
 
 /// One argument of a script call.
 pub(crate) enum Arg<'a> {
@@ -218,6 +286,33 @@ impl<'a> Call<'a> {
         }
     }
 
+    /// The call's keys and arguments as they go to Redis, in one buffer, for a call sent later
+    /// in a batch.
+    pub(crate) fn encode(&self) -> Encoded {
+        use std::io::Write;
+        let mut encoded = Encoded {
+            bytes: Vec::with_capacity(128),
+            ends: SmallVec::new(),
+            keys: self.keys.len(),
+        };
+        for key in &self.keys {
+            encoded.bytes.extend_from_slice(key.as_bytes());
+            encoded.ends.push(encoded.bytes.len());
+        }
+        for arg in &self.args {
+            match arg {
+                Arg::Str(s) => encoded.bytes.extend_from_slice(s.as_bytes()),
+                Arg::Text(s) => encoded.bytes.extend_from_slice(s.as_bytes()),
+                // Writing into a Vec cannot fail.
+                Arg::Int(n) => {
+                    let _ = write!(encoded.bytes, "{n}");
+                }
+            }
+            encoded.ends.push(encoded.bytes.len());
+        }
+        encoded
+    }
+
     /// The key the call is routed by on Redis Cluster (every key of a lock is in its slot).
     pub(crate) fn routing_key(&self) -> &str {
         self.keys.first().map_or("", |k| k.as_ref())
@@ -236,5 +331,35 @@ impl<'a> Call<'a> {
         for arg in &self.args {
             command.arg(arg);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_encoded_call_gives_back_its_keys_and_arguments_as_redis_gets_them() {
+        let lua = Lua::new("return 1");
+        let args: Args<'_> = [
+            Arg::Str("token"),
+            Arg::Int(1500),
+            Arg::Text(String::new()),
+            Arg::Text("x".into()),
+        ]
+        .into_iter()
+        .collect();
+        let call = Call::new(&lua, &["fencelock:{a}", "fencelock:{a}:fence"], args);
+        let encoded = call.encode();
+        let keys: Vec<&[u8]> = encoded.keys().collect();
+        let args: Vec<&[u8]> = encoded.args().collect();
+        assert_eq!(keys, [&b"fencelock:{a}"[..], b"fencelock:{a}:fence"]);
+        assert_eq!(args, [&b"token"[..], b"1500", b"", b"x"]);
+        assert!(lua.batch().is_none());
+        let composed = Lua::with_batch("local PUBLISH_COMMAND = 'publish'\n", "return 1\n");
+        let batch = composed.batch().map(|b| b.variant(true).source.to_string());
+        assert!(batch.is_some_and(
+            |b| b.contains("local function one(KEYS, ARGV)") && b.contains("'spublish'")
+        ));
     }
 }

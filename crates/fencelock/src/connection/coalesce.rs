@@ -1,0 +1,223 @@
+//! Group commit of script calls on one connection: calls of one script that pile up while one
+//! of them is on its way go to Redis together, as one call of the script's batch form
+//! (`script/batch.lua`), when the one on its way has come back.
+//!
+//! Nothing waits for a timer, and a call made alone is sent at once, as it is. Under load, each
+//! script has one call (or batch) on its way per connection, and Redis runs the script once per
+//! batch instead of once per call, which is where a busy client's server time goes.
+//!
+//! A call that was queued but not yet sent when its caller went away is never sent. A call
+//! sent in a batch whose caller went away meanwhile has its reply handed to its `undelivered`
+//! hook (an acquire gives back what it was granted), so that nothing is left behind.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use redis::{RedisError, RedisResult, Value};
+use tokio::sync::oneshot;
+
+use super::Server;
+use crate::script::{Batch, Call, Encoded};
+
+/// The most calls in one batch: bounds how long one script runs on the server.
+const MOST_PER_BATCH: usize = 64;
+
+/// What to do with the reply of a call whose caller went away before it came.
+pub(crate) type Undelivered = Box<dyn FnOnce(Value) + Send>;
+
+/// The queues of one connection, one per script (and shape of call).
+#[derive(Default)]
+pub(crate) struct Coalescer {
+    queues: Mutex<HashMap<QueueKey, Queue>>,
+}
+
+/// Calls share a batch when they run the same script with as many keys and arguments.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+struct QueueKey {
+    batch: usize,
+    keys: usize,
+    args: usize,
+}
+
+#[derive(Default)]
+struct Queue {
+    /// A call or batch of this queue is on its way.
+    busy: bool,
+    waiting: VecDeque<Waiter>,
+}
+
+/// A call waiting for the one on its way, with everything it needs to be sent later.
+struct Waiter {
+    call: Encoded,
+    limit: Duration,
+    reply: oneshot::Sender<RedisResult<Value>>,
+    undelivered: Undelivered,
+}
+
+impl Coalescer {
+    fn lock(&self) -> MutexGuard<'_, HashMap<QueueKey, Queue>> {
+        self.queues.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// A queue's turn: when dropped (its call came back, or its caller went away), whatever piled
+/// up meanwhile is sent, by a task that goes on while calls keep coming.
+struct Turn<'a> {
+    server: &'a Server,
+    batch: &'a Arc<Batch>,
+    key: QueueKey,
+}
+
+impl Drop for Turn<'_> {
+    fn drop(&mut self) {
+        let mut queues = self.server.coalescer.lock();
+        let Some(queue) = queues.get_mut(&self.key) else {
+            return;
+        };
+        if queue.waiting.is_empty() {
+            queue.busy = false;
+            return;
+        }
+        drop(queues);
+        // Outside a runtime (it is shutting down) the waiters are dropped and see an error.
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(flush(self.server.clone(), self.batch.clone(), self.key));
+        }
+    }
+}
+
+impl Server {
+    /// Runs a script call like [`Server::run_script`], but sends it together with other calls
+    /// of the same script when one is already on its way (see the module docs). On Redis
+    /// Cluster, or for a script without a batch form, it is sent as it is.
+    ///
+    /// # Cancel safety
+    ///
+    /// A queued call whose caller goes away is not sent; one already sent in a batch hands its
+    /// reply to `undelivered`.
+    pub(crate) async fn run_coalesced(
+        &self,
+        call: &Call<'_>,
+        limit: Duration,
+        undelivered: impl FnOnce(Value) + Send + 'static,
+    ) -> RedisResult<Value> {
+        let Some(batch) = call.lua.batch().filter(|_| !self.sharded()) else {
+            return self.run_script(call, limit).await;
+        };
+        let key = QueueKey {
+            batch: Arc::as_ptr(batch) as usize,
+            keys: call.keys.len(),
+            args: call.args.len(),
+        };
+        let waiting = {
+            let mut queues = self.coalescer.lock();
+            let queue = queues.entry(key).or_default();
+            if queue.busy {
+                let (reply, waiting) = oneshot::channel();
+                queue.waiting.push_back(Waiter {
+                    call: call.encode(),
+                    limit,
+                    reply,
+                    undelivered: Box::new(undelivered),
+                });
+                Some(waiting)
+            } else {
+                queue.busy = true;
+                None
+            }
+        };
+        match waiting {
+            None => {
+                let _turn = Turn {
+                    server: self,
+                    batch,
+                    key,
+                };
+                self.run_script(call, limit).await
+            }
+            Some(waiting) => {
+                super::within(limit, async {
+                    waiting.await.unwrap_or_else(|_| {
+                        Err(RedisError::from((
+                            redis::ErrorKind::Client,
+                            "the batch this call was in was dropped",
+                        )))
+                    })
+                })
+                .await
+            }
+        }
+    }
+}
+
+/// Sends what waits in one queue, batch after batch, until nothing is left.
+async fn flush(server: Server, batch: Arc<Batch>, key: QueueKey) {
+    loop {
+        let waiters: Vec<Waiter> = {
+            let mut queues = server.coalescer.lock();
+            let Some(queue) = queues.get_mut(&key) else {
+                return;
+            };
+            // A caller that went away before its call was sent: it is not sent.
+            queue.waiting.retain(|w| !w.reply.is_closed());
+            if queue.waiting.is_empty() {
+                queue.busy = false;
+                return;
+            }
+            let take = queue.waiting.len().min(MOST_PER_BATCH);
+            queue.waiting.drain(..take).collect()
+        };
+        let limit = waiters.iter().map(|w| w.limit).max().unwrap_or_default();
+        let calls = waiters.len();
+        let all: Vec<&Encoded> = waiters.iter().map(|w| &w.call).collect();
+        let replies = match server.run_batch(&batch, &all, limit).await {
+            Err(err) if refused_before_running(&err) && calls > 1 => {
+                // Refused as a whole (an ACL that denies one call's keys, say) before anything
+                // ran: each call is sent on its own, so that it gets its own answer.
+                let mut replies = Vec::with_capacity(calls);
+                for call in &all {
+                    let reply = server.run_batch(&batch, &[*call], limit).await;
+                    replies.extend(split(reply, 1));
+                }
+                replies
+            }
+            reply => split(reply, calls),
+        };
+        drop(all);
+        let replies_to = waiters.into_iter().map(|w| (w.reply, w.undelivered));
+        for ((reply_to, undelivered), reply) in replies_to.zip(replies) {
+            if let Err(Ok(value)) = reply_to.send(reply) {
+                undelivered(value);
+            }
+        }
+    }
+}
+
+/// A batch's reply, one per call.
+fn split(reply: RedisResult<Value>, calls: usize) -> Vec<RedisResult<Value>> {
+    match reply {
+        Ok(Value::Array(replies)) if replies.len() == calls => replies
+            .into_iter()
+            .map(|reply| match reply {
+                Value::ServerError(err) => Err(RedisError::from(err)),
+                reply => Ok(reply),
+            })
+            .collect(),
+        Ok(other) => {
+            let err = RedisError::from((
+                redis::ErrorKind::Client,
+                "unexpected reply to a batch",
+                format!("{other:?}"),
+            ));
+            vec![Err(err); calls]
+        }
+        Err(err) => vec![Err(err); calls],
+    }
+}
+
+/// Whether the server refused a batch before running any of it (it answered, with an error):
+/// not a lost connection or a timeout, after which the batch may have run.
+fn refused_before_running(err: &RedisError) -> bool {
+    !super::errors::is_unreachable_kind(err)
+}

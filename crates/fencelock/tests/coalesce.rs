@@ -1,0 +1,244 @@
+//! Group commit: acquires and releases that pile up on one client while one is on its way go to
+//! Redis together, as one script call, and each caller still gets its own answer.
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use fencelock::{Client, Error};
+use fencelock_testkit::{FaultProxy, RedisServer};
+
+use common::{calls, client, keys, request, server};
+
+const TASKS: usize = 40;
+
+/// Acquires `names` at once from one client (no waiting), each in its own task.
+async fn acquire_all(
+    client: &Client,
+    names: Vec<String>,
+) -> Vec<(String, fencelock::Result<fencelock::LockGuard>)> {
+    let tasks: Vec<_> = names
+        .into_iter()
+        .map(|name| {
+            let client = client.clone();
+            tokio::spawn(async move {
+                let result = client.lock(&name).no_wait().acquire().await;
+                (name, result)
+            })
+        })
+        .collect();
+    let mut results = Vec::new();
+    for task in tasks {
+        results.push(
+            task.await
+                .unwrap_or_else(|e| panic!("an acquire task failed: {e}")),
+        );
+    }
+    results
+}
+
+fn reset_stats(redis: &RedisServer) {
+    if let Err(e) = redis.cmd(&["CONFIG", "RESETSTAT"]) {
+        panic!("CONFIG RESETSTAT: {e}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_calls_share_script_runs_and_each_gets_its_own_answer() {
+    let redis = server();
+    let client = client(&redis.url());
+    // One name whose key is not a lock: its caller alone is refused.
+    redis.cmd(&["RPUSH", "fencelock:{shared-7}", "x"]).unwrap();
+    reset_stats(&redis);
+
+    let names: Vec<String> = (0..TASKS).map(|i| format!("shared-{i}")).collect();
+    let results = acquire_all(&client, names).await;
+    let mut fences = BTreeSet::new();
+    let mut guards = Vec::new();
+    for (name, result) in results {
+        match (name.as_str(), result) {
+            ("shared-7", Err(Error::WrongType { lock, .. })) => assert_eq!(lock, "shared-7"),
+            ("shared-7", other) => panic!("shared-7: expected WrongType, got {other:?}"),
+            (_, Ok(guard)) => {
+                assert!(
+                    fences.insert(guard.fence()),
+                    "fence {} twice",
+                    guard.fence()
+                );
+                guards.push(guard);
+            }
+            (name, Err(err)) => panic!("{name}: {err}"),
+        }
+    }
+    assert_eq!(guards.len(), TASKS - 1);
+    let releases: Vec<_> = guards
+        .into_iter()
+        .map(|guard| tokio::spawn(guard.release()))
+        .collect();
+    for release in releases {
+        assert!(
+            release.await.unwrap().unwrap(),
+            "a release found its lock gone"
+        );
+    }
+
+    // Fewer script runs than calls: the calls that piled up went together.
+    let operations = 2 * (TASKS as u64 - 1) + 1;
+    let runs = calls(&redis, "evalsha") + calls(&redis, "eval");
+    assert!(
+        runs < operations,
+        "{runs} script runs for {operations} acquires and releases: nothing was coalesced"
+    );
+    // Nothing is left but the fence keys and the foreign list.
+    let left: Vec<String> = keys(&redis)
+        .into_iter()
+        .filter(|k| !k.ends_with(":fence"))
+        .collect();
+    assert_eq!(left, ["fencelock:{shared-7}"]);
+}
+
+/// A batch that the server refuses as a whole (the ACL denies one call's keys) is sent again
+/// call by call: only the denied caller is refused, and it leaves nothing behind.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_the_acl_denies_does_not_fail_the_others_in_its_batch() {
+    let redis = server();
+    let mut rules = vec![
+        "ACL",
+        "SETUSER",
+        "some",
+        "reset",
+        "on",
+        ">pw-of-some",
+        "~fencelock:{ok-*",
+        "&*",
+        "+@all",
+    ];
+    redis.cmd(&rules).unwrap();
+    rules.clear();
+    let url = format!("redis://some:pw-of-some@127.0.0.1:{}", redis.port());
+    let client = client(&url);
+
+    let mut names: Vec<String> = (0..TASKS).map(|i| format!("ok-{i}")).collect();
+    names.insert(TASKS / 2, "denied".to_owned());
+    let results = acquire_all(&client, names).await;
+    let mut granted = 0;
+    for (name, result) in results {
+        match (name.as_str(), result) {
+            ("denied", Err(Error::PermissionDenied { lock, .. })) => assert_eq!(lock, "denied"),
+            ("denied", other) => panic!("denied: expected PermissionDenied, got {other:?}"),
+            (_, Ok(guard)) => {
+                granted += 1;
+                assert!(guard.release().await.unwrap());
+            }
+            (name, Err(err)) => panic!("{name}: {err}"),
+        }
+    }
+    assert_eq!(granted, TASKS);
+    assert!(
+        keys(&redis).iter().all(|k| !k.contains("denied")),
+        "{:?}",
+        keys(&redis)
+    );
+}
+
+/// Callers that go away while their calls wait behind a slow one: calls not yet sent are never
+/// sent (their fence keys never appear); nothing is left held either way.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn callers_that_go_away_while_queued_leave_nothing_behind() {
+    let redis = server();
+    let proxy = FaultProxy::start(redis.addr()).await.unwrap();
+    let slow = Client::builder(&proxy.url())
+        .command_timeout(Duration::from_secs(5))
+        .build()
+        .unwrap();
+    // Warm the connection and the scripts, then slow every chunk down.
+    slow.lock("warm")
+        .acquire()
+        .await
+        .unwrap()
+        .release()
+        .await
+        .unwrap();
+    proxy.set_latency(Duration::from_millis(100));
+
+    // On its way for ~200 ms (100 ms each way).
+    let first = tokio::spawn({
+        let slow = slow.clone();
+        async move { slow.lock("first").no_wait().acquire().await }
+    });
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    // Queued behind it; gone after 60 ms, before it comes back.
+    let queued: Vec<_> = (0..10)
+        .map(|i| {
+            let slow = slow.clone();
+            tokio::spawn(async move {
+                let request = slow.lock(format!("gone-{i}")).no_wait().acquire();
+                tokio::time::timeout(Duration::from_millis(60), request).await
+            })
+        })
+        .collect();
+    for task in queued {
+        assert!(
+            task.await.unwrap().is_err(),
+            "a queued acquire was answered"
+        );
+    }
+    let first = first.await.unwrap().unwrap();
+    assert!(first.release().await.unwrap());
+    assert!(slow.wait_idle(Duration::from_secs(5)).await);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let gone: Vec<String> = keys(&redis)
+        .into_iter()
+        .filter(|k| k.contains("gone-"))
+        .collect();
+    assert!(
+        gone.is_empty(),
+        "queued calls ran after their callers left: {gone:?}"
+    );
+}
+
+/// Every kind's acquire and release scripts have a batch form that runs: many of each at once on
+/// one client, all granted with their own fences, all released, nothing left held.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_kind_runs_in_batches() {
+    let redis = server();
+    let client = client(&redis.url());
+    for kind in ["lock", "fair", "reentrant", "read", "write", "semaphore"] {
+        reset_stats(&redis);
+        let tasks: Vec<_> = (0..TASKS)
+            .map(|i| {
+                let client = client.clone();
+                tokio::spawn(async move {
+                    let name = format!("{kind}-{i}");
+                    let guard = request(&client, kind, &name).no_wait().acquire().await;
+                    match guard {
+                        Ok(guard) => (guard.fence(), guard.release().await),
+                        Err(err) => panic!("{kind} {name}: {err}"),
+                    }
+                })
+            })
+            .collect();
+        let mut fences = BTreeSet::new();
+        for task in tasks {
+            let (fence, released) = task.await.unwrap();
+            assert!(released.unwrap(), "{kind}: a release found its hold gone");
+            // Readers share the fence of the last write.
+            assert!(
+                kind == "read" || fences.insert(fence),
+                "{kind}: fence {fence} twice"
+            );
+        }
+        let runs = calls(&redis, "evalsha") + calls(&redis, "eval");
+        assert!(
+            runs < 2 * TASKS as u64,
+            "{kind}: {runs} script runs for {} acquires and releases",
+            2 * TASKS
+        );
+    }
+    let held: Vec<String> = keys(&redis)
+        .into_iter()
+        .filter(|k| !k.ends_with(":fence"))
+        .collect();
+    assert!(held.is_empty(), "left held: {held:?}");
+}
