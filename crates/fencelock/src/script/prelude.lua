@@ -14,9 +14,19 @@ local function publish(channel, message)
   redis.call(PUBLISH_COMMAND, channel, message)
 end
 
+-- The server's clock as TIME gives it, read once per script run: the calls of a batch share it
+-- (script/batch.lua), and fences stay unique per fence key (see `next_fence`).
+local clock
+local function server_time()
+  if not clock then
+    clock = redis.call('time')
+  end
+  return clock
+end
+
 -- The server's clock in milliseconds (holders' expiry times are on this clock).
 local function now_ms()
-  local t = redis.call('time')
+  local t = server_time()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
@@ -45,7 +55,7 @@ end
 -- which is past every fence handed out before, so fences keep growing after a lost counter
 -- (restart without persistence, failover, flush).
 local function next_fence(key, last)
-  local t = redis.call('time')
+  local t = server_time()
   local fence = math.max(last + 1, tonumber(t[1]) * 1000000 + tonumber(t[2]))
   local text = int(fence)
   redis.call('set', key, text)

@@ -7,11 +7,12 @@
 --        {-1, key, type}   a key holds something that is not ours; nothing was written
 --        {-2, 'kind', k}   the name is used by another kind of lock; nothing was written
 --
--- Three commands when the lock is free: TIME, SET NX GET (takes the lock with the server's clock
--- in microseconds as its fence, or returns what holds it), SET GET on the fence key (writes the
--- new fence and returns the last). The fence is max(last + 1, clock), as `next_fence` gives:
--- when the counter is ahead of the clock, the fence and the lock's value are written again.
-local t = redis.call('time')
+-- Three commands when the lock is free (a batch reads the clock once): TIME, SET NX GET (takes
+-- the lock with the server's clock in microseconds as its fence, or returns what holds it), SET
+-- GET on the fence key (writes the new fence and returns the last). The fence is
+-- max(last + 1, clock), as `next_fence` gives: when the counter is ahead of the clock, the fence
+-- and the lock's value are written again.
+local t = server_time()
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local text = int(now)
 local value = redis.pcall('set', KEYS[1], ARGV[1] .. ':' .. text, 'NX', 'GET', 'PX', ARGV[2])
