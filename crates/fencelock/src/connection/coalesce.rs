@@ -10,7 +10,7 @@
 //! sent in a batch whose caller went away meanwhile has its reply handed to its `undelivered`
 //! hook (an acquire gives back what it was granted), so that nothing is left behind.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
@@ -26,14 +26,35 @@ const MOST_PER_BATCH: usize = 64;
 /// What to do with the reply of a call whose caller went away before it came.
 pub(crate) type Undelivered = Box<dyn FnOnce(Value) + Send>;
 
-/// The queues of one connection, one per script (and shape of call).
+/// The queues of one connection, one per script (and shape of call): a handful, so a list is
+/// quicker to search than a hash map.
 #[derive(Default)]
 pub(crate) struct Coalescer {
-    queues: Mutex<HashMap<QueueKey, Queue>>,
+    queues: Mutex<Queues>,
+}
+
+#[derive(Default)]
+struct Queues(Vec<(QueueKey, Queue)>);
+
+impl Queues {
+    fn get_mut(&mut self, key: &QueueKey) -> Option<&mut Queue> {
+        self.0.iter_mut().find(|(k, _)| k == key).map(|(_, q)| q)
+    }
+
+    fn get_or_add(&mut self, key: QueueKey) -> &mut Queue {
+        let at = match self.0.iter().position(|(k, _)| *k == key) {
+            Some(at) => at,
+            None => {
+                self.0.push((key, Queue::default()));
+                self.0.len() - 1
+            }
+        };
+        &mut self.0[at].1
+    }
 }
 
 /// Calls share a batch when they run the same script with as many keys and arguments.
-#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, PartialEq, Eq)]
 struct QueueKey {
     batch: usize,
     keys: usize,
@@ -56,7 +77,7 @@ struct Waiter {
 }
 
 impl Coalescer {
-    fn lock(&self) -> MutexGuard<'_, HashMap<QueueKey, Queue>> {
+    fn lock(&self) -> MutexGuard<'_, Queues> {
         self.queues.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
@@ -112,7 +133,7 @@ impl Server {
         };
         let waiting = {
             let mut queues = self.coalescer.lock();
-            let queue = queues.entry(key).or_default();
+            let queue = queues.get_or_add(key);
             if queue.busy {
                 let (reply, waiting) = oneshot::channel();
                 queue.waiting.push_back(Waiter {
