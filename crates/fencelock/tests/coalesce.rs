@@ -157,11 +157,15 @@ async fn callers_that_go_away_while_queued_leave_nothing_behind() {
         .unwrap();
     proxy.set_latency(Duration::from_millis(100));
 
-    // On its way for ~200 ms (100 ms each way).
-    let first = tokio::spawn({
-        let slow = slow.clone();
-        async move { slow.lock("first").no_wait().acquire().await }
-    });
+    // Two acquires on their way for ~200 ms (100 ms each way): as many as a connection sends
+    // before the next call waits.
+    let first: Vec<_> = ["first-a", "first-b"]
+        .into_iter()
+        .map(|name| {
+            let slow = slow.clone();
+            tokio::spawn(async move { slow.lock(name).no_wait().acquire().await })
+        })
+        .collect();
     tokio::time::sleep(Duration::from_millis(20)).await;
     // Queued behind it; gone after 60 ms, before it comes back.
     let queued: Vec<_> = (0..10)
@@ -179,8 +183,10 @@ async fn callers_that_go_away_while_queued_leave_nothing_behind() {
             "a queued acquire was answered"
         );
     }
-    let first = first.await.unwrap().unwrap();
-    assert!(first.release().await.unwrap());
+    for first in first {
+        let first = first.await.unwrap().unwrap();
+        assert!(first.release().await.unwrap());
+    }
     assert!(slow.wait_idle(Duration::from_secs(5)).await);
     tokio::time::sleep(Duration::from_millis(500)).await;
     let gone: Vec<String> = keys(&redis)

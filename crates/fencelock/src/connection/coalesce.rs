@@ -2,9 +2,10 @@
 //! of them is on its way go to Redis together, as one call of the script's batch form
 //! (`script/batch.lua`), when the one on its way has come back.
 //!
-//! Nothing waits for a timer, and a call made alone is sent at once, as it is. Under load, each
-//! script has one call (or batch) on its way per connection, and Redis runs the script once per
-//! batch instead of once per call, which is where a busy client's server time goes.
+//! Nothing waits for a timer, and a call made alone (or with one other) is sent at once, as it
+//! is. Under load, each script has at most two calls or batches on their way per connection, and
+//! Redis runs the script once per batch instead of once per call, which is where a busy client's
+//! server time goes.
 //!
 //! A call that was queued but not yet sent when its caller went away is never sent. A call
 //! sent in a batch whose caller went away meanwhile has its reply handed to its `undelivered`
@@ -22,6 +23,11 @@ use crate::script::{Batch, Call, Encoded};
 
 /// The most calls in one batch: bounds how long one script runs on the server.
 const MOST_PER_BATCH: usize = 64;
+
+/// How many calls (or batches) of one queue may be on their way at once before the next waits:
+/// two, so that two callers at once (two workers of one client contending for a lock, say) do
+/// not wait for each other, and a busy client still sends batches.
+const IN_FLIGHT: usize = 2;
 
 /// What to do with the reply of a call whose caller went away before it came.
 pub(crate) type Undelivered = Box<dyn FnOnce(Value) + Send>;
@@ -63,8 +69,10 @@ struct QueueKey {
 
 #[derive(Default)]
 struct Queue {
-    /// A call or batch of this queue is on its way.
-    busy: bool,
+    /// Calls and batches of this queue on their way.
+    in_flight: usize,
+    /// A task is sending what waits (it counts in `in_flight` while it runs).
+    flushing: bool,
     waiting: VecDeque<Waiter>,
 }
 
@@ -96,13 +104,15 @@ impl Drop for Turn<'_> {
         let Some(queue) = queues.get_mut(&self.key) else {
             return;
         };
-        if queue.waiting.is_empty() {
-            queue.busy = false;
+        queue.in_flight = queue.in_flight.saturating_sub(1);
+        if queue.waiting.is_empty() || queue.flushing {
             return;
         }
-        drop(queues);
         // Outside a runtime (it is shutting down) the waiters are dropped and see an error.
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            queue.flushing = true;
+            queue.in_flight += 1;
+            drop(queues);
             runtime.spawn(flush(self.server.clone(), self.batch.clone(), self.key));
         }
     }
@@ -134,7 +144,7 @@ impl Server {
         let waiting = {
             let mut queues = self.coalescer.lock();
             let queue = queues.get_or_add(key);
-            if queue.busy {
+            if queue.in_flight >= IN_FLIGHT || !queue.waiting.is_empty() {
                 let (reply, waiting) = oneshot::channel();
                 queue.waiting.push_back(Waiter {
                     call: call.encode(),
@@ -144,7 +154,7 @@ impl Server {
                 });
                 Some(waiting)
             } else {
-                queue.busy = true;
+                queue.in_flight += 1;
                 None
             }
         };
@@ -183,7 +193,8 @@ async fn flush(server: Server, batch: Arc<Batch>, key: QueueKey) {
             // A caller that went away before its call was sent: it is not sent.
             queue.waiting.retain(|w| !w.reply.is_closed());
             if queue.waiting.is_empty() {
-                queue.busy = false;
+                queue.flushing = false;
+                queue.in_flight = queue.in_flight.saturating_sub(1);
                 return;
             }
             let take = queue.waiting.len().min(MOST_PER_BATCH);
