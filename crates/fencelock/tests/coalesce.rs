@@ -148,13 +148,7 @@ async fn callers_that_go_away_while_queued_leave_nothing_behind() {
         .build()
         .unwrap();
     // Warm the connection and the scripts, then slow every chunk down.
-    slow.lock("warm")
-        .acquire()
-        .await
-        .unwrap()
-        .release()
-        .await
-        .unwrap();
+    common::warm_up(&slow).await;
     proxy.set_latency(Duration::from_millis(100));
 
     // Two acquires on their way for ~200 ms (100 ms each way): as many as a connection sends

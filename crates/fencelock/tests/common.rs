@@ -14,6 +14,18 @@ pub fn server() -> RedisServer {
     }
 }
 
+/// One acquire and release of lock `warm`: the client is connected and the scripts loaded.
+pub async fn warm_up(client: &Client) {
+    match client.lock("warm").acquire().await {
+        Ok(guard) => {
+            if let Err(e) = guard.release().await {
+                panic!("warm-up release: {e}");
+            }
+        }
+        Err(e) => panic!("warm-up acquire: {e}"),
+    }
+}
+
 /// A client with a short command timeout, so that fault tests stay quick.
 pub fn client(url: &str) -> Client {
     match Client::builder(url)

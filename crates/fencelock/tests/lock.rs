@@ -597,13 +597,7 @@ async fn an_uncontended_cycle_costs_two_commands_and_no_subscription() {
     let redis = server();
     let a = client(&redis.url());
     // Warm up: the first call loads the scripts (NOSCRIPT, SCRIPT LOAD) and connects.
-    a.lock("warm")
-        .acquire()
-        .await
-        .unwrap()
-        .release()
-        .await
-        .unwrap();
+    common::warm_up(&a).await;
     redis.cmd(&["CONFIG", "RESETSTAT"]).unwrap();
     for i in 0..100 {
         let guard = a.lock(format!("cycle-{i}")).acquire().await.unwrap();

@@ -161,17 +161,8 @@ impl Server {
         limit: Duration,
     ) -> redis::RedisResult<T> {
         let variant = call.lua.variant(self.sharded());
-        within(limit, async {
-            match self.send(&call.command(variant, false)).await {
-                Err(err)
-                    if err.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) =>
-                {
-                    self.send(&call.command(variant, true)).await
-                }
-                other => other,
-            }
-        })
-        .await
+        self.eval(|by_source| call.command(variant, by_source), limit)
+            .await
     }
 
     /// Runs many calls of one script (each with as many keys and arguments) within `limit`, as
@@ -188,15 +179,7 @@ impl Server {
             .first()
             .map_or((0, 0), |c| (c.keys().count(), c.args().count()));
         let command = |by_source: bool| {
-            let mut c = if by_source {
-                let mut c = redis::cmd("EVAL");
-                c.arg(variant.source.as_ref());
-                c
-            } else {
-                let mut c = redis::cmd("EVALSHA");
-                c.arg(variant.script.get_hash());
-                c
-            };
+            let mut c = variant.command(by_source);
             c.arg(calls.len() * keys);
             for call in calls {
                 for key in call.keys() {
@@ -211,6 +194,17 @@ impl Server {
             }
             c
         };
+        self.eval(command, limit).await
+    }
+
+    /// Sends `command(false)` (an `EVALSHA`) within `limit`, and `command(true)` (the `EVAL` of
+    /// the source, which also loads it) when the node answers `NOSCRIPT`: a restarted or
+    /// failed-over node, `SCRIPT FLUSH`.
+    async fn eval<T: FromRedisValue>(
+        &self,
+        command: impl Fn(bool) -> redis::Cmd,
+        limit: Duration,
+    ) -> redis::RedisResult<T> {
         within(limit, async {
             match self.send(&command(false)).await {
                 Err(err)

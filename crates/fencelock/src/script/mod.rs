@@ -79,6 +79,17 @@ impl Variant {
             source,
         }
     }
+
+    /// `EVALSHA <sha>`, or with `by_source` `EVAL <source>`: the head of a call of this script.
+    pub(crate) fn command(&self, by_source: bool) -> redis::Cmd {
+        let mut c = redis::cmd(if by_source { "EVAL" } else { "EVALSHA" });
+        if by_source {
+            c.arg(self.source.as_ref());
+        } else {
+            c.arg(self.script.get_hash());
+        }
+        c
+    }
 }
 
 /// A script's batch form: its body wrapped in a function of its own `KEYS` and `ARGV`, called
@@ -263,15 +274,7 @@ impl<'a> Call<'a> {
 
     /// The `EVALSHA` (or, with `by_source`, `EVAL`) command of this call, in `variant`.
     pub(crate) fn command(&self, variant: &Variant, by_source: bool) -> redis::Cmd {
-        let mut command = if by_source {
-            let mut c = redis::cmd("EVAL");
-            c.arg(variant.source.as_ref());
-            c
-        } else {
-            let mut c = redis::cmd("EVALSHA");
-            c.arg(variant.script.get_hash());
-            c
-        };
+        let mut command = variant.command(by_source);
         self.write_keys_and_args(&mut command);
         command
     }
