@@ -35,7 +35,7 @@ impl Client {
         let keys = self.shared.keys(name);
         let instances = &self.shared.instances;
         let subscriptions = instances
-            .subscribe(&keys.channel, instances.command_timeout())
+            .subscribe(keys.channel(), instances.command_timeout())
             .await;
         Ok(Releases { subscriptions })
     }

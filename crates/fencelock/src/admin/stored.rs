@@ -49,7 +49,7 @@ pub(crate) async fn inspect(
     limit: Duration,
 ) -> redis::RedisResult<StoredState> {
     let queue = keys.queue();
-    let call = Call::new(&INSPECT, &[&keys.lock, &keys.fence, &queue], Args::new());
+    let call = Call::new(&INSPECT, &[keys.lock(), keys.fence(), &queue], Args::new());
     let reply: Vec<Value> = call.run(&server, limit).await?;
     match reply.as_slice() {
         [
@@ -101,8 +101,8 @@ pub(crate) async fn force_release(
     keys: Arc<LockKeys>,
     limit: Duration,
 ) -> redis::RedisResult<ForceReleaseReply> {
-    let args = Args::from_iter([Arg::Str(&keys.channel)]);
-    let call = Call::new(&FORCE_RELEASE, &[&keys.lock], args);
+    let args = Args::from_iter([Arg::Str(keys.channel())]);
+    let call = Call::new(&FORCE_RELEASE, &[keys.lock()], args);
     let reply: Vec<Value> = call.run(&server, limit).await?;
     match reply.as_slice() {
         [Value::Int(1)] => Ok(ForceReleaseReply::Released),

@@ -218,7 +218,7 @@ impl LockRequest {
                 // subscription would otherwise go unnoticed.
                 let limit = shared.instances.limit(self.ttl);
                 _counted = Some(crate::observe::Waiting::start(self.protocol.label()));
-                subscription = Some(shared.instances.subscribe(&keys.channel, limit).await);
+                subscription = Some(shared.instances.subscribe(keys.channel(), limit).await);
                 continue;
             };
             // Sleep until a release message, the holder's lease running out (plus a little

@@ -34,7 +34,7 @@ impl Hold {
 
     /// The lock and fence keys, the first two keys of most scripts.
     pub(crate) fn lock_and_fence(&self) -> [&str; 2] {
-        [self.keys.lock.as_str(), self.keys.fence.as_str()]
+        [self.keys.lock(), self.keys.fence()]
     }
 
     /// What to call the kind in messages.

@@ -305,7 +305,7 @@ mod tests {
         };
         // A retry with the same token (as after a lost reply) confirms the same fence and
         // re-arms the lease.
-        redis.cmd(&["PEXPIRE", &keys.lock, "100"]).unwrap();
+        redis.cmd(&["PEXPIRE", keys.lock(), "100"]).unwrap();
         let again = acquire(
             server.clone(),
             hold.clone(),
@@ -315,7 +315,7 @@ mod tests {
         .await
         .unwrap();
         assert_eq!(again, AcquireReply::Granted { fence });
-        let redis::Value::Int(pttl) = redis.cmd(&["PTTL", &keys.lock]).unwrap() else {
+        let redis::Value::Int(pttl) = redis.cmd(&["PTTL", keys.lock()]).unwrap() else {
             panic!("PTTL")
         };
         assert!(pttl > 4000, "lease not re-armed: {pttl}");
@@ -347,7 +347,7 @@ mod tests {
         );
         let mut left = redis.keys().unwrap();
         left.sort();
-        assert_eq!(left, vec![keys.fence.clone()]);
+        assert_eq!(left, vec![keys.fence().to_owned()]);
     }
 
     #[tokio::test]
@@ -397,7 +397,7 @@ mod tests {
             vec![Extended::Yes, Extended::Missing, Extended::Yes]
         );
         assert!(redis.keys().unwrap().iter().all(|k| !k.contains("gone")));
-        for key in [&held.keys.lock, &permit.keys.lock] {
+        for key in [&held.keys.lock(), &permit.keys.lock()] {
             let redis::Value::Int(pttl) = redis.cmd(&["PTTL", key]).unwrap() else {
                 panic!("PTTL")
             };

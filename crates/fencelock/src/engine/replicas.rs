@@ -48,7 +48,7 @@ pub(crate) async fn confirm(
         let Some(server) = instances.servers().get(i) else {
             continue;
         };
-        let acknowledged = match server.query_at::<u64>(&wait, &hold.keys.lock, limit).await {
+        let acknowledged = match server.query_at::<u64>(&wait, hold.keys.lock(), limit).await {
             Ok(n) => n,
             Err(err) => return Err(server.error(&hold.name, "wait for replicas", err)),
         };

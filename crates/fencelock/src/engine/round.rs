@@ -102,7 +102,10 @@ impl LockRequest {
                     remaining = Some(remaining.map_or(*r, |m| m.min(*r)));
                 }
                 Some(Ok(AcquireReply::Held { remaining: None })) => {
-                    foreign = Some((hold.keys.lock.clone(), "a key with no expiry".to_owned()));
+                    foreign = Some((
+                        hold.keys.lock().to_owned(),
+                        "a key with no expiry".to_owned(),
+                    ));
                 }
                 Some(Ok(AcquireReply::Refused(c))) => {
                     conflicts += 1;

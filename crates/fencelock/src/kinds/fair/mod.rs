@@ -39,8 +39,8 @@ fn fair_call<'a>(lua: &'static Lua, hold: &'a Hold, args: Args<'a>) -> Call<'a> 
     Call {
         lua,
         keys: smallvec![
-            Cow::Borrowed(keys.lock.as_str()),
-            Cow::Borrowed(keys.fence.as_str()),
+            Cow::Borrowed(keys.lock()),
+            Cow::Borrowed(keys.fence()),
             Cow::Owned(keys.queue()),
             Cow::Owned(keys.alive()),
         ],

@@ -44,7 +44,7 @@ impl Protocol for Plain {
     fn extend<'a>(&'a self, hold: &'a Hold, ttl: Duration) -> Call<'a> {
         Call::new(
             &EXTEND,
-            &[hold.keys.lock.as_str()],
+            &[hold.keys.lock()],
             smallvec![hold.token_arg(), Arg::millis(ttl)],
         )
     }
@@ -63,7 +63,7 @@ impl Protocol for Plain {
 pub(crate) fn release_args(hold: &Hold, fence: Option<u64>) -> crate::script::Args<'_> {
     smallvec![
         hold.token_arg(),
-        Arg::Str(hold.keys.channel.as_str()),
+        Arg::Str(hold.keys.channel()),
         fence.map_or(Arg::Str(""), Arg::Int),
     ]
 }

@@ -69,7 +69,7 @@ impl Protocol for Reentrant {
     fn extend<'a>(&'a self, hold: &'a Hold, ttl: Duration) -> Call<'a> {
         Call::new(
             &EXTEND,
-            &[hold.keys.lock.as_str()],
+            &[hold.keys.lock()],
             smallvec![hold.token_arg(), Arg::millis(ttl)],
         )
     }

@@ -93,7 +93,7 @@ impl Protocol for RwSide {
         };
         Call::new(
             &ENTRY_EXTEND,
-            &[hold.keys.lock.as_str()],
+            &[hold.keys.lock()],
             smallvec![hold.field_arg(role), Arg::millis(ttl)],
         )
     }

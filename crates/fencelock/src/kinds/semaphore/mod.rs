@@ -47,7 +47,7 @@ impl Protocol for Permit {
     fn release<'a>(&'a self, hold: &'a Hold, fence: Option<u64>) -> Call<'a> {
         Call::new(
             &RELEASE,
-            &[hold.keys.lock.as_str()],
+            &[hold.keys.lock()],
             plain::release_args(hold, fence),
         )
     }
@@ -55,7 +55,7 @@ impl Protocol for Permit {
     fn extend<'a>(&'a self, hold: &'a Hold, ttl: Duration) -> Call<'a> {
         Call::new(
             &ENTRY_EXTEND,
-            &[hold.keys.lock.as_str()],
+            &[hold.keys.lock()],
             smallvec![hold.field_arg("p:"), Arg::millis(ttl)],
         )
     }
