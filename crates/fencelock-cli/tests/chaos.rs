@@ -99,8 +99,10 @@ fn mutated(mutation: &str, kinds: &[&str]) {
     let history = dir.path().join("history.jsonl");
     let run = chaos(
         &[
+            // Six or so paused workers: one at the right moment shows each bug, and a 12 s run
+            // (four pauses) on a loaded CI machine once had none (release-any went unnoticed).
             "--duration",
-            "12s",
+            "20s",
             "--faults",
             "pause-worker",
             "--fault-interval",
