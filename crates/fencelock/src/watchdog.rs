@@ -37,14 +37,6 @@ pub(crate) struct Renewal {
     pub(crate) hold_until: Option<Instant>,
 }
 
-/// A lock whose guard was dropped (or whose acquisition was cancelled or lost): released in the
-/// background.
-pub(crate) struct Release {
-    /// Its renewal, if the watchdog was keeping it alive.
-    pub(crate) id: Option<u64>,
-    pub(crate) lock: Abandoned,
-}
-
 /// The handle guards and lock requests use to talk to the watchdog task.
 ///
 /// Taking and releasing a lock never wakes the task: a new hold goes straight into the shared
@@ -54,7 +46,9 @@ pub(crate) struct Release {
 #[derive(Clone)]
 pub(crate) struct Watchdog {
     shared: Arc<Shared>,
-    releases: mpsc::UnboundedSender<Release>,
+    /// Locks whose guard was dropped (or whose acquisition was cancelled or lost), released by
+    /// the task in the background.
+    releases: mpsc::UnboundedSender<Abandoned>,
 }
 
 struct Shared {
@@ -98,13 +92,13 @@ impl Watchdog {
         self.shared.lock().remove(id);
     }
 
-    /// Stops keeping `release.id` alive and releases the lock in the background. False if the
-    /// client is gone (the lease then runs out on its own).
-    pub(crate) fn release(&self, release: Release) -> bool {
-        if let Some(id) = release.id {
+    /// Stops keeping hold `id` (if any) alive and releases `lock` in the background. False if
+    /// the client is gone (the lease then runs out on its own).
+    pub(crate) fn release(&self, id: Option<u64>, lock: Abandoned) -> bool {
+        if let Some(id) = id {
             self.stop(id);
         }
-        self.releases.send(release).is_ok()
+        self.releases.send(lock).is_ok()
     }
 }
 
@@ -243,7 +237,7 @@ async fn run(
     instances: Arc<Instances>,
     drift: ClockDrift,
     shared: Arc<Shared>,
-    mut releases: mpsc::UnboundedReceiver<Release>,
+    mut releases: mpsc::UnboundedReceiver<Abandoned>,
 ) {
     let mut switches = instances.switches();
     loop {
@@ -257,7 +251,7 @@ async fn run(
             release = releases.recv() => match release {
                 // Every handle is gone (the schedule goes with the task).
                 None => return,
-                Some(Release { lock, .. }) => {
+                Some(lock) => {
                     tokio::spawn(lock.release(instances.clone()));
                 }
             },

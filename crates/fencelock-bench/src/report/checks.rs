@@ -154,30 +154,19 @@ impl Report {
                 },
                 _ => unmeasured("W3: handoff p50 ≤ 1 round trip"),
             });
-            out.push(match f3.free_while_waiting_percent {
-                Some(p) => TargetCheck {
-                    target: "W3: the lock is free < 5 % of the time someone waits".into(),
-                    measured: format!("{p:.1} %"),
-                    met: Some(p < 5.0),
-                },
-                None => unmeasured("W3: the lock is free < 5 % of the time someone waits"),
-            });
-            out.push(match f3.wait_p99_us {
-                Some(p99) => TargetCheck {
-                    target: "W3: wait p99 ≤ 10 ms".into(),
-                    measured: format!("{p99:.0} µs"),
-                    met: Some(p99 <= 10_000.0),
-                },
-                None => unmeasured("W3: wait p99 ≤ 10 ms"),
-            });
-            out.push(match f3.handoff_p99_us {
-                Some(p99) => TargetCheck {
-                    target: "W3: handoff p99 < 2 ms".into(),
-                    measured: format!("{p99:.0} µs"),
-                    met: Some(p99 < 2000.0),
-                },
-                None => unmeasured("W3: handoff p99 < 2 ms"),
-            });
+            out.push(threshold(
+                "W3: the lock is free < 5 % of the time someone waits",
+                f3.free_while_waiting_percent,
+                |p| (format!("{p:.1} %"), p < 5.0),
+            ));
+            out.push(threshold("W3: wait p99 ≤ 10 ms", f3.wait_p99_us, |p99| {
+                (format!("{p99:.0} µs"), p99 <= 10_000.0)
+            }));
+            out.push(threshold(
+                "W3: handoff p99 < 2 ms",
+                f3.handoff_p99_us,
+                |p99| (format!("{p99:.0} µs"), p99 < 2000.0),
+            ));
             out.push(TargetCheck {
                 target: "W3: zero violations".into(),
                 measured: format!(
@@ -207,28 +196,22 @@ impl Report {
             .iter()
             .find(|r| r.library == "fencelock" && r.error.is_none())
         {
-            out.push(match f4.ratio_to_raw {
-                Some(x) => TargetCheck {
-                    target: "W4: Redlock, all up: ≥ 0.93× raw parallel SET NX".into(),
-                    measured: format!("{x:.3}×"),
-                    met: Some(x >= 0.93),
-                },
-                None => unmeasured("W4: Redlock, all up: ≥ 0.93× raw parallel SET NX"),
-            });
+            out.push(threshold(
+                "W4: Redlock, all up: ≥ 0.93× raw parallel SET NX",
+                f4.ratio_to_raw,
+                |x| (format!("{x:.3}×"), x >= 0.93),
+            ));
         }
         if let Some(f5) = self
             .w5
             .iter()
             .find(|r| r.library == "fencelock" && r.error.is_none())
         {
-            out.push(match f5.ratio_to_raw {
-                Some(x) => TargetCheck {
-                    target: "W5: client CPU ≤ 1.5× raw's".into(),
-                    measured: format!("{x:.2}×"),
-                    met: Some(x <= 1.5),
-                },
-                None => unmeasured("W5: client CPU ≤ 1.5× raw's"),
-            });
+            out.push(threshold(
+                "W5: client CPU ≤ 1.5× raw's",
+                f5.ratio_to_raw,
+                |x| (format!("{x:.2}×"), x <= 1.5),
+            ));
             let per_read = f5.renewal_commands_per_s / f5.reads_per_s.max(f64::MIN_POSITIVE);
             out.push(TargetCheck {
                 target: "W5: renewal round trips do not grow with the number of locks (batched: ≥ 10 renewals per server read)".into(),
@@ -343,6 +326,26 @@ fn ahead_of_peers(what: &str, rates: &[(&str, f64)], peers: &[&str]) -> TargetCh
         },
         met: Some(others.iter().all(|(_, v)| mine >= *v)),
         target,
+    }
+}
+
+/// A target on one measured value: `judge` gives what was measured, as text, and whether the
+/// target is met; no value, not measured.
+fn threshold(
+    target: &str,
+    value: Option<f64>,
+    judge: impl FnOnce(f64) -> (String, bool),
+) -> TargetCheck {
+    match value {
+        Some(v) => {
+            let (measured, met) = judge(v);
+            TargetCheck {
+                target: target.into(),
+                measured,
+                met: Some(met),
+            }
+        }
+        None => unmeasured(target),
     }
 }
 

@@ -126,12 +126,13 @@ impl Server {
     /// # Cancel safety
     ///
     /// A queued call whose caller goes away is not sent; one already sent in a batch hands its
-    /// reply to `undelivered`.
+    /// reply to the hook `undelivered` makes (made only when the call waits: a call sent at once
+    /// is the caller's own to answer for).
     pub(crate) async fn run_coalesced(
         &self,
         call: &Call<'_>,
         limit: Duration,
-        undelivered: impl FnOnce(Value) + Send + 'static,
+        undelivered: impl FnOnce() -> Undelivered,
     ) -> RedisResult<Value> {
         let Some(batch) = call.lua.batch().filter(|_| !self.sharded()) else {
             return self.run_script(call, limit).await;
@@ -150,7 +151,7 @@ impl Server {
                     call: call.encode(),
                     limit,
                     reply,
-                    undelivered: Box::new(undelivered),
+                    undelivered: undelivered(),
                 });
                 Some(waiting)
             } else {

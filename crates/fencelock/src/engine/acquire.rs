@@ -20,7 +20,7 @@ use crate::keys::LockKeys;
 use crate::lease::{Lease, LeaseState};
 use crate::quorum::Subscriptions;
 use crate::token::OwnerToken;
-use crate::watchdog::{Release, Renewal};
+use crate::watchdog::Renewal;
 
 impl LockRequest {
     /// Takes the lock, waiting as the [`WaitPolicy`] allows.
@@ -267,15 +267,15 @@ impl LockRequest {
     /// Releases `hold` in the background (on `only`, or on every instance).
     pub(crate) fn abandon(&self, hold: &Arc<Hold>, fence: Option<u64>, only: Option<Vec<usize>>) {
         let shared = &self.client.shared;
-        shared.watchdog.release(Release {
-            id: None,
-            lock: Abandoned {
+        shared.watchdog.release(
+            None,
+            Abandoned {
                 hold: hold.clone(),
                 fence,
                 only,
                 running: shared.instances.running(),
             },
-        });
+        );
     }
 
     fn guard(

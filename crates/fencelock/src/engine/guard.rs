@@ -13,7 +13,6 @@ use crate::engine::release::{self, Abandoned};
 use crate::engine::request::validate_ttl;
 use crate::error::{Error, LostReason, Result};
 use crate::lease::{Lease, LostSignal, confirm, mark_lost};
-use crate::watchdog::Release;
 
 /// Proof of holding a lock (of any kind: a plain lock, one hold of a reentrant lock, a read or
 /// write lock, a semaphore permit, a fair lock), for as long as its lease lasts.
@@ -246,15 +245,15 @@ impl LockGuard {
 
     fn release_in_background(&self, renewal_id: Option<u64>, only: Option<Vec<usize>>) {
         let shared = &self.client.shared;
-        let sent = shared.watchdog.release(Release {
-            id: renewal_id,
-            lock: Abandoned {
+        let sent = shared.watchdog.release(
+            renewal_id,
+            Abandoned {
                 hold: self.hold.clone(),
                 fence: Some(self.fence),
                 only,
                 running: shared.instances.running(),
             },
-        });
+        );
         if !sent {
             tracing::debug!(lock = %self.hold.name, "client is gone; the lease will run out on its own");
         }

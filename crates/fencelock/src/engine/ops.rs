@@ -9,7 +9,7 @@ use std::time::Duration;
 use redis::cluster_routing::Slot;
 use redis::{FromRedisValue, RedisError, Value};
 
-use crate::connection::Server;
+use crate::connection::{Server, Undelivered};
 use crate::engine::hold::Hold;
 use crate::engine::protocol::Attempt;
 use crate::error::{Conflict, KindInUse};
@@ -40,9 +40,9 @@ pub(crate) async fn acquire(
 ) -> redis::RedisResult<AcquireReply> {
     // A grant whose caller went away before it came (cancelled, or past its time limit while
     // its call waited in a batch) is given back here.
-    let undelivered = {
+    let undelivered = || -> Undelivered {
         let (server, hold) = (server.clone(), hold.clone());
-        move |value: Value| {
+        Box::new(move |value: Value| {
             if matches!(value.as_sequence(), Some([Value::Int(reply::GRANTED), _])) {
                 tokio::spawn(async move {
                     if let Err(err) = release(server, hold.clone(), None, limit).await {
@@ -50,7 +50,7 @@ pub(crate) async fn acquire(
                     }
                 });
             }
-        }
+        })
     };
     let value = server
         .run_coalesced(&hold.acquire_call(attempt), limit, undelivered)
@@ -96,7 +96,7 @@ pub(crate) async fn release(
     limit: Duration,
 ) -> redis::RedisResult<bool> {
     let value = server
-        .run_coalesced(&hold.release_call(fence), limit, |_| {})
+        .run_coalesced(&hold.release_call(fence), limit, || Box::new(|_| {}))
         .await?;
     Ok(i64::from_redis_value(value).map_err(RedisError::from)? == 1)
 }
