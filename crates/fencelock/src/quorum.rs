@@ -156,6 +156,9 @@ impl Instances {
             servers.push(server);
             notifiers.push(ReleaseNotifier::start(feed, command_timeout));
         }
+        if servers.len() > 1 {
+            servers = servers.into_iter().map(Server::in_call_order).collect();
+        }
         Ok(Instances {
             servers,
             notifiers,

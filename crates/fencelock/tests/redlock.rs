@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use fencelock::{Client, Error};
 use fencelock_testkit::{RedisServer, require_test_child, spawn_test_child};
+use futures_util::StreamExt;
 use tokio::time::Instant;
 
 const INSTANCE_TIMEOUT: Duration = Duration::from_millis(50);
@@ -140,6 +141,84 @@ async fn one_or_two_stopped_instances_cost_at_most_the_instance_timeout() {
             "{stopped} stopped: a cycle took {worst:?}"
         );
     }
+}
+
+/// Over Redlock an acquire and a release return at a majority: the slowest instance's share is
+/// still on its way when the caller moves on. A client's calls must still reach each instance
+/// in the order it made them, or a release that arrives after its own acquire leaves the
+/// instance holding a lock nobody holds (and refusing its vote to everyone for a lease).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_instance_hears_each_clients_calls_in_the_order_they_were_made() {
+    const TASKS: usize = 6;
+    const CYCLES: usize = 8;
+    let (servers, urls) = common::redlock_servers(3);
+    let client = redlock(&urls);
+    // Scripts loaded everywhere first: a first call answered NOSCRIPT is sent again by source,
+    // which is not what this test is about.
+    common::warm_up(&client).await;
+    assert!(client.wait_idle(Duration::from_secs(2)).await);
+    let slow = &servers[0];
+    let monitor = redis::Client::open(slow.url())
+        .unwrap()
+        .get_async_monitor()
+        .await
+        .unwrap();
+    let mut heard = Box::pin(monitor.into_on_message::<String>());
+    slow.pause().unwrap();
+    // Several tasks of one client at once, each taking and releasing its own lock again and
+    // again, while one instance hears nothing: its calls pile up on its connection.
+    let tasks: Vec<_> = (0..TASKS)
+        .map(|t| {
+            let client = client.clone();
+            tokio::spawn(async move {
+                for _ in 0..CYCLES {
+                    let guard = client
+                        .lock(&format!("order-{t}"))
+                        .ttl(Duration::from_secs(30))
+                        .no_wait()
+                        .acquire()
+                        .await
+                        .unwrap();
+                    assert!(guard.release().await.unwrap());
+                }
+            })
+        })
+        .collect();
+    for task in tasks {
+        task.await.unwrap();
+    }
+    slow.resume().unwrap();
+    assert!(client.wait_idle(Duration::from_secs(5)).await);
+    // Every call the slow instance ran, in its order: a token's release must come after its
+    // acquire.
+    let mut seen: Vec<(String, bool)> = Vec::new();
+    while let Ok(Some(line)) = tokio::time::timeout(Duration::from_millis(500), heard.next()).await
+    {
+        let release = line.contains(":released");
+        for word in line.split('"') {
+            if word.len() == 32 && word.bytes().all(|b| b.is_ascii_hexdigit()) {
+                seen.push((word.to_owned(), release));
+            }
+        }
+    }
+    let releases = seen.iter().filter(|(_, release)| *release).count();
+    assert!(releases > 0, "the slow instance heard no release: {seen:?}");
+    for (at, (token, release)) in seen.iter().enumerate() {
+        if *release {
+            continue;
+        }
+        let released_before = seen[..at].iter().any(|(t, r)| *r && t == token);
+        assert!(
+            !released_before,
+            "the slow instance heard a release before its acquire ({token})"
+        );
+    }
+    // And so it holds no lock: nobody does.
+    let held: Vec<String> = common::keys(slow)
+        .into_iter()
+        .filter(|k| !k.ends_with(":fence"))
+        .collect();
+    assert!(held.is_empty(), "left held on the slow instance: {held:?}");
 }
 
 #[tokio::test]

@@ -121,7 +121,8 @@ impl Drop for Turn<'_> {
 impl Server {
     /// Runs a script call like [`Server::run_script`], but sends it together with other calls
     /// of the same script when one is already on its way (see the module docs). On Redis
-    /// Cluster, or for a script without a batch form, it is sent as it is.
+    /// Cluster, on a Redlock instance ([`Server::in_call_order`]), or for a script without a
+    /// batch form, it is sent as it is.
     ///
     /// # Cancel safety
     ///
@@ -134,7 +135,11 @@ impl Server {
         limit: Duration,
         undelivered: impl FnOnce() -> Undelivered,
     ) -> RedisResult<Value> {
-        let Some(batch) = call.lua.batch().filter(|_| !self.sharded()) else {
+        let Some(batch) = call
+            .lua
+            .batch()
+            .filter(|_| self.coalesce && !self.sharded())
+        else {
             return self.run_script(call, limit).await;
         };
         let key = QueueKey {

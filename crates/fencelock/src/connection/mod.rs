@@ -71,6 +71,8 @@ pub(crate) struct Server {
     tls: bool,
     /// Script calls waiting for one on its way (`coalesce.rs`).
     coalescer: Arc<coalesce::Coalescer>,
+    /// Whether script calls may be sent together (`coalesce.rs`); off for Redlock instances.
+    coalesce: bool,
 }
 
 impl std::fmt::Debug for Server {
@@ -109,6 +111,7 @@ impl Server {
             addr: addr.into(),
             tls,
             coalescer: Arc::default(),
+            coalesce: true,
         })
     }
 
@@ -119,6 +122,7 @@ impl Server {
             addr: seeds.describe().into(),
             tls: seeds.tls(),
             coalescer: Arc::default(),
+            coalesce: true,
         }
     }
 
@@ -129,7 +133,22 @@ impl Server {
             tls: followed.tls(),
             link: Link::Sentinel(followed),
             coalescer: Arc::default(),
+            coalesce: true,
         }
+    }
+
+    /// This server as one instance of a Redlock set: every script call is sent at once, in the
+    /// order it was made, never held back for a batch.
+    ///
+    /// Group commit keeps one queue per script, and queues keep no order with each other: a
+    /// release waiting in its queue could reach an instance after the same client's next
+    /// acquire of that lock, sent at once, and a slow instance would then refuse its vote. On
+    /// one server the caller always waits for a release's answer before it acquires again, so
+    /// the order cannot break there; over Redlock a call returns at a majority, and the slowest
+    /// instance's share is still on its way.
+    pub(crate) fn in_call_order(mut self) -> Self {
+        self.coalesce = false;
+        self
     }
 
     /// Changes each time the client moves to another master (Sentinel only).
@@ -305,6 +324,7 @@ impl Server {
                     port,
                 },
                 coalescer: Arc::default(),
+                coalesce: false,
             })
             .collect())
     }
