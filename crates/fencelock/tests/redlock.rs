@@ -173,7 +173,7 @@ async fn a_slow_instance_hears_each_clients_calls_in_the_order_they_were_made() 
             tokio::spawn(async move {
                 for _ in 0..CYCLES {
                     let guard = client
-                        .lock(&format!("order-{t}"))
+                        .lock(format!("order-{t}"))
                         .ttl(Duration::from_secs(30))
                         .no_wait()
                         .acquire()
