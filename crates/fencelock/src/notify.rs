@@ -159,6 +159,15 @@ impl ReleaseNotifier {
     }
 }
 
+impl ReleaseNotifier {
+    /// How many waiters of this client are registered for `channel`.
+    pub(crate) fn waiters(&self, channel: &str) -> usize {
+        lock(&self.registry)
+            .get(channel)
+            .map_or(0, |c| c.subscriptions)
+    }
+}
+
 impl Subscription {
     /// Makes release messages addressed to `token` (the owner token of the waiter's current
     /// request) wake this waiter. Cheap when the token did not change.

@@ -320,6 +320,11 @@ impl Instances {
         Subscriptions(subscriptions)
     }
 
+    /// How many requests of this client wait for a release message on `channel` now.
+    pub(crate) fn local_waiters(&self, channel: &str) -> usize {
+        self.notifiers.first().map_or(0, |n| n.waiters(channel))
+    }
+
     /// The error for an operation that could not gather a majority because instances failed,
     /// or, with a single instance, that instance's own error.
     pub(crate) fn failure<T>(

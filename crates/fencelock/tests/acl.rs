@@ -142,7 +142,9 @@ async fn a_user_that_may_not_publish_is_refused_a_release_and_nothing_changes() 
     let url = acl_user(&redis, "mute", &without_channels);
     let mute = client(&url);
     let admin = client(&redis.url());
-    for kind in KINDS {
+    // The plain lock's release publishes only when someone waited, so it tries and releases
+    // either way (the next test); every other kind's release always publishes, first.
+    for kind in KINDS.into_iter().filter(|kind| *kind != "lock") {
         let name = format!("mute-{kind}");
         // Taking a lock publishes nothing: it works.
         let guard = request(&mute, kind, &name)
@@ -175,4 +177,59 @@ async fn a_user_that_may_not_publish_is_refused_a_release_and_nothing_changes() 
         assert!(admin.inspect(&name).await.unwrap().is_held(), "{kind}");
         assert!(admin.force_release(&name).await.unwrap(), "{kind}");
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_user_that_may_not_publish_releases_a_plain_lock_and_its_waiter_wakes_by_its_timer() {
+    let redis = server();
+    let without_channels: Vec<&str> = MINIMAL_RULES
+        .iter()
+        .copied()
+        .filter(|rule| *rule != "&fencelock:*")
+        .collect();
+    let mute = client(&acl_user(&redis, "mute", &without_channels));
+    let other = client(&redis.url());
+    // Uncontended, a release publishes nothing: nothing is refused.
+    let guard = mute.lock("mute-plain").acquire().await.unwrap();
+    assert!(guard.release().await.unwrap());
+    assert_eq!(
+        redis.cmd(&["ACL", "LOG"]).unwrap(),
+        redis::Value::Array(vec![])
+    );
+    // Contended: the waiter marked the value, the release tries to wake it, is refused, and
+    // releases all the same; the waiter takes the lock when the lease it was told runs out.
+    let guard = mute
+        .lock("mute-plain")
+        .ttl(Duration::from_millis(1500))
+        .acquire()
+        .await
+        .unwrap();
+    let waiter = {
+        let other = other.clone();
+        tokio::spawn(async move {
+            other
+                .lock("mute-plain")
+                .wait_up_to(Duration::from_secs(10))
+                .acquire()
+                .await
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(guard.release().await.unwrap(), "the release was refused");
+    assert!(
+        !other.inspect("mute-plain").await.unwrap().is_held() || waiter.is_finished(),
+        "the lock is still held after its release"
+    );
+    let granted = tokio::time::timeout(Duration::from_secs(5), waiter)
+        .await
+        .unwrap_or_else(|_| panic!("the waiter never took the lock"))
+        .unwrap()
+        .unwrap_or_else(|e| panic!("the waiter: {e}"));
+    assert!(granted.release().await.unwrap());
+    let denied = redis.cmd(&["ACL", "LOG"]).unwrap();
+    assert_ne!(
+        denied,
+        redis::Value::Array(vec![]),
+        "the wake-up was not refused: this test tests nothing"
+    );
 }

@@ -375,6 +375,58 @@ async fn a_waiter_is_woken_promptly_by_a_release() {
     }
 }
 
+/// A release wakes one waiter of each client (the value says someone waited); the one woken
+/// takes the lock marked as waited for while others of its client still wait, so that its own
+/// release wakes the next, and none of them sleeps until the first holder's lease would have
+/// run out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_waiters_of_one_client_are_woken_one_after_another() {
+    const WAITERS: usize = 3;
+    let redis = server();
+    let a = client(&redis.url());
+    let b = client(&redis.url());
+    let held = a
+        .lock("queue-of-three")
+        .ttl(Duration::from_secs(20))
+        .acquire()
+        .await
+        .unwrap();
+    let waiters: Vec<_> = (0..WAITERS)
+        .map(|_| {
+            let b = b.clone();
+            tokio::spawn(async move {
+                let guard = b
+                    .lock("queue-of-three")
+                    .ttl(Duration::from_secs(20))
+                    .wait_up_to(Duration::from_secs(8))
+                    .acquire()
+                    .await?;
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                guard.release().await
+            })
+        })
+        .collect();
+    // Let the waiters subscribe and settle into their wait.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let released_at = Instant::now();
+    assert!(held.release().await.unwrap());
+    for waiter in waiters {
+        let released = waiter
+            .await
+            .unwrap()
+            .unwrap_or_else(|e| panic!("a waiter of the same client was not woken: {e}"));
+        assert!(released);
+    }
+    // A behaviour check, not a benchmark: each was woken by a release message, not by a 20 s
+    // lease running out.
+    let took = released_at.elapsed();
+    assert!(took < Duration::from_secs(5), "took {took:?}");
+    // The first holder's release and each waiter's but the last's: the last one's value was
+    // not marked, nobody waited for it.
+    let published = calls(&redis, "publish");
+    assert!(published <= WAITERS as u64, "{published} wake-ups");
+}
+
 #[tokio::test]
 async fn waiting_is_bounded_by_the_callers_limit() {
     let redis = server();
@@ -612,6 +664,11 @@ async fn an_uncontended_cycle_costs_two_commands_and_no_subscription() {
         calls(&redis, "subscribe"),
         0,
         "nobody waited, so nobody subscribed"
+    );
+    assert_eq!(
+        calls(&redis, "publish"),
+        0,
+        "nobody waited, so no release published"
     );
     assert_eq!(calls(&redis, "script|load") + calls(&redis, "eval"), 0);
 }

@@ -19,7 +19,7 @@ end
 local reply = {1, kind, fence or '', '', 0}
 if kind == 'lock' then
   local value = redis.call('get', KEYS[1])
-  local token, held = string.match(value, '^(%x+):(%d+)$')
+  local token, held = string.match(value, '^(%x+):(%d+)%+?$')
   table.insert(reply, 'holder')
   table.insert(reply, token)
   table.insert(reply, redis.call('pttl', KEYS[1]))

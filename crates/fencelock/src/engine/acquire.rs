@@ -127,7 +127,8 @@ impl LockRequest {
                 waiting.answer_to(hold.token.as_str());
             }
             let switch_epoch = shared.instances.switch_epoch();
-            let (remaining, split) = match self.round(shared, &hold).await? {
+            let (remaining, split) = match self.round(shared, &hold, subscription.is_some()).await?
+            {
                 Round::Won {
                     mut fence,
                     sent_at,

@@ -98,7 +98,13 @@ pub(crate) async fn release(
     let value = server
         .run_coalesced(&hold.release_call(fence), limit, || Box::new(|_| {}))
         .await?;
-    Ok(i64::from_redis_value(value).map_err(RedisError::from)? == 1)
+    match i64::from_redis_value(value).map_err(RedisError::from)? {
+        reply::RELEASED_UNTOLD => {
+            tracing::warn!(lock = %hold.name, server = %server.addr, "released, but the server refused the wake-up message (the ACL user may not publish on the lock's channel): waiters take the lock when they next look, at the latest when the lease they were told would have run out");
+            Ok(true)
+        }
+        released => Ok(released == 1),
+    }
 }
 
 /// What an extend found on one instance.
@@ -269,6 +275,7 @@ mod tests {
         Attempt {
             ttl,
             queue_timeout: Duration::ZERO,
+            others_wait: false,
         }
     }
 

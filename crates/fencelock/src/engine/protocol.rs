@@ -22,6 +22,11 @@ pub(crate) struct Attempt {
     /// How long a place in a queue lasts without a refresh; zero for a request that does not
     /// wait (it takes no place) and for kinds without a queue.
     pub(crate) queue_timeout: Duration,
+    /// Other requests of this client wait for this lock. A plain lock's release wakes a
+    /// waiter only when its value says someone waited (`plain/value.lua`); a request woken
+    /// while others of its client still wait marks its grant so, since they sleep on and will
+    /// not mark it themselves.
+    pub(crate) others_wait: bool,
 }
 
 /// One kind of lock, as the engine sees it. Every script call borrows its keys and arguments

@@ -51,13 +51,20 @@ impl LockRequest {
     /// One acquisition round: the acquire script on every instance at once, decided as soon as
     /// a majority granted or can no longer grant. A round that is not won gives back what it may
     /// have taken before it returns.
-    pub(crate) async fn round(&self, shared: &Shared, hold: &Arc<Hold>) -> Result<Round> {
+    /// `waiting`: this request is one of the client's waiters for the lock (it subscribed).
+    pub(crate) async fn round(
+        &self,
+        shared: &Shared,
+        hold: &Arc<Hold>,
+        waiting: bool,
+    ) -> Result<Round> {
         let instances = &shared.instances;
         let quorum = instances.quorum();
         let limit = instances.limit(self.ttl);
         let attempt = Attempt {
             ttl: self.ttl,
             queue_timeout: self.place_lasts(),
+            others_wait: instances.local_waiters(hold.keys.channel()) > usize::from(waiting),
         };
         // A queued waiter (fair, or a read-write waiter) hears every instance out when it loses
         // a round: an instance not waited for would have to be given back under a new token,

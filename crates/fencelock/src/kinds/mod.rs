@@ -88,6 +88,7 @@ mod tests {
     const ATTEMPT: Attempt = Attempt {
         ttl: Duration::from_secs(1),
         queue_timeout: Duration::from_secs(5),
+        others_wait: true,
     };
 
     #[test]

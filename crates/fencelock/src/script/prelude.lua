@@ -14,6 +14,12 @@ local function publish(channel, message)
   redis.call(PUBLISH_COMMAND, channel, message)
 end
 
+-- Publishes like `publish`, but answers false instead of raising when the server refuses (an
+-- ACL user that may not publish on the channel), for a script that goes on without it.
+local function try_publish(channel, message)
+  return type(redis.pcall(PUBLISH_COMMAND, channel, message)) ~= 'table'
+end
+
 -- The server's clock as TIME gives it, read once per script run: the calls of a batch share it
 -- (script/batch.lua), and fences stay unique per fence key (see `next_fence`).
 local clock
@@ -90,7 +96,7 @@ local function kind_of(key)
     return nil, {-1, key, 'hash'}
   end
   if t == 'string' then
-    if string.match(redis.call('get', key), '^%x+:%d+$') then
+    if string.match(redis.call('get', key), '^%x+:%d+%+?$') then
       return 'lock'
     end
     return nil, {-1, key, 'a string that is not a fencelock lock'}

@@ -16,6 +16,8 @@ pub(crate) const HELD: i64 = 0;
 pub(crate) const FOREIGN: i64 = -1;
 /// The reply code of a conflict with the lock's state.
 pub(crate) const CONFLICT: i64 = -2;
+/// A release script's reply: released, but the server refused the wake-up message.
+pub(crate) const RELEASED_UNTOLD: i64 = 2;
 
 /// A Redis type name (or a script's description of a value) for messages.
 pub(crate) fn describe_type(found: &str) -> String {

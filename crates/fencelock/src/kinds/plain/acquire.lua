@@ -1,7 +1,8 @@
 -- Take the lock if it is free, or confirm it if this owner already holds it (so that a retry
 -- after a lost reply neither strands the lock nor hands out a second fence).
 -- KEYS[1] the lock key, KEYS[2] the fence key
--- ARGV[1] the owner token, ARGV[2] the lease in milliseconds
+-- ARGV[1] the owner token, ARGV[2] the lease in milliseconds, ARGV[3] '1' when other requests
+-- of this client wait for the lock (the grant is marked as waited for: see value.lua), else ''
 -- Reply: {1, fence}        granted (or already held by this owner)
 --        {0, pttl}         held by another owner; pttl -1 means the key has no expiry
 --        {-1, key, type}   a key holds something that is not ours; nothing was written
@@ -15,18 +16,31 @@
 local t = server_time()
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local text = int(now)
-local value = redis.pcall('set', KEYS[1], ARGV[1] .. ':' .. text, 'NX', 'GET', 'PX', ARGV[2])
+local mark = ''
+if ARGV[3] == '1' then
+  mark = '+'
+end
+local value = redis.pcall('set', KEYS[1], ARGV[1] .. ':' .. text .. mark, 'NX', 'GET', 'PX', ARGV[2])
 if type(value) == 'table' then
   -- Not a string: nothing was written.
   return refuse_other_kind(KEYS[1], 'lock')
 end
 if value then
-  local held = fence_if_held(value, ARGV[1])
+  local held, waited = fence_if_held(value, ARGV[1])
   if held then
-    redis.call('pexpire', KEYS[1], ARGV[2])
+    if mark ~= '' and not waited then
+      redis.call('set', KEYS[1], value .. mark, 'PX', ARGV[2])
+    else
+      redis.call('pexpire', KEYS[1], ARGV[2])
+    end
     return {1, tonumber(held)}
   end
-  return {0, redis.call('pttl', KEYS[1])}
+  local pttl = redis.call('pttl', KEYS[1])
+  if pttl >= 0 then
+    -- (A key with no expiry is no holder's lease: it is reported, and left as it is.)
+    mark_waited(KEYS[1], value)
+  end
+  return {0, pttl}
 end
 -- Taken. The fence key's TTL is kept, so that a key that turns out not to be ours is put back
 -- exactly as it was.
@@ -51,5 +65,5 @@ end
 local fence = before + 1
 text = int(fence)
 redis.call('set', KEYS[2], text)
-redis.call('set', KEYS[1], ARGV[1] .. ':' .. text, 'PX', ARGV[2])
+redis.call('set', KEYS[1], ARGV[1] .. ':' .. text .. mark, 'PX', ARGV[2])
 return {1, fence}

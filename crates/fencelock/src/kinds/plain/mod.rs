@@ -33,7 +33,11 @@ impl Protocol for Plain {
         Call::new(
             &ACQUIRE,
             &hold.lock_and_fence(),
-            smallvec![hold.token_arg(), Arg::millis(attempt.ttl)],
+            smallvec![
+                hold.token_arg(),
+                Arg::millis(attempt.ttl),
+                Arg::Str(if attempt.others_wait { "1" } else { "" }),
+            ],
         )
     }
 
