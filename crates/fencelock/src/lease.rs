@@ -88,15 +88,21 @@ pub(crate) type Lease = std::sync::Arc<watch::Sender<LeaseState>>;
 
 /// Records a confirmation (acquire, extend or renewal) sent at `sent_at` that set the lease to
 /// `ttl`. A confirmation older than the current one is ignored; a lost lease stays lost.
+///
+/// Waiters on the lost signal are woken only when the deadline moves earlier (a shorter lease):
+/// one that sleeps until the old deadline looks again then and sleeps on, so a renewal, which
+/// moves it later, wakes nobody.
 pub(crate) fn confirm(lease: &Lease, sent_at: Instant, ttl: Duration, drift: &ClockDrift) {
     lease.send_if_modified(|s| {
         if s.lost.is_some() || sent_at < s.confirmed_at {
             return false;
         }
+        let deadline = drift.deadline(sent_at, ttl);
+        let earlier = deadline < s.deadline;
         s.ttl = ttl;
         s.confirmed_at = sent_at;
-        s.deadline = drift.deadline(sent_at, ttl);
-        true
+        s.deadline = deadline;
+        earlier
     });
 }
 
@@ -212,6 +218,28 @@ mod tests {
         assert_eq!(lease.borrow().deadline, expected);
         let reason = sig.wait().await;
         assert_eq!(Instant::now(), expected);
+        assert_eq!(reason, LostReason::Expired { last_error: None });
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_waiting_signal_follows_the_deadline_later_and_earlier() {
+        let drift = ClockDrift::default();
+        let t0 = Instant::now();
+        let lease: Lease =
+            Arc::new(watch::channel(LeaseState::new(t0, Duration::from_millis(1000), &drift)).0);
+        let waiting = tokio::spawn(LostSignal::new(&lease).into_future());
+        tokio::task::yield_now().await;
+        // Later: the waiter is not woken by the renewal, and still fires at the new deadline.
+        tokio::time::advance(Duration::from_millis(500)).await;
+        confirm(&lease, Instant::now(), Duration::from_millis(1000), &drift);
+        let later = Instant::now() + Duration::from_millis(1000 - 12);
+        // Earlier: a shorter lease must wake it, or it would sleep past the new deadline.
+        tokio::time::advance(Duration::from_millis(100)).await;
+        confirm(&lease, Instant::now(), Duration::from_millis(200), &drift);
+        let earlier = Instant::now() + Duration::from_millis(200 - 4);
+        assert!(earlier < later);
+        let reason = waiting.await.unwrap();
+        assert_eq!(Instant::now(), earlier);
         assert_eq!(reason, LostReason::Expired { last_error: None });
     }
 

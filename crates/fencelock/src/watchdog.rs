@@ -15,7 +15,7 @@
 //! it is checked the same way as soon as it arrives.
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::BinaryHeap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
@@ -133,7 +133,9 @@ impl Entry {
 /// when they come up, so no step walks every lock.
 #[derive(Default)]
 struct Schedule {
-    entries: HashMap<u64, Entry>,
+    /// Hashed with foldhash: the keys are the client's own counters, nothing an attacker picks,
+    /// and each renewal looks its hold up a few times.
+    entries: foldhash::HashMap<u64, Entry>,
     queue: BinaryHeap<Reverse<(Instant, u64)>>,
     /// The instant the task sleeps until (`None`: it waits for a hold).
     armed: Option<Instant>,
@@ -351,7 +353,6 @@ async fn renew(instances: &Arc<Instances>, drift: &ClockDrift, shared: &Shared, 
                 _ => None,
             })
             .collect();
-        let name = entry.renewal.hold.name.clone();
         let renewal = &entry.renewal;
         let tally = judge_extension(instances, &usable, &renewal.hold, renewal.fence, ttl);
         crate::observe::renewal(tally.verdict == Verdict::Extended);
@@ -376,7 +377,7 @@ async fn renew(instances: &Arc<Instances>, drift: &ClockDrift, shared: &Shared, 
                 .filter_map(|(a, server)| a.err().map(|e| format!("{}: {e}", server.addr)))
                 .collect();
             let error = errors.join("; ");
-            tracing::warn!(lock = %name, %error, "lock renewal failed; retrying until the lease deadline");
+            tracing::warn!(lock = %entry.renewal.hold.name, %error, "lock renewal failed; retrying until the lease deadline");
             entry.renewal.lease.send_modify(|s| {
                 s.expiry_reason = LostReason::Expired {
                     last_error: Some(error),

@@ -239,7 +239,7 @@ async fn extend_batch<'c, C: std::borrow::Borrow<Call<'c>>>(
         }
     }
     let sharded = server.sharded();
-    let mut pipe = redis::pipe();
+    let mut pipe = redis::Pipeline::with_capacity(scripts.len() + calls.len());
     pipe.ignore_errors();
     for lua in &scripts {
         pipe.cmd("SCRIPT")

@@ -82,12 +82,19 @@ impl Variant {
 
     /// `EVALSHA <sha>`, or with `by_source` `EVAL <source>`: the head of a call of this script.
     pub(crate) fn command(&self, by_source: bool) -> redis::Cmd {
-        let mut c = redis::cmd(if by_source { "EVAL" } else { "EVALSHA" });
-        if by_source {
-            c.arg(self.source.as_ref());
+        self.command_with_room(by_source, 0, 0)
+    }
+
+    /// [`Variant::command`] with room for `args` more arguments of `bytes` bytes in all, so
+    /// that writing them does not grow the command again and again.
+    fn command_with_room(&self, by_source: bool, args: usize, bytes: usize) -> redis::Cmd {
+        let (name, head) = if by_source {
+            ("EVAL", self.source.as_ref())
         } else {
-            c.arg(self.script.get_hash());
-        }
+            ("EVALSHA", self.script.get_hash())
+        };
+        let mut c = redis::Cmd::with_capacity(2 + args, name.len() + head.len() + bytes);
+        c.arg(name).arg(head);
         c
     }
 }
@@ -274,7 +281,20 @@ impl<'a> Call<'a> {
 
     /// The `EVALSHA` (or, with `by_source`, `EVAL`) command of this call, in `variant`.
     pub(crate) fn command(&self, variant: &Variant, by_source: bool) -> redis::Cmd {
-        let mut command = variant.command(by_source);
+        // The key count, the keys and the arguments (a number takes at most 20 digits).
+        let args = 1 + self.keys.len() + self.args.len();
+        let bytes = 20
+            + self.keys.iter().map(|k| k.len()).sum::<usize>()
+            + self
+                .args
+                .iter()
+                .map(|a| match a {
+                    Arg::Str(s) => s.len(),
+                    Arg::Text(s) => s.len(),
+                    Arg::Int(_) => 20,
+                })
+                .sum::<usize>();
+        let mut command = variant.command_with_room(by_source, args, bytes);
         self.write_keys_and_args(&mut command);
         command
     }
@@ -324,16 +344,7 @@ impl<'a> Call<'a> {
     /// Adds the call to a pipeline as an `EVALSHA` of `variant` (the pipeline loads the script
     /// first).
     pub(crate) fn push_to(&self, pipe: &mut redis::Pipeline, variant: &Variant) {
-        let command = pipe
-            .cmd("EVALSHA")
-            .arg(variant.script.get_hash())
-            .arg(self.keys.len());
-        for key in &self.keys {
-            command.arg(key.as_ref());
-        }
-        for arg in &self.args {
-            command.arg(arg);
-        }
+        pipe.add_command(self.command(variant, false));
     }
 }
 
