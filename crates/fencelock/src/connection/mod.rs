@@ -198,8 +198,11 @@ impl Server {
         let (keys, args) = calls
             .first()
             .map_or((0, 0), |c| (c.keys().count(), c.args().count()));
+        // The counts (a number takes at most 20 digits), then every call's keys and arguments.
+        let room = 4 + calls.len() * (keys + args);
+        let bytes = 80 + calls.iter().map(|c| c.len()).sum::<usize>();
         let command = |by_source: bool| {
-            let mut c = variant.command(by_source);
+            let mut c = variant.command(by_source, room, bytes);
             c.arg(calls.len() * keys);
             for call in calls {
                 for key in call.keys() {

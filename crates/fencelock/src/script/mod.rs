@@ -80,14 +80,10 @@ impl Variant {
         }
     }
 
-    /// `EVALSHA <sha>`, or with `by_source` `EVAL <source>`: the head of a call of this script.
-    pub(crate) fn command(&self, by_source: bool) -> redis::Cmd {
-        self.command_with_room(by_source, 0, 0)
-    }
-
-    /// [`Variant::command`] with room for `args` more arguments of `bytes` bytes in all, so
-    /// that writing them does not grow the command again and again.
-    fn command_with_room(&self, by_source: bool, args: usize, bytes: usize) -> redis::Cmd {
+    /// `EVALSHA <sha>`, or with `by_source` `EVAL <source>`: the head of a call of this script,
+    /// with room for `args` more arguments of `bytes` bytes in all, so that writing them does not
+    /// grow the command again and again.
+    pub(crate) fn command(&self, by_source: bool, args: usize, bytes: usize) -> redis::Cmd {
         let (name, head) = if by_source {
             ("EVAL", self.source.as_ref())
         } else {
@@ -203,6 +199,11 @@ pub(crate) struct Encoded {
 }
 
 impl Encoded {
+    /// The bytes of the keys and arguments, all together.
+    pub(crate) fn len(&self) -> usize {
+        self.bytes.len()
+    }
+
     fn parts(&self) -> impl Iterator<Item = &[u8]> {
         let starts = std::iter::once(0).chain(self.ends.iter().copied());
         starts
@@ -294,7 +295,7 @@ impl<'a> Call<'a> {
                     Arg::Int(_) => 20,
                 })
                 .sum::<usize>();
-        let mut command = variant.command_with_room(by_source, args, bytes);
+        let mut command = variant.command(by_source, args, bytes);
         self.write_keys_and_args(&mut command);
         command
     }
