@@ -9,8 +9,9 @@
 -- that an error leaves nothing of that call behind.
 local calls, nkeys, nargs = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
 local replies = {}
+-- One pair of tables for every call (no script keeps its KEYS or ARGV past its own call).
+local keys, args = {}, {}
 for i = 0, calls - 1 do
-  local keys, args = {}, {}
   for k = 1, nkeys do
     keys[k] = KEYS[i * nkeys + k]
   end

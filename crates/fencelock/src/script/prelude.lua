@@ -30,15 +30,26 @@ local function server_time()
   return clock
 end
 
--- The server's clock in milliseconds (holders' expiry times are on this clock).
-local function now_ms()
-  local t = server_time()
-  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end
-
 -- A number as Redis wants it in a string: no exponent, no decimals.
 local function int(n)
   return string.format('%.0f', n)
+end
+
+-- The server's clock in microseconds, as a number and as text, worked out once per script run
+-- (the calls of a batch share it: number conversions are a good part of a short script's cost).
+local micros, micros_text
+local function clock_micros()
+  if not micros then
+    local t = server_time()
+    micros = tonumber(t[1]) * 1000000 + tonumber(t[2])
+    micros_text = int(micros)
+  end
+  return micros, micros_text
+end
+
+-- The server's clock in milliseconds (holders' expiry times are on this clock).
+local function now_ms()
+  return math.floor(clock_micros() / 1000)
 end
 
 -- The last fence handed out (0 if none), or nil and an error reply if the key is not ours.
@@ -61,9 +72,12 @@ end
 -- which is past every fence handed out before, so fences keep growing after a lost counter
 -- (restart without persistence, failover, flush).
 local function next_fence(key, last)
-  local t = server_time()
-  local fence = math.max(last + 1, tonumber(t[1]) * 1000000 + tonumber(t[2]))
-  local text = int(fence)
+  local now, now_text = clock_micros()
+  local fence, text = now, now_text
+  if last + 1 > now then
+    fence = last + 1
+    text = int(fence)
+  end
   redis.call('set', key, text)
   return fence, text
 end

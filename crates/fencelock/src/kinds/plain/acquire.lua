@@ -13,9 +13,7 @@
 -- GET on the fence key (writes the new fence and returns the last). The fence is
 -- max(last + 1, clock), as `next_fence` gives: when the counter is ahead of the clock, the fence
 -- and the lock's value are written again.
-local t = server_time()
-local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local text = int(now)
+local now, text = clock_micros()
 local mark = ''
 if ARGV[3] == '1' then
   mark = '+'

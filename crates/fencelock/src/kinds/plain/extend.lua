@@ -3,7 +3,7 @@
 -- Reply: 1 extended, 0 the key is gone, -1 another owner (or something else) is there;
 -- nothing is touched unless the reply is 1
 local value = redis.pcall('get', KEYS[1])
-if fence_if_held(value, ARGV[1]) then
+if holds(value, ARGV[1]) then
   return redis.call('pexpire', KEYS[1], ARGV[2])
 end
 if value then

@@ -13,7 +13,7 @@
 -- its majority's; writing it back on every instance it held means that whichever majority takes
 -- the lock next contains an instance that knows it.
 local value = redis.pcall('get', KEYS[1])
-local held, waited = fence_if_held(value, ARGV[1])
+local held, waited = holds(value, ARGV[1])
 if not held then
   return 0
 end

@@ -3,21 +3,28 @@
 -- that finds the lock held appends it, and the release publishes a wake-up only then, so an
 -- uncontended cycle runs no PUBLISH. Prepended to the scripts that read it.
 
+-- Whether `token` holds the plain or fair lock whose value is `value` (false for another
+-- holder, no value, or an error table from a pcall), and whether someone waited for it. Makes
+-- no new string: ':' is byte 58, '+' byte 43.
+local function holds(value, token)
+  if type(value) ~= 'string' or string.byte(value, #token + 1) ~= 58
+      or string.find(value, token, 1, true) ~= 1 then
+    return false, false
+  end
+  return true, string.byte(value, -1) == 43
+end
+
 -- The fence (as a string) in a plain or fair lock's value `<token>:<fence>[+]` when `token`
--- holds it, and whether someone waited for it; nil otherwise (another holder, no value, or an
--- error table from a pcall).
+-- holds it, and whether someone waited for it; nil otherwise.
 local function fence_if_held(value, token)
-  if type(value) ~= 'string' then
+  local held, waited = holds(value, token)
+  if not held then
     return nil
   end
-  local mine = token .. ':'
-  if string.sub(value, 1, #mine) ~= mine then
-    return nil
+  if waited then
+    return string.sub(value, #token + 2, -2), true
   end
-  if string.byte(value, -1) == 43 then
-    return string.sub(value, #mine + 1, -2), true
-  end
-  return string.sub(value, #mine + 1), false
+  return string.sub(value, #token + 2), false
 end
 
 -- Marks another holder's value as waited for (once), so that its release wakes a waiter. A
