@@ -139,16 +139,34 @@ mod tests {
     }
 
     #[test]
-    fn every_script_has_the_prelude_and_the_wake_payloads() {
+    fn every_script_has_the_wake_payloads_and_the_prelude_helpers_it_calls() {
         for (protocol, scripts) in every_kind() {
             for lua in scripts {
+                let source = lua.source();
                 assert!(
-                    lua.source()
+                    source
                         .starts_with("local PUBLISH_COMMAND = 'publish'\nlocal WAKE_ONE = 'one'\n"),
                     "{}",
                     protocol.label()
                 );
-                assert!(lua.source().contains("local function now_ms()"));
+                // Every prelude helper a script carries is called there (defined, and used at
+                // least once more).
+                for line in include_str!("../script/prelude.lua").lines() {
+                    let Some(name) = line
+                        .strip_prefix("local function ")
+                        .and_then(|f| f.split('(').next())
+                    else {
+                        continue;
+                    };
+                    if source.contains(line) {
+                        let uses = source.matches(&format!("{name}(")).count();
+                        assert!(uses >= 2, "{}: {name} is never called", protocol.label());
+                    }
+                }
+                assert!(
+                    source.contains("local function server_time()")
+                        || !source.contains("server_time(")
+                );
             }
         }
     }

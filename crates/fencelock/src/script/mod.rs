@@ -2,8 +2,8 @@
 //! files ([`lua!`]), how one call (script, keys, arguments) is encoded and sent, and the wake-up
 //! payloads that release scripts publish and the release listener reads.
 //!
-//! Every script is `prelude.lua` (helpers every kind uses) with the wake-up payloads in front,
-//! then the parts its module names: helpers of that kind (`value.lua`, `fields.lua`,
+//! Every script is the helpers of `prelude.lua` that it calls, with the wake-up payloads in
+//! front, then the parts its module names: helpers of that kind (`value.lua`, `fields.lua`,
 //! `queue.lua`, ...) and the script itself. A script is run by SHA and loaded again when the
 //! server answers `NOSCRIPT`, so each operation stays one round trip.
 
@@ -121,9 +121,18 @@ impl Lua {
         }
     }
 
-    /// A script (`head`: the publish command, the payloads and the prelude; `body`: its parts)
-    /// with its batch form.
-    pub(crate) fn with_batch(head: &'static str, body: &'static str) -> Self {
+    /// A script as [`lua!`] composes it: the publish command and the payloads, the helpers of
+    /// the prelude that its parts use (see [`used_helpers`]), then its parts; with its batch
+    /// form.
+    pub(crate) fn composed(payloads: &str, prelude: &str, parts: &[&str]) -> Self {
+        let body = parts.concat();
+        let head = format!("{payloads}{}", used_helpers(prelude, &body));
+        Lua::with_batch(&head, &body)
+    }
+
+    /// A script (`head`: the publish command, the payloads and the helpers; `body`: the script
+    /// itself) with its batch form.
+    pub(crate) fn with_batch(head: &str, body: &str) -> Self {
         let mut lua = Lua::new(format!("{head}{body}"));
         let batch = format!(
             "{head}local function one(KEYS, ARGV)\n{body}\nend\n{}",
@@ -161,20 +170,94 @@ impl Lua {
 macro_rules! lua {
     ($($file:literal),+ $(,)?) => {
         std::sync::LazyLock::new(|| {
-            $crate::script::Lua::with_batch(
+            $crate::script::Lua::composed(
                 concat!(
                     "local PUBLISH_COMMAND = 'publish'\n",
                     "local WAKE_ONE = '", $crate::script::wake_one!(), "'\n",
                     "local WAKE_ALL = '", $crate::script::wake_all!(), "'\n",
                     "local WAKE_TO = '", $crate::script::wake_to!(), "'\n",
-                    include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/script/prelude.lua")),
                 ),
-                concat!($(include_str!($file)),+),
+                include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/script/prelude.lua")),
+                &[$(include_str!($file)),+],
             )
         })
     };
 }
 pub(crate) use lua;
+
+/// The helpers of `helpers` (the prelude) that `script` uses, directly or through another
+/// helper, in their order: every script runs its whole text on each call, and each helper
+/// defined is a closure made (and later collected) on every run, which callgrind counts at
+/// about 700 instructions of the server's apiece. A helper is a paragraph (lines up to a blank
+/// line, so a helper has no blank line inside) that defines names at its top level
+/// (`local function NAME(` or `local NAME, ... =`); paragraphs that define nothing (comments)
+/// are left out.
+pub(crate) fn used_helpers(helpers: &str, script: &str) -> String {
+    let blocks: Vec<(&str, Vec<&str>)> = helpers
+        .split("\n\n")
+        .map(|block| (block, defined_names(block)))
+        .filter(|(_, names)| !names.is_empty())
+        .collect();
+    let mut used = vec![false; blocks.len()];
+    let mut text = code_only(script);
+    loop {
+        let mut more = false;
+        for (i, (block, names)) in blocks.iter().enumerate() {
+            if !used[i] && names.iter().any(|name| mentions(&text, name)) {
+                used[i] = true;
+                text.push_str(&code_only(block));
+                more = true;
+            }
+        }
+        if !more {
+            break;
+        }
+    }
+    let mut kept = String::new();
+    for ((block, _), used) in blocks.iter().zip(used) {
+        if used {
+            kept.push_str(block.trim_matches('\n'));
+            kept.push_str("\n\n");
+        }
+    }
+    kept
+}
+
+/// Lua text without its comments (everything from `--` to the end of a line; no script of
+/// this crate has `--` inside a string).
+fn code_only(text: &str) -> String {
+    let mut code = String::with_capacity(text.len());
+    for line in text.lines() {
+        code.push_str(line.split("--").next().unwrap_or_default());
+        code.push('\n');
+    }
+    code
+}
+
+/// The names a helper paragraph defines at its top level.
+fn defined_names(block: &str) -> Vec<&str> {
+    let mut names = Vec::new();
+    for line in block.lines() {
+        let Some(rest) = line.strip_prefix("local ") else {
+            continue;
+        };
+        if let Some(function) = rest.strip_prefix("function ") {
+            names.extend(function.split('(').next().map(str::trim));
+        } else {
+            let list = rest.split('=').next().unwrap_or_default();
+            names.extend(list.split(',').map(str::trim).filter(|n| !n.is_empty()));
+        }
+    }
+    names
+}
+
+/// Whether `text` mentions `name` as a whole word.
+fn mentions(text: &str, name: &str) -> bool {
+    let word = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+    text.match_indices(name).any(|(at, _)| {
+        !word(text[..at].chars().next_back()) && !word(text[at + name.len()..].chars().next())
+    })
+}
 
 /// One script call: the script, its keys and its arguments. Keys and arguments borrow from the
 /// hold where they can, and sit inline (no script takes more than four of either), so that a
@@ -352,6 +435,48 @@ impl<'a> Call<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_script_carries_the_prelude_helpers_it_uses_and_no_others() {
+        let prelude = include_str!("prelude.lua");
+        // next_fence uses clock_micros, which uses server_time and int: all four come along.
+        let kept = used_helpers(prelude, "local f = next_fence(KEYS[2], 0)\nreturn f\n");
+        for name in [
+            "local function next_fence(",
+            "local function clock_micros(",
+            "local function server_time(",
+            "local function int(",
+            "local clock\n",
+            "local micros, micros_text\n",
+        ] {
+            assert!(kept.contains(name), "{name} missing from:\n{kept}");
+        }
+        for name in [
+            "keep_for",
+            "kind_of",
+            "try_publish",
+            "raise_fence",
+            "now_ms",
+        ] {
+            assert!(
+                !kept.contains(&format!("local function {name}(")),
+                "{name} kept"
+            );
+        }
+        // A name inside a longer word, or in a comment, is no use of it.
+        let kept = used_helpers(prelude, "local publisher = 1 -- see next_fence\n");
+        assert!(!kept.contains("local function publish("), "{kept}");
+        assert!(!kept.contains("local function next_fence("), "{kept}");
+        // Every script of the crate starts with the payloads and keeps its own text whole.
+        let plain = &crate::kinds::plain::RELEASE;
+        assert!(
+            plain
+                .source()
+                .starts_with("local PUBLISH_COMMAND = 'publish'\n")
+        );
+        assert!(plain.source().contains("local function try_publish("));
+        assert!(!plain.source().contains("local function keep_for("));
+    }
 
     #[test]
     fn an_encoded_call_gives_back_its_keys_and_arguments_as_redis_gets_them() {

@@ -3,9 +3,11 @@
 -- writes made before it, so publishing first means a refusal changes nothing. (Subscribers get
 -- the message only after the script has ended, so nobody can act on it early.)
 
--- Helpers shared by every fencelock script: `lua!` (script/mod.rs) puts this file, after the
--- wake-up payloads, in front of each script when the crate is built, so that every script stays
--- one EVALSHA. Helpers that only one kind of lock needs live with that kind.
+-- Helpers shared by fencelock's scripts: `lua!` (script/mod.rs) puts the ones a script calls,
+-- after the wake-up payloads, in front of it, so that every script stays one EVALSHA and defines
+-- no closure it never calls. One helper a paragraph, with no blank line inside (a paragraph is
+-- what `used_helpers` keeps or leaves out). Helpers that only one kind of lock needs live with
+-- that kind.
 
 -- Publishes a release message on the lock's channel: PUBLISH, or SPUBLISH on Redis Cluster
 -- (`PUBLISH_COMMAND` is set in front of the prelude; see script/mod.rs), where a plain PUBLISH
