@@ -157,9 +157,7 @@ impl ReleaseNotifier {
         });
         (subscription, reply)
     }
-}
 
-impl ReleaseNotifier {
     /// How many waiters of this client are registered for `channel`.
     pub(crate) fn waiters(&self, channel: &str) -> usize {
         lock(&self.registry)
