@@ -4,6 +4,8 @@
 //! - `P:{NAME}` holds the lock: `<owner token>:<fence>`, with the lease as its TTL;
 //! - `P:{NAME}:fence` holds the last fence handed out for `NAME`; it never expires;
 //! - `P:{NAME}:released` is the channel a release is published on;
+//! - for a plain lock on one server, `P:{NAME}:waiters` holds the waiters a release may pass
+//!   the lock to (token -> when the place lapses, in server milliseconds);
 //! - for a fair lock, `P:{NAME}:queue` and `P:{NAME}:alive` hold its waiters.
 //!
 //! The lock key is a string (`<token>:<fence>`) for plain and fair locks, and a hash recording
@@ -19,18 +21,20 @@ pub const MAX_NAME_LEN: usize = 1024;
 /// The Redis names of one lock.
 #[derive(Debug, Clone)]
 pub(crate) struct LockKeys {
-    /// `P:{N}:fenceP:{N}:released`: the lock key, the fence key and the channel in one string
-    /// (one allocation per acquisition instead of three).
+    /// `P:{N}:fenceP:{N}:releasedP:{N}:waiters`: the lock key, the fence key, the channel and
+    /// the plain lock's waiters in one string (one allocation per acquisition instead of four).
     all: String,
     /// Where the lock key ends (`P:{N}`).
     lock_end: usize,
     /// Where the fence key ends (`P:{N}:fence`).
     fence_end: usize,
+    /// Where the channel ends (`P:{N}:released`).
+    channel_end: usize,
 }
 
 impl LockKeys {
     pub(crate) fn new(prefix: &str, name: &str) -> Self {
-        let mut all = String::with_capacity(2 * (prefix.len() + name.len() + 3) + 15);
+        let mut all = String::with_capacity(3 * (prefix.len() + name.len() + 3) + 23);
         for part in [prefix, ":{", name, "}"] {
             all.push_str(part);
         }
@@ -39,10 +43,14 @@ impl LockKeys {
         let fence_end = all.len();
         all.extend_from_within(..lock_end);
         all.push_str(":released");
+        let channel_end = all.len();
+        all.extend_from_within(..lock_end);
+        all.push_str(":waiters");
         LockKeys {
             all,
             lock_end,
             fence_end,
+            channel_end,
         }
     }
 
@@ -58,7 +66,15 @@ impl LockKeys {
 
     /// The release channel: `P:{N}:released`.
     pub(crate) fn channel(&self) -> &str {
-        self.all.get(self.fence_end..).unwrap_or_default()
+        self.all
+            .get(self.fence_end..self.channel_end)
+            .unwrap_or_default()
+    }
+
+    /// A plain lock's waiters, to one of whom a release may pass the lock: token -> the server
+    /// millisecond its place lapses at (`P:{N}:waiters`).
+    pub(crate) fn waiters(&self) -> &str {
+        self.all.get(self.channel_end..).unwrap_or_default()
     }
 
     /// A fair lock's queue: waiter token -> ticket.
@@ -117,10 +133,16 @@ mod tests {
         assert_eq!(k.fence(), "fencelock:{jobs/nightly}:fence");
         assert_eq!(k.channel(), "fencelock:{jobs/nightly}:released");
         assert_eq!(k.queue(), "fencelock:{jobs/nightly}:queue");
+        assert_eq!(k.waiters(), "fencelock:{jobs/nightly}:waiters");
         let short = LockKeys::new("p", "n");
         assert_eq!(
-            (short.lock(), short.fence(), short.channel()),
-            ("p:{n}", "p:{n}:fence", "p:{n}:released")
+            (
+                short.lock(),
+                short.fence(),
+                short.channel(),
+                short.waiters()
+            ),
+            ("p:{n}", "p:{n}:fence", "p:{n}:released", "p:{n}:waiters")
         );
     }
 

@@ -5,7 +5,9 @@
 //! and unsubscribes when the last waiter of a channel goes away. A message says whom to wake:
 //! `one` (a release that lets exactly one waiter in: a plain lock, a semaphore permit) wakes one
 //! local waiter; `to:<token>` (a fair lock, whose next holder only Redis knows) wakes the waiter
-//! whose request has that owner token, if it is on this client; anything else (a read-write
+//! whose request has that owner token, if it is on this client, and `to:<token>:<fence>:<lapses>`
+//! (a plain lock passed to a waiter in line) also tells it that it holds the lock now, with
+//! that fence ([`Pass`]); anything else (a read-write
 //! lock, where many readers may go at once) wakes every local waiter of that channel. Waking
 //! everyone is a generation counter, so a waiter between two waits cannot miss it. When the
 //! pub/sub connection drops, it wakes every waiter (a release may have been missed), reconnects
@@ -32,17 +34,27 @@ struct Channel {
     /// Bumped to wake every waiter.
     generation: watch::Sender<u64>,
     /// The waiters that can be woken by their request's owner token.
-    addressed: HashMap<String, Arc<Semaphore>>,
+    addressed: HashMap<String, Arc<Personal>>,
     subscriptions: usize,
 }
 
 use crate::script::{WAKE_ONE, WAKE_TO as WAKE_TOKEN};
 
+/// A lock that a release passed to a waiter in line: its fence, and the server millisecond at
+/// which the waiter's place would have lapsed (the passed lease ends then; the waiter matches it
+/// against the replies of its tries to know when its lease began at the latest).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Pass {
+    pub(crate) fence: u64,
+    pub(crate) lapses: u64,
+}
+
 /// Whom a release message wakes.
 #[derive(Debug, PartialEq)]
 enum Wake<'a> {
     One,
-    Token(&'a [u8]),
+    /// The waiter with this owner token, and what was passed to it, if anything.
+    Token(&'a [u8], Option<Pass>),
     All,
 }
 
@@ -50,11 +62,44 @@ impl<'a> Wake<'a> {
     fn of(payload: &'a [u8]) -> Self {
         if payload == WAKE_ONE.as_bytes() {
             Wake::One
-        } else if let Some(token) = payload.strip_prefix(WAKE_TOKEN.as_bytes()) {
-            Wake::Token(token)
+        } else if let Some(addressed) = payload.strip_prefix(WAKE_TOKEN.as_bytes()) {
+            let mut parts = addressed.splitn(3, |b| *b == b':');
+            let token = parts.next().unwrap_or_default();
+            let number = |part: Option<&[u8]>| {
+                std::str::from_utf8(part?)
+                    .ok()
+                    .and_then(|s| s.parse::<u64>().ok())
+            };
+            let pass = match (number(parts.next()), number(parts.next())) {
+                (Some(fence), Some(lapses)) => Some(Pass { fence, lapses }),
+                _ => None,
+            };
+            Wake::Token(token, pass)
         } else {
             Wake::All
         }
+    }
+}
+
+/// What wakes one waiter alone: a permit per message addressed to its token, and the lock
+/// passed to it, if the message said so.
+struct Personal {
+    wake: Semaphore,
+    passed: Mutex<Option<Pass>>,
+}
+
+impl Default for Personal {
+    fn default() -> Self {
+        Personal {
+            wake: Semaphore::new(0),
+            passed: Mutex::new(None),
+        }
+    }
+}
+
+impl Personal {
+    fn passed(&self) -> std::sync::MutexGuard<'_, Option<Pass>> {
+        self.passed.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
 
@@ -89,7 +134,7 @@ pub(crate) struct Subscription {
     wake_one: Arc<Semaphore>,
     generation: watch::Receiver<u64>,
     /// Wakes this waiter alone, by the owner token it answers to.
-    personal: Arc<Semaphore>,
+    personal: Arc<Personal>,
     address: Option<String>,
 }
 
@@ -147,7 +192,7 @@ impl ReleaseNotifier {
             channel: channel.to_owned(),
             wake_one,
             generation,
-            personal: Arc::new(Semaphore::new(0)),
+            personal: Arc::default(),
             address: None,
         };
         let (confirmed, reply) = oneshot::channel();
@@ -168,11 +213,13 @@ impl ReleaseNotifier {
 
 impl Subscription {
     /// Makes release messages addressed to `token` (the owner token of the waiter's current
-    /// request) wake this waiter. Cheap when the token did not change.
+    /// request) wake this waiter. Cheap when the token did not change; a new token forgets what
+    /// was passed to the old one.
     pub(crate) fn answer_to(&mut self, token: &str) {
         if self.address.as_deref() == Some(token) {
             return;
         }
+        *self.personal.passed() = None;
         let mut registry = lock(&self.registry);
         let Some(entry) = registry.get_mut(&self.channel) else {
             return;
@@ -187,15 +234,19 @@ impl Subscription {
     }
 
     /// Resolves at the next release message for this channel that wakes this waiter (at once if
-    /// one arrived since the last call), or when the pub/sub connection was lost.
-    pub(crate) async fn released(&mut self) {
+    /// one arrived since the last call), or when the pub/sub connection was lost; with the lock
+    /// when a release passed it to this waiter's token.
+    pub(crate) async fn released(&mut self) -> Option<Pass> {
         tokio::select! {
             permit = self.wake_one.acquire() => match permit {
                 Ok(permit) => permit.forget(),
                 Err(_) => std::future::pending::<()>().await,
             },
-            permit = self.personal.acquire() => match permit {
-                Ok(permit) => permit.forget(),
+            permit = self.personal.wake.acquire() => match permit {
+                Ok(permit) => {
+                    permit.forget();
+                    return self.personal.passed().take();
+                }
                 Err(_) => std::future::pending::<()>().await,
             },
             changed = self.generation.changed() => {
@@ -205,6 +256,7 @@ impl Subscription {
                 }
             }
         }
+        None
     }
 }
 
@@ -458,14 +510,17 @@ impl Listener {
                     entry.wake_one.add_permits(1);
                 }
             }
-            Wake::Token(token) => {
+            Wake::Token(token, pass) => {
                 let waiter = std::str::from_utf8(token)
                     .ok()
                     .and_then(|token| entry.addressed.get(token));
-                if let Some(waiter) = waiter
-                    && waiter.available_permits() == 0
-                {
-                    waiter.add_permits(1);
+                if let Some(waiter) = waiter {
+                    if pass.is_some() {
+                        *waiter.passed() = pass;
+                    }
+                    if waiter.wake.available_permits() == 0 {
+                        waiter.wake.add_permits(1);
+                    }
                 }
             }
             Wake::All => entry.generation.send_modify(|g| *g = g.wrapping_add(1)),
@@ -544,13 +599,26 @@ async fn sleep_until(at: Option<tokio::time::Instant>) {
 
 #[cfg(test)]
 mod tests {
-    use super::Wake;
+    use super::{Pass, Wake};
     use crate::script::{WAKE_ALL, WAKE_ONE};
 
     #[test]
     fn release_payloads_say_whom_to_wake() {
         assert_eq!(Wake::of(WAKE_ONE.as_bytes()), Wake::One);
-        assert_eq!(Wake::of(b"to:ab12"), Wake::Token(b"ab12"));
+        assert_eq!(Wake::of(b"to:ab12"), Wake::Token(b"ab12", None));
+        assert_eq!(
+            Wake::of(b"to:ab12:1764000000123456:1764000005123"),
+            Wake::Token(
+                b"ab12",
+                Some(Pass {
+                    fence: 1_764_000_000_123_456,
+                    lapses: 1_764_000_005_123
+                })
+            )
+        );
+        // A malformed pass wakes the waiter, and passes nothing.
+        assert_eq!(Wake::of(b"to:ab12:x:5"), Wake::Token(b"ab12", None));
+        assert_eq!(Wake::of(b"to:ab12:7"), Wake::Token(b"ab12", None));
         assert_eq!(Wake::of(WAKE_ALL.as_bytes()), Wake::All);
         assert_eq!(Wake::of(b""), Wake::All);
     }

@@ -24,7 +24,7 @@ use futures_util::stream::FuturesUnordered;
 
 use crate::connection::{Endpoint, Followed, Server, Switches, is_unreachable};
 use crate::error::Error;
-use crate::notify::{Feed, ReleaseNotifier, Subscription};
+use crate::notify::{Feed, Pass, ReleaseNotifier, Subscription};
 
 /// The servers of one client.
 pub(crate) struct Instances {
@@ -396,9 +396,10 @@ impl Subscriptions {
         }
     }
 
-    /// Resolves at a release message from any instance.
-    pub(crate) async fn released(&mut self) {
+    /// Resolves at a release message from any instance, with the lock if a release passed it
+    /// to this waiter (on one server only: nobody takes a place in line over Redlock).
+    pub(crate) async fn released(&mut self) -> Option<Pass> {
         let waits = self.0.iter_mut().map(|s| Box::pin(s.released()));
-        futures_util::future::select_all(waits).await;
+        futures_util::future::select_all(waits).await.0
     }
 }

@@ -44,6 +44,7 @@ const MINIMAL_RULES: &[&str] = &[
     "+zrem",
     "+zrange",
     "+zrangebyscore",
+    "+zremrangebyscore",
     "+zscore",
     "+zcard",
     "+zrank",
@@ -197,8 +198,10 @@ async fn a_user_that_may_not_publish_releases_a_plain_lock_and_its_waiter_wakes_
         redis.cmd(&["ACL", "LOG"]).unwrap(),
         redis::Value::Array(vec![])
     );
-    // Contended: the waiter marked the value, the release tries to wake it, is refused, and
-    // releases all the same; the waiter takes the lock when the lease it was told runs out.
+    // Contended: the waiter marked the value and took a place in line; the release passes the
+    // lock to it, tries to tell it, is refused, and passes it all the same; the waiter finds
+    // the lock its own when it next tries (when the lease it was told runs out, or its place's
+    // refresh, whichever comes first).
     let guard = mute
         .lock("mute-plain")
         .ttl(Duration::from_millis(1500))

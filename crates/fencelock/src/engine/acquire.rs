@@ -1,6 +1,8 @@
 //! Acquiring a lock of any kind: the request loop. Each try is one round over the instances
 //! (`round.rs`); between tries a waiter sleeps until a release message, the holder's lease
-//! running out, or its own deadline, and never polls Redis in a loop.
+//! running out, or its own deadline, and never polls Redis in a loop. A release message may
+//! pass the lock to the waiter (a kind that keeps a line of waiters on one server): it is then
+//! granted without another try.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -14,10 +16,11 @@ use crate::engine::hold::{FenceMemory, Hold};
 use crate::engine::release::{self, Abandoned};
 use crate::engine::replicas;
 use crate::engine::request::{LockRequest, WaitPolicy};
-use crate::engine::round::{GiveBack, Round};
+use crate::engine::round::{GiveBack, Place, Round};
 use crate::error::{Error, Result};
 use crate::keys::LockKeys;
 use crate::lease::{Lease, LeaseState};
+use crate::notify::Pass;
 use crate::quorum::Subscriptions;
 use crate::token::OwnerToken;
 use crate::watchdog::Renewal;
@@ -119,6 +122,8 @@ impl LockRequest {
         // Counts this request in `fencelock_waiters` from its first wait until it returns.
         let mut _counted: Option<crate::observe::Waiting> = None;
         let mut retries = 0;
+        // The places in line that this token's recent tries left (see `take_pass`).
+        let mut places = Places::default();
         loop {
             // A fair lock's release wakes the next waiter by its token: answer to it before
             // each try, or a release between the try and the wait below would be lost (the
@@ -151,7 +156,10 @@ impl LockRequest {
                         if let Some(memory) = memory.as_deref_mut() {
                             fence = FenceMemory::settle(memory, fence);
                         }
-                        let guard = self.guard(hold, fence, lease, started, switch_epoch);
+                        // Granted by a master the client has left since: checked on the new one
+                        // now, not a third of a lease later.
+                        let moved = switch_epoch != shared.instances.switch_epoch();
+                        let guard = self.guard(hold, fence, lease, started, moved);
                         if let Some(memory) = memory.as_deref_mut().and_then(Option::as_mut) {
                             memory.add(guard.lease());
                         }
@@ -162,6 +170,7 @@ impl LockRequest {
                     self.abandon(&hold, Some(fence), None);
                     hold = self.hold(name, keys)?;
                     in_flight.hold = hold.clone();
+                    places.clear();
                     (Some(Duration::ZERO), true)
                 }
                 Round::Failed {
@@ -186,6 +195,7 @@ impl LockRequest {
                     remaining,
                     split,
                     give_back,
+                    place,
                 } => {
                     if self.give_back(shared, &hold, give_back).await {
                         // A queued waiter (fair, or a read-write waiter) also left a waiting
@@ -197,6 +207,10 @@ impl LockRequest {
                         // Releases of this token may still be in flight: never reuse it.
                         hold = self.hold(name, keys)?;
                         in_flight.hold = hold.clone();
+                        places.clear();
+                    }
+                    if let Some(place) = place {
+                        places.push(place);
                     }
                     (remaining, split)
                 }
@@ -237,11 +251,49 @@ impl LockRequest {
                 pause = pause.min(place_lasts / 3);
             }
             let wake_at = give_up_at.map_or(now + pause, |at| at.min(now + pause));
-            tokio::select! {
-                () = waiting.released() => {}
-                () = tokio::time::sleep_until(wake_at) => {}
+            let passed = tokio::select! {
+                passed = waiting.released() => passed,
+                () = tokio::time::sleep_until(wake_at) => None,
+            };
+            if let Some(pass) = passed
+                && let Some(guard) = self.take_pass(shared, &hold, pass, &places, started)
+            {
+                return Ok(guard);
             }
         }
+    }
+
+    /// The lock a release passed to this waiter, as a guard at once. The passed lease ends when
+    /// the place the release read would have lapsed, and that place was set by one of this
+    /// token's tries (the one whose reply named the same instant), so the lease began at the
+    /// latest when that try was sent: the conservative deadline counts from there, over the
+    /// queue timeout. The watchdog confirms the full lease at once.
+    ///
+    /// `None` leaves the grant to the next try, which finds the lock held by this token and
+    /// confirms it (acquire is idempotent): a place this request does not know (a try whose
+    /// reply was lost), a lease that may be over already, a request renewed by hand (its
+    /// lease is counted from a grant of the full length), or replicas that must acknowledge the
+    /// grant first (`WAIT` covers this client's own writes only).
+    fn take_pass(
+        &self,
+        shared: &Shared,
+        hold: &Arc<Hold>,
+        pass: Pass,
+        places: &Places,
+        started: Instant,
+    ) -> Option<LockGuard> {
+        if !self.auto_renew || shared.replica_ack.is_some() {
+            return None;
+        }
+        let place = places.find(pass.lapses)?;
+        let mut lease = LeaseState::new(place.sent_at, self.place_lasts(), &shared.drift);
+        // The watchdog renews with the lease the request asked for.
+        lease.ttl = self.ttl;
+        if lease.deadline <= Instant::now() {
+            return None;
+        }
+        tracing::debug!(lock = %self.name, fence = pass.fence, "passed the lock by its release");
+        Some(self.guard(hold.clone(), pass.fence, lease, started, true))
     }
 
     /// Gives back what a lost round may hold: releases where it was granted (waiting for the
@@ -279,21 +331,20 @@ impl LockRequest {
         );
     }
 
+    /// The guard of a grant. `confirm_now`: the watchdog renews it at once rather than a third
+    /// of a lease later (a grant by a master the client has left since, a passed lock).
     fn guard(
         &self,
         hold: Arc<Hold>,
         fence: u64,
         lease: LeaseState,
         started: Instant,
-        switch_epoch: u64,
+        confirm_now: bool,
     ) -> LockGuard {
         let shared = &self.client.shared;
         let lease: Lease = Arc::new(watch::channel(lease).0);
         let renewal_id = self.auto_renew.then(|| {
             let id = shared.next_id();
-            // Granted by a master the client has left since: checked on the new one now, not a
-            // third of a lease later.
-            let moved = switch_epoch != shared.instances.switch_epoch();
             shared.watchdog.renew(
                 id,
                 Renewal {
@@ -302,7 +353,7 @@ impl LockRequest {
                     lease: lease.clone(),
                     hold_until: self.max_hold.and_then(|limit| started.checked_add(limit)),
                 },
-                moved,
+                confirm_now,
             );
             id
         });
@@ -325,6 +376,32 @@ impl Drop for InFlight<'_> {
             tracing::debug!(lock = %self.request.name, "acquire cancelled; giving back what it may hold");
             self.request.abandon(&self.hold, None, None);
         }
+    }
+}
+
+/// The places in line that a waiting token's last few tries left: a release that passes the lock
+/// names one of them (by when it lapses), usually the last.
+#[derive(Default)]
+struct Places(Vec<Place>);
+
+impl Places {
+    /// More than a waiter's tries within one queue timeout (it tries again every third of it,
+    /// and on release messages addressed to others it is not woken).
+    const KEPT: usize = 8;
+
+    fn push(&mut self, place: Place) {
+        if self.0.len() == Self::KEPT {
+            self.0.remove(0);
+        }
+        self.0.push(place);
+    }
+
+    fn find(&self, lapses: u64) -> Option<Place> {
+        self.0.iter().rev().find(|p| p.lapses == lapses).copied()
+    }
+
+    fn clear(&mut self) {
+        self.0.clear();
     }
 }
 

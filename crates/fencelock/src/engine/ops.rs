@@ -22,8 +22,12 @@ pub(crate) enum AcquireReply {
     /// The lock is ours, with this fence.
     Granted { fence: u64 },
     /// Another owner holds it; `remaining` is how long until something in the way lapses (its
-    /// lease; `None`: a key with no expiry).
-    Held { remaining: Option<Duration> },
+    /// lease; `None`: a key with no expiry). `place`: the server millisecond at which the
+    /// caller's place in line lapses, when it took one (a plain lock's waiter).
+    Held {
+        remaining: Option<Duration>,
+        place: Option<u64>,
+    },
     /// A key holds something that is not a fencelock lock.
     Foreign { key: String, found: String },
     /// The request conflicts with the lock's state (another kind, another number of permits,
@@ -38,12 +42,15 @@ pub(crate) async fn acquire(
     attempt: Attempt,
     limit: Duration,
 ) -> redis::RedisResult<AcquireReply> {
-    // A grant whose caller went away before it came (cancelled, or past its time limit while
-    // its call waited in a batch) is given back here.
+    // A grant (or a place in line) whose caller went away before it came (cancelled, or past
+    // its time limit while its call waited in a batch) is given back here.
     let undelivered = || -> Undelivered {
         let (server, hold) = (server.clone(), hold.clone());
         Box::new(move |value: Value| {
-            if matches!(value.as_sequence(), Some([Value::Int(reply::GRANTED), _])) {
+            if matches!(
+                value.as_sequence(),
+                Some([Value::Int(reply::GRANTED), _] | [Value::Int(reply::HELD), _, _])
+            ) {
                 tokio::spawn(async move {
                     if let Err(err) = release(server, hold.clone(), None, limit).await {
                         tracing::debug!(lock = %hold.name, %err, "could not give back a grant nobody took");
@@ -61,9 +68,14 @@ pub(crate) async fn acquire(
             fence: as_u64(fence)?,
         }),
         // -1: a key with no expiry. Any other negative wait is over already.
-        [Value::Int(reply::HELD), Value::Int(pttl)] => Ok(AcquireReply::Held {
+        [Value::Int(reply::HELD), Value::Int(pttl), place @ ..] => Ok(AcquireReply::Held {
             remaining: (*pttl != -1)
                 .then(|| Duration::from_millis(u64::try_from(*pttl).unwrap_or(0))),
+            place: match place {
+                [] => None,
+                [lapses] => Some(as_u64(lapses)?),
+                _ => return Err(unexpected("acquire", &reply)),
+            },
         }),
         [Value::Int(reply::FOREIGN), key, found] => Ok(AcquireReply::Foreign {
             key: as_string(key)?,
@@ -276,6 +288,7 @@ mod tests {
             ttl,
             queue_timeout: Duration::ZERO,
             others_wait: false,
+            waiting: false,
         }
     }
 
@@ -337,7 +350,7 @@ mod tests {
         .await
         .unwrap();
         assert!(
-            matches!(held, AcquireReply::Held { remaining: Some(r) } if r > Duration::from_secs(4)),
+            matches!(held, AcquireReply::Held { remaining: Some(r), .. } if r > Duration::from_secs(4)),
             "{held:?}"
         );
         // Only the owner's token releases; the fence key stays.

@@ -27,6 +27,9 @@ pub(crate) struct Attempt {
     /// while others of its client still wait marks its grant so, since they sleep on and will
     /// not mark it themselves.
     pub(crate) others_wait: bool,
+    /// This request waits for the lock (it subscribed to the release channel): a kind that
+    /// passes its lock to waiters (the plain lock on one server) takes a place in line for it.
+    pub(crate) waiting: bool,
 }
 
 /// One kind of lock, as the engine sees it. Every script call borrows its keys and arguments
@@ -60,8 +63,9 @@ pub(crate) trait Protocol: fmt::Debug + Send + Sync + 'static {
     }
 
     /// Whether a waiting request takes a place in a queue (refreshed while it waits, lapsing
-    /// after the queue timeout, and taken back when the request gives up).
-    fn queues(&self) -> bool {
+    /// after the queue timeout, and taken back when the request gives up). `single`: the client
+    /// has one server (one instance, a cluster, a Sentinel master), not a Redlock set.
+    fn queues(&self, _single: bool) -> bool {
         false
     }
 

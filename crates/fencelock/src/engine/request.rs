@@ -115,10 +115,12 @@ impl LockRequest {
         self
     }
 
-    /// For a fair lock, a read lock or a write lock: how long a waiter's place in the queue
+    /// For a fair lock, a read lock, a write lock, and a plain lock on one server (where a
+    /// release passes the lock to a waiter in line): how long a waiter's place in the queue
     /// lasts without a refresh (default [`DEFAULT_QUEUE_TIMEOUT`]). A waiting request refreshes
     /// it three times as often; if the waiting process dies, the others move on this long
-    /// after. Other kinds have no queue and ignore it.
+    /// after (a plain lock passed to a waiter that died lapses then too). Other kinds (and a
+    /// plain lock over Redlock) have no queue and ignore it.
     pub fn queue_timeout(mut self, timeout: Duration) -> Self {
         self.queue_timeout = timeout;
         self
@@ -127,7 +129,8 @@ impl LockRequest {
     /// How long this request's place in a queue lasts without a refresh: zero when it takes
     /// none (a request that does not wait, or a kind without a queue).
     pub(crate) fn place_lasts(&self) -> Duration {
-        if self.protocol.queues() && self.wait != WaitPolicy::NoWait {
+        let single = self.client.shared.instances.is_single();
+        if self.protocol.queues(single) && self.wait != WaitPolicy::NoWait {
             self.queue_timeout
         } else {
             Duration::ZERO

@@ -30,6 +30,9 @@ pub(crate) enum Round {
         remaining: Option<Duration>,
         split: bool,
         give_back: GiveBack,
+        /// The caller's place in line (one server only): when it lapses on the server's clock,
+        /// and when this round was sent.
+        place: Option<Place>,
     },
     /// Too many instances failed for a majority; the error says which and how.
     Failed {
@@ -37,6 +40,14 @@ pub(crate) enum Round {
         unreachable: bool,
         give_back: GiveBack,
     },
+}
+
+/// A waiter's place in line as one round left it: the server millisecond at which it lapses
+/// (the script's reply), and the instant the round was sent, before the server read its clock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Place {
+    pub(crate) lapses: u64,
+    pub(crate) sent_at: Instant,
 }
 
 /// The instances where a lost round may have been granted to its token: those that granted,
@@ -65,6 +76,7 @@ impl LockRequest {
             ttl: self.ttl,
             queue_timeout: self.place_lasts(),
             others_wait: instances.local_waiters(hold.keys.channel()) > usize::from(waiting),
+            waiting,
         };
         // A queued waiter (fair, or a read-write waiter) hears every instance out when it loses
         // a round: an instance not waited for would have to be given back under a new token,
@@ -97,6 +109,7 @@ impl LockRequest {
         let mut conflict = None;
         let mut conflicts = 0;
         let mut give_back = GiveBack::default();
+        let mut place = None;
         for (i, answer) in answers.iter().enumerate() {
             match answer {
                 Some(Ok(AcquireReply::Granted { fence: f })) => {
@@ -104,11 +117,17 @@ impl LockRequest {
                     fence = fence.max(Some(*f));
                     give_back.granted.push(i);
                 }
-                Some(Ok(AcquireReply::Held { remaining: Some(r) })) => {
+                Some(Ok(AcquireReply::Held {
+                    remaining: Some(r),
+                    place: lapses,
+                })) => {
                     refused += 1;
                     remaining = Some(remaining.map_or(*r, |m| m.min(*r)));
+                    place = lapses.map(|lapses| Place { lapses, sent_at });
                 }
-                Some(Ok(AcquireReply::Held { remaining: None })) => {
+                Some(Ok(AcquireReply::Held {
+                    remaining: None, ..
+                })) => {
                     foreign = Some((
                         hold.keys.lock().to_owned(),
                         "a key with no expiry".to_owned(),
@@ -167,6 +186,8 @@ impl LockRequest {
             remaining,
             split: granted > 0,
             give_back,
+            // Only one server passes a lock (a place is taken nowhere else).
+            place: place.filter(|_| instances.is_single()),
         })
     }
 }

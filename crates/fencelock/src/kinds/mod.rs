@@ -89,6 +89,7 @@ mod tests {
         ttl: Duration::from_secs(1),
         queue_timeout: Duration::from_secs(5),
         others_wait: true,
+        waiting: true,
     };
 
     #[test]

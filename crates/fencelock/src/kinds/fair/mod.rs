@@ -73,7 +73,7 @@ impl Protocol for Fair {
         plain::Plain.extend(hold, ttl)
     }
 
-    fn queues(&self) -> bool {
+    fn queues(&self, _single: bool) -> bool {
         true
     }
 

@@ -1,10 +1,14 @@
 -- Take the lock if it is free, or confirm it if this owner already holds it (so that a retry
 -- after a lost reply neither strands the lock nor hands out a second fence).
--- KEYS[1] the lock key, KEYS[2] the fence key
+-- KEYS[1] the lock key, KEYS[2] the fence key, KEYS[3] the waiters (line.lua)
 -- ARGV[1] the owner token, ARGV[2] the lease in milliseconds, ARGV[3] '1' when other requests
--- of this client wait for the lock (the grant is marked as waited for: see value.lua), else ''
+-- of this client wait for the lock (the grant is marked as waited for: see value.lua), else '',
+-- ARGV[4] for a request that waits for the lock to be passed to it: how long its place lasts
+-- in milliseconds (it takes or refreshes one when the lock is held, and gives it up when it
+-- takes the lock); '' for a request that takes no place
 -- Reply: {1, fence}        granted (or already held by this owner)
 --        {0, pttl}         held by another owner; pttl -1 means the key has no expiry
+--        {0, pttl, lapses} held, and the caller's place lapses at this server millisecond
 --        {-1, key, type}   a key holds something that is not ours; nothing was written
 --        {-2, 'kind', k}   the name is used by another kind of lock; nothing was written
 --
@@ -17,6 +21,19 @@ local now, text = clock_micros()
 local mark = ''
 if ARGV[3] == '1' then
   mark = '+'
+end
+local place = ARGV[4] ~= ''
+if place then
+  -- A waiter: its place is checked before anything is written, and given up before it may take
+  -- the lock (and taken again below if the lock is held). The grant is marked as waited for
+  -- when others are still in line, so that its release passes the lock on.
+  local err = refuse_foreign_waiters(KEYS[3])
+  if err then
+    return err
+  end
+  if leave_line(KEYS[3], ARGV[1]) then
+    mark = '+'
+  end
 end
 local value = redis.pcall('set', KEYS[1], ARGV[1] .. ':' .. text .. mark, 'NX', 'GET', 'PX', ARGV[2])
 if type(value) == 'table' then
@@ -37,6 +54,9 @@ if value then
   if pttl >= 0 then
     -- (A key with no expiry is no holder's lease: it is reported, and left as it is.)
     mark_waited(KEYS[1], value)
+    if place then
+      return {0, pttl, join_line(KEYS[3], ARGV[1], ARGV[4])}
+    end
   end
   return {0, pttl}
 end

@@ -3,8 +3,23 @@
 //! The lock key holds `<owner token>:<fence>` with the lease as its TTL (`value.lua`). Acquire
 //! is `SET NX PX` plus the next fence in one script, or the holder's remaining lease; it is
 //! idempotent for one owner token, so a retry after a lost reply confirms the same fence.
-//! Release is compare-and-delete plus a message that wakes one waiter; extend is
-//! compare-and-`PEXPIRE`. Over Redlock, a renewal that finds the key gone on an instance that
+//! Release is compare-and-delete; extend is compare-and-`PEXPIRE`.
+//!
+//! Lock passing (on one server, or a cluster's slot master): a waiting request takes a place
+//! in a line of waiters (`line.lua`: token -> when its place lapses), refreshed each time it
+//! tries again (every third of the queue timeout at the latest). A release that finds the lock
+//! waited for hands it straight to the waiter whose place lapses first (`pass.lua`): a new
+//! fence, a lease that ends when that place would have lapsed, and a message
+//! `to:<token>:<fence>:<lapses>` that the waiter takes as its grant without sending anything.
+//! The lock is never free while someone waits, and a handoff is one script run plus one
+//! message. The waiter's conservative deadline counts from the send time of the try that set
+//! the place the release read (it matches `lapses` against its tries' replies), and its client
+//! confirms the full lease at once. A waiter that died since its last refresh costs at most its
+//! place's remaining time; one that gave up takes its place back (the release script, when it
+//! finds the lock not held by the caller); a lost message costs at most a refresh period, since
+//! the waiter's next try finds the lock held by its own token and is granted it (acquire is
+//! idempotent). Over Redlock nobody queues: each instance would pass to a waiter of its own;
+//! there a release wakes one waiter of each client and the waiters race. Over Redlock, a renewal that finds the key gone on an instance that
 //! restarted empty puts the hold back there (`reassert.lua`).
 
 use std::sync::LazyLock;
@@ -15,8 +30,8 @@ use smallvec::smallvec;
 use crate::engine::{Attempt, Hold, Protocol};
 use crate::script::{Arg, Call, Lua, lua};
 
-pub(crate) static ACQUIRE: LazyLock<Lua> = lua!("value.lua", "acquire.lua");
-pub(crate) static RELEASE: LazyLock<Lua> = lua!("value.lua", "release.lua");
+pub(crate) static ACQUIRE: LazyLock<Lua> = lua!("value.lua", "line.lua", "acquire.lua");
+pub(crate) static RELEASE: LazyLock<Lua> = lua!("value.lua", "pass.lua", "release.lua");
 pub(crate) static EXTEND: LazyLock<Lua> = lua!("value.lua", "extend.lua");
 pub(crate) static REASSERT: LazyLock<Lua> = lua!("reassert.lua");
 
@@ -30,19 +45,27 @@ impl Protocol for Plain {
     }
 
     fn acquire<'a>(&'a self, hold: &'a Hold, attempt: Attempt) -> Call<'a> {
+        // A waiter takes a place in line (refreshed with each try) so that a release can pass
+        // the lock to it; the first try of a request, before it waits, takes none.
+        let place = if attempt.waiting && !attempt.queue_timeout.is_zero() {
+            Arg::millis(attempt.queue_timeout)
+        } else {
+            Arg::Str("")
+        };
         Call::new(
             &ACQUIRE,
-            &hold.lock_and_fence(),
+            &with_waiters(hold),
             smallvec![
                 hold.token_arg(),
                 Arg::millis(attempt.ttl),
                 Arg::Str(if attempt.others_wait { "1" } else { "" }),
+                place,
             ],
         )
     }
 
     fn release<'a>(&'a self, hold: &'a Hold, fence: Option<u64>) -> Call<'a> {
-        Call::new(&RELEASE, &hold.lock_and_fence(), release_args(hold, fence))
+        Call::new(&RELEASE, &with_waiters(hold), release_args(hold, fence))
     }
 
     fn extend<'a>(&'a self, hold: &'a Hold, ttl: Duration) -> Call<'a> {
@@ -53,6 +76,10 @@ impl Protocol for Plain {
         )
     }
 
+    fn queues(&self, single: bool) -> bool {
+        single
+    }
+
     fn reassert<'a>(&'a self, hold: &'a Hold, fence: u64, ttl: Duration) -> Option<Call<'a>> {
         Some(Call::new(
             &REASSERT,
@@ -60,6 +87,12 @@ impl Protocol for Plain {
             smallvec![hold.token_arg(), Arg::millis(ttl), Arg::Int(fence)],
         ))
     }
+}
+
+/// The plain lock's keys: the lock, its fence, its line of waiters.
+fn with_waiters(hold: &Hold) -> [&str; 3] {
+    let keys = &*hold.keys;
+    [keys.lock(), keys.fence(), keys.waiters()]
 }
 
 /// The arguments every release script takes: the hold's token, the release channel, and the

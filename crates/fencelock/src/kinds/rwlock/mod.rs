@@ -106,7 +106,7 @@ impl Protocol for RwSide {
         }
     }
 
-    fn queues(&self) -> bool {
+    fn queues(&self, _single: bool) -> bool {
         true
     }
 

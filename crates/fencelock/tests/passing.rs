@@ -1,0 +1,290 @@
+//! Lock passing (the plain lock on one server): a waiter takes a place in line, and a release
+//! hands the lock straight to the waiter first in line, which takes it without sending an
+//! acquire. The corner cases: a waiter that gave up or was cancelled, a waiter that died, a
+//! passed lease confirmed at once, a waiter that renews by hand, and Redlock, where nobody
+//! queues.
+
+mod common;
+
+use std::time::Duration;
+
+use fencelock::Error;
+use futures_util::StreamExt;
+
+use common::{calls, client, integer_reply, keys, server};
+
+/// What the lock key holds (`<token>:<fence>[+]`), or `None` when it is free.
+fn value(redis: &fencelock_testkit::RedisServer, name: &str) -> Option<String> {
+    match redis.cmd(&["GET", &format!("fencelock:{{{name}}}")]) {
+        Ok(redis::Value::BulkString(v)) => Some(String::from_utf8(v).unwrap()),
+        Ok(redis::Value::Nil) => None,
+        other => panic!("GET: {other:?}"),
+    }
+}
+
+/// How many places the lock's line of waiters holds.
+fn in_line(redis: &fencelock_testkit::RedisServer, name: &str) -> i64 {
+    integer_reply(redis, &["ZCARD", &format!("fencelock:{{{name}}}:waiters")])
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_release_passes_the_lock_to_a_waiter_that_sends_no_acquire_after_it() {
+    let redis = server();
+    let a = client(&redis.url());
+    let b = client(&redis.url());
+    common::warm_up(&a).await;
+    common::warm_up(&b).await;
+    let monitor = redis::Client::open(redis.url())
+        .unwrap()
+        .get_async_monitor()
+        .await
+        .unwrap();
+    let mut heard = Box::pin(monitor.into_on_message::<String>());
+    let held = a
+        .lock("pass")
+        .ttl(Duration::from_secs(10))
+        .acquire()
+        .await
+        .unwrap();
+    let waiter = {
+        let b = b.clone();
+        tokio::spawn(async move {
+            b.lock("pass")
+                .ttl(Duration::from_secs(10))
+                .wait_up_to(Duration::from_secs(5))
+                .acquire()
+                .await
+        })
+    };
+    // Let the waiter subscribe and take its place in line.
+    common::wait_for_count("places in line", 1, Duration::from_secs(5), || {
+        in_line(&redis, "pass")
+    })
+    .await;
+    let first = held.fence();
+    assert!(held.release().await.unwrap());
+    let guard = tokio::time::timeout(Duration::from_secs(2), waiter)
+        .await
+        .expect("the waiter was not passed the lock")
+        .unwrap()
+        .unwrap();
+    // The lock is the waiter's, with the fence the release gave it; nobody is left in line.
+    let stored = value(&redis, "pass").expect("the passed lock is gone");
+    let (token, fence) = stored.split_once(':').unwrap();
+    assert_eq!(fence.parse::<u64>().unwrap(), guard.fence(), "{stored}");
+    assert!(guard.fence() > first);
+    assert_eq!(in_line(&redis, "pass"), 0);
+    assert!(guard.release().await.unwrap());
+    // The server's own record: after the release, the waiter sent no acquire of its own (an
+    // acquire names the line's key and not the channel; the release names the channel).
+    let mut lines = Vec::new();
+    while let Ok(Some(line)) = tokio::time::timeout(Duration::from_millis(300), heard.next()).await
+    {
+        if line.to_ascii_lowercase().contains("\"evalsha\"") {
+            lines.push(line);
+        }
+    }
+    let is_acquire = |line: &String| line.contains(":waiters") && !line.contains(":released");
+    let release = lines
+        .iter()
+        .position(|line| line.contains(":released"))
+        .unwrap_or_else(|| panic!("no release heard: {lines:#?}"));
+    assert!(
+        lines[..release]
+            .iter()
+            .any(|line| is_acquire(line) && line.contains(token)),
+        "the waiter's tries were not heard: {lines:#?}"
+    );
+    assert!(
+        !lines[release..]
+            .iter()
+            .any(|line| is_acquire(line) && line.contains(token)),
+        "the waiter sent an acquire after the release: {lines:#?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiter_that_gave_up_or_was_cancelled_is_not_passed_the_lock() {
+    let redis = server();
+    let a = client(&redis.url());
+    let b = client(&redis.url());
+    let held = a
+        .lock("gave-up")
+        .ttl(Duration::from_secs(10))
+        .acquire()
+        .await
+        .unwrap();
+    // One waiter times out, another is cancelled (its future dropped while it waits).
+    let err = b
+        .lock("gave-up")
+        .wait_up_to(Duration::from_millis(400))
+        .acquire()
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::TimedOut { .. }), "{err:?}");
+    let cancelled = tokio::time::timeout(
+        Duration::from_millis(400),
+        b.lock("gave-up")
+            .wait_up_to(Duration::from_secs(5))
+            .acquire(),
+    )
+    .await;
+    assert!(cancelled.is_err(), "the lock was free: {cancelled:?}");
+    assert!(b.wait_idle(Duration::from_secs(5)).await);
+    // Both took their places back: the release frees the lock, it hands it to nobody.
+    assert_eq!(in_line(&redis, "gave-up"), 0);
+    assert!(held.release().await.unwrap());
+    assert_eq!(value(&redis, "gave-up"), None);
+    let again = a.lock("gave-up").no_wait().acquire().await.unwrap();
+    assert!(again.release().await.unwrap());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lock_passed_to_a_waiter_that_died_lapses_with_its_place() {
+    let redis = server();
+    let a = client(&redis.url());
+    let b = client(&redis.url());
+    let held = a
+        .lock("dead-waiter")
+        .ttl(Duration::from_secs(30))
+        .acquire()
+        .await
+        .unwrap();
+    // A waiter that died right after its last refresh: first in line, its place lapsing in
+    // 1.5 s (the live waiter's lasts the default 5 s).
+    let dead = "deadbeefdeadbeefdeadbeefdeadbeef";
+    let now_ms = match redis.cmd(&["TIME"]).unwrap() {
+        redis::Value::Array(t) => {
+            let seconds: u64 = redis::from_redis_value(t[0].clone()).unwrap();
+            seconds * 1000 + redis::from_redis_value::<u64>(t[1].clone()).unwrap() / 1000
+        }
+        other => panic!("TIME: {other:?}"),
+    };
+    let lapses = (now_ms + 1500).to_string();
+    redis
+        .cmd(&["ZADD", "fencelock:{dead-waiter}:waiters", &lapses, dead])
+        .unwrap();
+    let waiter = {
+        let b = b.clone();
+        tokio::spawn(async move {
+            b.lock("dead-waiter")
+                .wait_up_to(Duration::from_secs(10))
+                .acquire()
+                .await
+        })
+    };
+    common::wait_for_count("places in line", 2, Duration::from_secs(5), || {
+        in_line(&redis, "dead-waiter")
+    })
+    .await;
+    assert!(held.release().await.unwrap());
+    let passed = value(&redis, "dead-waiter").expect("the lock was not passed");
+    assert!(
+        passed.starts_with(dead),
+        "passed to {passed}, not first in line"
+    );
+    let pttl = integer_reply(&redis, &["PTTL", "fencelock:{dead-waiter}"]);
+    assert!(
+        (1..=1500).contains(&pttl),
+        "the passed lease outlasts the place: {pttl} ms"
+    );
+    // The live waiter gets the lock once the dead one's lease (its place) has lapsed, not after
+    // the 30 s lease the holder had.
+    let guard = tokio::time::timeout(Duration::from_secs(6), waiter)
+        .await
+        .expect("the live waiter waited past the dead one's place")
+        .unwrap()
+        .unwrap();
+    let dead_fence: u64 = passed
+        .trim_end_matches('+')
+        .split_once(':')
+        .unwrap()
+        .1
+        .parse()
+        .unwrap();
+    assert!(guard.fence() > dead_fence);
+    assert!(guard.release().await.unwrap());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_passed_lock_is_confirmed_for_its_full_lease_at_once() {
+    let redis = server();
+    let a = client(&redis.url());
+    let b = client(&redis.url());
+    for auto_renew in [true, false] {
+        let name = format!("confirm-{auto_renew}");
+        let held = a
+            .lock(name.as_str())
+            .ttl(Duration::from_secs(20))
+            .acquire()
+            .await
+            .unwrap();
+        let waiter = {
+            let (b, name) = (b.clone(), name.clone());
+            tokio::spawn(async move {
+                b.lock(name)
+                    .ttl(Duration::from_secs(20))
+                    .queue_timeout(Duration::from_millis(600))
+                    .auto_renew(auto_renew)
+                    .wait_up_to(Duration::from_secs(5))
+                    .acquire()
+                    .await
+            })
+        };
+        common::wait_for_count("places in line", 1, Duration::from_secs(5), || {
+            in_line(&redis, &name)
+        })
+        .await;
+        assert!(held.release().await.unwrap());
+        let guard = waiter.await.unwrap().unwrap();
+        // The release gave the waiter no more than its place (600 ms); past that, the lock is
+        // still its own, for the 20 s it asked for: confirmed at once (by the watchdog, or by
+        // the waiter's own try when it renews by hand).
+        tokio::time::sleep(Duration::from_millis(900)).await;
+        assert!(guard.is_held(), "auto_renew {auto_renew}: lost");
+        let pttl = integer_reply(&redis, &["PTTL", &format!("fencelock:{{{name}}}")]);
+        assert!(
+            pttl > 15_000,
+            "auto_renew {auto_renew}: the lease is {pttl} ms"
+        );
+        assert!(
+            guard.remaining() > Duration::from_secs(10),
+            "auto_renew {auto_renew}"
+        );
+        assert!(guard.release().await.unwrap());
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_redlock_nobody_takes_a_place_in_line() {
+    let (servers, urls) = common::redlock_servers(3);
+    let a = common::redlock_client(&urls, Duration::from_millis(200));
+    let b = common::redlock_client(&urls, Duration::from_millis(200));
+    let held = a
+        .lock("no-line")
+        .ttl(Duration::from_secs(10))
+        .acquire()
+        .await
+        .unwrap();
+    let waiter = {
+        let b = b.clone();
+        tokio::spawn(async move {
+            b.lock("no-line")
+                .wait_up_to(Duration::from_secs(5))
+                .acquire()
+                .await
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(held.release().await.unwrap());
+    let guard = waiter.await.unwrap().unwrap();
+    assert!(guard.release().await.unwrap());
+    for redis in &servers {
+        assert!(
+            !keys(redis).iter().any(|k| k.ends_with(":waiters")),
+            "{:?}",
+            keys(redis)
+        );
+        assert_eq!(calls(redis, "zadd"), 0);
+    }
+}
