@@ -16,7 +16,7 @@ use common::{calls, client, integer_reply, keys, server};
 /// What the lock key holds (`<token>:<fence>[+]`), or `None` when it is free.
 fn value(redis: &fencelock_testkit::RedisServer, name: &str) -> Option<String> {
     match redis.cmd(&["GET", &format!("fencelock:{{{name}}}")]) {
-        Ok(redis::Value::BulkString(v)) => Some(String::from_utf8(v).unwrap()),
+        Ok(redis::Value::BulkString(v)) => Some(String::from_utf8_lossy(&v).into_owned()),
         Ok(redis::Value::Nil) => None,
         other => panic!("GET: {other:?}"),
     }
