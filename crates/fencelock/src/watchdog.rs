@@ -69,12 +69,14 @@ impl Watchdog {
         Watchdog { shared, releases }
     }
 
-    /// Keeps a hold alive from now on. `moved`: the client moved to another master since the
-    /// grant was asked for, so the hold is checked there at once.
-    pub(crate) fn renew(&self, id: u64, renewal: Renewal, moved: bool) {
+    /// Keeps a hold alive from now on. `first_due`: renew it first at this instant rather than
+    /// a third of a lease after its grant was asked for (now: the client moved to another
+    /// master since, and the hold is checked there; a lock passed by a release: a third of the
+    /// shorter lease it was passed with).
+    pub(crate) fn renew(&self, id: u64, renewal: Renewal, first_due: Option<Instant>) {
         let entry = Entry {
             renewal,
-            retry_at: moved.then(Instant::now),
+            retry_at: first_due,
         };
         let due = entry.due_at();
         let mut schedule = self.shared.lock();

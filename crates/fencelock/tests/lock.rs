@@ -298,6 +298,11 @@ async fn bad_input_is_refused_before_anything_is_sent() {
         ),
         (a.lock("x{y}"), "braces"),
         (
+            a.lock("x").queue_timeout(Duration::from_millis(1)),
+            "queue timeout 1ms is shorter",
+        ),
+        (a.lock("x").queue_timeout(Duration::MAX), "queue timeout"),
+        (
             a.lock("x")
                 .ttl(Duration::from_secs(10))
                 .max_hold(Duration::from_secs(1)),

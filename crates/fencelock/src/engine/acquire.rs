@@ -159,7 +159,8 @@ impl LockRequest {
                         // Granted by a master the client has left since: checked on the new one
                         // now, not a third of a lease later.
                         let moved = switch_epoch != shared.instances.switch_epoch();
-                        let guard = self.guard(hold, fence, lease, started, moved);
+                        let guard =
+                            self.guard(hold, fence, lease, started, moved.then(Instant::now));
                         if let Some(memory) = memory.as_deref_mut().and_then(Option::as_mut) {
                             memory.add(guard.lease());
                         }
@@ -267,7 +268,8 @@ impl LockRequest {
     /// the place the release read would have lapsed, and that place was set by one of this
     /// token's tries (the one whose reply named the same instant), so the lease began at the
     /// latest when that try was sent: the conservative deadline counts from there, over the
-    /// queue timeout. The watchdog confirms the full lease at once.
+    /// queue timeout. The watchdog confirms the full lease a third of that lease after the try
+    /// (as it renews any lease), so a lock held briefly costs no confirmation.
     ///
     /// `None` leaves the grant to the next try, which finds the lock held by this token and
     /// confirms it (acquire is idempotent): a place this request does not know (a try whose
@@ -286,14 +288,16 @@ impl LockRequest {
             return None;
         }
         let place = places.find(pass.lapses)?;
-        let mut lease = LeaseState::new(place.sent_at, self.place_lasts(), &shared.drift);
+        let passed_for = self.place_lasts();
+        let mut lease = LeaseState::new(place.sent_at, passed_for, &shared.drift);
         // The watchdog renews with the lease the request asked for.
         lease.ttl = self.ttl;
         if lease.deadline <= Instant::now() {
             return None;
         }
         tracing::debug!(lock = %self.name, fence = pass.fence, "passed the lock by its release");
-        Some(self.guard(hold.clone(), pass.fence, lease, started, true))
+        let first_due = place.sent_at.checked_add(passed_for.min(self.ttl) / 3)?;
+        Some(self.guard(hold.clone(), pass.fence, lease, started, Some(first_due)))
     }
 
     /// Gives back what a lost round may hold: releases where it was granted (waiting for the
@@ -331,15 +335,15 @@ impl LockRequest {
         );
     }
 
-    /// The guard of a grant. `confirm_now`: the watchdog renews it at once rather than a third
-    /// of a lease later (a grant by a master the client has left since, a passed lock).
+    /// The guard of a grant. `first_due`: when the watchdog renews it first, if not a third of
+    /// a lease after the grant was asked for (see [`Watchdog::renew`](crate::watchdog::Watchdog::renew)).
     fn guard(
         &self,
         hold: Arc<Hold>,
         fence: u64,
         lease: LeaseState,
         started: Instant,
-        confirm_now: bool,
+        first_due: Option<Instant>,
     ) -> LockGuard {
         let shared = &self.client.shared;
         let lease: Lease = Arc::new(watch::channel(lease).0);
@@ -353,7 +357,7 @@ impl LockRequest {
                     lease: lease.clone(),
                     hold_until: self.max_hold.and_then(|limit| started.checked_add(limit)),
                 },
-                confirm_now,
+                first_due,
             );
             id
         });

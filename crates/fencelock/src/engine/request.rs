@@ -150,6 +150,15 @@ impl LockRequest {
                 ),
             ));
         }
+        // A passed lock's lease is counted over the queue timeout: bounded like a lease.
+        if queue_timeout > MAX_TTL {
+            return Err(Error::invalid(
+                &self.name,
+                format!(
+                    "the queue timeout {queue_timeout:?} is longer than the maximum of {MAX_TTL:?}"
+                ),
+            ));
+        }
         self.protocol
             .check()
             .map_err(|reason| Error::invalid(&self.name, reason))?;
