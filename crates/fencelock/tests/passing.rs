@@ -289,3 +289,42 @@ async fn over_redlock_nobody_takes_a_place_in_line() {
         assert_eq!(calls(redis, "zadd"), 0);
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_line_key_that_is_not_ours_is_reported_and_left_as_it_is() {
+    let redis = server();
+    let a = client(&redis.url());
+    let b = client(&redis.url());
+    redis
+        .cmd(&["SET", "fencelock:{foreign-line}:waiters", "not a line"])
+        .unwrap();
+    let held = a
+        .lock("foreign-line")
+        .ttl(Duration::from_secs(10))
+        .acquire()
+        .await
+        .unwrap();
+    // The waiter's first try takes no place; the one after it names the key and writes nothing.
+    let err = b
+        .lock("foreign-line")
+        .wait_up_to(Duration::from_secs(2))
+        .acquire()
+        .await
+        .unwrap_err();
+    match &err {
+        Error::WrongType { lock, key, .. } => {
+            assert_eq!(lock, "foreign-line");
+            assert_eq!(key, "fencelock:{foreign-line}:waiters");
+        }
+        other => panic!("expected WrongType, got {other:?}"),
+    }
+    // The holder still releases (to nobody), and the key is as it was.
+    assert!(held.release().await.unwrap());
+    assert_eq!(value(&redis, "foreign-line"), None);
+    assert_eq!(
+        redis
+            .cmd(&["GET", "fencelock:{foreign-line}:waiters"])
+            .unwrap(),
+        redis::Value::BulkString(b"not a line".to_vec())
+    );
+}

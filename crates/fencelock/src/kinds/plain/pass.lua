@@ -8,14 +8,19 @@
 -- with `to:<token>:<fence>:<lapses>`. Returns nil when nobody live waits (nothing written but
 -- lapsed places), else whether the message was accepted (see `try_publish`).
 local function pass_on(lock_key, fence_key, waiters, channel)
-  if redis.call('type', waiters).ok ~= 'zset' then
+  -- The first two places: the one to pass to, and whether anyone is behind it.
+  local head = redis.pcall('zrange', waiters, 0, 1, 'WITHSCORES')
+  if head.err or #head == 0 then
+    -- Nobody in line, or a key that is not a line (the next acquire reports it).
     return nil
   end
   local now = now_ms()
-  redis.call('zremrangebyscore', waiters, '-inf', now)
-  local head = redis.call('zrange', waiters, 0, 0, 'WITHSCORES')
-  if #head == 0 then
-    return nil
+  if tonumber(head[2]) <= now then
+    redis.call('zremrangebyscore', waiters, '-inf', now)
+    head = redis.call('zrange', waiters, 0, 1, 'WITHSCORES')
+    if #head == 0 then
+      return nil
+    end
   end
   local last, err = last_fence(fence_key)
   if err then
@@ -26,7 +31,8 @@ local function pass_on(lock_key, fence_key, waiters, channel)
   redis.call('zrem', waiters, token)
   local _, text = next_fence(fence_key, last)
   local mark = ''
-  if redis.call('zcard', waiters) > 0 then
+  if #head > 2 then
+    -- Someone else is in line (a place that lapses meanwhile costs one wake-up at most).
     mark = '+'
   end
   redis.call('set', lock_key, token .. ':' .. text .. mark, 'PX', lapses - now)
