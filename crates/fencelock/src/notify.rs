@@ -2,7 +2,10 @@
 //!
 //! A waiter registers interest in a lock's release channel and gets a [`Subscription`]. The
 //! listener task subscribes the channel on the server (once, however many local waiters it has)
-//! and unsubscribes when the last waiter of a channel goes away. A message says whom to wake:
+//! and unsubscribes a second ([`LINGER`]) after the last waiter of a channel went away, unless a
+//! new one came meanwhile: a lock contended again and again costs no `SUBSCRIBE` and
+//! `UNSUBSCRIBE` per wait, and its next waiter needs no round trip before it tries. A message
+//! says whom to wake:
 //! `one` (a release that lets exactly one waiter in: a plain lock, a semaphore permit) wakes one
 //! local waiter; `to:<token>` (a fair lock, whose next holder only Redis knows) wakes the waiter
 //! whose request has that owner token, if it is on this client, and `to:<token>:<fence>:<lapses>`
@@ -36,7 +39,12 @@ struct Channel {
     /// The waiters that can be woken by their request's owner token.
     addressed: HashMap<String, Arc<Personal>>,
     subscriptions: usize,
+    /// The server confirmed the subscription (and the connection has not dropped since).
+    subscribed: bool,
 }
+
+/// How long a channel stays subscribed after its last local waiter went away.
+const LINGER: Duration = Duration::from_secs(1);
 
 use crate::script::{WAKE_ONE, WAKE_TO as WAKE_TOKEN};
 
@@ -163,6 +171,7 @@ impl ReleaseNotifier {
             registry: registry.clone(),
             backoff: RECONNECT_MIN,
             retry_at: None,
+            lingering: std::collections::VecDeque::new(),
         };
         tokio::spawn(listener.run(rx));
         ReleaseNotifier { registry, requests }
@@ -173,7 +182,7 @@ impl ReleaseNotifier {
     /// could not, the interest still counts and is subscribed when the connection comes back;
     /// meanwhile the waiter relies on its timer.
     pub(crate) fn subscribe(&self, channel: &str) -> (Subscription, oneshot::Receiver<bool>) {
-        let (wake_one, generation) = {
+        let (wake_one, generation, subscribed) = {
             let mut registry = lock(&self.registry);
             let entry = registry
                 .entry(channel.to_owned())
@@ -182,9 +191,14 @@ impl ReleaseNotifier {
                     generation: watch::channel(0).0,
                     addressed: HashMap::new(),
                     subscriptions: 0,
+                    subscribed: false,
                 });
             entry.subscriptions += 1;
-            (entry.wake_one.clone(), entry.generation.subscribe())
+            (
+                entry.wake_one.clone(),
+                entry.generation.subscribe(),
+                entry.subscribed,
+            )
         };
         let subscription = Subscription {
             registry: self.registry.clone(),
@@ -196,10 +210,15 @@ impl ReleaseNotifier {
             address: None,
         };
         let (confirmed, reply) = oneshot::channel();
-        let _ = self.requests.send(Request::Subscribe {
-            channel: channel.to_owned(),
-            confirmed,
-        });
+        if subscribed {
+            // Still subscribed from a waiter that left less than `LINGER` ago.
+            let _ = confirmed.send(true);
+        } else {
+            let _ = self.requests.send(Request::Subscribe {
+                channel: channel.to_owned(),
+                confirmed,
+            });
+        }
         (subscription, reply)
     }
 
@@ -271,7 +290,9 @@ impl Drop for Subscription {
         }
         entry.subscriptions = entry.subscriptions.saturating_sub(1);
         if entry.subscriptions == 0 {
-            registry.remove(&self.channel);
+            // The channel lingers (see `LINGER`); a wake-up nobody took is not kept for the
+            // next waiter.
+            entry.wake_one = Arc::new(Semaphore::new(0));
             drop(registry);
             let _ = self.requests.send(Request::Unsubscribe {
                 channel: std::mem::take(&mut self.channel),
@@ -340,6 +361,9 @@ struct Listener {
     backoff: Duration,
     /// When to try to reconnect (`None`: at once, if anyone is waiting).
     retry_at: Option<tokio::time::Instant>,
+    /// Channels whose last waiter went away, and when to unsubscribe them unless a new one
+    /// came (in that order).
+    lingering: std::collections::VecDeque<(String, tokio::time::Instant)>,
 }
 
 const RECONNECT_MIN: Duration = Duration::from_millis(50);
@@ -372,6 +396,11 @@ impl Listener {
                         self.wake_everyone();
                     }
                 }
+                () = sleep_until(self.lingering.front().map(|(_, at)| *at)), if !self.lingering.is_empty() => {
+                    if let Some((channel, _)) = self.lingering.pop_front() {
+                        self.unsubscribe_if_idle(channel).await;
+                    }
+                }
             }
         }
     }
@@ -392,6 +421,9 @@ impl Listener {
         if let Source::Dedicated { connection, .. } = &mut self.source {
             *connection = None;
         }
+        for entry in lock(&self.registry).values_mut() {
+            entry.subscribed = false;
+        }
         self.retry_at = Some(tokio::time::Instant::now() + self.backoff);
         self.backoff = (self.backoff * 2).min(RECONNECT_MAX);
     }
@@ -400,29 +432,45 @@ impl Listener {
         match request {
             Request::Subscribe { channel, confirmed } => {
                 let ok = self.subscribe(&channel).await;
+                if ok && let Some(entry) = lock(&self.registry).get_mut(&channel) {
+                    entry.subscribed = true;
+                }
                 let _ = confirmed.send(ok);
             }
             Request::Unsubscribe { channel } => {
-                if lock(&self.registry).contains_key(&channel) {
-                    return; // a new waiter came in meanwhile
-                }
-                let limit = self.command_timeout;
-                let failed = match &mut self.source {
-                    Source::Dedicated {
-                        connection: Some((sink, _)),
-                        ..
-                    } => within(limit, sink.unsubscribe(&channel)).await.is_err(),
-                    Source::Dedicated { .. } => false,
-                    Source::Sharded { conn, .. } => {
-                        // A failure leaves a subscription without waiters: harmless.
-                        let _ = sharded_subscription(conn, &channel, false, limit).await;
-                        false
-                    }
-                };
-                if failed {
-                    self.disconnected();
-                }
+                self.lingering
+                    .push_back((channel, tokio::time::Instant::now() + LINGER));
             }
+        }
+    }
+
+    /// Unsubscribes a channel that lingered, unless a waiter came back meanwhile.
+    async fn unsubscribe_if_idle(&mut self, channel: String) {
+        {
+            let mut registry = lock(&self.registry);
+            match registry.get(&channel) {
+                Some(entry) if entry.subscriptions == 0 => {
+                    registry.remove(&channel);
+                }
+                // A new waiter came in meanwhile, or an earlier linger already unsubscribed it.
+                _ => return,
+            }
+        }
+        let limit = self.command_timeout;
+        let failed = match &mut self.source {
+            Source::Dedicated {
+                connection: Some((sink, _)),
+                ..
+            } => within(limit, sink.unsubscribe(&channel)).await.is_err(),
+            Source::Dedicated { .. } => false,
+            Source::Sharded { conn, .. } => {
+                // A failure leaves a subscription without waiters: harmless.
+                let _ = sharded_subscription(conn, &channel, false, limit).await;
+                false
+            }
+        };
+        if failed {
+            self.disconnected();
         }
     }
 
@@ -493,6 +541,13 @@ impl Listener {
             return false;
         }
         *connection = Some((sink, stream));
+        let mut registry = lock(&self.registry);
+        for channel in &channels {
+            if let Some(entry) = registry.get_mut(channel) {
+                entry.subscribed = true;
+            }
+        }
+        drop(registry);
         self.backoff = RECONNECT_MIN;
         self.retry_at = None;
         true

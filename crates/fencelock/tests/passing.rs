@@ -328,3 +328,45 @@ async fn a_line_key_that_is_not_ours_is_reported_and_left_as_it_is() {
         redis::Value::BulkString(b"not a line".to_vec())
     );
 }
+
+/// A lock contended again and again: its waiters' client subscribes its channel once, keeps it
+/// while it is used, and unsubscribes it a little after the last waiter left.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_channel_waited_on_again_and_again_is_subscribed_once() {
+    let redis = server();
+    let a = client(&redis.url());
+    let b = client(&redis.url());
+    common::warm_up(&b).await;
+    redis.cmd(&["CONFIG", "RESETSTAT"]).unwrap();
+    for _ in 0..10 {
+        let held = a
+            .lock("again")
+            .ttl(Duration::from_secs(10))
+            .acquire()
+            .await
+            .unwrap();
+        let waiter = {
+            let b = b.clone();
+            tokio::spawn(async move {
+                b.lock("again")
+                    .wait_up_to(Duration::from_secs(5))
+                    .acquire()
+                    .await
+            })
+        };
+        common::wait_for_count("places in line", 1, Duration::from_secs(5), || {
+            in_line(&redis, "again")
+        })
+        .await;
+        assert!(held.release().await.unwrap());
+        let guard = waiter.await.unwrap().unwrap();
+        assert!(guard.release().await.unwrap());
+    }
+    assert_eq!(calls(&redis, "subscribe"), 1);
+    let subscribers = || match redis.cmd(&["PUBSUB", "NUMSUB", "fencelock:{again}:released"]) {
+        Ok(redis::Value::Array(reply)) => redis::from_redis_value::<i64>(reply[1].clone()).unwrap(),
+        other => panic!("PUBSUB NUMSUB: {other:?}"),
+    };
+    assert_eq!(subscribers(), 1);
+    common::wait_for_count("subscribers", 0, Duration::from_secs(5), subscribers).await;
+}
