@@ -1,6 +1,8 @@
 -- Take the lock if it is free, or confirm it if this owner already holds it (so that a retry
 -- after a lost reply neither strands the lock nor hands out a second fence).
--- KEYS[1] the lock key, KEYS[2] the fence key, KEYS[3] the waiters (line.lua)
+-- KEYS[1] the lock key, KEYS[2] the fence key, KEYS[3] the line of waiters (a sorted set: owner
+-- token -> the server millisecond at which the place lapses unless the waiter refreshes it; on
+-- one server only, see mod.rs)
 -- ARGV[1] the owner token, ARGV[2] the lease in milliseconds, ARGV[3] '1' when other requests
 -- of this client wait for the lock (the grant is marked as waited for: see value.lua), else '',
 -- ARGV[4] for a request that waits for the lock to be passed to it: how long its place lasts
@@ -26,13 +28,18 @@ local place = ARGV[4] ~= ''
 if place then
   -- A waiter: its place is checked before anything is written, and given up before it may take
   -- the lock (and taken again below if the lock is held). The grant is marked as waited for
-  -- when others are still in line, so that its release passes the lock on.
-  local err = refuse_foreign_waiters(KEYS[3])
-  if err then
-    return err
+  -- when others are still in line, so that its release passes the lock on. (The line's code
+  -- is written out here, in branches, rather than as helpers: every helper a script defines is
+  -- a closure made on each run, which an uncontended acquire would pay for.)
+  local t = redis.call('type', KEYS[3]).ok
+  if t ~= 'none' and t ~= 'zset' then
+    return {-1, KEYS[3], t}
   end
-  if leave_line(KEYS[3], ARGV[1]) then
-    mark = '+'
+  if t == 'zset' then
+    redis.call('zrem', KEYS[3], ARGV[1])
+    if redis.call('zcard', KEYS[3]) > 0 then
+      mark = '+'
+    end
   end
 end
 local value = redis.pcall('set', KEYS[1], ARGV[1] .. ':' .. text .. mark, 'NX', 'GET', 'PX', ARGV[2])
@@ -55,7 +62,15 @@ if value then
     -- (A key with no expiry is no holder's lease: it is reported, and left as it is.)
     mark_waited(KEYS[1], value)
     if place then
-      return {0, pttl, join_line(KEYS[3], ARGV[1], ARGV[4])}
+      -- Take or refresh the place: it lapses ARGV[4] ms from now on the server's clock (the
+      -- waiter matches this instant against the message that passes it the lock); the line
+      -- lives as long as its longest place.
+      local lapses = math.floor(now / 1000) + tonumber(ARGV[4])
+      redis.call('zadd', KEYS[3], lapses, ARGV[1])
+      if redis.call('pttl', KEYS[3]) < tonumber(ARGV[4]) then
+        redis.call('pexpire', KEYS[3], ARGV[4])
+      end
+      return {0, pttl, lapses}
     end
   end
   return {0, pttl}

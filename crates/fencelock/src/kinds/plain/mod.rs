@@ -6,21 +6,24 @@
 //! Release is compare-and-delete; extend is compare-and-`PEXPIRE`.
 //!
 //! Lock passing (on one server, or a cluster's slot master): a waiting request takes a place
-//! in a line of waiters (`line.lua`: token -> when its place lapses), refreshed each time it
+//! in a line of waiters (`acquire.lua`: token -> when its place lapses), refreshed each time it
 //! tries again (every third of the queue timeout at the latest). A release that finds the lock
-//! waited for hands it straight to the waiter whose place lapses first (`pass.lua`): a new
+//! waited for hands it straight to the waiter whose place lapses first (`release.lua`): a new
 //! fence, a lease that ends when that place would have lapsed, and a message
 //! `to:<token>:<fence>:<lapses>` that the waiter takes as its grant without sending anything.
 //! The lock is never free while someone waits, and a handoff is one script run plus one
 //! message. The waiter's conservative deadline counts from the send time of the try that set
-//! the place the release read (it matches `lapses` against its tries' replies), and its client
-//! confirms the full lease at once. A waiter that died since its last refresh costs at most its
+//! the place the release read (it matches `lapses` against its tries' replies), and its
+//! watchdog confirms the full lease a third of the way into that place (a lock held briefly
+//! costs no confirmation). A waiter that died since its last refresh costs at most its
 //! place's remaining time; one that gave up takes its place back (the release script, when it
 //! finds the lock not held by the caller); a lost message costs at most a refresh period, since
 //! the waiter's next try finds the lock held by its own token and is granted it (acquire is
 //! idempotent). Over Redlock nobody queues: each instance would pass to a waiter of its own;
-//! there a release wakes one waiter of each client and the waiters race. Over Redlock, a renewal that finds the key gone on an instance that
-//! restarted empty puts the hold back there (`reassert.lua`).
+//! there a release wakes one waiter of each client and the waiters race.
+//!
+//! Over Redlock, a renewal that finds the key gone on an instance that restarted empty puts the
+//! hold back there (`reassert.lua`).
 
 use std::sync::LazyLock;
 use std::time::Duration;
@@ -30,8 +33,8 @@ use smallvec::smallvec;
 use crate::engine::{Attempt, Hold, Protocol};
 use crate::script::{Arg, Call, Lua, lua};
 
-pub(crate) static ACQUIRE: LazyLock<Lua> = lua!("value.lua", "line.lua", "acquire.lua");
-pub(crate) static RELEASE: LazyLock<Lua> = lua!("value.lua", "pass.lua", "release.lua");
+pub(crate) static ACQUIRE: LazyLock<Lua> = lua!("value.lua", "acquire.lua");
+pub(crate) static RELEASE: LazyLock<Lua> = lua!("value.lua", "release.lua");
 pub(crate) static EXTEND: LazyLock<Lua> = lua!("value.lua", "extend.lua");
 pub(crate) static REASSERT: LazyLock<Lua> = lua!("reassert.lua");
 

@@ -1,7 +1,10 @@
 -- Release the lock only if this owner holds it. If someone waited for it (the value's mark,
--- value.lua), pass it to the next waiter in line (pass.lua), or, with nobody in line, wake
--- one waiter.
--- KEYS[1] the lock key, KEYS[2] the fence key, KEYS[3] the waiters
+-- value.lua), pass it to the waiter first in line: the one whose place lapses first among those
+-- that have not lapsed, with a fence of its own and a lease that ends when its place would have
+-- lapsed (a waiter that died since its last refresh costs no more than its place; a live one
+-- confirms the full lease), marked as waited for while others are still in line, and told with
+-- `to:<token>:<fence>:<lapses>`. With nobody in line, wake one waiter of each client.
+-- KEYS[1] the lock key, KEYS[2] the fence key, KEYS[3] the line of waiters (acquire.lua)
 -- ARGV[1] the owner token, ARGV[2] the release channel, ARGV[3] the fence the owner was given
 -- (or '')
 -- Reply: 1 released (or passed on), 2 released but the message was refused (an ACL user that
@@ -13,7 +16,8 @@
 -- would refuse such a user's releases only when someone waits. Before the key goes, the fence
 -- key is raised to at least the owner's fence. Over Redlock the owner's fence is the largest of
 -- its majority's; writing it back on every instance it held means that whichever majority takes
--- the lock next contains an instance that knows it.
+-- the lock next contains an instance that knows it. The pass is written out in its branch rather
+-- than as helpers, so that an uncontended release makes no closure it does not call.
 local value = redis.pcall('get', KEYS[1])
 local held, waited = holds(value, ARGV[1])
 if not held then
@@ -28,12 +32,39 @@ if not waited then
   redis.call('del', KEYS[1])
   return 1
 end
-local passed = pass_on(KEYS[1], KEYS[2], KEYS[3], ARGV[2])
-if passed == nil then
-  redis.call('del', KEYS[1])
-  passed = try_publish(ARGV[2], WAKE_ONE)
+-- The first two places: the one to pass to, and whether anyone is behind it. (A key that is not
+-- a line, or a fence key that is not ours, passes nothing: the next acquire reports it.)
+local line = redis.pcall('zrange', KEYS[3], 0, 1, 'WITHSCORES')
+local last = redis.pcall('get', KEYS[2])
+last = (last == false and 0) or (type(last) == 'string' and tonumber(last))
+if not line.err and #line > 0 and last then
+  local t = redis.call('time')
+  local clock_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  local now = math.floor(clock_us / 1000)
+  if tonumber(line[2]) <= now then
+    redis.call('zremrangebyscore', KEYS[3], '-inf', now)
+    line = redis.call('zrange', KEYS[3], 0, 1, 'WITHSCORES')
+  end
+  if #line > 0 then
+    local token, lapses = line[1], tonumber(line[2])
+    redis.call('zrem', KEYS[3], token)
+    -- The next fence: max(last + 1, clock), as every grant's.
+    local fence = string.format('%.0f', math.max(last + 1, clock_us))
+    redis.call('set', KEYS[2], fence)
+    local mark = ''
+    if #line > 2 then
+      -- Someone else is in line (a place that lapses meanwhile costs one wake-up at most).
+      mark = '+'
+    end
+    redis.call('set', KEYS[1], token .. ':' .. fence .. mark, 'PX', lapses - now)
+    if try_publish(ARGV[2], WAKE_TO .. token .. ':' .. fence .. ':' .. string.format('%.0f', lapses)) then
+      return 1
+    end
+    return 2
+  end
 end
-if passed then
+redis.call('del', KEYS[1])
+if try_publish(ARGV[2], WAKE_ONE) then
   return 1
 end
 return 2
