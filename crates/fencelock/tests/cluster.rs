@@ -340,3 +340,59 @@ async fn bad_cluster_configurations_are_clear_errors() {
         "{text}"
     );
 }
+
+/// Lock passing on a cluster: the waiter's place is in the lock's slot, the release (which names
+/// the line without declaring it) passes the lock there and tells the waiter by `SPUBLISH`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_release_passes_the_lock_to_a_waiter_on_a_cluster() {
+    // A cluster of its own: the shared one's script-loading test counts loads on every node.
+    let cluster = &RedisCluster::start(3, 0).unwrap_or_else(|e| panic!("{e}"));
+    let a = cluster_client(cluster);
+    let b = cluster_client(cluster);
+    for name in names_on_several_masters(cluster, "passed", 4) {
+        let master = cluster.master_of(&format!("fencelock:{{{name}}}")).unwrap();
+        let held = a
+            .lock(name.as_str())
+            .ttl(Duration::from_secs(10))
+            .acquire()
+            .await
+            .unwrap();
+        let waiter = {
+            let (b, name) = (b.clone(), name.clone());
+            tokio::spawn(async move {
+                b.lock(name)
+                    .ttl(Duration::from_secs(10))
+                    .wait_up_to(Duration::from_secs(5))
+                    .acquire()
+                    .await
+            })
+        };
+        let first = held.fence();
+        let line = format!("fencelock:{{{name}}}:waiters");
+        common::wait_for_count("places in line", 1, Duration::from_secs(5), || {
+            common::integer_reply(master, &["ZCARD", &line])
+        })
+        .await;
+        assert!(held.release().await.unwrap(), "{name}");
+        let guard = tokio::time::timeout(Duration::from_secs(2), waiter)
+            .await
+            .unwrap_or_else(|_| panic!("{name}: the waiter was not passed the lock"))
+            .unwrap()
+            .unwrap();
+        let stored = match master
+            .cmd(&["GET", &format!("fencelock:{{{name}}}")])
+            .unwrap()
+        {
+            redis::Value::BulkString(v) => String::from_utf8_lossy(&v).into_owned(),
+            other => panic!("{name}: {other:?}"),
+        };
+        assert!(
+            stored.ends_with(&format!(":{}", guard.fence())),
+            "{name}: {stored} is not the waiter's grant {}",
+            guard.fence()
+        );
+        assert!(guard.fence() > first);
+        assert_eq!(common::integer_reply(master, &["ZCARD", &line]), 0);
+        assert!(guard.release().await.unwrap());
+    }
+}

@@ -5,9 +5,9 @@
 -- one server only, see mod.rs)
 -- ARGV[1] the owner token, ARGV[2] the lease in milliseconds, ARGV[3] '1' when other requests
 -- of this client wait for the lock (the grant is marked as waited for: see value.lua), else '',
--- ARGV[4] for a request that waits for the lock to be passed to it: how long its place lasts
--- in milliseconds (it takes or refreshes one when the lock is held, and gives it up when it
--- takes the lock); '' for a request that takes no place
+-- ARGV[4] for a request that waits for the lock to be passed to it (and then only: the
+-- other requests send two keys and three arguments): how long its place lasts in milliseconds
+-- (it takes or refreshes one when the lock is held, and gives it up when it takes the lock)
 -- Reply: {1, fence}        granted (or already held by this owner)
 --        {0, pttl}         held by another owner; pttl -1 means the key has no expiry
 --        {0, pttl, lapses} held, and the caller's place lapses at this server millisecond
@@ -24,7 +24,7 @@ local mark = ''
 if ARGV[3] == '1' then
   mark = '+'
 end
-local place = ARGV[4] ~= ''
+local place = KEYS[3] ~= nil
 if place then
   -- A waiter: its place is checked before anything is written, and given up before it may take
   -- the lock (and taken again below if the lock is held). The grant is marked as waited for

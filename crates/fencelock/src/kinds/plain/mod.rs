@@ -48,27 +48,34 @@ impl Protocol for Plain {
     }
 
     fn acquire<'a>(&'a self, hold: &'a Hold, attempt: Attempt) -> Call<'a> {
+        let others_wait = Arg::Str(if attempt.others_wait { "1" } else { "" });
         // A waiter takes a place in line (refreshed with each try) so that a release can pass
-        // the lock to it; the first try of a request, before it waits, takes none.
-        let place = if attempt.waiting && !attempt.queue_timeout.is_zero() {
-            Arg::millis(attempt.queue_timeout)
+        // the lock to it: the line's key and how long the place lasts. A request's first try,
+        // before it waits, takes none and sends neither: every key and argument is a string
+        // the server makes for each run.
+        if attempt.waiting && !attempt.queue_timeout.is_zero() {
+            Call::new(
+                &ACQUIRE,
+                &with_waiters(hold),
+                smallvec![
+                    hold.token_arg(),
+                    Arg::millis(attempt.ttl),
+                    others_wait,
+                    Arg::millis(attempt.queue_timeout),
+                ],
+            )
         } else {
-            Arg::Str("")
-        };
-        Call::new(
-            &ACQUIRE,
-            &with_waiters(hold),
-            smallvec![
-                hold.token_arg(),
-                Arg::millis(attempt.ttl),
-                Arg::Str(if attempt.others_wait { "1" } else { "" }),
-                place,
-            ],
-        )
+            Call::new(
+                &ACQUIRE,
+                &hold.lock_and_fence(),
+                smallvec![hold.token_arg(), Arg::millis(attempt.ttl), others_wait],
+            )
+        }
     }
 
     fn release<'a>(&'a self, hold: &'a Hold, fence: Option<u64>) -> Call<'a> {
-        Call::new(&RELEASE, &with_waiters(hold), release_args(hold, fence))
+        // The line of waiters is named by the script (see release.lua).
+        Call::new(&RELEASE, &hold.lock_and_fence(), release_args(hold, fence))
     }
 
     fn extend<'a>(&'a self, hold: &'a Hold, ttl: Duration) -> Call<'a> {

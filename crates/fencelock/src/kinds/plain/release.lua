@@ -4,7 +4,11 @@
 -- lapsed (a waiter that died since its last refresh costs no more than its place; a live one
 -- confirms the full lease), marked as waited for while others are still in line, and told with
 -- `to:<token>:<fence>:<lapses>`. With nobody in line, wake one waiter of each client.
--- KEYS[1] the lock key, KEYS[2] the fence key, KEYS[3] the line of waiters (acquire.lua)
+-- KEYS[1] the lock key, KEYS[2] the fence key; the line of waiters (acquire.lua) is KEYS[1]
+-- .. ':waiters', named here rather than passed: every key of a call is a string the server
+-- makes for each run (about 2,000 instructions a key, measured), and only a contended release
+-- reads the line. It shares the lock's hash tag, so on Redis Cluster it is in the slot of the
+-- declared keys, which is what Redis checks for a key a script did not declare.
 -- ARGV[1] the owner token, ARGV[2] the release channel, ARGV[3] the fence the owner was given
 -- (or '')
 -- Reply: 1 released (or passed on), 2 released but the message was refused (an ACL user that
@@ -22,8 +26,9 @@ local value = redis.pcall('get', KEYS[1])
 local held, waited = holds(value, ARGV[1])
 if not held then
   -- A waiter that gives up (or whose request was cancelled).
-  if redis.call('type', KEYS[3]).ok == 'zset' then
-    redis.call('zrem', KEYS[3], ARGV[1])
+  local waiters = KEYS[1] .. ':waiters'
+  if redis.call('type', waiters).ok == 'zset' then
+    redis.call('zrem', waiters, ARGV[1])
   end
   return 0
 end
@@ -34,7 +39,8 @@ if not waited then
 end
 -- The first two places: the one to pass to, and whether anyone is behind it. (A key that is not
 -- a line, or a fence key that is not ours, passes nothing: the next acquire reports it.)
-local line = redis.pcall('zrange', KEYS[3], 0, 1, 'WITHSCORES')
+local waiters = KEYS[1] .. ':waiters'
+local line = redis.pcall('zrange', waiters, 0, 1, 'WITHSCORES')
 local last = redis.pcall('get', KEYS[2])
 last = (last == false and 0) or (type(last) == 'string' and tonumber(last))
 if not line.err and #line > 0 and last then
@@ -42,12 +48,12 @@ if not line.err and #line > 0 and last then
   local clock_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
   local now = math.floor(clock_us / 1000)
   if tonumber(line[2]) <= now then
-    redis.call('zremrangebyscore', KEYS[3], '-inf', now)
-    line = redis.call('zrange', KEYS[3], 0, 1, 'WITHSCORES')
+    redis.call('zremrangebyscore', waiters, '-inf', now)
+    line = redis.call('zrange', waiters, 0, 1, 'WITHSCORES')
   end
   if #line > 0 then
     local token, lapses = line[1], tonumber(line[2])
-    redis.call('zrem', KEYS[3], token)
+    redis.call('zrem', waiters, token)
     -- The next fence: max(last + 1, clock), as every grant's.
     local fence = string.format('%.0f', math.max(last + 1, clock_us))
     redis.call('set', KEYS[2], fence)
