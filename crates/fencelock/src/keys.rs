@@ -5,7 +5,8 @@
 //! - `P:{NAME}:fence` holds the last fence handed out for `NAME`; it never expires;
 //! - `P:{NAME}:released` is the channel a release is published on;
 //! - for a plain lock on one server, `P:{NAME}:waiters` holds the waiters a release may pass
-//!   the lock to (token -> when the place lapses, in server milliseconds);
+//!   the lock to (token -> when the place lapses, in server milliseconds); the plain lock's
+//!   scripts name it (and the fence key and channel) from the lock key themselves;
 //! - for a fair lock, `P:{NAME}:queue` and `P:{NAME}:alive` hold its waiters.
 //!
 //! The lock key is a string (`<token>:<fence>`) for plain and fair locks, and a hash recording
@@ -21,20 +22,18 @@ pub const MAX_NAME_LEN: usize = 1024;
 /// The Redis names of one lock.
 #[derive(Debug, Clone)]
 pub(crate) struct LockKeys {
-    /// `P:{N}:fenceP:{N}:releasedP:{N}:waiters`: the lock key, the fence key, the channel and
-    /// the plain lock's waiters in one string (one allocation per acquisition instead of four).
+    /// `P:{N}:fenceP:{N}:released`: the lock key, the fence key and the channel in one string
+    /// (one allocation per acquisition instead of three).
     all: String,
     /// Where the lock key ends (`P:{N}`).
     lock_end: usize,
     /// Where the fence key ends (`P:{N}:fence`).
     fence_end: usize,
-    /// Where the channel ends (`P:{N}:released`).
-    channel_end: usize,
 }
 
 impl LockKeys {
     pub(crate) fn new(prefix: &str, name: &str) -> Self {
-        let mut all = String::with_capacity(3 * (prefix.len() + name.len() + 3) + 23);
+        let mut all = String::with_capacity(2 * (prefix.len() + name.len() + 3) + 15);
         for part in [prefix, ":{", name, "}"] {
             all.push_str(part);
         }
@@ -43,14 +42,10 @@ impl LockKeys {
         let fence_end = all.len();
         all.extend_from_within(..lock_end);
         all.push_str(":released");
-        let channel_end = all.len();
-        all.extend_from_within(..lock_end);
-        all.push_str(":waiters");
         LockKeys {
             all,
             lock_end,
             fence_end,
-            channel_end,
         }
     }
 
@@ -66,15 +61,7 @@ impl LockKeys {
 
     /// The release channel: `P:{N}:released`.
     pub(crate) fn channel(&self) -> &str {
-        self.all
-            .get(self.fence_end..self.channel_end)
-            .unwrap_or_default()
-    }
-
-    /// A plain lock's waiters, to one of whom a release may pass the lock: token -> the server
-    /// millisecond its place lapses at (`P:{N}:waiters`).
-    pub(crate) fn waiters(&self) -> &str {
-        self.all.get(self.channel_end..).unwrap_or_default()
+        self.all.get(self.fence_end..).unwrap_or_default()
     }
 
     /// A fair lock's queue: waiter token -> ticket.
@@ -133,16 +120,10 @@ mod tests {
         assert_eq!(k.fence(), "fencelock:{jobs/nightly}:fence");
         assert_eq!(k.channel(), "fencelock:{jobs/nightly}:released");
         assert_eq!(k.queue(), "fencelock:{jobs/nightly}:queue");
-        assert_eq!(k.waiters(), "fencelock:{jobs/nightly}:waiters");
         let short = LockKeys::new("p", "n");
         assert_eq!(
-            (
-                short.lock(),
-                short.fence(),
-                short.channel(),
-                short.waiters()
-            ),
-            ("p:{n}", "p:{n}:fence", "p:{n}:released", "p:{n}:waiters")
+            (short.lock(), short.fence(), short.channel()),
+            ("p:{n}", "p:{n}:fence", "p:{n}:released")
         );
     }
 

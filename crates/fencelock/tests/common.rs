@@ -298,3 +298,35 @@ pub async fn stalled_then_replaced(
         .unwrap_or_else(|| panic!("the expired lock was not free"));
     (stalled, next)
 }
+
+/// The arguments (after the keys) of each script call in a `MONITOR` line: one list for an
+/// `EVALSHA`, one per call for a batch (`script/batch.lua`: the number of calls, keys per call
+/// and arguments per call, then each call's arguments), none for any other line (a command a
+/// script ran, say).
+pub fn script_calls(line: &str) -> Vec<Vec<String>> {
+    let words: Vec<&str> = line.split('"').skip(1).step_by(2).collect();
+    let number = |i: usize| words.get(i).and_then(|w| w.parse::<usize>().ok());
+    if !words
+        .first()
+        .is_some_and(|w| w.eq_ignore_ascii_case("evalsha"))
+    {
+        return Vec::new();
+    }
+    let Some(keys) = number(2) else {
+        return Vec::new();
+    };
+    let args = words.get(3 + keys..).unwrap_or_default();
+    let batch = match (number(3 + keys), number(4 + keys), number(5 + keys)) {
+        (Some(calls), Some(per_call_keys), Some(per_call))
+            if calls * per_call_keys == keys && args.len() == 3 + calls * per_call =>
+        {
+            Some(per_call)
+        }
+        _ => None,
+    };
+    let owned = |args: &[&str]| args.iter().map(|w| (*w).to_owned()).collect::<Vec<_>>();
+    match batch {
+        Some(per_call) if per_call > 0 => args[3..].chunks(per_call).map(owned).collect(),
+        _ => vec![owned(args)],
+    }
+}

@@ -75,31 +75,27 @@ async fn a_release_passes_the_lock_to_a_waiter_that_sends_no_acquire_after_it() 
     assert!(guard.fence() > first);
     assert_eq!(in_line(&redis, "pass"), 0);
     assert!(guard.release().await.unwrap());
-    // The server's own record: after the release, the waiter sent no acquire of its own (an
-    // acquire names the line's key and not the channel; the release names the channel).
-    let mut lines = Vec::new();
+    // The server's own record: after the release, the waiter sent no acquire of its own.
+    // Each script call's arguments, in the server's order: the holder's release sends the token
+    // alone, a waiting try sends four (token, lease, whether others of its client wait, and
+    // how long its place lasts).
+    let mut calls = Vec::new();
     while let Ok(Some(line)) = tokio::time::timeout(Duration::from_millis(300), heard.next()).await
     {
-        if line.to_ascii_lowercase().contains("\"evalsha\"") {
-            lines.push(line);
-        }
+        calls.extend(common::script_calls(&line));
     }
-    let is_acquire = |line: &String| line.contains(":waiters") && !line.contains(":released");
-    let release = lines
+    let waiting_try = |args: &Vec<String>| args.len() == 4 && args[0] == token;
+    let release = calls
         .iter()
-        .position(|line| line.contains(":released"))
-        .unwrap_or_else(|| panic!("no release heard: {lines:#?}"));
+        .position(|args| args.len() == 1 && args[0] != token)
+        .unwrap_or_else(|| panic!("no release heard: {calls:#?}"));
     assert!(
-        lines[..release]
-            .iter()
-            .any(|line| is_acquire(line) && line.contains(token)),
-        "the waiter's tries were not heard: {lines:#?}"
+        calls[..release].iter().any(waiting_try),
+        "the waiter's tries were not heard: {calls:#?}"
     );
     assert!(
-        !lines[release..]
-            .iter()
-            .any(|line| is_acquire(line) && line.contains(token)),
-        "the waiter sent an acquire after the release: {lines:#?}"
+        !calls[release..].iter().any(waiting_try),
+        "the waiter sent an acquire after the release: {calls:#?}"
     );
 }
 

@@ -149,7 +149,7 @@ async fn one_or_two_stopped_instances_cost_at_most_the_instance_timeout() {
 /// instance holding a lock nobody holds (and refusing its vote to everyone for a lease).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_slow_instance_hears_each_clients_calls_in_the_order_they_were_made() {
-    const TASKS: usize = 6;
+    const TASKS: usize = 16;
     const CYCLES: usize = 8;
     let (servers, urls) = common::redlock_servers(3);
     let client = redlock(&urls);
@@ -194,10 +194,10 @@ async fn a_slow_instance_hears_each_clients_calls_in_the_order_they_were_made() 
     let mut seen: Vec<(String, bool)> = Vec::new();
     while let Ok(Some(line)) = tokio::time::timeout(Duration::from_millis(500), heard.next()).await
     {
-        let release = line.contains(":released");
-        for word in line.split('"') {
-            if word.len() == 32 && word.bytes().all(|b| b.is_ascii_hexdigit()) {
-                seen.push((word.to_owned(), release));
+        // An acquire sends the token and the 30 s lease; a release the token and its fence.
+        for args in common::script_calls(&line) {
+            if let [token, second, ..] = args.as_slice() {
+                seen.push((token.clone(), second != "30000"));
             }
         }
     }

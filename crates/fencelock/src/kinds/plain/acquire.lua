@@ -1,13 +1,16 @@
 -- Take the lock if it is free, or confirm it if this owner already holds it (so that a retry
 -- after a lost reply neither strands the lock nor hands out a second fence).
--- KEYS[1] the lock key, KEYS[2] the fence key, KEYS[3] the line of waiters (a sorted set: owner
--- token -> the server millisecond at which the place lapses unless the waiter refreshes it; on
--- one server only, see mod.rs)
+-- KEYS[1] the lock key; the fence key (KEYS[1] .. ':fence') and the line of waiters (':waiters':
+-- a sorted set, owner token -> the server millisecond at which the place lapses unless the
+-- waiter refreshes it; on one server only, see mod.rs) are named here, not passed, and only
+-- where they are used: every key and argument of a call is a string the server makes on each
+-- run. They share the lock's hash tag, so on Redis Cluster they are in the declared key's slot,
+-- which is what Redis checks for a key a script did not declare.
 -- ARGV[1] the owner token, ARGV[2] the lease in milliseconds, ARGV[3] '1' when other requests
--- of this client wait for the lock (the grant is marked as waited for: see value.lua), else '',
--- ARGV[4] for a request that waits for the lock to be passed to it (and then only: the
--- other requests send two keys and three arguments): how long its place lasts in milliseconds
--- (it takes or refreshes one when the lock is held, and gives it up when it takes the lock)
+-- of this client wait for the lock (the grant is marked as waited for: see value.lua), '' or
+-- absent otherwise, ARGV[4] for a request that waits for the lock to be passed to it (and then
+-- only): how long its place lasts in milliseconds (it takes or refreshes one when the lock is
+-- held, and gives it up when it takes the lock)
 -- Reply: {1, fence}        granted (or already held by this owner)
 --        {0, pttl}         held by another owner; pttl -1 means the key has no expiry
 --        {0, pttl, lapses} held, and the caller's place lapses at this server millisecond
@@ -24,20 +27,22 @@ local mark = ''
 if ARGV[3] == '1' then
   mark = '+'
 end
-local place = KEYS[3] ~= nil
+local place = ARGV[4] ~= nil
+local waiters
 if place then
   -- A waiter: its place is checked before anything is written, and given up before it may take
   -- the lock (and taken again below if the lock is held). The grant is marked as waited for
   -- when others are still in line, so that its release passes the lock on. (The line's code
   -- is written out here, in branches, rather than as helpers: every helper a script defines is
   -- a closure made on each run, which an uncontended acquire would pay for.)
-  local t = redis.call('type', KEYS[3]).ok
+  waiters = KEYS[1] .. ':waiters'
+  local t = redis.call('type', waiters).ok
   if t ~= 'none' and t ~= 'zset' then
-    return {-1, KEYS[3], t}
+    return {-1, waiters, t}
   end
   if t == 'zset' then
-    redis.call('zrem', KEYS[3], ARGV[1])
-    if redis.call('zcard', KEYS[3]) > 0 then
+    redis.call('zrem', waiters, ARGV[1])
+    if redis.call('zcard', waiters) > 0 then
       mark = '+'
     end
   end
@@ -66,9 +71,9 @@ if value then
       -- waiter matches this instant against the message that passes it the lock); the line
       -- lives as long as its longest place.
       local lapses = math.floor(now / 1000) + tonumber(ARGV[4])
-      redis.call('zadd', KEYS[3], lapses, ARGV[1])
-      if redis.call('pttl', KEYS[3]) < tonumber(ARGV[4]) then
-        redis.call('pexpire', KEYS[3], ARGV[4])
+      redis.call('zadd', waiters, lapses, ARGV[1])
+      if redis.call('pttl', waiters) < tonumber(ARGV[4]) then
+        redis.call('pexpire', waiters, ARGV[4])
       end
       return {0, pttl, lapses}
     end
@@ -77,26 +82,27 @@ if value then
 end
 -- Taken. The fence key's TTL is kept, so that a key that turns out not to be ours is put back
 -- exactly as it was.
-local last = redis.pcall('set', KEYS[2], text, 'GET', 'KEEPTTL')
+local fence_key = KEYS[1] .. ':fence'
+local last = redis.pcall('set', fence_key, text, 'GET', 'KEEPTTL')
 if type(last) == 'table' then
   -- Not a string: the fence key was not written.
   redis.call('del', KEYS[1])
-  return {-1, KEYS[2], redis.call('type', KEYS[2]).ok}
+  return {-1, fence_key, redis.call('type', fence_key).ok}
 end
 if not last then
   return {1, now}
 end
 local before = tonumber(last)
 if not before then
-  redis.call('set', KEYS[2], last, 'KEEPTTL')
+  redis.call('set', fence_key, last, 'KEEPTTL')
   redis.call('del', KEYS[1])
-  return {-1, KEYS[2], 'a string that is not a number'}
+  return {-1, fence_key, 'a string that is not a number'}
 end
 if before < now then
   return {1, now}
 end
 local fence = before + 1
 text = int(fence)
-redis.call('set', KEYS[2], text)
+redis.call('set', fence_key, text)
 redis.call('set', KEYS[1], ARGV[1] .. ':' .. text .. mark, 'PX', ARGV[2])
 return {1, fence}

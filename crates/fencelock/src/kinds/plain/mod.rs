@@ -48,34 +48,28 @@ impl Protocol for Plain {
     }
 
     fn acquire<'a>(&'a self, hold: &'a Hold, attempt: Attempt) -> Call<'a> {
-        let others_wait = Arg::Str(if attempt.others_wait { "1" } else { "" });
+        // One key: the script names the fence key and the line of waiters (see acquire.lua).
         // A waiter takes a place in line (refreshed with each try) so that a release can pass
-        // the lock to it: the line's key and how long the place lasts. A request's first try,
-        // before it waits, takes none and sends neither: every key and argument is a string
-        // the server makes for each run.
-        if attempt.waiting && !attempt.queue_timeout.is_zero() {
-            Call::new(
-                &ACQUIRE,
-                &with_waiters(hold),
-                smallvec![
-                    hold.token_arg(),
-                    Arg::millis(attempt.ttl),
-                    others_wait,
-                    Arg::millis(attempt.queue_timeout),
-                ],
-            )
-        } else {
-            Call::new(
-                &ACQUIRE,
-                &hold.lock_and_fence(),
-                smallvec![hold.token_arg(), Arg::millis(attempt.ttl), others_wait],
-            )
+        // the lock to it; a request's first try, before it waits, takes none. Arguments that
+        // say nothing are left out: every one is a string the server makes for each run.
+        let mut args = smallvec![hold.token_arg(), Arg::millis(attempt.ttl)];
+        let place = attempt.waiting && !attempt.queue_timeout.is_zero();
+        if attempt.others_wait || place {
+            args.push(Arg::Str(if attempt.others_wait { "1" } else { "" }));
         }
+        if place {
+            args.push(Arg::millis(attempt.queue_timeout));
+        }
+        Call::new(&ACQUIRE, &[hold.keys.lock()], args)
     }
 
     fn release<'a>(&'a self, hold: &'a Hold, fence: Option<u64>) -> Call<'a> {
-        // The line of waiters is named by the script (see release.lua).
-        Call::new(&RELEASE, &hold.lock_and_fence(), release_args(hold, fence))
+        // The lock's other keys and its channel are named by the script (see release.lua).
+        let args = match fence {
+            Some(fence) => smallvec![hold.token_arg(), Arg::Int(fence)],
+            None => smallvec![hold.token_arg()],
+        };
+        Call::new(&RELEASE, &[hold.keys.lock()], args)
     }
 
     fn extend<'a>(&'a self, hold: &'a Hold, ttl: Duration) -> Call<'a> {
@@ -97,12 +91,6 @@ impl Protocol for Plain {
             smallvec![hold.token_arg(), Arg::millis(ttl), Arg::Int(fence)],
         ))
     }
-}
-
-/// The plain lock's keys: the lock, its fence, its line of waiters.
-fn with_waiters(hold: &Hold) -> [&str; 3] {
-    let keys = &*hold.keys;
-    [keys.lock(), keys.fence(), keys.waiters()]
 }
 
 /// The arguments every release script takes: the hold's token, the release channel, and the

@@ -4,13 +4,14 @@
 -- lapsed (a waiter that died since its last refresh costs no more than its place; a live one
 -- confirms the full lease), marked as waited for while others are still in line, and told with
 -- `to:<token>:<fence>:<lapses>`. With nobody in line, wake one waiter of each client.
--- KEYS[1] the lock key, KEYS[2] the fence key; the line of waiters (acquire.lua) is KEYS[1]
--- .. ':waiters', named here rather than passed: every key of a call is a string the server
--- makes for each run (about 2,000 instructions a key, measured), and only a contended release
--- reads the line. It shares the lock's hash tag, so on Redis Cluster it is in the slot of the
--- declared keys, which is what Redis checks for a key a script did not declare.
--- ARGV[1] the owner token, ARGV[2] the release channel, ARGV[3] the fence the owner was given
--- (or '')
+-- KEYS[1] the lock key; ARGV[1] the owner token, ARGV[2] (over Redlock only) the fence the
+-- owner was given, written back as a floor. The fence key (KEYS[1] .. ':fence'), the release
+-- channel (':released') and the line of waiters (':waiters', see acquire.lua) are named here,
+-- not passed, and only in the branches that use them: every key and argument of a call is a
+-- string the server makes on each run (about 2,000 instructions each, measured), and an
+-- uncontended release on one server uses none of them. They share the lock's hash tag, so on
+-- Redis Cluster they are in the slot of the declared key, which is what Redis checks for a key
+-- a script did not declare.
 -- Reply: 1 released (or passed on), 2 released but the message was refused (an ACL user that
 -- may not publish on the channel: waiters take the lock when they next look, at the lease they
 -- were told or their place's refresh), 0 not held by this owner (its place in line, if any, is
@@ -32,16 +33,19 @@ if not held then
   end
   return 0
 end
-raise_fence(KEYS[2], ARGV[3])
+if ARGV[2] then
+  raise_fence(KEYS[1] .. ':fence', ARGV[2])
+end
 if not waited then
   redis.call('del', KEYS[1])
   return 1
 end
+local channel = KEYS[1] .. ':released'
 -- The first two places: the one to pass to, and whether anyone is behind it. (A key that is not
 -- a line, or a fence key that is not ours, passes nothing: the next acquire reports it.)
-local waiters = KEYS[1] .. ':waiters'
+local waiters, fence_key = KEYS[1] .. ':waiters', KEYS[1] .. ':fence'
 local line = redis.pcall('zrange', waiters, 0, 1, 'WITHSCORES')
-local last = redis.pcall('get', KEYS[2])
+local last = redis.pcall('get', fence_key)
 last = (last == false and 0) or (type(last) == 'string' and tonumber(last))
 if not line.err and #line > 0 and last then
   local t = redis.call('time')
@@ -56,21 +60,21 @@ if not line.err and #line > 0 and last then
     redis.call('zrem', waiters, token)
     -- The next fence: max(last + 1, clock), as every grant's.
     local fence = string.format('%.0f', math.max(last + 1, clock_us))
-    redis.call('set', KEYS[2], fence)
+    redis.call('set', fence_key, fence)
     local mark = ''
     if #line > 2 then
       -- Someone else is in line (a place that lapses meanwhile costs one wake-up at most).
       mark = '+'
     end
     redis.call('set', KEYS[1], token .. ':' .. fence .. mark, 'PX', lapses - now)
-    if try_publish(ARGV[2], WAKE_TO .. token .. ':' .. fence .. ':' .. string.format('%.0f', lapses)) then
+    if try_publish(channel, WAKE_TO .. token .. ':' .. fence .. ':' .. string.format('%.0f', lapses)) then
       return 1
     end
     return 2
   end
 end
 redis.call('del', KEYS[1])
-if try_publish(ARGV[2], WAKE_ONE) then
+if try_publish(channel, WAKE_ONE) then
   return 1
 end
 return 2
