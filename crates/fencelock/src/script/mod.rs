@@ -124,10 +124,24 @@ impl Lua {
     /// A script as [`lua!`] composes it: the publish command and the payloads, the helpers of
     /// the prelude that its parts use (see [`used_helpers`]), then its parts; with its batch
     /// form.
+    ///
+    /// In the batch form, the leading parts that only define helpers (see [`helpers_only`]) go
+    /// in front of the per-call function with the prelude's, so that a batch makes their
+    /// closures once, not once per call.
     pub(crate) fn composed(payloads: &str, prelude: &str, parts: &[&str]) -> Self {
-        let body = parts.concat();
-        let head = format!("{payloads}{}", used_helpers(prelude, &body));
-        Lua::with_batch(&head, &body)
+        let all = parts.concat();
+        let hoisted = parts
+            .iter()
+            .take(parts.len().saturating_sub(1))
+            .take_while(|part| helpers_only(part))
+            .count();
+        let (helpers, body) = parts.split_at(hoisted);
+        let head = format!(
+            "{payloads}{}{}",
+            used_helpers(prelude, &all),
+            helpers.concat()
+        );
+        Lua::with_batch(&head, &body.concat())
     }
 
     /// A script (`head`: the publish command, the payloads and the helpers; `body`: the script
@@ -221,6 +235,34 @@ pub(crate) fn used_helpers(helpers: &str, script: &str) -> String {
         }
     }
     kept
+}
+
+/// Whether a part of a script only defines helpers: each of its paragraphs (the prelude's
+/// convention: one helper a paragraph, no blank line inside) is one `local function` or one
+/// constant table (`local NAME = {`, the name in capitals), ending with its `end` or `}`; and
+/// nothing in it names `KEYS` or `ARGV` (a helper that did would read the whole batch's in the
+/// batch form). Such a part can run once per batch rather than once per call.
+fn helpers_only(part: &str) -> bool {
+    let code = code_only(part);
+    if code.contains("KEYS") || code.contains("ARGV") {
+        return false;
+    }
+    code.split("\n\n")
+        .map(str::trim)
+        .filter(|paragraph| !paragraph.is_empty())
+        .all(|paragraph| {
+            let constant = paragraph.strip_prefix("local ").is_some_and(|rest| {
+                rest.split_once('=').is_some_and(|(name, value)| {
+                    let name = name.trim();
+                    !name.is_empty()
+                        && name.chars().all(|c| c.is_ascii_uppercase() || c == '_')
+                        && value.trim_start().starts_with('{')
+                })
+            });
+            let last = paragraph.lines().last().map(str::trim).unwrap_or_default();
+            (paragraph.starts_with("local function ") && last == "end")
+                || (constant && last.ends_with('}'))
+        })
 }
 
 /// Lua text without its comments (everything from `--` to the end of a line; no script of
@@ -435,6 +477,34 @@ impl<'a> Call<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_parts_that_define_helpers_go_in_front_of_a_batchs_per_call_function() {
+        assert!(helpers_only(include_str!("../kinds/plain/value.lua")));
+        assert!(helpers_only(include_str!("../kinds/fair/queue.lua")));
+        assert!(helpers_only(include_str!("../kinds/reentrant/fields.lua")));
+        assert!(helpers_only(include_str!("../kinds/rwlock/scan.lua")));
+        assert!(helpers_only(include_str!("../kinds/entries.lua")));
+        // Per-call code, and helpers that read the call's keys, stay in the function.
+        assert!(!helpers_only(include_str!("../fenced/check.lua")));
+        assert!(!helpers_only(include_str!("../kinds/plain/acquire.lua")));
+        assert!(!helpers_only("local function f()\n  return KEYS[1]\nend\n"));
+        assert!(!helpers_only("local function f()\nend\nf()\n"));
+        let lua = Lua::composed(
+            "local PUBLISH_COMMAND = 'publish'\n",
+            "",
+            &[
+                "local function helper()\n  return 1\nend\n",
+                "return helper()\n",
+            ],
+        );
+        let batch = &lua.batch().expect("a batch form").plain.source;
+        let helper = batch.find("local function helper()").expect("the helper");
+        let one = batch
+            .find("local function one(KEYS, ARGV)")
+            .expect("the function");
+        assert!(helper < one, "{batch}");
+    }
 
     #[test]
     fn a_script_carries_the_prelude_helpers_it_uses_and_no_others() {
