@@ -366,3 +366,80 @@ async fn a_channel_waited_on_again_and_again_is_subscribed_once() {
     assert_eq!(subscribers(), 1);
     common::wait_for_count("subscribers", 0, Duration::from_secs(5), subscribers).await;
 }
+
+/// The fair lock passes the same way: its release hands the lock to the head of its queue, which
+/// sends no acquire after it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fair_release_passes_the_lock_to_the_head_of_the_queue() {
+    let redis = server();
+    let a = client(&redis.url());
+    let b = client(&redis.url());
+    let warm = b.fair_lock("warm").acquire().await.unwrap();
+    assert!(warm.release().await.unwrap());
+    let monitor = redis::Client::open(redis.url())
+        .unwrap()
+        .get_async_monitor()
+        .await
+        .unwrap();
+    let mut heard = Box::pin(monitor.into_on_message::<String>());
+    let held = a
+        .fair_lock("fair-pass")
+        .ttl(Duration::from_secs(10))
+        .acquire()
+        .await
+        .unwrap();
+    let waiter = {
+        let b = b.clone();
+        tokio::spawn(async move {
+            b.fair_lock("fair-pass")
+                .ttl(Duration::from_secs(10))
+                .wait_up_to(Duration::from_secs(5))
+                .acquire()
+                .await
+        })
+    };
+    let queue = "fencelock:{fair-pass}:queue";
+    common::wait_for_count("queued", 1, Duration::from_secs(5), || {
+        integer_reply(&redis, &["ZCARD", queue])
+    })
+    .await;
+    // Past the waiter's try after its subscription.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let first = held.fence();
+    assert!(held.release().await.unwrap());
+    let guard = tokio::time::timeout(Duration::from_secs(2), waiter)
+        .await
+        .expect("the head was not passed the lock")
+        .unwrap()
+        .unwrap();
+    let stored = value(&redis, "fair-pass").expect("the passed lock is gone");
+    let (token, fence) = stored.split_once(':').unwrap();
+    assert_eq!(fence.parse::<u64>().unwrap(), guard.fence(), "{stored}");
+    assert!(guard.fence() > first);
+    assert_eq!(integer_reply(&redis, &["ZCARD", queue]), 0);
+    assert_eq!(
+        integer_reply(&redis, &["ZCARD", "fencelock:{fair-pass}:alive"]),
+        0
+    );
+    assert!(guard.release().await.unwrap());
+    // An acquire sends the token, the 10 s lease and the queue timeout; a release the token,
+    // the channel and the fence floor.
+    let mut calls = Vec::new();
+    while let Ok(Some(line)) = tokio::time::timeout(Duration::from_millis(300), heard.next()).await
+    {
+        calls.extend(common::script_calls(&line));
+    }
+    let acquire = |args: &Vec<String>| args.len() == 3 && args[0] == token && args[1] == "10000";
+    let release = calls
+        .iter()
+        .position(|args| args.len() == 3 && args[0] != token && args[1].ends_with(":released"))
+        .unwrap_or_else(|| panic!("no release heard: {calls:#?}"));
+    assert!(
+        calls[..release].iter().any(acquire),
+        "the head's tries were not heard: {calls:#?}"
+    );
+    assert!(
+        !calls[release..].iter().any(acquire),
+        "the head sent an acquire after the release: {calls:#?}"
+    );
+}

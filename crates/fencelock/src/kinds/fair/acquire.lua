@@ -8,8 +8,8 @@
 -- KEYS[1] the lock key, KEYS[2] the fence key, KEYS[3] the queue, KEYS[4] the liveness set
 -- ARGV[1] the owner token, ARGV[2] the lease in milliseconds, ARGV[3] the queue timeout in ms
 -- (0: the caller does not wait, and takes no place)
--- Reply: {1, fence} | {0, ms to wait at most before trying again} | {-1, key, type}
---        | {-2, 'kind', k}
+-- Reply: {1, fence} | {0, ms to wait at most before trying again[, when the caller's place
+--        lapses]} | {-1, key, type} | {-2, 'kind', k}
 local value = redis.pcall('get', KEYS[1])
 if type(value) == 'table' then
   return refuse_other_kind(KEYS[1], 'lock')
@@ -72,7 +72,8 @@ if not value and head == ARGV[1] then
   redis.call('zrem', KEYS[4], ARGV[1])
   return grant()
 end
-redis.call('zadd', KEYS[4], now + tonumber(ARGV[3]), ARGV[1])
+local lapses = now + tonumber(ARGV[3])
+redis.call('zadd', KEYS[4], lapses, ARGV[1])
 keep_for(KEYS[3], ARGV[3])
 keep_for(KEYS[4], ARGV[3])
 -- A waiter behind the head comes back when the head's place lapses, at the latest: a release
@@ -82,8 +83,10 @@ local head_lapses = nil
 if head ~= ARGV[1] then
   head_lapses = math.max(tonumber(redis.call('zscore', KEYS[4], head) or now) - now, 1)
 end
+-- The third element: when the caller's place lapses, which a release that passes it the lock
+-- names (see release.lua).
 if value then
-  return {0, math.min(redis.call('pttl', KEYS[1]), head_lapses or math.huge)}
+  return {0, math.min(redis.call('pttl', KEYS[1]), head_lapses or math.huge), lapses}
 end
 -- Free, but another waiter is first: it takes the lock, or its place lapses.
-return {0, head_lapses or 1}
+return {0, head_lapses or 1, lapses}

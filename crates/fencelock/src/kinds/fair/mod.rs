@@ -7,11 +7,13 @@
 //! fair lock waits for dead waiters for 5 minutes and is known to hang). A waiter that gives up
 //! or is cancelled leaves the queue at once.
 //!
-//! A release wakes only the waiter at the head of the queue (the message names its owner token),
-//! not every waiter: a handoff costs one script run, however long the queue. The others sleep
-//! until the head's place would lapse at the latest, so a head that died while queued delays
-//! them by at most its queue timeout. A lock that is free with nobody queued is taken without a
-//! place in the queue.
+//! A release passes the lock to the waiter at the head of the queue (lock passing, as the plain
+//! lock's: a new fence, a lease ending when the head's place would lapse, and a message
+//! `to:<token>:<fence>:<lapses>` that the head takes as its grant), not to every waiter: a
+//! handoff costs one script run, however long the queue, and the head sends no acquire. The
+//! others sleep until the head's place would lapse at the latest, so a head that died while
+//! queued delays them by at most its queue timeout. A lock that is free with nobody queued is
+//! taken without a place in the queue.
 //!
 //! The held lock is the plain lock's key (`<token>:<fence>`), so extend and renewal are the
 //! plain lock's. Not offered over Redlock: each instance would order its own queue.

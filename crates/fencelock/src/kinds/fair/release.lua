@@ -1,9 +1,13 @@
 -- Release the fair lock if this owner holds it, and/or take the caller out of the queue (a waiter
--- that gives up). When the lock or the head of the queue changed, wakes the waiter now at the
--- head (the only one that may take the lock) by its token, or every waiter if none is queued.
+-- that gives up). A holder's release passes the lock to the waiter now at the head of the queue
+-- (the only one that may take it): a new fence, a lease that ends when the head's place would
+-- have lapsed (a head that died since its last refresh costs no more than its place; a live one
+-- confirms the full lease), told with `to:<token>:<fence>:<lapses>`, so that it sends no
+-- acquire. When the head changed otherwise (it gave up), the new head is woken by its token;
+-- with nobody queued, every waiter.
 -- KEYS[1] the lock key, KEYS[2] the fence key, KEYS[3] the queue, KEYS[4] the liveness set
 -- ARGV[1] the owner token, ARGV[2] the release channel, ARGV[3] the fence (or '')
--- Reply: 1 the lock was released, 0 it was not held by this owner
+-- Reply: 1 the lock was released (or passed on), 0 it was not held by this owner
 local value = redis.pcall('get', KEYS[1])
 local held = fence_if_held(value, ARGV[1]) ~= nil
 -- A queue key of another type is not ours: leave it (the acquire reports it).
@@ -15,18 +19,35 @@ local queues_ok = redis.call('type', KEYS[3]).ok == 'zset'
   and (alive_type == 'zset' or alive_type == 'none')
 local now = now_ms()
 -- Reads above, the message next, the writes last (see the prelude).
-if changed then
-  local head = nil
-  if queues_ok then
-    head = next_head(KEYS[3], KEYS[4], ARGV[1], now)
+local head, lapses, last = nil, nil, nil
+if changed and queues_ok then
+  head = next_head(KEYS[3], KEYS[4], ARGV[1], now)
+end
+if held and head then
+  -- The pass's fence is worked out before the message that names it (and a fence key that is
+  -- not ours passes nothing: the head is woken, and its acquire reports it).
+  lapses = tonumber(redis.call('zscore', KEYS[4], head))
+  last = last_fence(KEYS[2])
+end
+if last then
+  -- max(last + 1, clock), as `next_fence` gives, but written only after the message.
+  local fence, text = clock_micros()
+  if last + 1 > fence then
+    text = int(last + 1)
   end
+  publish(ARGV[2], WAKE_TO .. head .. ':' .. text .. ':' .. int(lapses))
+  redis.call('set', KEYS[2], text)
+  redis.call('set', KEYS[1], head .. ':' .. text, 'PX', lapses - now)
+  redis.call('zrem', KEYS[3], head)
+  redis.call('zrem', KEYS[4], head)
+elseif changed then
   if head then
     publish(ARGV[2], WAKE_TO .. head)
   else
     publish(ARGV[2], WAKE_ALL)
   end
 end
-if held then
+if held and not last then
   raise_fence(KEYS[2], ARGV[3])
   redis.call('del', KEYS[1])
 end
