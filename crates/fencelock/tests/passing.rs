@@ -443,3 +443,61 @@ async fn a_fair_release_passes_the_lock_to_the_head_of_the_queue() {
         "the head sent an acquire after the release: {calls:#?}"
     );
 }
+
+/// A plain lock's waiter keeps a place no longer than its lease, so that the lock passed to a
+/// waiter that died is held no longer than by a holder that died.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plain_waiters_place_lasts_no_longer_than_its_lease() {
+    let redis = server();
+    let a = client(&redis.url());
+    let b = client(&redis.url());
+    let held = a
+        .lock("short-place")
+        .ttl(Duration::from_secs(10))
+        .acquire()
+        .await
+        .unwrap();
+    let waiter = {
+        let b = b.clone();
+        tokio::spawn(async move {
+            b.lock("short-place")
+                .ttl(Duration::from_millis(800))
+                .queue_timeout(Duration::from_secs(5))
+                .wait_up_to(Duration::from_secs(5))
+                .acquire()
+                .await
+        })
+    };
+    common::wait_for_count("places in line", 1, Duration::from_secs(5), || {
+        in_line(&redis, "short-place")
+    })
+    .await;
+    let lapses = match redis
+        .cmd(&[
+            "ZRANGE",
+            "fencelock:{short-place}:waiters",
+            "0",
+            "0",
+            "WITHSCORES",
+        ])
+        .unwrap()
+    {
+        redis::Value::Array(reply) => redis::from_redis_value::<f64>(reply[1].clone()).unwrap(),
+        other => panic!("ZRANGE: {other:?}"),
+    };
+    let now_ms = match redis.cmd(&["TIME"]).unwrap() {
+        redis::Value::Array(t) => {
+            redis::from_redis_value::<f64>(t[0].clone()).unwrap() * 1000.0
+                + redis::from_redis_value::<f64>(t[1].clone()).unwrap() / 1000.0
+        }
+        other => panic!("TIME: {other:?}"),
+    };
+    assert!(
+        lapses - now_ms <= 800.0,
+        "the place lasts {} ms, longer than the 800 ms lease",
+        lapses - now_ms
+    );
+    assert!(held.release().await.unwrap());
+    let guard = waiter.await.unwrap().unwrap();
+    assert!(guard.release().await.unwrap());
+}

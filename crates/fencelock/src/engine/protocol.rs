@@ -69,6 +69,14 @@ pub(crate) trait Protocol: fmt::Debug + Send + Sync + 'static {
         false
     }
 
+    /// How long a waiter's place lasts without a refresh, given the request's queue timeout and
+    /// lease: the queue timeout. A kind whose release passes the lock to a waiter that was not
+    /// going to be granted it anyway (the plain lock) keeps it within the lease, so that a
+    /// waiter that died costs no more than a holder that died.
+    fn place_lasts(&self, queue_timeout: Duration, _ttl: Duration) -> Duration {
+        queue_timeout
+    }
+
     /// Why this kind cannot be held over a Redlock quorum, if it cannot.
     fn redlock_refusal(&self) -> Option<&'static str> {
         None

@@ -119,30 +119,37 @@ impl LockRequest {
     /// release passes the lock to a waiter in line): how long a waiter's place in the queue
     /// lasts without a refresh (default [`DEFAULT_QUEUE_TIMEOUT`]). A waiting request refreshes
     /// it three times as often; if the waiting process dies, the others move on this long
-    /// after (a plain lock passed to a waiter that died lapses then too). Other kinds (and a
-    /// plain lock over Redlock) have no queue and ignore it.
+    /// after (a plain lock passed to a waiter that died lapses then too). A plain lock's place
+    /// lasts no longer than its lease, so that a waiter that died costs no more than a holder
+    /// that died. Other kinds (and a plain lock over Redlock) have no queue and ignore it.
     pub fn queue_timeout(mut self, timeout: Duration) -> Self {
         self.queue_timeout = timeout;
         self
     }
 
     /// How long this request's place in a queue lasts without a refresh: zero when it takes
-    /// none (a request that does not wait, or a kind without a queue).
+    /// none (a request that does not wait, or a kind without a queue); else what the kind makes
+    /// of the queue timeout and the lease ([`Protocol::place_lasts`]).
     pub(crate) fn place_lasts(&self) -> Duration {
-        let single = self.client.shared.instances.is_single();
-        if self.protocol.queues(single) && self.wait != WaitPolicy::NoWait {
-            self.queue_timeout
+        if self.takes_place() {
+            self.protocol.place_lasts(self.queue_timeout, self.ttl)
         } else {
             Duration::ZERO
         }
+    }
+
+    /// Whether this request takes a place in a queue when it waits.
+    fn takes_place(&self) -> bool {
+        let single = self.client.shared.instances.is_single();
+        self.protocol.queues(single) && self.wait != WaitPolicy::NoWait
     }
 
     /// Checks the request before anything is sent.
     pub(crate) fn validate(&self) -> Result<()> {
         keys::validate_name(&self.name)?;
         validate_ttl(&self.name, self.ttl)?;
-        let queue_timeout = self.place_lasts();
-        if !queue_timeout.is_zero() && queue_timeout < MIN_QUEUE_TIMEOUT {
+        let queue_timeout = self.queue_timeout;
+        if self.takes_place() && queue_timeout < MIN_QUEUE_TIMEOUT {
             return Err(Error::invalid(
                 &self.name,
                 format!(
@@ -151,7 +158,7 @@ impl LockRequest {
             ));
         }
         // A passed lock's lease is counted over the queue timeout: bounded like a lease.
-        if queue_timeout > MAX_TTL {
+        if self.takes_place() && queue_timeout > MAX_TTL {
             return Err(Error::invalid(
                 &self.name,
                 format!(

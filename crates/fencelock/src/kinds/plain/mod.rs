@@ -84,6 +84,10 @@ impl Protocol for Plain {
         single
     }
 
+    fn place_lasts(&self, queue_timeout: Duration, ttl: Duration) -> Duration {
+        queue_timeout.min(ttl)
+    }
+
     fn reassert<'a>(&'a self, hold: &'a Hold, fence: u64, ttl: Duration) -> Option<Call<'a>> {
         Some(Call::new(
             &REASSERT,
