@@ -27,6 +27,62 @@ fn in_line(redis: &fencelock_testkit::RedisServer, name: &str) -> i64 {
     integer_reply(redis, &["ZCARD", &format!("fencelock:{{{name}}}:waiters")])
 }
 
+/// Every line `MONITOR` shows on `redis` from now on.
+async fn monitor(
+    redis: &fencelock_testkit::RedisServer,
+) -> std::pin::Pin<Box<dyn futures_util::Stream<Item = String> + Send>> {
+    let monitor = match redis::Client::open(redis.url()) {
+        Ok(client) => client.get_async_monitor().await,
+        Err(e) => Err(e),
+    };
+    match monitor {
+        Ok(monitor) => Box::pin(monitor.into_on_message::<String>()),
+        Err(e) => panic!("MONITOR: {e}"),
+    }
+}
+
+/// The script calls heard until `MONITOR` falls quiet (300 ms), each as its arguments (see
+/// `common::script_calls`), and a check that the calls `acquire` picks out (the waiter's tries)
+/// were heard before the first one `release` picks out (the holder's release) and not after.
+async fn assert_no_acquire_after_the_release(
+    heard: &mut (impl futures_util::Stream<Item = String> + Unpin),
+    release: impl Fn(&Vec<String>) -> bool,
+    acquire: impl Fn(&Vec<String>) -> bool,
+) {
+    let mut calls = Vec::new();
+    while let Ok(Some(line)) = tokio::time::timeout(Duration::from_millis(300), heard.next()).await
+    {
+        calls.extend(common::script_calls(&line));
+    }
+    let at = calls
+        .iter()
+        .position(release)
+        .unwrap_or_else(|| panic!("no release heard: {calls:#?}"));
+    assert!(
+        calls[..at].iter().any(&acquire),
+        "the waiter's tries were not heard: {calls:#?}"
+    );
+    assert!(
+        !calls[at..].iter().any(&acquire),
+        "the waiter sent an acquire after the release: {calls:#?}"
+    );
+}
+
+/// The server's clock in milliseconds (`TIME`).
+fn server_ms(redis: &fencelock_testkit::RedisServer) -> f64 {
+    let seconds_and_micros = match redis.cmd(&["TIME"]) {
+        Ok(redis::Value::Array(t)) => t
+            .into_iter()
+            .map(|v| redis::from_redis_value::<f64>(v).unwrap_or(f64::NAN))
+            .collect::<Vec<_>>(),
+        other => panic!("TIME: {other:?}"),
+    };
+    match seconds_and_micros.as_slice() {
+        [seconds, micros] => seconds * 1000.0 + micros / 1000.0,
+        other => panic!("TIME: {other:?}"),
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_release_passes_the_lock_to_a_waiter_that_sends_no_acquire_after_it() {
     let redis = server();
@@ -34,28 +90,19 @@ async fn a_release_passes_the_lock_to_a_waiter_that_sends_no_acquire_after_it() 
     let b = client(&redis.url());
     common::warm_up(&a).await;
     common::warm_up(&b).await;
-    let monitor = redis::Client::open(redis.url())
-        .unwrap()
-        .get_async_monitor()
-        .await
-        .unwrap();
-    let mut heard = Box::pin(monitor.into_on_message::<String>());
+    let mut heard = monitor(&redis).await;
     let held = a
         .lock("pass")
         .ttl(Duration::from_secs(10))
         .acquire()
         .await
         .unwrap();
-    let waiter = {
-        let b = b.clone();
-        tokio::spawn(async move {
-            b.lock("pass")
-                .ttl(Duration::from_secs(10))
-                .wait_up_to(Duration::from_secs(5))
-                .acquire()
-                .await
-        })
-    };
+    let waiter = tokio::spawn(
+        b.lock("pass")
+            .ttl(Duration::from_secs(10))
+            .wait_up_to(Duration::from_secs(5))
+            .acquire(),
+    );
     // Let the waiter subscribe and take its place in line.
     common::wait_for_count("places in line", 1, Duration::from_secs(5), || {
         in_line(&redis, "pass")
@@ -75,28 +122,15 @@ async fn a_release_passes_the_lock_to_a_waiter_that_sends_no_acquire_after_it() 
     assert!(guard.fence() > first);
     assert_eq!(in_line(&redis, "pass"), 0);
     assert!(guard.release().await.unwrap());
-    // The server's own record: after the release, the waiter sent no acquire of its own.
-    // Each script call's arguments, in the server's order: the holder's release sends the token
-    // alone, a waiting try sends four (token, lease, whether others of its client wait, and
-    // how long its place lasts).
-    let mut calls = Vec::new();
-    while let Ok(Some(line)) = tokio::time::timeout(Duration::from_millis(300), heard.next()).await
-    {
-        calls.extend(common::script_calls(&line));
-    }
-    let waiting_try = |args: &Vec<String>| args.len() == 4 && args[0] == token;
-    let release = calls
-        .iter()
-        .position(|args| args.len() == 1 && args[0] != token)
-        .unwrap_or_else(|| panic!("no release heard: {calls:#?}"));
-    assert!(
-        calls[..release].iter().any(waiting_try),
-        "the waiter's tries were not heard: {calls:#?}"
-    );
-    assert!(
-        !calls[release..].iter().any(waiting_try),
-        "the waiter sent an acquire after the release: {calls:#?}"
-    );
+    // The server's own record: after the release, the waiter sent no acquire of its own. The
+    // holder's release sends the token alone; a waiting try sends four arguments (token, lease,
+    // whether others of its client wait, and how long its place lasts).
+    assert_no_acquire_after_the_release(
+        &mut heard,
+        |args| args.len() == 1 && args[0] != token,
+        |args| args.len() == 4 && args[0] == token,
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -149,26 +183,16 @@ async fn a_lock_passed_to_a_waiter_that_died_lapses_with_its_place() {
     // A waiter that died right after its last refresh: first in line, its place lapsing in
     // 1.5 s (the live waiter's lasts the default 5 s).
     let dead = "deadbeefdeadbeefdeadbeefdeadbeef";
-    let now_ms = match redis.cmd(&["TIME"]).unwrap() {
-        redis::Value::Array(t) => {
-            let seconds: u64 = redis::from_redis_value(t[0].clone()).unwrap();
-            seconds * 1000 + redis::from_redis_value::<u64>(t[1].clone()).unwrap() / 1000
-        }
-        other => panic!("TIME: {other:?}"),
-    };
+    let now_ms = server_ms(&redis) as u64;
     let lapses = (now_ms + 1500).to_string();
     redis
         .cmd(&["ZADD", "fencelock:{dead-waiter}:waiters", &lapses, dead])
         .unwrap();
-    let waiter = {
-        let b = b.clone();
-        tokio::spawn(async move {
-            b.lock("dead-waiter")
-                .wait_up_to(Duration::from_secs(10))
-                .acquire()
-                .await
-        })
-    };
+    let waiter = tokio::spawn(
+        b.lock("dead-waiter")
+            .wait_up_to(Duration::from_secs(10))
+            .acquire(),
+    );
     common::wait_for_count("places in line", 2, Duration::from_secs(5), || {
         in_line(&redis, "dead-waiter")
     })
@@ -215,18 +239,14 @@ async fn a_passed_lock_is_confirmed_for_its_full_lease_before_its_place_lapses()
             .acquire()
             .await
             .unwrap();
-        let waiter = {
-            let (b, name) = (b.clone(), name.clone());
-            tokio::spawn(async move {
-                b.lock(name)
-                    .ttl(Duration::from_secs(20))
-                    .queue_timeout(Duration::from_millis(600))
-                    .auto_renew(auto_renew)
-                    .wait_up_to(Duration::from_secs(5))
-                    .acquire()
-                    .await
-            })
-        };
+        let waiter = tokio::spawn(
+            b.lock(name.as_str())
+                .ttl(Duration::from_secs(20))
+                .queue_timeout(Duration::from_millis(600))
+                .auto_renew(auto_renew)
+                .wait_up_to(Duration::from_secs(5))
+                .acquire(),
+        );
         common::wait_for_count("places in line", 1, Duration::from_secs(5), || {
             in_line(&redis, &name)
         })
@@ -263,15 +283,11 @@ async fn over_redlock_nobody_takes_a_place_in_line() {
         .acquire()
         .await
         .unwrap();
-    let waiter = {
-        let b = b.clone();
-        tokio::spawn(async move {
-            b.lock("no-line")
-                .wait_up_to(Duration::from_secs(5))
-                .acquire()
-                .await
-        })
-    };
+    let waiter = tokio::spawn(
+        b.lock("no-line")
+            .wait_up_to(Duration::from_secs(5))
+            .acquire(),
+    );
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert!(held.release().await.unwrap());
     let guard = waiter.await.unwrap().unwrap();
@@ -341,15 +357,7 @@ async fn a_channel_waited_on_again_and_again_is_subscribed_once() {
             .acquire()
             .await
             .unwrap();
-        let waiter = {
-            let b = b.clone();
-            tokio::spawn(async move {
-                b.lock("again")
-                    .wait_up_to(Duration::from_secs(5))
-                    .acquire()
-                    .await
-            })
-        };
+        let waiter = tokio::spawn(b.lock("again").wait_up_to(Duration::from_secs(5)).acquire());
         common::wait_for_count("places in line", 1, Duration::from_secs(5), || {
             in_line(&redis, "again")
         })
@@ -376,28 +384,19 @@ async fn a_fair_release_passes_the_lock_to_the_head_of_the_queue() {
     let b = client(&redis.url());
     let warm = b.fair_lock("warm").acquire().await.unwrap();
     assert!(warm.release().await.unwrap());
-    let monitor = redis::Client::open(redis.url())
-        .unwrap()
-        .get_async_monitor()
-        .await
-        .unwrap();
-    let mut heard = Box::pin(monitor.into_on_message::<String>());
+    let mut heard = monitor(&redis).await;
     let held = a
         .fair_lock("fair-pass")
         .ttl(Duration::from_secs(10))
         .acquire()
         .await
         .unwrap();
-    let waiter = {
-        let b = b.clone();
-        tokio::spawn(async move {
-            b.fair_lock("fair-pass")
-                .ttl(Duration::from_secs(10))
-                .wait_up_to(Duration::from_secs(5))
-                .acquire()
-                .await
-        })
-    };
+    let waiter = tokio::spawn(
+        b.fair_lock("fair-pass")
+            .ttl(Duration::from_secs(10))
+            .wait_up_to(Duration::from_secs(5))
+            .acquire(),
+    );
     let queue = "fencelock:{fair-pass}:queue";
     common::wait_for_count("queued", 1, Duration::from_secs(5), || {
         integer_reply(&redis, &["ZCARD", queue])
@@ -424,24 +423,12 @@ async fn a_fair_release_passes_the_lock_to_the_head_of_the_queue() {
     assert!(guard.release().await.unwrap());
     // An acquire sends the token, the 10 s lease and the queue timeout; a release the token,
     // the channel and the fence floor.
-    let mut calls = Vec::new();
-    while let Ok(Some(line)) = tokio::time::timeout(Duration::from_millis(300), heard.next()).await
-    {
-        calls.extend(common::script_calls(&line));
-    }
-    let acquire = |args: &Vec<String>| args.len() == 3 && args[0] == token && args[1] == "10000";
-    let release = calls
-        .iter()
-        .position(|args| args.len() == 3 && args[0] != token && args[1].ends_with(":released"))
-        .unwrap_or_else(|| panic!("no release heard: {calls:#?}"));
-    assert!(
-        calls[..release].iter().any(acquire),
-        "the head's tries were not heard: {calls:#?}"
-    );
-    assert!(
-        !calls[release..].iter().any(acquire),
-        "the head sent an acquire after the release: {calls:#?}"
-    );
+    assert_no_acquire_after_the_release(
+        &mut heard,
+        |args| args.len() == 3 && args[0] != token && args[1].ends_with(":released"),
+        |args| args.len() == 3 && args[0] == token && args[1] == "10000",
+    )
+    .await;
 }
 
 /// A plain lock's waiter keeps a place no longer than its lease, so that the lock passed to a
@@ -457,17 +444,13 @@ async fn a_plain_waiters_place_lasts_no_longer_than_its_lease() {
         .acquire()
         .await
         .unwrap();
-    let waiter = {
-        let b = b.clone();
-        tokio::spawn(async move {
-            b.lock("short-place")
-                .ttl(Duration::from_millis(800))
-                .queue_timeout(Duration::from_secs(5))
-                .wait_up_to(Duration::from_secs(5))
-                .acquire()
-                .await
-        })
-    };
+    let waiter = tokio::spawn(
+        b.lock("short-place")
+            .ttl(Duration::from_millis(800))
+            .queue_timeout(Duration::from_secs(5))
+            .wait_up_to(Duration::from_secs(5))
+            .acquire(),
+    );
     common::wait_for_count("places in line", 1, Duration::from_secs(5), || {
         in_line(&redis, "short-place")
     })
@@ -485,13 +468,7 @@ async fn a_plain_waiters_place_lasts_no_longer_than_its_lease() {
         redis::Value::Array(reply) => redis::from_redis_value::<f64>(reply[1].clone()).unwrap(),
         other => panic!("ZRANGE: {other:?}"),
     };
-    let now_ms = match redis.cmd(&["TIME"]).unwrap() {
-        redis::Value::Array(t) => {
-            redis::from_redis_value::<f64>(t[0].clone()).unwrap() * 1000.0
-                + redis::from_redis_value::<f64>(t[1].clone()).unwrap() / 1000.0
-        }
-        other => panic!("TIME: {other:?}"),
-    };
+    let now_ms = server_ms(&redis);
     assert!(
         lapses - now_ms <= 800.0,
         "the place lasts {} ms, longer than the 800 ms lease",
