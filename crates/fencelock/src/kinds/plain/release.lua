@@ -45,9 +45,12 @@ local channel = KEYS[1] .. ':released'
 -- a line, or a fence key that is not ours, passes nothing: the next acquire reports it.)
 local waiters, fence_key = KEYS[1] .. ':waiters', KEYS[1] .. ':fence'
 local line = redis.pcall('zrange', waiters, 0, 1, 'WITHSCORES')
-local last = redis.pcall('get', fence_key)
-last = (last == false and 0) or (type(last) == 'string' and tonumber(last))
-if not line.err and #line > 0 and last then
+local last = nil
+if not line.err and #line > 0 then
+  last = redis.pcall('get', fence_key)
+  last = (last == false and 0) or (type(last) == 'string' and tonumber(last))
+end
+if last then
   local t = redis.call('time')
   local clock_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
   local now = math.floor(clock_us / 1000)
