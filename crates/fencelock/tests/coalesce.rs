@@ -193,6 +193,69 @@ async fn callers_that_go_away_while_queued_leave_nothing_behind() {
     );
 }
 
+/// Callers that go away while their calls are on their way in a batch: the calls ran (their fence
+/// keys are there), and what they were granted is given back (no lock key is left).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn grants_in_a_batch_whose_callers_went_away_are_given_back() {
+    let redis = server();
+    let proxy = FaultProxy::start(redis.addr()).await.unwrap();
+    let slow = Client::builder(&proxy.url())
+        .command_timeout(Duration::from_secs(5))
+        .build()
+        .unwrap();
+    common::warm_up(&slow).await;
+    proxy.set_latency(Duration::from_millis(200));
+
+    // Two acquires on their way until ~400 ms (200 ms each way); the next ten wait, go out
+    // together at ~400 ms and come back at ~800 ms. Their callers leave at ~620 ms: after the
+    // batch was sent, before it came back.
+    let first: Vec<_> = ["ahead-a", "ahead-b"]
+        .into_iter()
+        .map(|name| {
+            let slow = slow.clone();
+            tokio::spawn(async move { slow.lock(name).no_wait().acquire().await })
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let in_batch: Vec<_> = (0..10)
+        .map(|i| {
+            let slow = slow.clone();
+            tokio::spawn(async move {
+                let request = slow
+                    .lock(format!("left-{i}"))
+                    .ttl(Duration::from_secs(60))
+                    .no_wait()
+                    .acquire();
+                tokio::time::timeout(Duration::from_millis(600), request).await
+            })
+        })
+        .collect();
+    for task in in_batch {
+        assert!(task.await.unwrap().is_err(), "an acquire was answered");
+    }
+    for first in first {
+        let first = first.await.unwrap().unwrap();
+        assert!(first.release().await.unwrap());
+    }
+    // The give-backs go out when the batch comes back, and take ~400 ms.
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        let keys = keys(&redis);
+        let left = |k: &&String| k.contains("left-");
+        let fences = keys.iter().filter(left).filter(|k| k.ends_with(":fence"));
+        assert_eq!(fences.count(), 10, "the batch did not run: {keys:?}");
+        let held = keys.iter().filter(left).filter(|k| !k.ends_with(":fence"));
+        if held.count() == 0 {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "grants nobody took are still held: {keys:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 /// Every kind's acquire and release scripts have a batch form that runs: many of each at once on
 /// one client, all granted with their own fences, all released, nothing left held.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

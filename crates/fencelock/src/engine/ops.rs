@@ -47,10 +47,9 @@ pub(crate) async fn acquire(
     let undelivered = || -> Undelivered {
         let (server, hold) = (server.clone(), hold.clone());
         Box::new(move |value: Value| {
-            if matches!(
-                value.as_sequence(),
-                Some([Value::Int(reply::GRANTED), _] | [Value::Int(reply::HELD), _, _])
-            ) {
+            if matches!(value, Value::Int(_))
+                || matches!(value.as_sequence(), Some([Value::Int(reply::HELD), _, _]))
+            {
                 tokio::spawn(async move {
                     if let Err(err) = release(server, hold.clone(), None, limit).await {
                         tracing::debug!(lock = %hold.name, %err, "could not give back a grant nobody took");
@@ -62,11 +61,14 @@ pub(crate) async fn acquire(
     let value = server
         .run_coalesced(&hold.acquire_call(attempt), limit, undelivered)
         .await?;
+    // A grant is the fence alone: one value for the server to write and the client to parse.
+    if let Value::Int(_) = value {
+        return Ok(AcquireReply::Granted {
+            fence: as_u64(&value)?,
+        });
+    }
     let reply = Vec::<Value>::from_redis_value(value).map_err(RedisError::from)?;
     match reply.as_slice() {
-        [Value::Int(reply::GRANTED), fence] => Ok(AcquireReply::Granted {
-            fence: as_u64(fence)?,
-        }),
         // -1: a key with no expiry. Any other negative wait is over already.
         [Value::Int(reply::HELD), Value::Int(pttl), place @ ..] => Ok(AcquireReply::Held {
             remaining: (*pttl != -1)

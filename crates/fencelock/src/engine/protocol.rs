@@ -38,7 +38,7 @@ pub(crate) trait Protocol: fmt::Debug + Send + Sync + 'static {
     /// What to call this kind in messages ("lock", "semaphore", ...).
     fn label(&self) -> &'static str;
 
-    /// The acquire script. Its reply follows `script::reply`: `{1, fence}`, `{0, ms}`,
+    /// The acquire script. Its reply follows `script::reply`: `fence` (granted), `{0, ms}`,
     /// `{-1, key, type}` or `{-2, what, detail}`.
     fn acquire<'a>(&'a self, hold: &'a Hold, attempt: Attempt) -> Call<'a>;
 

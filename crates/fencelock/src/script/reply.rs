@@ -1,6 +1,7 @@
 //! Reading script replies: the shared reply codes and the values inside them.
 //!
-//! Every acquire script answers `{1, fence}` (granted), `{0, ms}` (held; how long until what is
+//! Every acquire script answers the fence alone, an integer (granted: one value for the server
+//! to write and the client to parse, the commonest reply), `{0, ms}` (held; how long until what is
 //! in the way lapses, -1 for a key without expiry), `{-1, key, type}` (a key holds something
 //! that is not a fencelock lock; nothing was written) or `{-2, what, detail}` (the request
 //! conflicts with the lock's state; nothing was written). See ARCHITECTURE.md for the codes of
@@ -8,8 +9,6 @@
 
 use redis::{RedisError, Value};
 
-/// The reply code of a grant.
-pub(crate) const GRANTED: i64 = 1;
 /// The reply code of "held by another owner".
 pub(crate) const HELD: i64 = 0;
 /// The reply code of "a key holds something that is not ours".

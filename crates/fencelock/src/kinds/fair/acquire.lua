@@ -8,7 +8,7 @@
 -- KEYS[1] the lock key, KEYS[2] the fence key, KEYS[3] the queue, KEYS[4] the liveness set
 -- ARGV[1] the owner token, ARGV[2] the lease in milliseconds, ARGV[3] the queue timeout in ms
 -- (0: the caller does not wait, and takes no place)
--- Reply: {1, fence} | {0, ms to wait at most before trying again[, when the caller's place
+-- Reply: fence (granted) | {0, ms to wait at most before trying again[, when the caller's place
 --        lapses]} | {-1, key, type} | {-2, 'kind', k}
 local value = redis.pcall('get', KEYS[1])
 if type(value) == 'table' then
@@ -18,7 +18,7 @@ if value then
   local held = fence_if_held(value, ARGV[1])
   if held then
     redis.call('pexpire', KEYS[1], ARGV[2])
-    return {1, tonumber(held)}
+    return tonumber(held)
   end
   -- A key with no expiry is no holder's lease: the caller reports it, and no place is taken.
   if redis.call('pttl', KEYS[1]) < 0 then
@@ -39,7 +39,7 @@ end
 local function grant()
   local fence, text = next_fence(KEYS[2], last)
   redis.call('set', KEYS[1], ARGV[1] .. ':' .. text, 'PX', ARGV[2])
-  return {1, fence}
+  return fence
 end
 -- Nobody queued and the lock free: take it without a place in the queue.
 if not value and redis.call('zcard', KEYS[3]) == 0 then

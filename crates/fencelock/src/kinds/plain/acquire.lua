@@ -11,7 +11,7 @@
 -- absent otherwise, ARGV[4] for a request that waits for the lock to be passed to it (and then
 -- only): how long its place lasts in milliseconds (it takes or refreshes one when the lock is
 -- held, and gives it up when it takes the lock)
--- Reply: {1, fence}        granted (or already held by this owner)
+-- Reply: fence            granted (or already held by this owner)
 --        {0, pttl}         held by another owner; pttl -1 means the key has no expiry
 --        {0, pttl, lapses} held, and the caller's place lapses at this server millisecond
 --        {-1, key, type}   a key holds something that is not ours; nothing was written
@@ -60,7 +60,7 @@ if value then
     else
       redis.call('pexpire', KEYS[1], ARGV[2])
     end
-    return {1, tonumber(held)}
+    return tonumber(held)
   end
   local pttl = redis.call('pttl', KEYS[1])
   if pttl >= 0 then
@@ -90,7 +90,7 @@ if type(last) == 'table' then
   return {-1, fence_key, redis.call('type', fence_key).ok}
 end
 if not last then
-  return {1, now}
+  return now
 end
 local before = tonumber(last)
 if not before then
@@ -99,10 +99,10 @@ if not before then
   return {-1, fence_key, 'a string that is not a number'}
 end
 if before < now then
-  return {1, now}
+  return now
 end
 local fence = before + 1
 text = int(fence)
 redis.call('set', fence_key, text)
 redis.call('set', KEYS[1], ARGV[1] .. ':' .. text .. mark, 'PX', ARGV[2])
-return {1, fence}
+return fence

@@ -7,7 +7,7 @@
 -- KEYS[1] the lock key, KEYS[2] the fence key
 -- ARGV[1] the hold token, ARGV[2] the lease in milliseconds, ARGV[3] the owner token,
 -- ARGV[4] the re-entry limit (holds per owner)
--- Reply: {1, fence} | {0, pttl} held by another owner | {-1, key, type} | {-2, 'kind', k}
+-- Reply: fence (granted) | {0, pttl} held by another owner | {-1, key, type} | {-2, 'kind', k}
 --        | {-2, 'depth', limit} this owner already holds it `limit` times
 local err = refuse_other_kind(KEYS[1], 'reentrant')
 if err then
@@ -25,7 +25,7 @@ if redis.call('exists', KEYS[1]) == 1 then
     redis.call('hset', KEYS[1], hold, '1')
   end
   keep_for(KEYS[1], ARGV[2])
-  return {1, tonumber(redis.call('hget', KEYS[1], 'fence'))}
+  return tonumber(redis.call('hget', KEYS[1], 'fence'))
 end
 local last, ferr = last_fence(KEYS[2])
 if ferr then
@@ -34,4 +34,4 @@ end
 local fence, text = next_fence(KEYS[2], last)
 redis.call('hset', KEYS[1], 'kind', 'reentrant', 'owner', ARGV[3], 'fence', text, hold, '1')
 redis.call('pexpire', KEYS[1], ARGV[2])
-return {1, fence}
+return fence

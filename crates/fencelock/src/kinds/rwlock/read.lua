@@ -7,7 +7,7 @@
 -- ARGV[1] the hold token, ARGV[2] the lease in milliseconds, ARGV[3] the owner token,
 -- ARGV[4] how long the waiting entry lasts without a refresh, in milliseconds (0: the caller
 -- does not wait, and records no entry)
--- Reply: {1, the last write fence (0 if none)} | {0, ms until an entry in the way lapses}
+-- Reply: the last write fence (granted; 0 if none) | {0, ms until an entry in the way lapses}
 --        | {-1, key, type} | {-2, 'kind', k}
 local err = refuse_other_kind(KEYS[1], 'rw')
 if err then
@@ -35,4 +35,4 @@ end
 redis.call('hdel', KEYS[1], 'q:' .. ARGV[1])
 redis.call('hset', KEYS[1], 'kind', 'rw', field, int(now + tonumber(ARGV[2])) .. ':' .. ARGV[3])
 keep_for(KEYS[1], ARGV[2])
-return {1, last}
+return last

@@ -5,7 +5,7 @@
 -- ARGV[1] the hold token, ARGV[2] the lease in milliseconds, ARGV[3] the owner token,
 -- ARGV[4] how long the waiting entry lasts without a refresh, in milliseconds (0: the caller
 -- does not wait, and records no entry)
--- Reply: {1, fence} | {0, ms until a holder in the way lapses} | {-1, key, type}
+-- Reply: fence (granted) | {0, ms until a holder in the way lapses} | {-1, key, type}
 --        | {-2, 'kind', k} | {-2, 'upgrade', ''} this owner holds a read lock
 --        | {-2, 'write-reentry', ''} this owner already holds the write lock
 local err = refuse_other_kind(KEYS[1], 'rw')
@@ -24,7 +24,7 @@ if state.writer == field then
   local fence = string.match(redis.call('hget', KEYS[1], field), ':(%d+)$')
   redis.call('hset', KEYS[1], field, int(now + ttl) .. ':' .. ARGV[3] .. ':' .. fence)
   keep_for(KEYS[1], ttl)
-  return {1, tonumber(fence)}
+  return tonumber(fence)
 end
 if state.writer and state.writer_owner == ARGV[3] then
   return {-2, 'write-reentry', ''}
@@ -40,4 +40,4 @@ redis.call('hdel', KEYS[1], 'i:' .. ARGV[1])
 local fence, text = next_fence(KEYS[2], last)
 redis.call('hset', KEYS[1], 'kind', 'rw', field, int(now + ttl) .. ':' .. ARGV[3] .. ':' .. text)
 keep_for(KEYS[1], ttl)
-return {1, fence}
+return fence

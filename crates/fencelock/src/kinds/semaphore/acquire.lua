@@ -4,7 +4,7 @@
 -- the next acquire drops it. The key's TTL is the latest expiry, so an idle semaphore vanishes.
 -- KEYS[1] the semaphore key, KEYS[2] the fence key
 -- ARGV[1] the permit token, ARGV[2] the lease in milliseconds, ARGV[3] N
--- Reply: {1, fence} | {0, ms until the first permit's lease runs out} | {-1, key, type}
+-- Reply: fence (granted) | {0, ms until the first permit's lease runs out} | {-1, key, type}
 --        | {-2, 'kind', k} | {-2, 'permits', stored N} (the holders use another N)
 local err = refuse_other_kind(KEYS[1], 'semaphore')
 if err then
@@ -18,7 +18,7 @@ if mine and expiry_of(mine) > now then
   local fence = string.match(mine, ':(%d+)$')
   redis.call('hset', KEYS[1], field, int(now + ttl) .. ':' .. fence)
   keep_for(KEYS[1], ttl)
-  return {1, tonumber(fence)}
+  return tonumber(fence)
 end
 local permits = tonumber(ARGV[3])
 local entries = redis.call('hlen', KEYS[1])
@@ -56,4 +56,4 @@ end
 local fence, text = next_fence(KEYS[2], last)
 redis.call('hset', KEYS[1], 'kind', 'semaphore', 'permits', ARGV[3], field, int(now + ttl) .. ':' .. text)
 keep_for(KEYS[1], ttl)
-return {1, fence}
+return fence
