@@ -24,9 +24,11 @@ use crate::script::{Batch, Call, Encoded};
 /// The most calls in one batch: bounds how long one script runs on the server.
 const MOST_PER_BATCH: usize = 64;
 
-/// How many calls (or batches) of one queue may be on their way at once before the next waits:
-/// two, so that two callers at once (two workers of one client contending for a lock, say) do
-/// not wait for each other, and a busy client still sends batches.
+/// How many calls of one queue may be on their way at once before the next waits: two, so that
+/// two callers at once (two workers of one client contending for a lock, say) do not wait for
+/// each other. Once calls pile up and a batch is on its way, the next calls wait for it (one
+/// batch at a time per queue): the batches are about twice as large as with two on their way,
+/// and each costs the server one script run.
 const IN_FLIGHT: usize = 2;
 
 /// What to do with the reply of a call whose caller went away before it came.
@@ -150,7 +152,7 @@ impl Server {
         let waiting = {
             let mut queues = self.coalescer.lock();
             let queue = queues.get_or_add(key);
-            if queue.in_flight >= IN_FLIGHT || !queue.waiting.is_empty() {
+            if queue.in_flight >= IN_FLIGHT || queue.flushing || !queue.waiting.is_empty() {
                 let (reply, waiting) = oneshot::channel();
                 queue.waiting.push_back(Waiter {
                     call: call.encode(),
