@@ -1,7 +1,8 @@
 //! `fencelock-cycles URL N [one|acquire|tasks]`: N acquire + release cycles of fencelock's plain
 //! lock on new names against the server at URL, then exit. `one` (the default): one after
 //! another (W1's load); `acquire`: acquires only, each lock left to its lease; `tasks`: 32
-//! tasks on one client, N cycles each (W2's load). A load for measuring the server's
+//! tasks on one client, N cycles each, each task on a name of its own (W2's load: the fence key
+//! is there from the second cycle on). A load for measuring the server's
 //! instructions per call under callgrind (`scripts/callgrind-server`), where timings mean
 //! nothing; the benchmark itself is `fencelock-bench`.
 
@@ -36,8 +37,7 @@ async fn main() -> ExitCode {
             let mut tasks = tokio::task::JoinSet::new();
             for task in 0..TASKS {
                 let client = client.clone();
-                tasks
-                    .spawn(async move { run(&client, &format!("task{task}"), cycles, true).await });
+                tasks.spawn(async move { on_one_name(&client, task, cycles).await });
             }
             let mut result = Ok(());
             while let Some(done) = tasks.join_next().await {
@@ -54,6 +54,22 @@ async fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// `cycles` acquisitions and releases of one name, `cycles:task<task>`.
+async fn on_one_name(client: &Client, task: usize, cycles: usize) -> Result<(), String> {
+    let name = format!("cycles:task{task}");
+    for _ in 0..cycles {
+        let guard = client
+            .lock(&name)
+            .ttl(LEASE)
+            .auto_renew(false)
+            .acquire()
+            .await
+            .map_err(|e| e.to_string())?;
+        guard.release().await.map_err(|e| e.to_string())?;
+    }
+    Ok(())
 }
 
 /// `cycles` acquisitions of new names (`cycles:<prefix>:<i>`), each released unless `release`

@@ -1,6 +1,6 @@
 //! Reading script replies: the shared reply codes and the values inside them.
 //!
-//! Every acquire script answers the fence alone, an integer (granted: one value for the server
+//! Every acquire script answers the fence alone, an integer or its decimal digits (granted: one value for the server
 //! to write and the client to parse, the commonest reply), `{0, ms}` (held; how long until what is
 //! in the way lapses, -1 for a key without expiry), `{-1, key, type}` (a key holds something
 //! that is not a fencelock lock; nothing was written) or `{-2, what, detail}` (the request
@@ -26,12 +26,19 @@ pub(crate) fn describe_type(found: &str) -> String {
     }
 }
 
-/// A non-negative integer (a fence).
+/// A non-negative integer (a fence): an integer reply, or its decimal digits (a script that
+/// has the number only as text sends the text rather than convert it).
 pub(crate) fn as_u64(value: &Value) -> redis::RedisResult<u64> {
-    match value {
-        Value::Int(n) => u64::try_from(*n).map_err(|_| unexpected_value("a fence", value)),
-        _ => Err(unexpected_value("a fence", value)),
-    }
+    let fence = match value {
+        Value::Int(n) => u64::try_from(*n).ok(),
+        Value::BulkString(digits) if digits.iter().all(u8::is_ascii_digit) => {
+            std::str::from_utf8(digits)
+                .ok()
+                .and_then(|d| d.parse().ok())
+        }
+        _ => None,
+    };
+    fence.ok_or_else(|| unexpected_value("a fence", value))
 }
 
 /// A string (lossily decoded).
@@ -58,4 +65,31 @@ fn unexpected_value(what: &str, value: &Value) -> RedisError {
         "unexpected value in fencelock script reply",
         format!("expected {what}, got {value:?}"),
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_fence_is_an_integer_or_its_decimal_digits_and_nothing_else() {
+        let digits = |s: &str| Value::BulkString(s.as_bytes().to_vec());
+        assert_eq!(as_u64(&Value::Int(42)).unwrap(), 42);
+        assert_eq!(
+            as_u64(&digits("1764107100123456")).unwrap(),
+            1_764_107_100_123_456
+        );
+        for bad in [
+            Value::Int(-1),
+            digits(""),
+            digits("-1"),
+            digits("+1"),
+            digits("1e5"),
+            digits(" 1"),
+            digits("99999999999999999999"),
+            Value::Nil,
+        ] {
+            assert!(as_u64(&bad).is_err(), "{bad:?}");
+        }
+    }
 }

@@ -11,7 +11,8 @@
 -- absent otherwise, ARGV[4] for a request that waits for the lock to be passed to it (and then
 -- only): how long its place lasts in milliseconds (it takes or refreshes one when the lock is
 -- held, and gives it up when it takes the lock)
--- Reply: fence            granted (or already held by this owner)
+-- Reply: fence            granted (or already held by this owner): the fence as a number, or
+--                         as its decimal digits (the clock's text, which costs no conversion)
 --        {0, pttl}         held by another owner; pttl -1 means the key has no expiry
 --        {0, pttl, lapses} held, and the caller's place lapses at this server millisecond
 --        {-1, key, type}   a key holds something that is not ours; nothing was written
@@ -22,7 +23,7 @@
 -- GET on the fence key (writes the new fence and returns the last). The fence is
 -- max(last + 1, clock), as `next_fence` gives: when the counter is ahead of the clock, the fence
 -- and the lock's value are written again.
-local now, text = clock_micros()
+local text = clock_text()
 local mark = ''
 if ARGV[3] == '1' then
   mark = '+'
@@ -60,7 +61,7 @@ if value then
     else
       redis.call('pexpire', KEYS[1], ARGV[2])
     end
-    return tonumber(held)
+    return held
   end
   local pttl = redis.call('pttl', KEYS[1])
   if pttl >= 0 then
@@ -70,7 +71,7 @@ if value then
       -- Take or refresh the place: it lapses ARGV[4] ms from now on the server's clock (the
       -- waiter matches this instant against the message that passes it the lock); the line
       -- lives as long as its longest place.
-      local lapses = math.floor(now / 1000) + tonumber(ARGV[4])
+      local lapses = math.floor(clock_micros() / 1000) + tonumber(ARGV[4])
       redis.call('zadd', waiters, lapses, ARGV[1])
       if redis.call('pttl', waiters) < tonumber(ARGV[4]) then
         redis.call('pexpire', waiters, ARGV[4])
@@ -90,8 +91,9 @@ if type(last) == 'table' then
   return {-1, fence_key, redis.call('type', fence_key).ok}
 end
 if not last then
-  return now
+  return text
 end
+local now = clock_micros()
 local before = tonumber(last)
 if not before then
   redis.call('set', fence_key, last, 'KEEPTTL')
