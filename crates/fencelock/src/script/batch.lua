@@ -7,16 +7,19 @@
 -- Reply: one reply per call, in order. A call that raises an error (a command refused by an ACL,
 -- say) gets that error as its reply and the others run on: each call's script was written so
 -- that an error leaves nothing of that call behind.
-local calls, nkeys, nargs = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+local all_keys, all_args, pcall = KEYS, ARGV, pcall
+local calls, nkeys, nargs = tonumber(all_args[1]), tonumber(all_args[2]), tonumber(all_args[3])
 local replies = {}
 -- One pair of tables for every call (no script keeps its KEYS or ARGV past its own call).
 local keys, args = {}, {}
 for i = 0, calls - 1 do
+  local at = i * nkeys
   for k = 1, nkeys do
-    keys[k] = KEYS[i * nkeys + k]
+    keys[k] = all_keys[at + k]
   end
+  at = 3 + i * nargs
   for a = 1, nargs do
-    args[a] = ARGV[3 + i * nargs + a]
+    args[a] = all_args[at + a]
   end
   local ok, reply = pcall(one, keys, args)
   if ok then
