@@ -481,6 +481,8 @@ pub async fn run(opts: BenchOptions) -> Result<Report> {
                     max_task_cycles: 0,
                     client_cpu_us_per_cycle: None,
                     server_cpu_us_per_cycle: None,
+                    script_runs_per_cycle: None,
+                    reads_per_cycle: None,
                     ratio_to_raw: None,
                     error: Some(e.to_string()),
                 });

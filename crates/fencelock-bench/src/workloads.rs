@@ -122,6 +122,7 @@ pub(crate) async fn w2(
 ) -> Result<W2Row> {
     let mut bed = Bed::start().await?;
     let locker = Locker::connect(library, &bed.server.url(), ttl).await?;
+    system::reset_stats(&mut bed.admin).await?;
     let server_cpu_before = system::server_cpu_seconds(&mut bed.admin).await?;
     let client_cpu_before = system::process_cpu_seconds()?;
     let start = Instant::now() + Duration::from_millis(20);
@@ -151,11 +152,15 @@ pub(crate) async fn w2(
     let elapsed = start.elapsed().as_secs_f64();
     let client_cpu = system::process_cpu_seconds()? - client_cpu_before;
     let server_cpu = system::server_cpu_seconds(&mut bed.admin).await? - server_cpu_before;
+    let counters = system::counters(&mut bed.admin).await?;
     let per_cycle = |x: f64| (total > 0).then(|| x / total as f64);
     drop(bed);
     Ok(W2Row {
         client_cpu_us_per_cycle: per_cycle(client_cpu * 1e6),
         server_cpu_us_per_cycle: per_cycle(server_cpu * 1e6),
+        script_runs_per_cycle: per_cycle((counters.evalsha + counters.eval) as f64),
+        // The INFO calls that read the counters are themselves counted (three before the count).
+        reads_per_cycle: per_cycle(counters.reads.saturating_sub(3) as f64),
         library: library.name().into(),
         tasks,
         cycles_per_s: total as f64 / elapsed,

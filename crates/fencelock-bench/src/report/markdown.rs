@@ -74,23 +74,25 @@ impl Report {
             );
             let _ = writeln!(
                 md,
-                "| library | cycles/s | cycles per task (min–max) | client CPU µs/cycle | server CPU µs/cycle | ratio to raw |"
+                "| library | cycles/s | cycles per task (min–max) | client CPU µs/cycle | server CPU µs/cycle | script runs/cycle | server reads/cycle | ratio to raw |"
             );
-            let _ = writeln!(md, "|---|---:|---:|---:|---:|---:|");
+            let _ = writeln!(md, "|---|---:|---:|---:|---:|---:|---:|---:|");
             for r in &self.w2 {
                 if let Some(e) = &r.error {
-                    let _ = writeln!(md, "| {} | {} | | | | |", r.library, cell_error(e));
+                    let _ = writeln!(md, "| {} | {} | | | | | | |", r.library, cell_error(e));
                     continue;
                 }
                 let _ = writeln!(
                     md,
-                    "| {} | {:.0} | {}–{} | {} | {} | {} |",
+                    "| {} | {:.0} | {}–{} | {} | {} | {} | {} | {} |",
                     r.library,
                     r.cycles_per_s,
                     r.min_task_cycles,
                     r.max_task_cycles,
                     opt(r.client_cpu_us_per_cycle, 1),
                     opt(r.server_cpu_us_per_cycle, 1),
+                    opt(r.script_runs_per_cycle, 2),
+                    opt(r.reads_per_cycle, 2),
                     ratio_cell(r.ratio_to_raw)
                 );
             }

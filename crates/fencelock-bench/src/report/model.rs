@@ -77,6 +77,15 @@ pub struct W2Row {
     pub client_cpu_us_per_cycle: Option<f64>,
     /// The Redis server's CPU time per cycle, µs.
     pub server_cpu_us_per_cycle: Option<f64>,
+    /// Script runs (`EVALSHA` and `EVAL` calls) per cycle: 2 for a lock that runs a script per
+    /// acquire and per release, less when calls are coalesced (2 / this is the mean number of
+    /// calls per script run).
+    #[serde(default)]
+    pub script_runs_per_cycle: Option<f64>,
+    /// The server's socket reads per cycle (`total_reads_processed`): an upper bound of the
+    /// request batches it saw.
+    #[serde(default)]
+    pub reads_per_cycle: Option<f64>,
     /// `cycles_per_s` / raw's.
     pub ratio_to_raw: Option<f64>,
     /// Why the row has no numbers.
