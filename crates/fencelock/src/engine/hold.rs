@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::engine::protocol::{Attempt, Protocol};
+use crate::engine::protocol::{Attempt, Protocol, ReleaseFence};
 use crate::keys::LockKeys;
 use crate::lease::LeaseState;
 use crate::script::{Arg, Call};
@@ -46,7 +46,7 @@ impl Hold {
         self.protocol.acquire(self, attempt)
     }
 
-    pub(crate) fn release_call(&self, fence: Option<u64>) -> Call<'_> {
+    pub(crate) fn release_call(&self, fence: ReleaseFence) -> Call<'_> {
         self.protocol.release(self, fence)
     }
 

@@ -31,5 +31,5 @@ pub use request::{
 pub(crate) use extend::{Verdict, judge_extension};
 pub(crate) use hold::{FenceMemory, Hold};
 pub(crate) use ops::{ExtendItem, Extended, extend_many};
-pub(crate) use protocol::{Attempt, Protocol};
+pub(crate) use protocol::{Attempt, Protocol, ReleaseFence};
 pub(crate) use release::Abandoned;

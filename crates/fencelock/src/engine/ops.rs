@@ -11,7 +11,7 @@ use redis::{FromRedisValue, RedisError, Value};
 
 use crate::connection::{Server, Undelivered};
 use crate::engine::hold::Hold;
-use crate::engine::protocol::Attempt;
+use crate::engine::protocol::{Attempt, ReleaseFence};
 use crate::error::{Conflict, KindInUse};
 use crate::script::reply::{self, as_string, as_u64, describe_type, unexpected};
 use crate::script::{Call, Lua};
@@ -51,7 +51,9 @@ pub(crate) async fn acquire(
                 || matches!(value.as_sequence(), Some([Value::Int(reply::HELD), _, _]))
             {
                 tokio::spawn(async move {
-                    if let Err(err) = release(server, hold.clone(), None, limit).await {
+                    if let Err(err) =
+                        release(server, hold.clone(), ReleaseFence::Unknown, limit).await
+                    {
                         tracing::debug!(lock = %hold.name, %err, "could not give back a grant nobody took");
                     }
                 });
@@ -101,12 +103,12 @@ pub(crate) async fn acquire(
     }
 }
 
-/// Releases `hold` if it is still there (raising the fence key to at least `fence` first, when
-/// given) and wakes waiters. True if it was held.
+/// Releases `hold` if it is still there (raising the fence key to at least the fence first, over
+/// Redlock) and wakes waiters. True if it was held.
 pub(crate) async fn release(
     server: Server,
     hold: Arc<Hold>,
-    fence: Option<u64>,
+    fence: ReleaseFence,
     limit: Duration,
 ) -> redis::RedisResult<bool> {
     let value = server
@@ -355,15 +357,31 @@ mod tests {
             matches!(held, AcquireReply::Held { remaining: Some(r), .. } if r > Duration::from_secs(4)),
             "{held:?}"
         );
-        // Only the owner's token releases; the fence key stays.
-        assert!(!release(server.clone(), other, None, LIMIT).await.unwrap());
+        // Only the owner's token releases, whatever fence it names; the fence key stays.
+        for named in [
+            ReleaseFence::Unknown,
+            ReleaseFence::Held(fence),
+            ReleaseFence::WriteBack(fence),
+        ] {
+            assert!(
+                !release(server.clone(), other.clone(), named, LIMIT)
+                    .await
+                    .unwrap(),
+                "{named:?}"
+            );
+        }
         assert!(
-            release(server.clone(), hold.clone(), Some(fence), LIMIT)
-                .await
-                .unwrap()
+            release(
+                server.clone(),
+                hold.clone(),
+                ReleaseFence::Held(fence),
+                LIMIT
+            )
+            .await
+            .unwrap()
         );
         assert!(
-            !release(server.clone(), hold, Some(fence), LIMIT)
+            !release(server.clone(), hold, ReleaseFence::Held(fence), LIMIT)
                 .await
                 .unwrap()
         );

@@ -32,6 +32,29 @@ pub(crate) struct Attempt {
     pub(crate) waiting: bool,
 }
 
+/// What a release knows of the fence of the hold it ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ReleaseFence {
+    /// Nothing: a grant given back that its caller never saw.
+    Unknown,
+    /// On one server: the fence the grant wrote into the lock's value, so that a script can
+    /// compare the whole value (one comparison) rather than look for the token in it.
+    Held(u64),
+    /// Over Redlock: the hold's fence (the largest of its majority's), written back as a floor
+    /// on the fence key first. Each instance's value has a fence of its own.
+    WriteBack(u64),
+}
+
+impl ReleaseFence {
+    /// The fence to write back as a floor, over Redlock.
+    pub(crate) fn write_back(self) -> Option<u64> {
+        match self {
+            ReleaseFence::WriteBack(fence) => Some(fence),
+            ReleaseFence::Unknown | ReleaseFence::Held(_) => None,
+        }
+    }
+}
+
 /// One kind of lock, as the engine sees it. Every script call borrows its keys and arguments
 /// from the hold (and from the protocol, which the hold owns).
 pub(crate) trait Protocol: fmt::Debug + Send + Sync + 'static {
@@ -42,9 +65,9 @@ pub(crate) trait Protocol: fmt::Debug + Send + Sync + 'static {
     /// `{-1, key, type}` or `{-2, what, detail}`.
     fn acquire<'a>(&'a self, hold: &'a Hold, attempt: Attempt) -> Call<'a>;
 
-    /// The release script: reply 1 released, 0 not held. `fence`, when given (over Redlock), is
-    /// written back as a floor on the fence key first.
-    fn release<'a>(&'a self, hold: &'a Hold, fence: Option<u64>) -> Call<'a>;
+    /// The release script: reply 1 released, 0 not held. `fence` says what the release knows
+    /// of the hold's fence (see [`ReleaseFence`]).
+    fn release<'a>(&'a self, hold: &'a Hold, fence: ReleaseFence) -> Call<'a>;
 
     /// The extend script: reply 1 extended, 0 gone, -1 taken by someone (or something) else.
     fn extend<'a>(&'a self, hold: &'a Hold, ttl: Duration) -> Call<'a>;

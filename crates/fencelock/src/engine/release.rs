@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use crate::engine::hold::Hold;
 use crate::engine::ops;
+use crate::engine::protocol::ReleaseFence;
 use crate::quorum::{Answer, Instances, Running};
 
 /// Releases `hold` on `only` (or every) instance, raising each fence key to at least `fence`
@@ -23,10 +24,11 @@ pub(crate) async fn release_on(
     let quorum = instances.quorum();
     // The write-back matters only over Redlock; on a single instance the fence key already
     // holds this fence (or a larger one).
-    let fence = if instances.is_single() || !hold.protocol.writes_fence_back() {
-        None
-    } else {
-        fence
+    let fence = match fence {
+        None => ReleaseFence::Unknown,
+        Some(fence) if instances.is_single() => ReleaseFence::Held(fence),
+        Some(fence) if hold.protocol.writes_fence_back() => ReleaseFence::WriteBack(fence),
+        Some(_) => ReleaseFence::Unknown,
     };
     instances
         .on_all(

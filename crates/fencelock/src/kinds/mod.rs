@@ -26,7 +26,7 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::engine::{Attempt, FenceMemory, Hold, Protocol};
+    use crate::engine::{Attempt, FenceMemory, Hold, Protocol, ReleaseFence};
     use crate::keys::LockKeys;
     use crate::token::OwnerToken;
 
@@ -100,7 +100,8 @@ mod tests {
             let ttl = Duration::from_secs(1);
             let mut calls = vec![
                 hold.acquire_call(ATTEMPT),
-                hold.release_call(Some(7)),
+                hold.release_call(ReleaseFence::Held(7)),
+                hold.release_call(ReleaseFence::WriteBack(7)),
                 hold.extend_call(ttl),
             ];
             calls.extend(hold.reassert_call(7, ttl));
@@ -120,7 +121,11 @@ mod tests {
             labels.push(label);
             let calls = [
                 ("acquire", hold.acquire_call(ATTEMPT).lua, acquire),
-                ("release", hold.release_call(None).lua, release),
+                (
+                    "release",
+                    hold.release_call(ReleaseFence::Unknown).lua,
+                    release,
+                ),
                 ("extend", hold.extend_call(ATTEMPT.ttl).lua, extend),
             ];
             for (op, runs, expected) in calls {

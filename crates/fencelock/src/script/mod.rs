@@ -352,6 +352,8 @@ pub(crate) enum Arg<'a> {
     Str(&'a str),
     Text(String),
     Int(u64),
+    /// A plain lock's value, `<token>:<fence>`, written out without an allocation.
+    Value(&'a str, u64),
 }
 
 impl Arg<'_> {
@@ -381,6 +383,14 @@ impl redis::ToRedisArgs for Arg<'_> {
             Arg::Str(s) => s.write_redis_args(out),
             Arg::Text(s) => s.write_redis_args(out),
             Arg::Int(n) => n.write_redis_args(out),
+            Arg::Value(token, fence) => {
+                use std::io::Write;
+                let mut w = out.writer_for_next_arg();
+                // Writing into the command's buffer cannot fail.
+                let _ = w.write_all(token.as_bytes());
+                let _ = w.write_all(b":");
+                let _ = w.write_all(itoa::Buffer::new().format(*fence).as_bytes());
+            }
         }
     }
 }
@@ -418,6 +428,7 @@ impl<'a> Call<'a> {
                     Arg::Str(s) => s.len(),
                     Arg::Text(s) => s.len(),
                     Arg::Int(_) => 20,
+                    Arg::Value(token, _) => token.len() + 21,
                 })
                 .sum::<usize>();
         let mut command = variant.command(by_source, args, bytes);
@@ -438,7 +449,6 @@ impl<'a> Call<'a> {
     /// The call's keys and arguments as they go to Redis, in one buffer, for a call sent later
     /// in a batch.
     pub(crate) fn encode(&self) -> Encoded {
-        use std::io::Write;
         let mut encoded = Encoded {
             bytes: Vec::with_capacity(128),
             ends: SmallVec::new(),
@@ -454,7 +464,18 @@ impl<'a> Call<'a> {
                 Arg::Text(s) => encoded.bytes.extend_from_slice(s.as_bytes()),
                 // Writing into a Vec cannot fail.
                 Arg::Int(n) => {
-                    let _ = write!(encoded.bytes, "{n}");
+                    let mut digits = itoa::Buffer::new();
+                    encoded
+                        .bytes
+                        .extend_from_slice(digits.format(*n).as_bytes());
+                }
+                Arg::Value(token, fence) => {
+                    encoded.bytes.extend_from_slice(token.as_bytes());
+                    encoded.bytes.push(b':');
+                    let mut digits = itoa::Buffer::new();
+                    encoded
+                        .bytes
+                        .extend_from_slice(digits.format(*fence).as_bytes());
                 }
             }
             encoded.ends.push(encoded.bytes.len());
@@ -559,6 +580,7 @@ mod tests {
             Arg::Int(1500),
             Arg::Text(String::new()),
             Arg::Text("x".into()),
+            Arg::Value("f00d", 1_764_107_100_123_456),
         ]
         .into_iter()
         .collect();
@@ -566,8 +588,20 @@ mod tests {
         let encoded = call.encode();
         let keys: Vec<&[u8]> = encoded.keys().collect();
         let args: Vec<&[u8]> = encoded.args().collect();
+        let expected = [&b"token"[..], b"1500", b"", b"x", b"f00d:1764107100123456"];
         assert_eq!(keys, [&b"fencelock:{a}"[..], b"fencelock:{a}:fence"]);
-        assert_eq!(args, [&b"token"[..], b"1500", b"", b"x"]);
+        assert_eq!(args, expected);
+        // Sent at once, the same arguments after the key count and the keys.
+        let command = call.command(lua.variant(false), false);
+        let sent: Vec<&[u8]> = command
+            .args_iter()
+            .skip(5)
+            .filter_map(|a| match a {
+                redis::Arg::Simple(bytes) => Some(bytes),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(sent, expected);
         assert!(lua.batch().is_none());
         let composed = Lua::with_batch("local PUBLISH_COMMAND = 'publish'\n", "return 1\n");
         let batch = composed.batch().map(|b| b.variant(true).source.to_string());

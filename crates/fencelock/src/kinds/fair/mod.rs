@@ -24,7 +24,7 @@ use std::time::Duration;
 
 use smallvec::smallvec;
 
-use crate::engine::{Attempt, Hold, Protocol};
+use crate::engine::{Attempt, Hold, Protocol, ReleaseFence};
 use crate::kinds::plain;
 use crate::script::{Arg, Args, Call, Lua, lua};
 
@@ -67,7 +67,7 @@ impl Protocol for Fair {
         )
     }
 
-    fn release<'a>(&'a self, hold: &'a Hold, fence: Option<u64>) -> Call<'a> {
+    fn release<'a>(&'a self, hold: &'a Hold, fence: ReleaseFence) -> Call<'a> {
         fair_call(&RELEASE, hold, plain::release_args(hold, fence))
     }
 

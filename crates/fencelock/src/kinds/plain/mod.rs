@@ -30,7 +30,7 @@ use std::time::Duration;
 
 use smallvec::smallvec;
 
-use crate::engine::{Attempt, Hold, Protocol};
+use crate::engine::{Attempt, Hold, Protocol, ReleaseFence};
 use crate::script::{Arg, Call, Lua, lua};
 
 pub(crate) static ACQUIRE: LazyLock<Lua> = lua!("value.lua", "acquire.lua");
@@ -63,11 +63,13 @@ impl Protocol for Plain {
         Call::new(&ACQUIRE, &[hold.keys.lock()], args)
     }
 
-    fn release<'a>(&'a self, hold: &'a Hold, fence: Option<u64>) -> Call<'a> {
+    fn release<'a>(&'a self, hold: &'a Hold, fence: ReleaseFence) -> Call<'a> {
         // The lock's other keys and its channel are named by the script (see release.lua).
         let args = match fence {
-            Some(fence) => smallvec![hold.token_arg(), Arg::Int(fence)],
-            None => smallvec![hold.token_arg()],
+            // The whole value the grant wrote, compared as it is (see release.lua).
+            ReleaseFence::Held(fence) => smallvec![Arg::Value(hold.token.as_str(), fence)],
+            ReleaseFence::WriteBack(fence) => smallvec![hold.token_arg(), Arg::Int(fence)],
+            ReleaseFence::Unknown => smallvec![hold.token_arg()],
         };
         Call::new(&RELEASE, &[hold.keys.lock()], args)
     }
@@ -99,10 +101,10 @@ impl Protocol for Plain {
 
 /// The arguments every release script takes: the hold's token, the release channel, and the
 /// fence to write back as a floor (`''`: none).
-pub(crate) fn release_args(hold: &Hold, fence: Option<u64>) -> crate::script::Args<'_> {
+pub(crate) fn release_args(hold: &Hold, fence: ReleaseFence) -> crate::script::Args<'_> {
     smallvec![
         hold.token_arg(),
         Arg::Str(hold.keys.channel()),
-        fence.map_or(Arg::Str(""), Arg::Int),
+        fence.write_back().map_or(Arg::Str(""), Arg::Int),
     ]
 }

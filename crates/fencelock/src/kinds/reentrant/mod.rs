@@ -20,7 +20,7 @@ use std::time::Duration;
 use smallvec::smallvec;
 
 use crate::client::Client;
-use crate::engine::{Attempt, FenceMemory, Hold, LockGuard, LockRequest, Protocol};
+use crate::engine::{Attempt, FenceMemory, Hold, LockGuard, LockRequest, Protocol, ReleaseFence};
 use crate::error::{Conflict, Result};
 use crate::keys;
 use crate::kinds::plain;
@@ -58,7 +58,7 @@ impl Protocol for Reentrant {
         )
     }
 
-    fn release<'a>(&'a self, hold: &'a Hold, fence: Option<u64>) -> Call<'a> {
+    fn release<'a>(&'a self, hold: &'a Hold, fence: ReleaseFence) -> Call<'a> {
         Call::new(
             &RELEASE,
             &hold.lock_and_fence(),

@@ -22,7 +22,7 @@ use std::time::Duration;
 use smallvec::smallvec;
 
 use crate::client::Client;
-use crate::engine::{Attempt, Hold, LockRequest, Protocol};
+use crate::engine::{Attempt, Hold, LockRequest, Protocol, ReleaseFence};
 use crate::error::{Conflict, Result};
 use crate::keys;
 use crate::kinds::{ENTRY_EXTEND, plain};
@@ -78,7 +78,7 @@ impl Protocol for RwSide {
         )
     }
 
-    fn release<'a>(&'a self, hold: &'a Hold, fence: Option<u64>) -> Call<'a> {
+    fn release<'a>(&'a self, hold: &'a Hold, fence: ReleaseFence) -> Call<'a> {
         Call::new(
             &RELEASE,
             &hold.lock_and_fence(),

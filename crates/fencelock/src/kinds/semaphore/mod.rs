@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use smallvec::smallvec;
 
-use crate::engine::{Attempt, Hold, Protocol};
+use crate::engine::{Attempt, Hold, Protocol, ReleaseFence};
 use crate::error::Conflict;
 use crate::kinds::{ENTRY_EXTEND, plain};
 use crate::script::{Arg, Call, Lua, lua};
@@ -44,7 +44,7 @@ impl Protocol for Permit {
         )
     }
 
-    fn release<'a>(&'a self, hold: &'a Hold, fence: Option<u64>) -> Call<'a> {
+    fn release<'a>(&'a self, hold: &'a Hold, fence: ReleaseFence) -> Call<'a> {
         Call::new(
             &RELEASE,
             &[hold.keys.lock()],
