@@ -237,6 +237,16 @@ impl Schedule {
     }
 }
 
+/// The longest the task sleeps (when nothing is due sooner): a quarter of the command timeout,
+/// within these bounds. Tokio's timer driver, when it parks with no timer to wait for, must be
+/// woken (an `eventfd` write and an `epoll_wait` return) by the next timer anyone sets, and
+/// every command sets one (its time limit). With this task's timer always set, and due before
+/// those limits, the driver is already waking for an earlier instant and setting a limit costs
+/// no wake-up: measured with `strace -c` on W1, three wake-ups per cycle fewer. Idle, the
+/// task wakes four times per command timeout, and finds nothing to do.
+const MAX_TICK: Duration = Duration::from_secs(1);
+const MIN_TICK: Duration = Duration::from_millis(10);
+
 async fn run(
     instances: Arc<Instances>,
     drift: ClockDrift,
@@ -244,6 +254,7 @@ async fn run(
     mut releases: mpsc::UnboundedReceiver<Abandoned>,
 ) {
     let mut switches = instances.switches();
+    let tick = (instances.command_timeout() / 4).clamp(MIN_TICK, MAX_TICK);
     loop {
         let next_wake = {
             let mut schedule = shared.lock();
@@ -251,6 +262,11 @@ async fn run(
             schedule.armed = next;
             next
         };
+        // Never asleep for longer than a tick, so that the runtime's timer driver always has a
+        // timer due before any command's time limit (see `MAX_TICK`).
+        let next_wake = Some(
+            next_wake.map_or_else(|| Instant::now() + tick, |at| at.min(Instant::now() + tick)),
+        );
         tokio::select! {
             release = releases.recv() => match release {
                 // Every handle is gone (the schedule goes with the task).
