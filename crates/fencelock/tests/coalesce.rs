@@ -137,23 +137,29 @@ async fn a_call_the_acl_denies_does_not_fail_the_others_in_its_batch() {
     );
 }
 
-/// Callers that go away while their calls wait behind a slow one: calls not yet sent are never
-/// sent (their fence keys never appear); nothing is left held either way.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn callers_that_go_away_while_queued_leave_nothing_behind() {
+/// Ten callers that give up after `patience`, behind two acquires that a proxy slows down by
+/// `latency` each way (as many calls as a connection sends before the next waits): the ten
+/// wait, and go out together as a batch when the first two come back, at twice `latency`. Each
+/// caller acquires `<prefix><i>` with a lease of a minute. Returns (the server, the proxy, which
+/// lives as long as the client needs it, and the client) once every caller gave up (none may be
+/// answered) and the first two were released.
+async fn callers_that_give_up_behind_two(
+    latency: Duration,
+    prefix: &'static str,
+    patience: Duration,
+) -> (RedisServer, FaultProxy, Client) {
     let redis = server();
-    let proxy = FaultProxy::start(redis.addr()).await.unwrap();
+    let proxy = FaultProxy::start(redis.addr())
+        .await
+        .unwrap_or_else(|e| panic!("starting the proxy: {e}"));
     let slow = Client::builder(&proxy.url())
         .command_timeout(Duration::from_secs(5))
         .build()
-        .unwrap();
+        .unwrap_or_else(|e| panic!("building the client: {e}"));
     // Warm the connection and the scripts, then slow every chunk down.
     common::warm_up(&slow).await;
-    proxy.set_latency(Duration::from_millis(100));
-
-    // Two acquires on their way for ~200 ms (100 ms each way): as many as a connection sends
-    // before the next call waits.
-    let first: Vec<_> = ["first-a", "first-b"]
+    proxy.set_latency(latency);
+    let first: Vec<_> = ["ahead-a", "ahead-b"]
         .into_iter()
         .map(|name| {
             let slow = slow.clone();
@@ -161,26 +167,47 @@ async fn callers_that_go_away_while_queued_leave_nothing_behind() {
         })
         .collect();
     tokio::time::sleep(Duration::from_millis(20)).await;
-    // Queued behind it; gone after 60 ms, before it comes back.
-    let queued: Vec<_> = (0..10)
+    let callers: Vec<_> = (0..10)
         .map(|i| {
             let slow = slow.clone();
             tokio::spawn(async move {
-                let request = slow.lock(format!("gone-{i}")).no_wait().acquire();
-                tokio::time::timeout(Duration::from_millis(60), request).await
+                let request = slow
+                    .lock(format!("{prefix}{i}"))
+                    .ttl(Duration::from_secs(60))
+                    .no_wait()
+                    .acquire();
+                tokio::time::timeout(patience, request).await
             })
         })
         .collect();
-    for task in queued {
-        assert!(
-            task.await.unwrap().is_err(),
-            "a queued acquire was answered"
-        );
+    for task in callers {
+        let answered = task
+            .await
+            .unwrap_or_else(|e| panic!("a caller failed: {e}"));
+        assert!(answered.is_err(), "an acquire was answered");
     }
     for first in first {
-        let first = first.await.unwrap().unwrap();
-        assert!(first.release().await.unwrap());
+        let first = match first.await {
+            Ok(Ok(guard)) => guard,
+            Ok(Err(e)) => panic!("an acquire ahead failed: {e}"),
+            Err(e) => panic!("an acquire ahead panicked: {e}"),
+        };
+        assert!(matches!(first.release().await, Ok(true)), "released");
     }
+    (redis, proxy, slow)
+}
+
+/// Callers that go away while their calls wait behind a slow one: calls not yet sent are never
+/// sent (their fence keys never appear); nothing is left held either way.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn callers_that_go_away_while_queued_leave_nothing_behind() {
+    // Gone after 60 ms, long before the two ahead come back at ~200 ms.
+    let (redis, _proxy, slow) = callers_that_give_up_behind_two(
+        Duration::from_millis(100),
+        "gone-",
+        Duration::from_millis(60),
+    )
+    .await;
     assert!(slow.wait_idle(Duration::from_secs(5)).await);
     tokio::time::sleep(Duration::from_millis(500)).await;
     let gone: Vec<String> = keys(&redis)
@@ -197,46 +224,13 @@ async fn callers_that_go_away_while_queued_leave_nothing_behind() {
 /// keys are there), and what they were granted is given back (no lock key is left).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn grants_in_a_batch_whose_callers_went_away_are_given_back() {
-    let redis = server();
-    let proxy = FaultProxy::start(redis.addr()).await.unwrap();
-    let slow = Client::builder(&proxy.url())
-        .command_timeout(Duration::from_secs(5))
-        .build()
-        .unwrap();
-    common::warm_up(&slow).await;
-    proxy.set_latency(Duration::from_millis(200));
-
-    // Two acquires on their way until ~400 ms (200 ms each way); the next ten wait, go out
-    // together at ~400 ms and come back at ~800 ms. Their callers leave at ~620 ms: after the
-    // batch was sent, before it came back.
-    let first: Vec<_> = ["ahead-a", "ahead-b"]
-        .into_iter()
-        .map(|name| {
-            let slow = slow.clone();
-            tokio::spawn(async move { slow.lock(name).no_wait().acquire().await })
-        })
-        .collect();
-    tokio::time::sleep(Duration::from_millis(20)).await;
-    let in_batch: Vec<_> = (0..10)
-        .map(|i| {
-            let slow = slow.clone();
-            tokio::spawn(async move {
-                let request = slow
-                    .lock(format!("left-{i}"))
-                    .ttl(Duration::from_secs(60))
-                    .no_wait()
-                    .acquire();
-                tokio::time::timeout(Duration::from_millis(600), request).await
-            })
-        })
-        .collect();
-    for task in in_batch {
-        assert!(task.await.unwrap().is_err(), "an acquire was answered");
-    }
-    for first in first {
-        let first = first.await.unwrap().unwrap();
-        assert!(first.release().await.unwrap());
-    }
+    // The batch goes out at ~400 ms and comes back at ~800 ms; its callers leave at ~620 ms.
+    let (redis, _proxy, _slow) = callers_that_give_up_behind_two(
+        Duration::from_millis(200),
+        "left-",
+        Duration::from_millis(600),
+    )
+    .await;
     // The give-backs go out when the batch comes back, and take ~400 ms.
     let deadline = std::time::Instant::now() + Duration::from_secs(5);
     loop {
