@@ -46,7 +46,10 @@ impl LockRequest {
         let kind = self.protocol.label();
         let span = tracing::debug_span!("fencelock.acquire", lock = %self.name, kind = %kind, fence = tracing::field::Empty);
         let started = std::time::Instant::now();
-        let result = tracing::Instrument::instrument(self.acquire_inner(), span.clone()).await;
+        // On the heap: the request's state machine is a few kilobytes, and a future is moved
+        // (copied whole) each time it is wrapped or awaited; boxed, only a pointer moves.
+        let inner = Box::pin(self.acquire_inner());
+        let result = tracing::Instrument::instrument(inner, span.clone()).await;
         match &result {
             Ok(guard) => {
                 span.record("fence", guard.fence());
