@@ -91,9 +91,17 @@ impl RedisCluster {
                 &["CLUSTER", "MEET", "127.0.0.1", &node.port().to_string()],
             )?;
         }
+        // Every node knows every other under its real id: a node still in its handshake is
+        // counted in `cluster_known_nodes` under a made-up name, and `CLUSTER REPLICATE` of the
+        // real one then fails with "Unknown node" (seen once in CI).
+        let ids = self
+            .nodes
+            .iter()
+            .map(|node| self.node_id(node))
+            .collect::<io::Result<Vec<String>>>()?;
         self.wait(|node| {
-            let known = info(node, &["CLUSTER", "INFO"])?;
-            Ok(known.contains(&format!("cluster_known_nodes:{}", self.nodes.len())))
+            let nodes = info(node, &["CLUSTER", "NODES"])?;
+            Ok(!nodes.contains("handshake") && ids.iter().all(|id| nodes.contains(id.as_str())))
         })?;
         for m in 0..self.masters {
             let id = self.node_id(&self.nodes[m])?;
