@@ -257,16 +257,16 @@ async fn run(
     let tick = (instances.command_timeout() / 4).clamp(MIN_TICK, MAX_TICK);
     loop {
         let next_wake = {
+            // Never asleep for longer than a tick, so that the runtime's timer driver always has
+            // a timer due before any command's time limit (see `MAX_TICK`).
+            let tick_ends = Instant::now() + tick;
             let mut schedule = shared.lock();
-            let next = schedule.next_wake();
-            schedule.armed = next;
-            next
+            let wake = schedule
+                .next_wake()
+                .map_or(tick_ends, |due| due.min(tick_ends));
+            schedule.armed = Some(wake);
+            wake
         };
-        // Never asleep for longer than a tick, so that the runtime's timer driver always has a
-        // timer due before any command's time limit (see `MAX_TICK`).
-        let next_wake = Some(
-            next_wake.map_or_else(|| Instant::now() + tick, |at| at.min(Instant::now() + tick)),
-        );
         tokio::select! {
             release = releases.recv() => match release {
                 // Every handle is gone (the schedule goes with the task).
@@ -284,18 +284,11 @@ async fn run(
                 tracing::info!(locks = schedule.entries.len(), "the client moved to another master; checking every hold there");
                 schedule.check_all_now(Instant::now());
             }
-            () = sleep_until(next_wake) => {
+            () = tokio::time::sleep_until(next_wake) => {
                 let due = shared.lock().take_due(Instant::now());
                 renew(&instances, &drift, &shared, due).await;
             }
         }
-    }
-}
-
-async fn sleep_until(at: Option<Instant>) {
-    match at {
-        Some(at) => tokio::time::sleep_until(at).await,
-        None => std::future::pending().await,
     }
 }
 

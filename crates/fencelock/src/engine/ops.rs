@@ -47,7 +47,7 @@ pub(crate) async fn acquire(
     let undelivered = || -> Undelivered {
         let (server, hold) = (server.clone(), hold.clone());
         Box::new(move |value: Value| {
-            if matches!(value, Value::Int(_) | Value::BulkString(_))
+            if reply::is_grant(&value)
                 || matches!(value.as_sequence(), Some([Value::Int(reply::HELD), _, _]))
             {
                 tokio::spawn(async move {
@@ -63,8 +63,7 @@ pub(crate) async fn acquire(
     let value = server
         .run_coalesced(&hold.acquire_call(attempt), limit, undelivered)
         .await?;
-    // A grant is the fence alone: one value for the server to write and the client to parse.
-    if let Value::Int(_) | Value::BulkString(_) = value {
+    if reply::is_grant(&value) {
         return Ok(AcquireReply::Granted {
             fence: as_u64(&value)?,
         });

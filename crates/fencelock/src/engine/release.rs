@@ -23,7 +23,8 @@ pub(crate) async fn release_on(
 ) -> Vec<Answer<bool>> {
     let quorum = instances.quorum();
     // The write-back matters only over Redlock; on a single instance the fence key already
-    // holds this fence (or a larger one).
+    // holds this fence (or a larger one), and the lock's value holds it too, so the script can
+    // compare the whole value.
     let fence = match fence {
         None => ReleaseFence::Unknown,
         Some(fence) if instances.is_single() => ReleaseFence::Held(fence),

@@ -383,16 +383,17 @@ impl redis::ToRedisArgs for Arg<'_> {
             Arg::Str(s) => s.write_redis_args(out),
             Arg::Text(s) => s.write_redis_args(out),
             Arg::Int(n) => n.write_redis_args(out),
-            Arg::Value(token, fence) => {
-                use std::io::Write;
-                let mut w = out.writer_for_next_arg();
-                // Writing into the command's buffer cannot fail.
-                let _ = w.write_all(token.as_bytes());
-                let _ = w.write_all(b":");
-                let _ = w.write_all(itoa::Buffer::new().format(*fence).as_bytes());
-            }
+            Arg::Value(token, fence) => write_value(&mut out.writer_for_next_arg(), token, *fence),
         }
     }
+}
+
+/// Writes a plain lock's value, `<token>:<fence>` ([`Arg::Value`]), into one argument's bytes.
+fn write_value(out: &mut impl std::io::Write, token: &str, fence: u64) {
+    // Writing into a command's buffer or a Vec cannot fail.
+    let _ = out.write_all(token.as_bytes());
+    let _ = out.write_all(b":");
+    let _ = out.write_all(itoa::Buffer::new().format(fence).as_bytes());
 }
 
 impl<'a> Call<'a> {
@@ -469,14 +470,7 @@ impl<'a> Call<'a> {
                         .bytes
                         .extend_from_slice(digits.format(*n).as_bytes());
                 }
-                Arg::Value(token, fence) => {
-                    encoded.bytes.extend_from_slice(token.as_bytes());
-                    encoded.bytes.push(b':');
-                    let mut digits = itoa::Buffer::new();
-                    encoded
-                        .bytes
-                        .extend_from_slice(digits.format(*fence).as_bytes());
-                }
+                Arg::Value(token, fence) => write_value(&mut encoded.bytes, token, *fence),
             }
             encoded.ends.push(encoded.bytes.len());
         }

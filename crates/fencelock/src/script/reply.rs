@@ -1,8 +1,8 @@
 //! Reading script replies: the shared reply codes and the values inside them.
 //!
-//! Every acquire script answers the fence alone, an integer or its decimal digits (granted: one value for the server
-//! to write and the client to parse, the commonest reply), `{0, ms}` (held; how long until what is
-//! in the way lapses, -1 for a key without expiry), `{-1, key, type}` (a key holds something
+//! Every acquire script answers the fence alone, an integer or its decimal digits (granted: the
+//! commonest reply is one value for the server to write and the client to parse; see
+//! [`is_grant`]), `{0, ms}` (held; how long until what is in the way lapses, -1 for a key without expiry), `{-1, key, type}` (a key holds something
 //! that is not a fencelock lock; nothing was written) or `{-2, what, detail}` (the request
 //! conflicts with the lock's state; nothing was written). See ARCHITECTURE.md for the codes of
 //! each script.
@@ -24,6 +24,11 @@ pub(crate) fn describe_type(found: &str) -> String {
         "string" | "list" | "set" | "zset" | "hash" | "stream" => format!("a {found}"),
         other => other.to_owned(),
     }
+}
+
+/// Whether an acquire script's reply is a grant: the fence alone, not a table.
+pub(crate) fn is_grant(value: &Value) -> bool {
+    matches!(value, Value::Int(_) | Value::BulkString(_))
 }
 
 /// A non-negative integer (a fence): an integer reply, or its decimal digits (a script that
