@@ -89,9 +89,11 @@ fn a_frozen_holders_late_psql_transaction_is_rolled_back() {
     let job = script();
 
     // The first holder: takes the lock (1 s lease), says so, and waits for `go` before it runs
-    // the report, recording psql's exit status.
+    // the report, recording psql's exit status. (Each file appears whole, by a rename: the test
+    // reads it as soon as it exists, and once read `started` empty, between the shell creating
+    // it and writing the fence.)
     let first_job = format!(
-        "echo \"$FENCELOCK_FENCE\" > '{s}'; while [ ! -e '{g}' ]; do sleep 0.02; done; \
+        "echo \"$FENCELOCK_FENCE\" > '{s}.tmp'; mv '{s}.tmp' '{s}'; while [ ! -e '{g}' ]; do sleep 0.02; done; \
          '{j}'; code=$?; echo $code > '{d}.tmp'; mv '{d}.tmp' '{d}'; exit $code",
         s = started.display(),
         g = go.display(),
