@@ -303,3 +303,117 @@ async fn every_kind_runs_in_batches() {
         .collect();
     assert!(held.is_empty(), "left held: {held:?}");
 }
+
+/// Takes `names` from `client` one after another, each with a lease of `ttl` kept alive by the
+/// watchdog.
+async fn hold_all(client: &Client, names: &[String], ttl: Duration) -> Vec<fencelock::LockGuard> {
+    let mut guards = Vec::new();
+    for name in names {
+        match client.lock(name).ttl(ttl).no_wait().acquire().await {
+            Ok(guard) => guards.push(guard),
+            Err(err) => panic!("{name}: {err}"),
+        }
+    }
+    guards
+}
+
+fn pttl(redis: &RedisServer, name: &str) -> i64 {
+    common::integer_reply(redis, &["PTTL", &common::lock_key(name)])
+}
+
+/// The watchdog renews the locks that fall due together in runs of the extend script's batch
+/// form, and reads each lock's answer out of its run's: a lock whose key went away and one
+/// that another owner took are lost, the others in the same runs stay held.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn renewals_go_in_batch_runs_and_each_lock_gets_its_own_answer() {
+    const KEPT: usize = 150;
+    let ttl = Duration::from_millis(900);
+    let redis = server();
+    let client = client(&redis.url());
+    let mut names: Vec<String> = (0..KEPT).map(|i| format!("kept-{i}")).collect();
+    names.insert(40, "gone".to_owned());
+    names.insert(100, "taken".to_owned());
+    let guards = hold_all(&client, &names, ttl).await;
+    redis.cmd(&["DEL", &common::lock_key("gone")]).unwrap();
+    redis
+        .cmd(&[
+            "SET",
+            &common::lock_key("taken"),
+            "someone-else:7",
+            "PX",
+            "60000",
+        ])
+        .unwrap();
+    reset_stats(&redis);
+    // Four rounds of renewals at least (one every third of the lease).
+    tokio::time::sleep(ttl * 2).await;
+
+    let renewals = calls(&redis, "pexpire");
+    let runs = calls(&redis, "evalsha") + calls(&redis, "eval");
+    assert!(
+        renewals >= 3 * KEPT as u64,
+        "{renewals} renewals of {KEPT} locks in two leases"
+    );
+    assert!(
+        runs * 10 < renewals,
+        "{runs} script runs for {renewals} renewals: they did not go in batches"
+    );
+    for (name, guard) in names.iter().zip(guards) {
+        let lost = name == "gone" || name == "taken";
+        assert_eq!(guard.is_held(), !lost, "{name}");
+        if lost {
+            continue;
+        }
+        assert!(pttl(&redis, name) > 0, "{name}: not renewed");
+        assert!(guard.release().await.unwrap(), "{name}: released nothing");
+    }
+    assert_eq!(
+        redis.cmd(&["GET", &common::lock_key("taken")]).unwrap(),
+        redis::Value::BulkString(b"someone-else:7".to_vec()),
+        "the other owner's lock was touched"
+    );
+}
+
+/// A renewal run the server refuses as a whole (the ACL no longer lets the client touch one
+/// lock's keys) is sent again lock by lock: only that lock is lost.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_renewal_run_the_acl_refuses_is_sent_again_lock_by_lock() {
+    let ttl = Duration::from_millis(900);
+    let redis = server();
+    let user = |keys: &str| {
+        redis
+            .cmd(&[
+                "ACL",
+                "SETUSER",
+                "renewer",
+                "reset",
+                "on",
+                ">pw-of-renewer",
+                keys,
+                "&*",
+                "+@all",
+            ])
+            .unwrap_or_else(|e| panic!("ACL SETUSER: {e}"));
+    };
+    user("~fencelock:{*");
+    let client = client(&format!(
+        "redis://renewer:pw-of-renewer@127.0.0.1:{}",
+        redis.port()
+    ));
+    let mut names: Vec<String> = (0..20).map(|i| format!("ok-{i}")).collect();
+    names.insert(10, "revoked".to_owned());
+    let guards = hold_all(&client, &names, ttl).await;
+    // (`reset` leaves the connections of the user open; its rules apply at once.)
+    user("~fencelock:{ok-*");
+    tokio::time::sleep(ttl * 2).await;
+
+    for (name, guard) in names.iter().zip(guards) {
+        if name == "revoked" {
+            assert!(!guard.is_held(), "revoked: still held by the client's view");
+            continue;
+        }
+        assert!(guard.is_held(), "{name}: lost with the revoked lock's run");
+        assert!(pttl(&redis, name) > 0, "{name}: not renewed");
+        assert!(guard.release().await.unwrap(), "{name}: released nothing");
+    }
+}

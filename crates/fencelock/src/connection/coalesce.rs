@@ -10,6 +10,9 @@
 //! A call that was queued but not yet sent when its caller went away is never sent. A call
 //! sent in a batch whose caller went away meanwhile has its reply handed to its `undelivered`
 //! hook (an acquire gives back what it was granted), so that nothing is left behind.
+//!
+//! Calls that go together anyway (the watchdog's renewals, `Server::run_many`) are sent the
+//! same way: one pipeline of batch-form runs, each call's reply taken out of its run's.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -234,9 +237,160 @@ async fn flush(server: Server, batch: Arc<Batch>, key: QueueKey) {
     }
 }
 
+/// Where each call of [`Server::run_many`]'s pipeline went (with its position).
+enum Sent<'c, 'a> {
+    /// In one run of its script's batch form, with these calls.
+    Batch(Arc<Batch>, Vec<(usize, &'c Call<'a>)>),
+    /// On its own (its script has no batch form, or the server refused its batch as a whole).
+    One(usize, &'c Call<'a>),
+}
+
+impl Server {
+    /// Runs many script calls at once, within `limit`: one pipeline in which the calls of each
+    /// script (with as many keys and arguments) go as runs of its batch form, at most
+    /// `MOST_PER_BATCH` calls a run, and a call of a script with no batch form goes as it is.
+    /// The pipeline loads each script it runs first, so that a server that lost its scripts
+    /// (a restart, a failover, `SCRIPT FLUSH`) runs it all the same. A run refused as a whole
+    /// before it ran (an ACL that denies one call's keys) is sent again call by call, so that
+    /// each call gets its own answer. One reply per call, in order; `Err` only if the pipeline
+    /// itself failed. On Redis Cluster every call must be in one slot.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropped, it sends nothing more; what was sent runs (the watchdog's renewals are harmless
+    /// to repeat).
+    pub(crate) async fn run_many(
+        &self,
+        calls: &[&Call<'_>],
+        limit: Duration,
+    ) -> RedisResult<Vec<RedisResult<Value>>> {
+        let deadline = tokio::time::Instant::now() + limit;
+        // Calls of one script and shape, in runs of at most MOST_PER_BATCH, in call order.
+        let mut runs: Vec<(QueueKey, Sent<'_, '_>)> = Vec::new();
+        let mut sent = Vec::new();
+        for (at, &call) in calls.iter().enumerate() {
+            let Some(batch) = call.lua.batch() else {
+                sent.push(Sent::One(at, call));
+                continue;
+            };
+            let key = QueueKey {
+                batch: Arc::as_ptr(batch) as usize,
+                keys: call.keys.len(),
+                args: call.args.len(),
+            };
+            let open = runs.iter_mut().find_map(|(k, run)| match run {
+                Sent::Batch(_, run) if *k == key && run.len() < MOST_PER_BATCH => Some(run),
+                _ => None,
+            });
+            match open {
+                Some(run) => run.push((at, call)),
+                None => runs.push((key, Sent::Batch(batch.clone(), vec![(at, call)]))),
+            }
+        }
+        sent.extend(runs.into_iter().map(|(_, run)| run));
+        let mut replies: Vec<RedisResult<Value>> = calls.iter().map(|_| Err(not_sent())).collect();
+        let mut again = Vec::new();
+        for (sent, reply) in self.send_runs(&sent, limit).await? {
+            match sent {
+                Sent::One(at, _) => put(&mut replies, *at, reply),
+                Sent::Batch(_, run) => match reply {
+                    Err(err) if refused_before_running(&err) && run.len() > 1 => {
+                        again.extend(run.iter().map(|&(at, call)| Sent::One(at, call)));
+                    }
+                    reply => {
+                        for (&(at, _), reply) in run.iter().zip(split(reply, run.len())) {
+                            put(&mut replies, at, reply);
+                        }
+                    }
+                },
+            }
+        }
+        if !again.is_empty() {
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            match self.send_runs(&again, left).await {
+                Ok(answered) => {
+                    for (sent, reply) in answered {
+                        if let Sent::One(at, _) = sent {
+                            put(&mut replies, *at, reply);
+                        }
+                    }
+                }
+                Err(err) => {
+                    for sent in &again {
+                        if let Sent::One(at, _) = sent {
+                            put(&mut replies, *at, Err(err.clone()));
+                        }
+                    }
+                }
+            }
+        }
+        Ok(replies)
+    }
+
+    /// One pipeline: a `SCRIPT LOAD` of each script it runs (cheap when the server has it: a
+    /// hash and a lookup), then each of `sent`; the replies of `sent`, in order.
+    async fn send_runs<'s, 'c, 'a>(
+        &self,
+        sent: &'s [Sent<'c, 'a>],
+        limit: Duration,
+    ) -> RedisResult<Vec<(&'s Sent<'c, 'a>, RedisResult<Value>)>> {
+        let sharded = self.sharded();
+        let mut sources: Vec<&str> = Vec::new();
+        for s in sent {
+            let source = match s {
+                Sent::Batch(batch, _) => batch.variant(sharded).source.as_ref(),
+                Sent::One(_, call) => call.lua.variant(sharded).source.as_ref(),
+            };
+            if !sources.iter().any(|s| std::ptr::eq(*s, source)) {
+                sources.push(source);
+            }
+        }
+        let mut pipe = redis::Pipeline::with_capacity(sources.len() + sent.len());
+        pipe.ignore_errors();
+        for source in &sources {
+            pipe.cmd("SCRIPT").arg("LOAD").arg(*source);
+        }
+        for s in sent {
+            let command = match s {
+                Sent::Batch(batch, run) => {
+                    let shape = run
+                        .first()
+                        .map_or((0, 0, 0), |(_, c)| (run.len(), c.keys.len(), c.args.len()));
+                    let bytes = run.iter().map(|(_, c)| c.bytes()).sum();
+                    let write_keys =
+                        |c: &mut redis::Cmd| run.iter().for_each(|(_, call)| call.write_keys(c));
+                    let write_args =
+                        |c: &mut redis::Cmd| run.iter().for_each(|(_, call)| call.write_args(c));
+                    batch.command(sharded, false, shape, bytes, &write_keys, &write_args)
+                }
+                Sent::One(_, call) => call.command(call.lua.variant(sharded), false),
+            };
+            pipe.add_command(command);
+        }
+        let replies: Vec<RedisResult<Value>> = self.pipeline(&pipe, limit).await?;
+        Ok(sent
+            .iter()
+            .zip(replies.into_iter().skip(sources.len()))
+            .collect())
+    }
+}
+
+fn put(replies: &mut [RedisResult<Value>], at: usize, reply: RedisResult<Value>) {
+    if let Some(slot) = replies.get_mut(at) {
+        *slot = reply;
+    }
+}
+
+fn not_sent() -> RedisError {
+    RedisError::from((redis::ErrorKind::Client, "not sent"))
+}
+
 /// A batch's reply, one per call.
 fn split(reply: RedisResult<Value>, calls: usize) -> Vec<RedisResult<Value>> {
     match reply {
+        Ok(Value::BulkString(codes)) if codes.len() == calls => {
+            crate::script::compact_replies(&codes).map(Ok).collect()
+        }
         Ok(Value::Array(replies)) if replies.len() == calls => replies
             .into_iter()
             .map(|reply| match reply {

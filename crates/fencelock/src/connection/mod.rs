@@ -199,28 +199,30 @@ impl Server {
         calls: &[&Encoded],
         limit: Duration,
     ) -> redis::RedisResult<redis::Value> {
-        let variant = batch.variant(self.sharded());
         let (keys, args) = calls
             .first()
             .map_or((0, 0), |c| (c.keys().count(), c.args().count()));
-        // The counts (a number takes at most 20 digits), then every call's keys and arguments.
-        let room = 4 + calls.len() * (keys + args);
-        let bytes = 80 + calls.iter().map(|c| c.len()).sum::<usize>();
+        let bytes = calls.iter().map(|c| c.len()).sum::<usize>();
+        let write_keys = |c: &mut redis::Cmd| {
+            for key in calls.iter().flat_map(|call| call.keys()) {
+                c.arg(key);
+            }
+        };
+        let write_args = |c: &mut redis::Cmd| {
+            for arg in calls.iter().flat_map(|call| call.args()) {
+                c.arg(arg);
+            }
+        };
+        let shape = (calls.len(), keys, args);
         let command = |by_source: bool| {
-            let mut c = variant.command(by_source, room, bytes);
-            c.arg(calls.len() * keys);
-            for call in calls {
-                for key in call.keys() {
-                    c.arg(key);
-                }
-            }
-            c.arg(calls.len()).arg(keys).arg(args);
-            for call in calls {
-                for arg in call.args() {
-                    c.arg(arg);
-                }
-            }
-            c
+            batch.command(
+                self.sharded(),
+                by_source,
+                shape,
+                bytes,
+                &write_keys,
+                &write_args,
+            )
         };
         self.eval(command, limit).await
     }

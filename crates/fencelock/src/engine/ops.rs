@@ -13,8 +13,8 @@ use crate::connection::{Server, Undelivered};
 use crate::engine::hold::Hold;
 use crate::engine::protocol::{Attempt, ReleaseFence};
 use crate::error::{Conflict, KindInUse};
+use crate::script::Call;
 use crate::script::reply::{self, as_string, as_u64, describe_type, unexpected};
-use crate::script::{Call, Lua};
 
 /// What Redis said to an acquire.
 #[derive(Debug, Clone, PartialEq)]
@@ -237,38 +237,17 @@ fn not_sent() -> RedisError {
     RedisError::from((redis::ErrorKind::Client, "renewal not sent"))
 }
 
-/// One pipeline of extend scripts (on Redis Cluster, all in one slot).
+/// One pipeline of extend scripts (on Redis Cluster, all in one slot), as runs of their batch
+/// forms (`Server::run_many`).
 async fn extend_batch<'c, C: std::borrow::Borrow<Call<'c>>>(
     server: &Server,
     calls: &[C],
     limit: Duration,
 ) -> redis::RedisResult<Vec<redis::RedisResult<Extended>>> {
-    // The pipeline starts with a SCRIPT LOAD of each script it uses (cheap when the script is
-    // cached: a hash and a lookup), so that a server that lost its script cache (restart,
-    // failover, SCRIPT FLUSH) does not answer NOSCRIPT to every renewal of the batch.
-    let mut scripts: Vec<&Lua> = Vec::new();
-    for call in calls {
-        let call = call.borrow();
-        if !scripts.iter().any(|s| std::ptr::eq(*s, call.lua)) {
-            scripts.push(call.lua);
-        }
-    }
-    let sharded = server.sharded();
-    let mut pipe = redis::Pipeline::with_capacity(scripts.len() + calls.len());
-    pipe.ignore_errors();
-    for lua in &scripts {
-        pipe.cmd("SCRIPT")
-            .arg("LOAD")
-            .arg(lua.variant(sharded).source.as_ref());
-    }
-    for call in calls {
-        let call = call.borrow();
-        call.push_to(&mut pipe, call.lua.variant(sharded));
-    }
-    let replies: Vec<redis::RedisResult<Value>> = server.pipeline(&pipe, limit).await?;
+    let calls: Vec<&Call<'c>> = calls.iter().map(std::borrow::Borrow::borrow).collect();
+    let replies = server.run_many(&calls, limit).await?;
     Ok(replies
         .into_iter()
-        .skip(scripts.len())
         .map(|r| {
             r.and_then(|v| redis::from_redis_value::<i64>(v).map_err(RedisError::from))
                 .map(Extended::from_reply)

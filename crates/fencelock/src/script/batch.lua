@@ -6,7 +6,10 @@
 -- call's arguments, call after call
 -- Reply: one reply per call, in order. A call that raises an error (a command refused by an ACL,
 -- say) gets that error as its reply and the others run on: each call's script was written so
--- that an error leaves nothing of that call behind.
+-- that an error leaves nothing of that call behind. When every reply is a whole number from -1
+-- to 9 (a renewal's, a release's), the replies come as one string instead, a character per
+-- call: '0' + the number ('/' for -1). The client reads one string where it would parse a reply
+-- per call (script/mod.rs, `compact_replies`).
 local all_keys, all_args, pcall = KEYS, ARGV, pcall
 local calls, nkeys, nargs = tonumber(all_args[1]), tonumber(all_args[2]), tonumber(all_args[3])
 local replies = {}
@@ -30,4 +33,14 @@ for i = 0, calls - 1 do
     replies[i + 1] = redis.error_reply(tostring(reply))
   end
 end
-return replies
+local CODE = {[-1] = 47, [0] = 48, 49, 50, 51, 52, 53, 54, 55, 56, 57}
+local codes = {}
+for i = 1, calls do
+  -- (Indexed by anything else, a string, a table or a fraction, CODE has nothing.)
+  local code = CODE[replies[i]]
+  if not code then
+    return replies
+  end
+  codes[i] = code
+end
+return string.char(unpack(codes))

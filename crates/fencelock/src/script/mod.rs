@@ -108,6 +108,39 @@ impl Batch {
     pub(crate) fn variant(&self, sharded: bool) -> &Variant {
         if sharded { &self.sharded } else { &self.plain }
     }
+
+    /// One run of the batch form, laid out as `batch.lua` reads it: `calls` calls of `keys` keys
+    /// and `args` arguments each (`bytes` bytes of them in all), every call's keys written by
+    /// `write_keys`, call after call, then every call's arguments by `write_args`. An `EVALSHA`,
+    /// or with `by_source` an `EVAL` of the source.
+    pub(crate) fn command(
+        &self,
+        sharded: bool,
+        by_source: bool,
+        (calls, keys, args): (usize, usize, usize),
+        bytes: usize,
+        write_keys: &impl Fn(&mut redis::Cmd),
+        write_args: &impl Fn(&mut redis::Cmd),
+    ) -> redis::Cmd {
+        // The counts (a number takes at most 20 digits), then the keys and the arguments.
+        let room = 4 + calls.saturating_mul(keys.saturating_add(args));
+        let mut c = self
+            .variant(sharded)
+            .command(by_source, room, bytes.saturating_add(80));
+        c.arg(calls.saturating_mul(keys));
+        write_keys(&mut c);
+        c.arg(calls).arg(keys).arg(args);
+        write_args(&mut c);
+        c
+    }
+}
+
+/// The replies of a batch whose every call answered a whole number from -1 to 9, which
+/// `batch.lua` sends as one string, a character per call (`'0'` + the number).
+pub(crate) fn compact_replies(codes: &[u8]) -> impl Iterator<Item = redis::Value> + '_ {
+    codes
+        .iter()
+        .map(|&code| redis::Value::Int(i64::from(code) - i64::from(b'0')))
 }
 
 impl Lua {
@@ -418,10 +451,18 @@ impl<'a> Call<'a> {
 
     /// The `EVALSHA` (or, with `by_source`, `EVAL`) command of this call, in `variant`.
     pub(crate) fn command(&self, variant: &Variant, by_source: bool) -> redis::Cmd {
-        // The key count, the keys and the arguments (a number takes at most 20 digits).
+        // The key count (a number takes at most 20 digits), the keys and the arguments.
         let args = 1 + self.keys.len() + self.args.len();
-        let bytes = 20
-            + self.keys.iter().map(|k| k.len()).sum::<usize>()
+        let mut command = variant.command(by_source, args, 20 + self.bytes());
+        command.arg(self.keys.len());
+        self.write_keys(&mut command);
+        self.write_args(&mut command);
+        command
+    }
+
+    /// About how many bytes the keys and arguments take (at most 20 for a number).
+    pub(crate) fn bytes(&self) -> usize {
+        self.keys.iter().map(|k| k.len()).sum::<usize>()
             + self
                 .args
                 .iter()
@@ -431,17 +472,18 @@ impl<'a> Call<'a> {
                     Arg::Int(_) => 20,
                     Arg::Value(token, _) => token.len() + 21,
                 })
-                .sum::<usize>();
-        let mut command = variant.command(by_source, args, bytes);
-        self.write_keys_and_args(&mut command);
-        command
+                .sum::<usize>()
     }
 
-    fn write_keys_and_args(&self, command: &mut redis::Cmd) {
-        command.arg(self.keys.len());
+    /// Writes the keys into `command`, one argument each.
+    pub(crate) fn write_keys(&self, command: &mut redis::Cmd) {
         for key in &self.keys {
             command.arg(key.as_ref());
         }
+    }
+
+    /// Writes the arguments into `command`, one argument each.
+    pub(crate) fn write_args(&self, command: &mut redis::Cmd) {
         for arg in &self.args {
             command.arg(arg);
         }
@@ -480,12 +522,6 @@ impl<'a> Call<'a> {
     /// The key the call is routed by on Redis Cluster (every key of a lock is in its slot).
     pub(crate) fn routing_key(&self) -> &str {
         self.keys.first().map_or("", |k| k.as_ref())
-    }
-
-    /// Adds the call to a pipeline as an `EVALSHA` of `variant` (the pipeline loads the script
-    /// first).
-    pub(crate) fn push_to(&self, pipe: &mut redis::Pipeline, variant: &Variant) {
-        pipe.add_command(self.command(variant, false));
     }
 }
 
