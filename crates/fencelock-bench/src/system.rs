@@ -144,6 +144,9 @@ pub(crate) struct ServerCounters {
     pub(crate) eval: u64,
     /// `failed_calls` of `cmdstat_evalsha`: mostly `NOSCRIPT` replies.
     pub(crate) evalsha_failed: u64,
+    /// `calls` of `cmdstat_pexpire` and `cmdstat_set` (calls from scripts count): in W5's
+    /// window, a renewal each.
+    pub(crate) renewals: u64,
 }
 
 /// Reads [`ServerCounters`].
@@ -159,6 +162,7 @@ pub(crate) async fn counters(conn: &mut MultiplexedConnection) -> Result<ServerC
         evalsha: calls(&cmds, "cmdstat_evalsha"),
         eval: calls(&cmds, "cmdstat_eval"),
         evalsha_failed: stat(&cmds, "cmdstat_evalsha", "failed_calls"),
+        renewals: calls(&cmds, "cmdstat_pexpire") + calls(&cmds, "cmdstat_set"),
     })
 }
 

@@ -410,6 +410,7 @@ pub(crate) async fn w5(
         locks: count,
         seconds: wall,
         renewal_commands_per_s: renew_scripts as f64 / wall,
+        renewals_per_s: counters.renewals as f64 / wall,
         total_commands_per_s: counters.commands.saturating_sub(1) as f64 / wall,
         reads_per_s: counters.reads.saturating_sub(1) as f64 / wall,
         client_cpu_percent: (cpu_after - cpu_before) / wall * 100.0,

@@ -1,10 +1,13 @@
-//! `fencelock-cycles URL N [one|acquire|tasks]`: N acquire + release cycles of fencelock's plain
-//! lock on new names against the server at URL, then exit. `one` (the default): one after
-//! another (W1's load); `acquire`: acquires only, each lock left to its lease; `tasks`: 32
-//! tasks on one client, N cycles each, each task on a name of its own (W2's load: the fence key
-//! is there from the second cycle on). A load for measuring the server's
-//! instructions per call under callgrind (`scripts/callgrind-server`), where timings mean
-//! nothing; the benchmark itself is `fencelock-bench`.
+//! `fencelock-cycles URL N [one|acquire|tasks|keep] [renew]`: a load of fencelock's plain lock
+//! against the server at URL, then exit. `one` (the default): N acquire + release cycles on new
+//! names, one after another (W1's load); `acquire`: N acquires only, each lock left to its
+//! lease; `tasks`: 32 tasks on one client, N cycles each, each task on a name of its own (W2's
+//! load: the fence key is there from the second cycle on); `keep`: W5's load, 10,000 locks kept
+//! alive by the watchdog for N seconds, then released. With `renew`, every hold of the other
+//! loads is auto-renewed (the watchdog schedules it, as in the benchmark's W1 and W2); without,
+//! none is. A load for counting instructions under callgrind, the server's
+//! (`scripts/callgrind-server`) or this process's, where timings mean nothing; the benchmark
+//! itself is `fencelock-bench`.
 
 use std::process::ExitCode;
 use std::time::Duration;
@@ -13,16 +16,27 @@ use fencelock::Client;
 
 const TASKS: usize = 32;
 const LEASE: Duration = Duration::from_secs(10);
+/// `keep`: as many locks as W5 keeps alive, with its lease.
+const KEPT: usize = 10_000;
+const KEPT_LEASE: Duration = Duration::from_secs(3);
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let (Some(url), Some(Ok(cycles))) = (args.first(), args.get(1).map(|n| n.parse::<usize>()))
     else {
-        eprintln!("usage: fencelock-cycles URL N [one|acquire|tasks]");
+        eprintln!("usage: fencelock-cycles URL N [one|acquire|tasks|keep] [renew]");
         return ExitCode::from(2);
     };
     let mode = args.get(2).map_or("one", String::as_str);
+    let renew = match args.get(3).map(String::as_str) {
+        None => false,
+        Some("renew") => true,
+        Some(other) => {
+            eprintln!("fencelock-cycles: unknown option {other:?} (renew)");
+            return ExitCode::from(2);
+        }
+    };
     let client = match Client::builder(url).build() {
         Ok(client) => client,
         Err(err) => {
@@ -31,13 +45,13 @@ async fn main() -> ExitCode {
         }
     };
     let result = match mode {
-        "one" => run(&client, "one", cycles, true).await,
-        "acquire" => run(&client, "acquire", cycles, false).await,
+        "one" => run(&client, "one", cycles, true, renew).await,
+        "acquire" => run(&client, "acquire", cycles, false, renew).await,
         "tasks" => {
             let mut tasks = tokio::task::JoinSet::new();
             for task in 0..TASKS {
                 let client = client.clone();
-                tasks.spawn(async move { on_one_name(&client, task, cycles).await });
+                tasks.spawn(async move { on_one_name(&client, task, cycles, renew).await });
             }
             let mut result = Ok(());
             while let Some(done) = tasks.join_next().await {
@@ -45,7 +59,10 @@ async fn main() -> ExitCode {
             }
             result
         }
-        other => Err(format!("unknown mode {other:?}: one, acquire or tasks")),
+        "keep" => keep(&client, cycles).await,
+        other => Err(format!(
+            "unknown mode {other:?}: one, acquire, tasks or keep"
+        )),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -56,14 +73,46 @@ async fn main() -> ExitCode {
     }
 }
 
+/// W5's load: `KEPT` locks with a lease of `KEPT_LEASE`, kept alive by the watchdog for
+/// `seconds`, then released.
+async fn keep(client: &Client, seconds: usize) -> Result<(), String> {
+    let mut guards = Vec::with_capacity(KEPT);
+    for i in 0..KEPT {
+        let guard = client
+            .lock(format!("cycles:keep:{i}"))
+            .ttl(KEPT_LEASE)
+            .acquire()
+            .await
+            .map_err(|e| e.to_string())?;
+        guards.push(guard);
+    }
+    tokio::time::sleep(Duration::from_secs(
+        u64::try_from(seconds).unwrap_or(u64::MAX),
+    ))
+    .await;
+    let lost = guards.iter().filter(|g| !g.is_held()).count();
+    for guard in guards {
+        guard.release().await.map_err(|e| e.to_string())?;
+    }
+    if lost > 0 {
+        return Err(format!("{lost} of {KEPT} locks were lost"));
+    }
+    Ok(())
+}
+
 /// `cycles` acquisitions and releases of one name, `cycles:task<task>`.
-async fn on_one_name(client: &Client, task: usize, cycles: usize) -> Result<(), String> {
+async fn on_one_name(
+    client: &Client,
+    task: usize,
+    cycles: usize,
+    renew: bool,
+) -> Result<(), String> {
     let name = format!("cycles:task{task}");
     for _ in 0..cycles {
         let guard = client
             .lock(&name)
             .ttl(LEASE)
-            .auto_renew(false)
+            .auto_renew(renew)
             .acquire()
             .await
             .map_err(|e| e.to_string())?;
@@ -74,12 +123,18 @@ async fn on_one_name(client: &Client, task: usize, cycles: usize) -> Result<(), 
 
 /// `cycles` acquisitions of new names (`cycles:<prefix>:<i>`), each released unless `release`
 /// is false (then the lease runs out).
-async fn run(client: &Client, prefix: &str, cycles: usize, release: bool) -> Result<(), String> {
+async fn run(
+    client: &Client,
+    prefix: &str,
+    cycles: usize,
+    release: bool,
+    renew: bool,
+) -> Result<(), String> {
     for i in 0..cycles {
         let guard = client
             .lock(format!("cycles:{prefix}:{i}"))
             .ttl(LEASE)
-            .auto_renew(false)
+            .auto_renew(renew)
             .acquire()
             .await
             .map_err(|e| e.to_string())?;

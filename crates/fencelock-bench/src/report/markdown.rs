@@ -184,17 +184,17 @@ impl Report {
             let _ = writeln!(md, "\n### W5 — keeping locks alive (automatic renewal)\n");
             let _ = writeln!(
                 md,
-                "| library | locks | renewal scripts/s | all Redis cmds/s | server reads/s | renewals per read | client CPU % | bytes per lock | held (client view) | held (in Redis) | NOSCRIPT at start | CPU ratio to raw |"
+                "| library | locks | renewals/s | renewal script runs/s | all Redis cmds/s | server reads/s | renewals per read | client CPU % | bytes per lock | held (client view) | held (in Redis) | NOSCRIPT at start | CPU ratio to raw |"
             );
             let _ = writeln!(
                 md,
-                "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+                "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
             );
             for r in &self.w5 {
                 if let Some(e) = &r.error {
                     let _ = writeln!(
                         md,
-                        "| {} | {} | | | | | | | | | | |",
+                        "| {} | {} | | | | | | | | | | | |",
                         r.library,
                         cell_error(e)
                     );
@@ -202,13 +202,14 @@ impl Report {
                 }
                 let _ = writeln!(
                     md,
-                    "| {} | {} | {:.0} | {:.0} | {:.1} | {:.0} | {:.2} | {:.0} | {}/{} | {}/{} | {} | {} |",
+                    "| {} | {} | {:.0} | {:.0} | {:.0} | {:.1} | {:.0} | {:.2} | {:.0} | {}/{} | {}/{} | {} | {} |",
                     r.library,
                     r.locks,
+                    r.renewals_per_s,
                     r.renewal_commands_per_s,
                     r.total_commands_per_s,
                     r.reads_per_s,
-                    r.renewal_commands_per_s / r.reads_per_s.max(f64::MIN_POSITIVE),
+                    r.renewals_per_s / r.reads_per_s.max(f64::MIN_POSITIVE),
                     r.client_cpu_percent,
                     r.bytes_per_lock,
                     r.still_held,

@@ -251,8 +251,14 @@ pub struct W5Row {
     pub locks: usize,
     /// The measured window, seconds.
     pub seconds: f64,
-    /// Scripts (`EVALSHA` + `EVAL`) per second: the renewals.
+    /// Scripts (`EVALSHA` + `EVAL`) per second: the renewal script runs (fencelock renews a
+    /// batch of locks in one run).
     pub renewal_commands_per_s: f64,
+    /// Renewals per second: `PEXPIRE` and `SET` calls, from scripts too (fencelock and raw renew
+    /// a lock with a `PEXPIRE`, rslock with a `SET PX`; nothing else in the window makes
+    /// either).
+    #[serde(default)]
+    pub renewals_per_s: f64,
     /// All commands per second (`total_commands_processed`).
     pub total_commands_per_s: f64,
     /// Server socket reads per second (`total_reads_processed`): an upper bound of round trips.
