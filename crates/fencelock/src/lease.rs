@@ -83,8 +83,9 @@ impl LeaseState {
     }
 }
 
-/// The shared, updatable lease of one guard.
-pub(crate) type Lease = std::sync::Arc<watch::Sender<LeaseState>>;
+/// The shared, updatable lease of one guard: the guard and the watchdog each hold a clone of
+/// the sender (one channel, no allocation of its own).
+pub(crate) type Lease = watch::Sender<LeaseState>;
 
 /// Records a confirmation (acquire, extend or renewal) sent at `sent_at` that set the lease to
 /// `ttl`. A confirmation older than the current one is ignored; a lost lease stays lost.
@@ -189,7 +190,6 @@ impl IntoFuture for LostSignal {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::Arc;
 
     #[test]
     fn drift_margin_matches_redlock_convention() {
@@ -207,7 +207,7 @@ mod tests {
         let drift = ClockDrift::default();
         let t0 = Instant::now();
         let lease: Lease =
-            Arc::new(watch::channel(LeaseState::new(t0, Duration::from_millis(1000), &drift)).0);
+            watch::channel(LeaseState::new(t0, Duration::from_millis(1000), &drift)).0;
         let sig = LostSignal::new(&lease);
         assert!(!sig.is_lost());
         tokio::time::advance(Duration::from_millis(500)).await;
@@ -226,7 +226,7 @@ mod tests {
         let drift = ClockDrift::default();
         let t0 = Instant::now();
         let lease: Lease =
-            Arc::new(watch::channel(LeaseState::new(t0, Duration::from_millis(1000), &drift)).0);
+            watch::channel(LeaseState::new(t0, Duration::from_millis(1000), &drift)).0;
         let waiting = tokio::spawn(LostSignal::new(&lease).into_future());
         tokio::task::yield_now().await;
         // Later: the waiter is not woken by the renewal, and still fires at the new deadline.
@@ -246,14 +246,12 @@ mod tests {
     #[tokio::test]
     async fn lost_is_sticky() {
         let drift = ClockDrift::default();
-        let lease: Lease = Arc::new(
-            watch::channel(LeaseState::new(
-                Instant::now(),
-                Duration::from_secs(10),
-                &drift,
-            ))
-            .0,
-        );
+        let lease: Lease = watch::channel(LeaseState::new(
+            Instant::now(),
+            Duration::from_secs(10),
+            &drift,
+        ))
+        .0;
         assert!(mark_lost(&lease, LostReason::NotOwner));
         assert!(!mark_lost(&lease, LostReason::Released));
         confirm(&lease, Instant::now(), Duration::from_secs(10), &drift);

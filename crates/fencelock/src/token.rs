@@ -5,20 +5,21 @@ use std::fmt;
 /// The random owner token of one acquisition. Only its holder can release or extend the lock.
 ///
 /// Its `Debug` output shows only a short prefix, so that logs do not carry whole tokens.
+///
+/// Its 32 hex digits sit inline: making a token allocates nothing.
 #[derive(Clone, PartialEq, Eq)]
-pub(crate) struct OwnerToken(std::sync::Arc<str>);
+pub(crate) struct OwnerToken([u8; 32]);
 
 impl OwnerToken {
     /// A fresh token: 16 bytes from the OS CSPRNG, as 32 lowercase hex digits.
     pub(crate) fn generate() -> Result<Self, getrandom::Error> {
         let mut bytes = [0u8; 16];
         getrandom::fill(&mut bytes)?;
-        let mut hex = String::with_capacity(32);
-        for b in bytes {
-            hex.push(char::from(HEX[usize::from(b >> 4)]));
-            hex.push(char::from(HEX[usize::from(b & 0x0f)]));
+        let mut hex = [0u8; 32];
+        for (pair, b) in hex.chunks_exact_mut(2).zip(bytes) {
+            pair.copy_from_slice(&[HEX[usize::from(b >> 4)], HEX[usize::from(b & 0x0f)]]);
         }
-        Ok(OwnerToken(hex.into()))
+        Ok(OwnerToken(hex))
     }
 
     /// A fresh token for lock `name`, with the OS's failure as an error naming the lock.
@@ -28,7 +29,8 @@ impl OwnerToken {
     }
 
     pub(crate) fn as_str(&self) -> &str {
-        &self.0
+        // Hex digits only: always UTF-8.
+        std::str::from_utf8(&self.0).unwrap_or_default()
     }
 }
 
@@ -36,7 +38,11 @@ const HEX: &[u8; 16] = b"0123456789abcdef";
 
 impl fmt::Debug for OwnerToken {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "OwnerToken({}…)", &self.0[..8])
+        write!(
+            f,
+            "OwnerToken({}…)",
+            self.as_str().get(..8).unwrap_or_default()
+        )
     }
 }
 

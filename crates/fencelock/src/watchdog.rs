@@ -432,7 +432,7 @@ mod tests {
                     token: OwnerToken::generate().unwrap(),
                 }),
                 fence: 1,
-                lease: Arc::new(tokio::sync::watch::channel(state).0),
+                lease: tokio::sync::watch::channel(state).0,
                 hold_until: None,
             },
             retry_at: None,

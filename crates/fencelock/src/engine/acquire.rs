@@ -349,7 +349,7 @@ impl LockRequest {
         first_due: Option<Instant>,
     ) -> LockGuard {
         let shared = &self.client.shared;
-        let lease: Lease = Arc::new(watch::channel(lease).0);
+        let lease: Lease = watch::channel(lease).0;
         let renewal_id = self.auto_renew.then(|| {
             let id = shared.next_id();
             shared.watchdog.renew(

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use crate::engine::protocol::{Attempt, Protocol, ReleaseFence};
 use crate::keys::LockKeys;
-use crate::lease::LeaseState;
+use crate::lease::{Lease, LeaseState};
 use crate::script::{Arg, Call};
 use crate::token::OwnerToken;
 
@@ -65,7 +65,8 @@ impl Hold {
 #[derive(Debug)]
 pub(crate) struct FenceMemory {
     fence: u64,
-    leases: Vec<std::sync::Weak<tokio::sync::watch::Sender<LeaseState>>>,
+    /// A receiver of each guard's lease: closed once the guard and the watchdog let go of it.
+    leases: Vec<tokio::sync::watch::Receiver<LeaseState>>,
 }
 
 impl FenceMemory {
@@ -85,17 +86,16 @@ impl FenceMemory {
     }
 
     /// Records a guard taken into the current hold.
-    pub(crate) fn add(&mut self, lease: &Arc<tokio::sync::watch::Sender<LeaseState>>) {
-        self.leases.push(Arc::downgrade(lease));
+    pub(crate) fn add(&mut self, lease: &Lease) {
+        self.leases.push(lease.subscribe());
     }
 
     /// The fence, if a guard of this hold is still held now.
     fn current(&mut self) -> Option<u64> {
         let now = tokio::time::Instant::now();
         self.leases.retain(|lease| {
-            lease
-                .upgrade()
-                .is_some_and(|lease| lease.borrow().lost_at(now).is_none())
+            // (An error: every sender is gone, the guard with it.)
+            lease.has_changed().is_ok() && lease.borrow().lost_at(now).is_none()
         });
         (!self.leases.is_empty()).then_some(self.fence)
     }
