@@ -343,11 +343,13 @@ impl Server {
     async fn send<T: FromRedisValue>(&self, cmd: &redis::Cmd) -> redis::RedisResult<T> {
         match &self.link {
             Link::Single(conn) => cmd.query_async(&mut conn.clone()).await,
-            Link::Cluster(conn) => cmd.query_async(&mut conn.clone()).await,
+            // The cluster's futures are boxed: they are large, and every call's future (the
+            // single server's too) would be as large as the largest arm.
+            Link::Cluster(conn) => Box::pin(cmd.query_async(&mut conn.clone())).await,
             Link::ClusterNode { conn, host, port } => {
                 let routing =
                     redis::cluster_routing::RoutingInfo::SingleNode(by_address(host, *port));
-                let value = conn.clone().route_command(cmd.clone(), routing).await?;
+                let value = Box::pin(conn.clone().route_command(cmd.clone(), routing)).await?;
                 T::from_redis_value(value).map_err(RedisError::from)
             }
             Link::Sentinel(followed) => {
