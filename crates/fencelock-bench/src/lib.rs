@@ -445,27 +445,32 @@ pub async fn run(opts: BenchOptions) -> Result<Report> {
     }
     let has = |w: Workload| opts.workloads.contains(&w);
     let cycles = opts.max_cycles;
-    for &lib in &opts.libraries {
-        if has(Workload::W1) {
-            let row = workloads::w1(lib, opts.ttl, opts.w1_repetitions, opts.w1_duration, cycles)
-                .await
-                .unwrap_or_else(|e| W1Row {
-                    library: lib.name().into(),
-                    cycles_per_s: 0.0,
-                    p50_us: None,
-                    p99_us: None,
-                    repetitions: 0,
-                    cycles: 0,
-                    commands_per_cycle: None,
-                    reads_per_cycle: None,
-                    client_cpu_us_per_cycle: None,
-                    server_cpu_us_per_cycle: None,
-                    command_mix_per_cycle: Default::default(),
-                    command_usec_per_cycle: Default::default(),
-                    ratio_to_raw: None,
-                    error: Some(e.to_string()),
-                });
-            report.w1.push(row);
+    if has(Workload::W1) {
+        let rows = workloads::w1(
+            &opts.libraries,
+            opts.ttl,
+            opts.w1_repetitions,
+            opts.w1_duration,
+            cycles,
+        )
+        .await;
+        for (lib, row) in rows {
+            report.w1.push(row.unwrap_or_else(|e| W1Row {
+                library: lib.name().into(),
+                cycles_per_s: 0.0,
+                p50_us: None,
+                p99_us: None,
+                repetitions: 0,
+                cycles: 0,
+                commands_per_cycle: None,
+                reads_per_cycle: None,
+                client_cpu_us_per_cycle: None,
+                server_cpu_us_per_cycle: None,
+                command_mix_per_cycle: Default::default(),
+                command_usec_per_cycle: Default::default(),
+                ratio_to_raw: None,
+                error: Some(e.to_string()),
+            }));
         }
     }
     for &lib in &opts.libraries {

@@ -40,76 +40,153 @@ pub(crate) async fn admin_connection(url: &str) -> Result<MultiplexedConnection>
         .map_err(|e| BenchError::redis(format!("connecting to {url}"), e))
 }
 
-/// W1: one client, sequential acquire + release, a new key each cycle.
-pub(crate) async fn w1(
+/// One contender of W1, with its own server, and what its repetitions measured so far.
+struct W1Run {
     library: Library,
-    ttl: Duration,
-    repetitions: usize,
-    rep_duration: Duration,
-    max_cycles: u64,
-) -> Result<W1Row> {
-    let mut bed = Bed::start().await?;
-    let locker = Locker::connect(library, &bed.server.url(), ttl).await?;
-    let mut rates = Vec::new();
-    let mut p50s = Vec::new();
-    let mut p99s = Vec::new();
-    let mut total_cycles = 0u64;
-    system::reset_stats(&mut bed.admin).await?;
-    let server_cpu_before = system::server_cpu_seconds(&mut bed.admin).await?;
-    let client_cpu_before = system::process_cpu_seconds()?;
-    let mut key_no = 0u64;
-    for rep in 0..repetitions.max(1) {
+    bed: Bed,
+    locker: Locker,
+    rates: Vec<f64>,
+    p50s: Vec<f64>,
+    p99s: Vec<f64>,
+    cycles: u64,
+    key_no: u64,
+    client_cpu: f64,
+    server_cpu: f64,
+    /// `INFO` calls the measurement made on the server (they count as commands).
+    info_calls: u64,
+}
+
+impl W1Run {
+    async fn start(library: Library, ttl: Duration) -> Result<W1Run> {
+        let mut bed = Bed::start().await?;
+        let locker = Locker::connect(library, &bed.server.url(), ttl).await?;
+        system::reset_stats(&mut bed.admin).await?;
+        Ok(W1Run {
+            library,
+            bed,
+            locker,
+            rates: Vec::new(),
+            p50s: Vec::new(),
+            p99s: Vec::new(),
+            cycles: 0,
+            key_no: 0,
+            client_cpu: 0.0,
+            server_cpu: 0.0,
+            info_calls: 0,
+        })
+    }
+
+    /// One repetition: sequential cycles for `duration` (at most `max_cycles`).
+    async fn repetition(
+        &mut self,
+        rep: usize,
+        ttl: Duration,
+        duration: Duration,
+        max_cycles: u64,
+    ) -> Result<()> {
+        let server_cpu_before = system::server_cpu_seconds(&mut self.bed.admin).await?;
+        let client_cpu_before = system::process_cpu_seconds()?;
         let mut samples = Samples::with_capacity(16 * 1024);
         let started = Instant::now();
-        let end = started + rep_duration;
+        let end = started + duration;
         let mut cycles = 0u64;
         while cycles < max_cycles {
             let t0 = Instant::now();
             if t0 >= end {
                 break;
             }
-            key_no += 1;
-            locker
-                .cycle(&format!("bench:w1:{rep}:{key_no}"), ttl)
+            self.key_no += 1;
+            self.locker
+                .cycle(&format!("bench:w1:{rep}:{}", self.key_no), ttl)
                 .await?;
             samples.push(t0.elapsed());
             cycles += 1;
         }
         let elapsed = started.elapsed().as_secs_f64();
-        rates.push(cycles as f64 / elapsed);
-        p50s.push(samples.quantile_us(0.50).unwrap_or(f64::NAN));
-        p99s.push(samples.quantile_us(0.99).unwrap_or(f64::NAN));
-        total_cycles += cycles;
+        self.client_cpu += system::process_cpu_seconds()? - client_cpu_before;
+        self.server_cpu +=
+            system::server_cpu_seconds(&mut self.bed.admin).await? - server_cpu_before;
+        self.info_calls += 2;
+        self.rates.push(cycles as f64 / elapsed);
+        self.p50s
+            .push(samples.quantile_us(0.50).unwrap_or(f64::NAN));
+        self.p99s
+            .push(samples.quantile_us(0.99).unwrap_or(f64::NAN));
+        self.cycles += cycles;
+        Ok(())
     }
-    let client_cpu = system::process_cpu_seconds()? - client_cpu_before;
-    let server_cpu = system::server_cpu_seconds(&mut bed.admin).await? - server_cpu_before;
-    let mix = system::command_mix(&mut bed.admin).await?;
-    let counters = system::counters(&mut bed.admin).await?;
-    // The INFO calls that read the counters are themselves counted (three before the count).
-    let commands = counters.commands.saturating_sub(3);
-    let per_cycle = |x: f64| (total_cycles > 0).then(|| x / total_cycles as f64);
-    Ok(W1Row {
-        library: library.name().into(),
-        cycles_per_s: median(&rates).unwrap_or(0.0),
-        p50_us: median(&p50s),
-        p99_us: median(&p99s),
-        repetitions: rates.len(),
-        cycles: total_cycles,
-        commands_per_cycle: (total_cycles > 0).then(|| commands as f64 / total_cycles as f64),
-        reads_per_cycle: per_cycle(counters.reads.saturating_sub(3) as f64),
-        client_cpu_us_per_cycle: per_cycle(client_cpu * 1e6),
-        server_cpu_us_per_cycle: per_cycle(server_cpu * 1e6),
-        command_usec_per_cycle: mix
-            .iter()
-            .filter_map(|(k, (_, usec))| per_cycle(*usec as f64).map(|x| (k.clone(), x)))
-            .collect(),
-        command_mix_per_cycle: mix
-            .into_iter()
-            .filter_map(|(k, (n, _))| per_cycle(n as f64).map(|x| (k, x)))
-            .collect(),
-        ratio_to_raw: None,
-        error: None,
-    })
+
+    async fn row(mut self) -> Result<W1Row> {
+        let mix = system::command_mix(&mut self.bed.admin).await?;
+        let counters = system::counters(&mut self.bed.admin).await?;
+        // The INFO calls that read the counters are themselves counted (the repetitions' and
+        // the command mix's before the count).
+        let infos = self.info_calls + 1;
+        let commands = counters.commands.saturating_sub(infos);
+        let total_cycles = self.cycles;
+        let per_cycle = |x: f64| (total_cycles > 0).then(|| x / total_cycles as f64);
+        Ok(W1Row {
+            library: self.library.name().into(),
+            cycles_per_s: median(&self.rates).unwrap_or(0.0),
+            p50_us: median(&self.p50s),
+            p99_us: median(&self.p99s),
+            repetitions: self.rates.len(),
+            cycles: total_cycles,
+            commands_per_cycle: (total_cycles > 0).then(|| commands as f64 / total_cycles as f64),
+            reads_per_cycle: per_cycle(counters.reads.saturating_sub(infos) as f64),
+            client_cpu_us_per_cycle: per_cycle(self.client_cpu * 1e6),
+            server_cpu_us_per_cycle: per_cycle(self.server_cpu * 1e6),
+            command_usec_per_cycle: mix
+                .iter()
+                .filter_map(|(k, (_, usec))| per_cycle(*usec as f64).map(|x| (k.clone(), x)))
+                .collect(),
+            command_mix_per_cycle: mix
+                .into_iter()
+                .filter_map(|(k, (n, _))| per_cycle(n as f64).map(|x| (k, x)))
+                .collect(),
+            ratio_to_raw: None,
+            error: None,
+        })
+    }
+}
+
+/// W1: one client per contender, sequential acquire + release, a new key each cycle. The
+/// contenders take turns, one repetition each (each turn starting with the next contender), so
+/// that a machine that slows down or speeds up over the run weighs on every contender alike;
+/// each has a server of its own. One result per contender, in `libraries`' order.
+pub(crate) async fn w1(
+    libraries: &[Library],
+    ttl: Duration,
+    repetitions: usize,
+    rep_duration: Duration,
+    max_cycles: u64,
+) -> Vec<(Library, Result<W1Row>)> {
+    let mut runs: Vec<(Library, Result<W1Run>)> = Vec::new();
+    for &library in libraries {
+        runs.push((library, W1Run::start(library, ttl).await));
+    }
+    let count = runs.len();
+    for rep in 0..repetitions.max(1) {
+        for turn in 0..count {
+            let Some((_, run)) = runs.get_mut((rep + turn) % count) else {
+                continue;
+            };
+            if let Ok(r) = run
+                && let Err(e) = r.repetition(rep, ttl, rep_duration, max_cycles).await
+            {
+                *run = Err(e);
+            }
+        }
+    }
+    let mut rows = Vec::new();
+    for (library, run) in runs {
+        let row = match run {
+            Ok(run) => run.row().await,
+            Err(e) => Err(e),
+        };
+        rows.push((library, row));
+    }
+    rows
 }
 
 /// W2: `tasks` tasks on one client, each cycling on its own key.
