@@ -537,17 +537,16 @@ pub async fn run(opts: BenchOptions) -> Result<Report> {
             cycle_limit: opts.w4_cycle_limit,
             max_cycles: cycles,
         };
-        for &lib in &opts.libraries {
-            let row = redlock_w4::w4(lib, &params, &opts.fencelock_redlock)
-                .await
-                .unwrap_or_else(|e| W4Row {
-                    library: lib.name().into(),
-                    instances: opts.w4_instances,
-                    healthy: W4Phase::default(),
-                    one_stopped: W4Phase::default(),
-                    ratio_to_raw: None,
-                    error: Some(e.to_string()),
-                });
+        let rows = redlock_w4::w4(&opts.libraries, &params, &opts.fencelock_redlock).await;
+        for (lib, row) in rows {
+            let row = row.unwrap_or_else(|e| W4Row {
+                library: lib.name().into(),
+                instances: opts.w4_instances,
+                healthy: W4Phase::default(),
+                one_stopped: W4Phase::default(),
+                ratio_to_raw: None,
+                error: Some(e.to_string()),
+            });
             report.w4.push(row);
         }
     }

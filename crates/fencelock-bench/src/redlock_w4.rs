@@ -37,87 +37,177 @@ pub(crate) struct W4Params {
     pub(crate) max_cycles: u64,
 }
 
-pub(crate) async fn w4(
+/// How many turns the healthy phase is cut into: the contenders take turns, a slice each, so
+/// that a machine that slows down or speeds up over the run weighs on each alike.
+const HEALTHY_TURNS: u32 = 4;
+
+/// One contender of W4: its instances and its client, and its healthy phase so far.
+struct W4Run {
     library: Library,
-    params: &W4Params,
-    factory: &FencelockRedlockFactory,
-) -> Result<W4Row> {
-    if library == Library::RawFenced {
-        return unreachable_raw_fenced();
-    }
-    let mut servers = Vec::with_capacity(params.instances);
-    for _ in 0..params.instances {
-        let server = tokio::task::spawn_blocking(RedisServer::start)
-            .await
-            .map_err(|e| BenchError::join("starting redis-server", e))?
-            .map_err(|e| BenchError::io("starting redis-server", e))?;
-        servers.push(server);
-    }
-    let urls: Vec<String> = servers.iter().map(RedisServer::url).collect();
-    let locker = match library {
-        Library::Fencelock => Locker::Fencelock(
-            factory(&urls)
-                .map_err(|e| BenchError::fencelock("fencelock: opening a Redlock client", e))?,
-        ),
-        Library::Raw => {
-            Locker::RawRedlock(RawRedlock::connect(&urls, params.per_instance_timeout).await?)
-        }
-        Library::RawFenced => unreachable_raw_fenced()?,
-        Library::Rslock => Locker::rslock(&urls)?,
-        Library::Redlock => Locker::redlock(&urls)?,
-    };
-    locker.warm_up(params.ttl).await?;
-    let healthy = phase(&locker, params, "healthy").await;
-    let stopped = {
-        let victim = servers
-            .first()
-            .ok_or_else(|| BenchError::Bench("W4 needs at least one instance".into()))?;
-        victim
-            .pause()
-            .map_err(|e| BenchError::io("W4: stopping an instance", e))?;
-        let _resume = Stopped(victim);
-        phase(&locker, params, "stopped").await
-    };
-    // A contender stuck on the stopped instance (redlock's blocking read) gets its answer now
-    // that it runs again; give it a moment before the servers go away.
-    if stopped.stalled {
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-    drop(servers);
-    Ok(W4Row {
-        library: library.name().into(),
-        instances: params.instances,
-        healthy,
-        one_stopped: stopped,
-        ratio_to_raw: None,
-        error: None,
-    })
+    servers: Vec<RedisServer>,
+    locker: Locker,
+    healthy: Tally,
 }
 
-/// Sequential cycles on new keys for `params.phase`; each cycle bounded by
+impl W4Run {
+    async fn start(
+        library: Library,
+        params: &W4Params,
+        factory: &FencelockRedlockFactory,
+    ) -> Result<W4Run> {
+        if library == Library::RawFenced {
+            return unreachable_raw_fenced();
+        }
+        let mut servers = Vec::with_capacity(params.instances);
+        for _ in 0..params.instances {
+            let server = tokio::task::spawn_blocking(RedisServer::start)
+                .await
+                .map_err(|e| BenchError::join("starting redis-server", e))?
+                .map_err(|e| BenchError::io("starting redis-server", e))?;
+            servers.push(server);
+        }
+        let urls: Vec<String> = servers.iter().map(RedisServer::url).collect();
+        let locker = match library {
+            Library::Fencelock => Locker::Fencelock(
+                factory(&urls)
+                    .map_err(|e| BenchError::fencelock("fencelock: opening a Redlock client", e))?,
+            ),
+            Library::Raw => {
+                Locker::RawRedlock(RawRedlock::connect(&urls, params.per_instance_timeout).await?)
+            }
+            Library::RawFenced => unreachable_raw_fenced()?,
+            Library::Rslock => Locker::rslock(&urls)?,
+            Library::Redlock => Locker::redlock(&urls)?,
+        };
+        locker.warm_up(params.ttl).await?;
+        Ok(W4Run {
+            library,
+            servers,
+            locker,
+            healthy: Tally::default(),
+        })
+    }
+
+    /// The phase with one instance stopped, then the row.
+    async fn finish(self, params: &W4Params) -> Result<W4Row> {
+        let mut stopped = Tally::default();
+        {
+            let victim = self
+                .servers
+                .first()
+                .ok_or_else(|| BenchError::Bench("W4 needs at least one instance".into()))?;
+            victim
+                .pause()
+                .map_err(|e| BenchError::io("W4: stopping an instance", e))?;
+            let _resume = Stopped(victim);
+            phase(&self.locker, params, "stopped", params.phase, &mut stopped).await;
+        }
+        // A contender stuck on the stopped instance (redlock's blocking read) gets its answer
+        // now that it runs again; give it a moment before the servers go away.
+        if stopped.stalled {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        drop(self.servers);
+        Ok(W4Row {
+            library: self.library.name().into(),
+            instances: params.instances,
+            healthy: self.healthy.phase(),
+            one_stopped: stopped.phase(),
+            ratio_to_raw: None,
+            error: None,
+        })
+    }
+}
+
+/// W4 for every contender, each over instances of its own: the healthy phase in turns (see
+/// [`HEALTHY_TURNS`]), then each contender's phase with one instance stopped. One result per
+/// contender, in `libraries`' order.
+pub(crate) async fn w4(
+    libraries: &[Library],
+    params: &W4Params,
+    factory: &FencelockRedlockFactory,
+) -> Vec<(Library, Result<W4Row>)> {
+    let mut runs: Vec<(Library, Result<W4Run>)> = Vec::new();
+    for &library in libraries {
+        runs.push((library, W4Run::start(library, params, factory).await));
+    }
+    let count = runs.len();
+    let slice = params.phase / HEALTHY_TURNS;
+    for turn in 0..HEALTHY_TURNS as usize {
+        for next in 0..count {
+            if let Some((_, Ok(run))) = runs.get_mut((turn + next) % count)
+                && !run.healthy.stalled
+            {
+                phase(&run.locker, params, "healthy", slice, &mut run.healthy).await;
+            }
+        }
+    }
+    let mut rows = Vec::new();
+    for (library, run) in runs {
+        let row = match run {
+            Ok(run) => run.finish(params).await,
+            Err(e) => Err(e),
+        };
+        rows.push((library, row));
+    }
+    rows
+}
+
+/// What a phase measured so far (it may run in slices).
+#[derive(Default)]
+struct Tally {
+    samples: Samples,
+    seconds: f64,
+    cycles: u64,
+    failures: u64,
+    stalled: bool,
+    last_error: Option<String>,
+}
+
+impl Tally {
+    fn phase(mut self) -> W4Phase {
+        W4Phase {
+            cycles_per_s: if self.seconds > 0.0 {
+                self.cycles as f64 / self.seconds
+            } else {
+                0.0
+            },
+            cycles: self.cycles,
+            failures: self.failures,
+            p50_us: self.samples.quantile_us(0.50),
+            p99_us: self.samples.quantile_us(0.99),
+            stalled: self.stalled,
+            last_error: self.last_error,
+        }
+    }
+}
+
+/// Sequential cycles on new keys for `duration`, added to `tally`; each cycle bounded by
 /// `params.cycle_limit`. A cycle that does not finish in time ends the phase (`stalled`).
-async fn phase(locker: &Locker, params: &W4Params, label: &str) -> W4Phase {
-    let mut samples = Samples::with_capacity(8 * 1024);
+async fn phase(
+    locker: &Locker,
+    params: &W4Params,
+    label: &str,
+    duration: Duration,
+    tally: &mut Tally,
+) {
     let started = Instant::now();
-    let end = started + params.phase;
-    let (mut cycles, mut failures) = (0u64, 0u64);
-    let mut stalled = false;
-    let mut last_error = None;
-    while cycles + failures < params.max_cycles && Instant::now() < end {
-        let key = format!("bench:w4:{label}:{}", cycles + failures);
+    let end = started + duration;
+    while tally.cycles + tally.failures < params.max_cycles && Instant::now() < end {
+        let key = format!("bench:w4:{label}:{}", tally.cycles + tally.failures);
         let t0 = Instant::now();
         match tokio::time::timeout(params.cycle_limit, locker.cycle(&key, params.ttl)).await {
             Ok(Ok(())) => {
-                samples.push(t0.elapsed());
-                cycles += 1;
+                tally.samples.push(t0.elapsed());
+                tally.cycles += 1;
             }
             Ok(Err(e)) => {
-                failures += 1;
-                last_error = Some(e.to_string());
+                tally.failures += 1;
+                tally.last_error = Some(e.to_string());
             }
             Err(_) => {
-                stalled = true;
-                last_error = Some(format!(
+                tally.stalled = true;
+                tally.last_error = Some(format!(
                     "a cycle did not finish within {:?}",
                     params.cycle_limit
                 ));
@@ -125,16 +215,7 @@ async fn phase(locker: &Locker, params: &W4Params, label: &str) -> W4Phase {
             }
         }
     }
-    let elapsed = started.elapsed().as_secs_f64();
-    W4Phase {
-        cycles_per_s: cycles as f64 / elapsed,
-        cycles,
-        failures,
-        p50_us: samples.quantile_us(0.50),
-        p99_us: samples.quantile_us(0.99),
-        stalled,
-        last_error,
-    }
+    tally.seconds += started.elapsed().as_secs_f64();
 }
 
 /// The raw fenced baseline has no Redlock variant (fences over a quorum are what fencelock's
