@@ -473,25 +473,30 @@ pub async fn run(opts: BenchOptions) -> Result<Report> {
             }));
         }
     }
-    for &lib in &opts.libraries {
-        if has(Workload::W2) {
-            let row = workloads::w2(lib, opts.ttl, opts.w2_tasks, opts.w2_duration, cycles)
-                .await
-                .unwrap_or_else(|e| W2Row {
-                    library: lib.name().into(),
-                    tasks: opts.w2_tasks,
-                    cycles_per_s: 0.0,
-                    cycles: 0,
-                    min_task_cycles: 0,
-                    max_task_cycles: 0,
-                    client_cpu_us_per_cycle: None,
-                    server_cpu_us_per_cycle: None,
-                    script_runs_per_cycle: None,
-                    reads_per_cycle: None,
-                    ratio_to_raw: None,
-                    error: Some(e.to_string()),
-                });
-            report.w2.push(row);
+    if has(Workload::W2) {
+        let rows = workloads::w2(
+            &opts.libraries,
+            opts.ttl,
+            opts.w2_tasks,
+            opts.w2_duration,
+            cycles,
+        )
+        .await;
+        for (lib, row) in rows {
+            report.w2.push(row.unwrap_or_else(|e| W2Row {
+                library: lib.name().into(),
+                tasks: opts.w2_tasks,
+                cycles_per_s: 0.0,
+                cycles: 0,
+                min_task_cycles: 0,
+                max_task_cycles: 0,
+                client_cpu_us_per_cycle: None,
+                server_cpu_us_per_cycle: None,
+                script_runs_per_cycle: None,
+                reads_per_cycle: None,
+                ratio_to_raw: None,
+                error: Some(e.to_string()),
+            }));
         }
     }
     for &lib in &opts.libraries {

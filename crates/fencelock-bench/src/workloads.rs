@@ -189,64 +189,138 @@ pub(crate) async fn w1(
     rows
 }
 
-/// W2: `tasks` tasks on one client, each cycling on its own key.
-pub(crate) async fn w2(
+/// How many turns W2 is cut into (see [`w2`]).
+const W2_TURNS: u32 = 4;
+
+/// One contender of W2, with its own server, and what its turns measured so far.
+struct W2Run {
     library: Library,
+    bed: Bed,
+    locker: Locker,
+    seconds: f64,
+    per_task: Vec<u64>,
+    client_cpu: f64,
+    server_cpu: f64,
+    /// `INFO` calls the measurement made on the server (they count as reads).
+    info_calls: u64,
+}
+
+impl W2Run {
+    async fn start(library: Library, ttl: Duration, tasks: usize) -> Result<W2Run> {
+        let mut bed = Bed::start().await?;
+        let locker = Locker::connect(library, &bed.server.url(), ttl).await?;
+        system::reset_stats(&mut bed.admin).await?;
+        Ok(W2Run {
+            library,
+            bed,
+            locker,
+            seconds: 0.0,
+            per_task: vec![0; tasks],
+            client_cpu: 0.0,
+            server_cpu: 0.0,
+            info_calls: 0,
+        })
+    }
+
+    /// One turn: every task cycles on its own key for `duration`.
+    async fn turn(&mut self, ttl: Duration, duration: Duration, max_cycles: u64) -> Result<()> {
+        let tasks = self.per_task.len();
+        let server_cpu_before = system::server_cpu_seconds(&mut self.bed.admin).await?;
+        let client_cpu_before = system::process_cpu_seconds()?;
+        let start = Instant::now() + Duration::from_millis(20);
+        let end = start + duration;
+        let per_task_max = max_cycles / (W2_TURNS as u64 * tasks.max(1) as u64) + 1;
+        let mut set = tokio::task::JoinSet::new();
+        for task in 0..tasks {
+            let locker = self.locker.clone();
+            set.spawn(async move {
+                tokio::time::sleep_until(start).await;
+                let key = format!("bench:w2:{task}");
+                let mut cycles = 0u64;
+                while cycles < per_task_max && Instant::now() < end {
+                    locker.cycle(&key, ttl).await?;
+                    cycles += 1;
+                }
+                Ok::<_, BenchError>((task, cycles))
+            });
+        }
+        while let Some(joined) = set.join_next().await {
+            let (task, cycles) = joined.map_err(|e| BenchError::join("W2 task", e))??;
+            if let Some(count) = self.per_task.get_mut(task) {
+                *count += cycles;
+            }
+        }
+        self.seconds += start.elapsed().as_secs_f64();
+        self.client_cpu += system::process_cpu_seconds()? - client_cpu_before;
+        self.server_cpu +=
+            system::server_cpu_seconds(&mut self.bed.admin).await? - server_cpu_before;
+        self.info_calls += 2;
+        Ok(())
+    }
+
+    async fn row(mut self) -> Result<W2Row> {
+        let counters = system::counters(&mut self.bed.admin).await?;
+        let total: u64 = self.per_task.iter().sum();
+        let per_cycle = |x: f64| (total > 0).then(|| x / total as f64);
+        Ok(W2Row {
+            client_cpu_us_per_cycle: per_cycle(self.client_cpu * 1e6),
+            server_cpu_us_per_cycle: per_cycle(self.server_cpu * 1e6),
+            script_runs_per_cycle: per_cycle((counters.evalsha + counters.eval) as f64),
+            // The INFO calls that read the counters are themselves counted (the turns', and
+            // one before the count).
+            reads_per_cycle: per_cycle(counters.reads.saturating_sub(self.info_calls + 1) as f64),
+            library: self.library.name().into(),
+            tasks: self.per_task.len(),
+            cycles_per_s: if self.seconds > 0.0 {
+                total as f64 / self.seconds
+            } else {
+                0.0
+            },
+            cycles: total,
+            min_task_cycles: self.per_task.iter().copied().min().unwrap_or(0),
+            max_task_cycles: self.per_task.iter().copied().max().unwrap_or(0),
+            ratio_to_raw: None,
+            error: None,
+        })
+    }
+}
+
+/// W2: `tasks` tasks on one client per contender, each task cycling on its own key. The
+/// contenders take turns ([`W2_TURNS`] each, each turn starting with the next contender), so
+/// that a machine that slows down or speeds up over the run weighs on every contender alike;
+/// each has a server of its own. One result per contender, in `libraries`' order.
+pub(crate) async fn w2(
+    libraries: &[Library],
     ttl: Duration,
     tasks: usize,
     duration: Duration,
     max_cycles: u64,
-) -> Result<W2Row> {
-    let mut bed = Bed::start().await?;
-    let locker = Locker::connect(library, &bed.server.url(), ttl).await?;
-    system::reset_stats(&mut bed.admin).await?;
-    let server_cpu_before = system::server_cpu_seconds(&mut bed.admin).await?;
-    let client_cpu_before = system::process_cpu_seconds()?;
-    let start = Instant::now() + Duration::from_millis(20);
-    let end = start + duration;
-    let per_task_max = max_cycles / tasks.max(1) as u64 + 1;
-    let mut set = tokio::task::JoinSet::new();
-    for task in 0..tasks {
-        let locker = locker.clone();
-        set.spawn(async move {
-            tokio::time::sleep_until(start).await;
-            let key = format!("bench:w2:{task}");
-            let mut cycles = 0u64;
-            while cycles < per_task_max && Instant::now() < end {
-                locker.cycle(&key, ttl).await?;
-                cycles += 1;
+) -> Vec<(Library, Result<W2Row>)> {
+    let mut runs: Vec<(Library, Result<W2Run>)> = Vec::new();
+    for &library in libraries {
+        runs.push((library, W2Run::start(library, ttl, tasks).await));
+    }
+    let count = runs.len();
+    let slice = duration / W2_TURNS;
+    for turn in 0..W2_TURNS as usize {
+        for next in 0..count {
+            if let Some((_, run)) = runs.get_mut((turn + next) % count)
+                && let Ok(r) = run
+                && let Err(e) = r.turn(ttl, slice, max_cycles).await
+            {
+                *run = Err(e);
             }
-            Ok::<_, BenchError>(cycles)
-        });
+        }
     }
-    let mut total = 0;
-    let mut per_task = Vec::with_capacity(tasks);
-    while let Some(joined) = set.join_next().await {
-        let cycles = joined.map_err(|e| BenchError::join("W2 task", e))??;
-        total += cycles;
-        per_task.push(cycles);
+    let mut rows = Vec::new();
+    for (library, run) in runs {
+        let row = match run {
+            Ok(run) => run.row().await,
+            Err(e) => Err(e),
+        };
+        rows.push((library, row));
     }
-    let elapsed = start.elapsed().as_secs_f64();
-    let client_cpu = system::process_cpu_seconds()? - client_cpu_before;
-    let server_cpu = system::server_cpu_seconds(&mut bed.admin).await? - server_cpu_before;
-    let counters = system::counters(&mut bed.admin).await?;
-    let per_cycle = |x: f64| (total > 0).then(|| x / total as f64);
-    drop(bed);
-    Ok(W2Row {
-        client_cpu_us_per_cycle: per_cycle(client_cpu * 1e6),
-        server_cpu_us_per_cycle: per_cycle(server_cpu * 1e6),
-        script_runs_per_cycle: per_cycle((counters.evalsha + counters.eval) as f64),
-        // The INFO calls that read the counters are themselves counted (three before the count).
-        reads_per_cycle: per_cycle(counters.reads.saturating_sub(3) as f64),
-        library: library.name().into(),
-        tasks,
-        cycles_per_s: total as f64 / elapsed,
-        cycles: total,
-        min_task_cycles: per_task.iter().copied().min().unwrap_or(0),
-        max_task_cycles: per_task.iter().copied().max().unwrap_or(0),
-        ratio_to_raw: None,
-        error: None,
-    })
+    rows
 }
 
 /// What the W3 workers share.
