@@ -161,6 +161,11 @@ impl Lua {
     /// In the batch form, the leading parts that only define helpers (see [`helpers_only`]) go
     /// in front of the per-call function with the prelude's, so that a batch makes their
     /// closures once, not once per call.
+    ///
+    /// A script whose body has a line [`LATER_HELPERS`] (at its top level, after a path that
+    /// returns early) defines in front only the helpers that the text before that line uses;
+    /// the other helpers it uses are defined at that line, so that a run that returns before it
+    /// makes none of their closures. The batch form defines them all in front, as always.
     pub(crate) fn composed(payloads: &str, prelude: &str, parts: &[&str]) -> Self {
         let all = parts.concat();
         let hoisted = parts
@@ -169,12 +174,38 @@ impl Lua {
             .take_while(|part| helpers_only(part))
             .count();
         let (helpers, body) = parts.split_at(hoisted);
-        let head = format!(
-            "{payloads}{}{}",
-            used_helpers(prelude, &all),
-            helpers.concat()
+        let body = body.concat();
+        let Some((before, after)) = body.split_once(LATER_HELPERS) else {
+            let head = format!(
+                "{payloads}{}{}",
+                used_helpers(prelude, &all),
+                helpers.concat()
+            );
+            return Lua::with_batch(&head, &body);
+        };
+        // The prelude's helpers and the kind's, one paragraph each, in that order (a kind's
+        // helper may call the prelude's).
+        let library = format!("{prelude}\n\n{}", helpers.join("\n\n"));
+        let early = used_paragraphs(&library, before);
+        let every = used_paragraphs(&library, &body);
+        let late: String = every
+            .iter()
+            .filter(|p| !early.contains(p))
+            .map(|p| format!("{}\n\n", p.trim_matches('\n')))
+            .collect();
+        let joined = |paragraphs: &[&str]| -> String {
+            paragraphs
+                .iter()
+                .map(|p| format!("{}\n\n", p.trim_matches('\n')))
+                .collect()
+        };
+        let mut lua = Lua::new(format!("{payloads}{}{before}{late}{after}", joined(&early)));
+        let batch = Lua::with_batch(
+            &format!("{payloads}{}", joined(&every)),
+            &format!("{before}{after}"),
         );
-        Lua::with_batch(&head, &body.concat())
+        lua.batch = batch.batch;
+        lua
     }
 
     /// A script (`head`: the publish command, the payloads and the helpers; `body`: the script
@@ -240,6 +271,22 @@ pub(crate) use lua;
 /// (`local function NAME(` or `local NAME, ... =`); paragraphs that define nothing (comments)
 /// are left out.
 pub(crate) fn used_helpers(helpers: &str, script: &str) -> String {
+    let mut kept = String::new();
+    for block in used_paragraphs(helpers, script) {
+        kept.push_str(block.trim_matches('\n'));
+        kept.push_str("\n\n");
+    }
+    kept
+}
+
+/// The line of a script's body after which the helpers that only the rest of the body uses are
+/// defined (see [`Lua::composed`]).
+pub(crate) const LATER_HELPERS: &str =
+    "-- (the helpers the rest of the script uses are defined here)\n";
+
+/// The paragraphs of `helpers` that `script` uses, directly or through another, in their order
+/// (see [`used_helpers`]).
+fn used_paragraphs<'h>(helpers: &'h str, script: &str) -> Vec<&'h str> {
     let blocks: Vec<(&str, Vec<&str>)> = helpers
         .split("\n\n")
         .map(|block| (block, defined_names(block)))
@@ -260,14 +307,12 @@ pub(crate) fn used_helpers(helpers: &str, script: &str) -> String {
             break;
         }
     }
-    let mut kept = String::new();
-    for ((block, _), used) in blocks.iter().zip(used) {
-        if used {
-            kept.push_str(block.trim_matches('\n'));
-            kept.push_str("\n\n");
-        }
-    }
-    kept
+    blocks
+        .iter()
+        .zip(used)
+        .filter(|(_, used)| *used)
+        .map(|((block, _), _)| *block)
+        .collect()
 }
 
 /// Whether a part of a script only defines helpers: each of its paragraphs (the prelude's
@@ -555,6 +600,44 @@ mod tests {
             .find("local function one(KEYS, ARGV)")
             .expect("the function");
         assert!(helper < one, "{batch}");
+    }
+
+    #[test]
+    fn helpers_only_the_rest_uses_are_defined_after_the_early_path() {
+        let prelude = "local function early()\n  return 1\nend\n\nlocal function late()\n  return 2\nend\n\nlocal function unused()\n  return 3\nend\n";
+        let kind = "local function kind_late()\n  return late()\nend\n";
+        let body = format!("if early() then\n  return 0\nend\n{LATER_HELPERS}return kind_late()\n");
+        let lua = Lua::composed(
+            "local PUBLISH_COMMAND = 'publish'\n",
+            prelude,
+            &[kind, &body],
+        );
+        let at = |source: &str, what: &str| {
+            source
+                .find(what)
+                .unwrap_or_else(|| panic!("{what} missing from:\n{source}"))
+        };
+        let single = lua.source();
+        assert!(at(single, "local function early()") < at(single, "if early() then"));
+        assert!(at(single, "if early() then") < at(single, "local function late()"));
+        assert!(at(single, "local function late()") < at(single, "local function kind_late()"));
+        assert!(at(single, "local function kind_late()") < at(single, "return kind_late()"));
+        assert!(!single.contains("unused"), "{single}");
+        // The batch form defines every helper once, in front of the per-call function.
+        let batch = &lua.batch().expect("a batch form").plain.source;
+        let one = at(batch, "local function one(KEYS, ARGV)");
+        for helper in ["early()", "late()", "kind_late()"] {
+            assert!(
+                at(batch, &format!("local function {helper}")) < one,
+                "{batch}"
+            );
+        }
+        assert!(!batch.contains("unused"), "{batch}");
+        // The plain lock's grant and release return before their later helpers.
+        let acquire = crate::kinds::plain::ACQUIRE.source();
+        assert!(at(acquire, "if not value then") < at(acquire, "local function fence_if_held("));
+        let release = crate::kinds::plain::RELEASE.source();
+        assert!(at(release, "redis.call('del', KEYS[1])") < at(release, "local function holds("));
     }
 
     #[test]
