@@ -556,13 +556,15 @@ pub async fn run(opts: BenchOptions) -> Result<Report> {
         }
     }
     if has(Workload::W5) {
+        let mut measured = Vec::new();
+        let mut not_applicable = Vec::new();
         for &lib in &opts.libraries {
             if lib == Library::RawFenced {
                 // Its renewal is raw's, row for row.
                 continue;
             }
             if lib == Library::Redlock {
-                report.w5.push(W5Row {
+                not_applicable.push(W5Row {
                     library: lib.name().into(),
                     locks: opts.w5_locks,
                     seconds: 0.0,
@@ -582,10 +584,33 @@ pub async fn run(opts: BenchOptions) -> Result<Report> {
                 });
                 continue;
             }
-            let row = match &opts.w5_child {
-                Some(exe) => w5_in_child(exe, lib, &opts).await,
-                None => workloads::w5(lib, opts.w5_ttl, opts.w5_locks, opts.w5_hold).await,
-            };
+            measured.push(lib);
+        }
+        // The contenders take turns (W5_TURNS each, half as long, each turn starting with the
+        // next contender), so that a machine that slows down or speeds up over the run weighs
+        // on each alike.
+        let mut turns: Vec<Vec<Result<W5Row>>> = measured.iter().map(|_| Vec::new()).collect();
+        let mut turn_opts = opts.clone();
+        turn_opts.w5_hold = opts.w5_hold / W5_TURNS;
+        let count = measured.len();
+        for turn in 0..W5_TURNS as usize {
+            for next in 0..count {
+                let at = (turn + next) % count;
+                let (Some(&lib), Some(rows)) = (measured.get(at), turns.get_mut(at)) else {
+                    continue;
+                };
+                let row = match &turn_opts.w5_child {
+                    Some(exe) => w5_in_child(exe, lib, &turn_opts).await,
+                    None => {
+                        workloads::w5(lib, turn_opts.w5_ttl, turn_opts.w5_locks, turn_opts.w5_hold)
+                            .await
+                    }
+                };
+                rows.push(row);
+            }
+        }
+        for (lib, rows) in measured.into_iter().zip(turns) {
+            let row = merge_w5(rows);
             let row = row.unwrap_or_else(|e| W5Row {
                 library: lib.name().into(),
                 locks: opts.w5_locks,
@@ -604,6 +629,7 @@ pub async fn run(opts: BenchOptions) -> Result<Report> {
             });
             report.w5.push(row);
         }
+        report.w5.extend(not_applicable);
     }
     if has(Workload::W5) && opts.w5_child.is_none() {
         report.notes.push("W5 ran in this process: bytes per lock of a later contender can read low (the allocator reuses memory an earlier one freed)".into());
@@ -644,6 +670,39 @@ pub async fn run(opts: BenchOptions) -> Result<Report> {
     report.machine.load_after = system::load_average();
     report.finish();
     Ok(report)
+}
+
+/// How many turns W5 takes per contender (see [`run`]).
+const W5_TURNS: u32 = 2;
+
+/// One contender's W5 turns as one row: rates and CPU weighted by each turn's length, the
+/// fewest locks still held, the most bytes per lock and `NOSCRIPT` replies of a turn; the
+/// first failed turn's error, if any.
+fn merge_w5(rows: Vec<Result<W5Row>>) -> Result<W5Row> {
+    let rows: Vec<W5Row> = rows.into_iter().collect::<Result<_>>()?;
+    let mut merged = rows
+        .first()
+        .cloned()
+        .ok_or_else(|| BenchError::Bench("W5: no turn ran".into()))?;
+    let seconds: f64 = rows.iter().map(|r| r.seconds).sum();
+    let weighted = |value: fn(&W5Row) -> f64| {
+        if seconds > 0.0 {
+            rows.iter().map(|r| value(r) * r.seconds).sum::<f64>() / seconds
+        } else {
+            0.0
+        }
+    };
+    merged.seconds = seconds;
+    merged.renewal_commands_per_s = weighted(|r| r.renewal_commands_per_s);
+    merged.renewals_per_s = weighted(|r| r.renewals_per_s);
+    merged.total_commands_per_s = weighted(|r| r.total_commands_per_s);
+    merged.reads_per_s = weighted(|r| r.reads_per_s);
+    merged.client_cpu_percent = weighted(|r| r.client_cpu_percent);
+    merged.bytes_per_lock = rows.iter().map(|r| r.bytes_per_lock).fold(0.0, f64::max);
+    merged.still_held = rows.iter().map(|r| r.still_held).min().unwrap_or(0);
+    merged.held_in_redis = rows.iter().map(|r| r.held_in_redis).min().unwrap_or(0);
+    merged.noscript_replies = rows.iter().map(|r| r.noscript_replies).max().unwrap_or(0);
+    Ok(merged)
 }
 
 /// W5 for one contender, in this process, for a parent that runs W5 in child processes (see
