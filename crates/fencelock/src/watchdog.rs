@@ -428,7 +428,7 @@ mod tests {
                 hold: Arc::new(Hold {
                     name: Arc::from("due"),
                     protocol: Arc::new(Plain),
-                    keys: Arc::new(LockKeys::new("fencelock", "due")),
+                    keys: LockKeys::new("fencelock", "due"),
                     token: OwnerToken::generate().unwrap(),
                 }),
                 fence: 1,

@@ -64,7 +64,7 @@ impl LockRequest {
     async fn acquire_inner(self) -> Result<LockGuard> {
         self.validate()?;
         let shared = self.client.shared.clone();
-        let keys = Arc::new(shared.keys(&self.name));
+        let keys = shared.keys(&self.name);
         let name: Arc<str> = Arc::from(self.name.as_str());
         // Over Redlock, a handle that remembers its hold's fence (reentrant) has its acquisitions
         // take turns, so that the memory follows the order of the grants.
@@ -76,11 +76,11 @@ impl LockRequest {
         };
         let mut in_flight = InFlight {
             request: &self,
-            hold: self.hold(&name, &keys)?,
+            hold: self.hold(&name, keys)?,
             armed: true,
         };
         let result = self
-            .acquire_with(&shared, &name, &keys, &mut in_flight, memory.as_deref_mut())
+            .acquire_with(&shared, &name, &mut in_flight, memory.as_deref_mut())
             .await;
         in_flight.armed = false;
         if result.is_err() && !self.place_lasts().is_zero() {
@@ -97,11 +97,11 @@ impl LockRequest {
     }
 
     /// A hold for this request with a fresh token.
-    fn hold(&self, name: &Arc<str>, keys: &Arc<LockKeys>) -> Result<Arc<Hold>> {
+    fn hold(&self, name: &Arc<str>, keys: LockKeys) -> Result<Arc<Hold>> {
         Ok(Arc::new(Hold {
             name: name.clone(),
             protocol: self.protocol.clone(),
-            keys: keys.clone(),
+            keys,
             token: OwnerToken::for_lock(&self.name)?,
         }))
     }
@@ -110,7 +110,6 @@ impl LockRequest {
         &self,
         shared: &Arc<Shared>,
         name: &Arc<str>,
-        keys: &Arc<LockKeys>,
         in_flight: &mut InFlight<'_>,
         mut memory: Option<&mut Option<FenceMemory>>,
     ) -> Result<LockGuard> {
@@ -172,7 +171,7 @@ impl LockRequest {
                     // The grant came so late that the lease may already be over: useless.
                     tracing::debug!(lock = %self.name, "grant arrived after its own deadline; giving it back");
                     self.abandon(&hold, Some(fence), None);
-                    hold = self.hold(name, keys)?;
+                    hold = self.hold(name, hold.keys.clone())?;
                     in_flight.hold = hold.clone();
                     places.clear();
                     (Some(Duration::ZERO), true)
@@ -209,7 +208,7 @@ impl LockRequest {
                             self.abandon(&hold, None, None);
                         }
                         // Releases of this token may still be in flight: never reuse it.
-                        hold = self.hold(name, keys)?;
+                        hold = self.hold(name, hold.keys.clone())?;
                         in_flight.hold = hold.clone();
                         places.clear();
                     }
@@ -237,7 +236,7 @@ impl LockRequest {
                 // subscription would otherwise go unnoticed.
                 let limit = shared.instances.limit(self.ttl);
                 _counted = Some(crate::observe::Waiting::start(self.protocol.label()));
-                subscription = Some(shared.instances.subscribe(keys.channel(), limit).await);
+                subscription = Some(shared.instances.subscribe(hold.keys.channel(), limit).await);
                 continue;
             };
             // Sleep until a release message, the holder's lease running out (plus a little

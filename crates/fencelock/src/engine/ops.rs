@@ -279,7 +279,7 @@ mod tests {
         Server::new(client, LIMIT).unwrap()
     }
 
-    fn plain(keys: &Arc<LockKeys>) -> Arc<Hold> {
+    fn plain(keys: &LockKeys) -> Arc<Hold> {
         Arc::new(Hold {
             name: Arc::from("test"),
             protocol: Arc::new(Plain),
@@ -292,7 +292,7 @@ mod tests {
     async fn acquire_is_idempotent_for_one_token() {
         let redis = RedisServer::start().unwrap();
         let server = server_for(&redis);
-        let keys = Arc::new(LockKeys::new("fencelock", "idem"));
+        let keys = LockKeys::new("fencelock", "idem");
         let hold = plain(&keys);
         let first = acquire(
             server.clone(),
@@ -372,12 +372,12 @@ mod tests {
     async fn extend_many_answers_per_lock_in_one_pipeline() {
         let redis = RedisServer::start().unwrap();
         let server = server_for(&redis);
-        let held = plain(&Arc::new(LockKeys::new("fencelock", "held")));
-        let gone = plain(&Arc::new(LockKeys::new("fencelock", "gone")));
+        let held = plain(&LockKeys::new("fencelock", "held"));
+        let gone = plain(&LockKeys::new("fencelock", "gone"));
         let permit = Arc::new(Hold {
             name: Arc::from("sem"),
             protocol: Arc::new(Permit { permits: 2 }),
-            keys: Arc::new(LockKeys::new("fencelock", "sem")),
+            keys: LockKeys::new("fencelock", "sem"),
             token: OwnerToken::generate().unwrap(),
         });
         for hold in [&held, &permit] {

@@ -80,7 +80,7 @@ mod tests {
         Hold {
             name: Arc::from("kinds"),
             protocol,
-            keys: Arc::new(LockKeys::new("fencelock", "kinds")),
+            keys: LockKeys::new("fencelock", "kinds"),
             token: OwnerToken::generate().unwrap(),
         }
     }

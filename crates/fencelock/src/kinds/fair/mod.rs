@@ -37,7 +37,7 @@ pub(crate) struct Fair;
 
 /// A call with the fair lock's keys: the lock, its fence, and the queue keys derived from them.
 fn fair_call<'a>(lua: &'static Lua, hold: &'a Hold, args: Args<'a>) -> Call<'a> {
-    let keys = &*hold.keys;
+    let keys = &hold.keys;
     Call {
         lua,
         keys: smallvec![
