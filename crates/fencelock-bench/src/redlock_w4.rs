@@ -11,6 +11,7 @@ use crate::error::{BenchError, Result};
 use crate::locker::{Library, Locker, RawRedlock};
 use crate::report::{W4Phase, W4Row};
 use crate::stats::Samples;
+use crate::workloads::{finish_all, take_turns};
 
 /// Builds a fencelock client over several Redis instances (Redlock), from their URLs. The
 /// default is `fencelock::Client::open_redlock` (see
@@ -131,26 +132,19 @@ pub(crate) async fn w4(
     for &library in libraries {
         runs.push((library, W4Run::start(library, params, factory).await));
     }
-    let count = runs.len();
     let slice = params.phase / HEALTHY_TURNS;
-    for turn in 0..HEALTHY_TURNS as usize {
-        for next in 0..count {
-            if let Some((_, Ok(run))) = runs.get_mut((turn + next) % count)
-                && !run.healthy.stalled
-            {
+    take_turns(
+        &mut runs,
+        HEALTHY_TURNS as usize,
+        async |run: &mut W4Run, _| {
+            if !run.healthy.stalled {
                 phase(&run.locker, params, "healthy", slice, &mut run.healthy).await;
             }
-        }
-    }
-    let mut rows = Vec::new();
-    for (library, run) in runs {
-        let row = match run {
-            Ok(run) => run.finish(params).await,
-            Err(e) => Err(e),
-        };
-        rows.push((library, row));
-    }
-    rows
+            Ok(())
+        },
+    )
+    .await;
+    finish_all(runs, |run| run.finish(params)).await
 }
 
 /// What a phase measured so far (it may run in slices).

@@ -78,6 +78,44 @@ pub(crate) fn median(values: &[f64]) -> Option<f64> {
     }
 }
 
+/// Repetitions of one measurement: each one's rate and latency percentiles, reported as their
+/// medians.
+#[derive(Debug, Default)]
+pub(crate) struct Repetitions {
+    rates: Vec<f64>,
+    p50s: Vec<f64>,
+    p99s: Vec<f64>,
+}
+
+impl Repetitions {
+    /// One repetition: `cycles` in `seconds`, each cycle's latency in `samples`.
+    pub(crate) fn record(&mut self, cycles: u64, seconds: f64, samples: &mut Samples) {
+        self.rates.push(cycles as f64 / seconds);
+        self.p50s
+            .push(samples.quantile_us(0.50).unwrap_or(f64::NAN));
+        self.p99s
+            .push(samples.quantile_us(0.99).unwrap_or(f64::NAN));
+    }
+
+    /// The median rate (0 if none ran).
+    pub(crate) fn rate(&self) -> f64 {
+        median(&self.rates).unwrap_or(0.0)
+    }
+
+    pub(crate) fn p50_us(&self) -> Option<f64> {
+        median(&self.p50s)
+    }
+
+    pub(crate) fn p99_us(&self) -> Option<f64> {
+        median(&self.p99s)
+    }
+
+    /// How many repetitions ran.
+    pub(crate) fn len(&self) -> usize {
+        self.rates.len()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -12,7 +12,7 @@ use tokio::time::Instant;
 use crate::error::{BenchError, Result};
 use crate::locker::{Held, Library, Locker};
 use crate::report::{W1Row, W2Row, W3Row, W5Row};
-use crate::stats::{Samples, median};
+use crate::stats::{Repetitions, Samples};
 use crate::system;
 
 /// A fresh server for one measurement, and an admin connection to read its counters.
@@ -45,9 +45,7 @@ struct W1Run {
     library: Library,
     bed: Bed,
     locker: Locker,
-    rates: Vec<f64>,
-    p50s: Vec<f64>,
-    p99s: Vec<f64>,
+    repetitions: Repetitions,
     cycles: u64,
     key_no: u64,
     client_cpu: f64,
@@ -65,9 +63,7 @@ impl W1Run {
             library,
             bed,
             locker,
-            rates: Vec::new(),
-            p50s: Vec::new(),
-            p99s: Vec::new(),
+            repetitions: Repetitions::default(),
             cycles: 0,
             key_no: 0,
             client_cpu: 0.0,
@@ -107,11 +103,7 @@ impl W1Run {
         self.server_cpu +=
             system::server_cpu_seconds(&mut self.bed.admin).await? - server_cpu_before;
         self.info_calls += 2;
-        self.rates.push(cycles as f64 / elapsed);
-        self.p50s
-            .push(samples.quantile_us(0.50).unwrap_or(f64::NAN));
-        self.p99s
-            .push(samples.quantile_us(0.99).unwrap_or(f64::NAN));
+        self.repetitions.record(cycles, elapsed, &mut samples);
         self.cycles += cycles;
         Ok(())
     }
@@ -127,10 +119,10 @@ impl W1Run {
         let per_cycle = |x: f64| (total_cycles > 0).then(|| x / total_cycles as f64);
         Ok(W1Row {
             library: self.library.name().into(),
-            cycles_per_s: median(&self.rates).unwrap_or(0.0),
-            p50_us: median(&self.p50s),
-            p99_us: median(&self.p99s),
-            repetitions: self.rates.len(),
+            cycles_per_s: self.repetitions.rate(),
+            p50_us: self.repetitions.p50_us(),
+            p99_us: self.repetitions.p99_us(),
+            repetitions: self.repetitions.len(),
             cycles: total_cycles,
             commands_per_cycle: (total_cycles > 0).then(|| commands as f64 / total_cycles as f64),
             reads_per_cycle: per_cycle(counters.reads.saturating_sub(infos) as f64),
@@ -165,23 +157,46 @@ pub(crate) async fn w1(
     for &library in libraries {
         runs.push((library, W1Run::start(library, ttl).await));
     }
+    take_turns(
+        &mut runs,
+        repetitions.max(1),
+        async |run: &mut W1Run, rep| run.repetition(rep, ttl, rep_duration, max_cycles).await,
+    )
+    .await;
+    finish_all(runs, W1Run::row).await
+}
+
+/// `turns` turns over the contenders' `runs`: in each, every contender's `step` once, each turn
+/// starting with the next contender, so that a machine that slows down or speeds up over the
+/// run weighs on each alike. A contender whose step fails keeps the error and takes no more
+/// turns.
+pub(crate) async fn take_turns<R>(
+    runs: &mut [(Library, Result<R>)],
+    turns: usize,
+    mut step: impl AsyncFnMut(&mut R, usize) -> Result<()>,
+) {
     let count = runs.len();
-    for rep in 0..repetitions.max(1) {
-        for turn in 0..count {
-            let Some((_, run)) = runs.get_mut((rep + turn) % count) else {
-                continue;
-            };
-            if let Ok(r) = run
-                && let Err(e) = r.repetition(rep, ttl, rep_duration, max_cycles).await
+    for turn in 0..turns {
+        for next in 0..count {
+            if let Some((_, run)) = runs.get_mut((turn + next) % count)
+                && let Ok(r) = run
+                && let Err(e) = step(r, turn).await
             {
                 *run = Err(e);
             }
         }
     }
+}
+
+/// Each contender's result from its run (`finish`), or the error its run ended with.
+pub(crate) async fn finish_all<R, T, F: Future<Output = Result<T>>>(
+    runs: Vec<(Library, Result<R>)>,
+    finish: impl Fn(R) -> F,
+) -> Vec<(Library, Result<T>)> {
     let mut rows = Vec::new();
     for (library, run) in runs {
         let row = match run {
-            Ok(run) => run.row().await,
+            Ok(run) => finish(run).await,
             Err(e) => Err(e),
         };
         rows.push((library, row));
@@ -300,27 +315,12 @@ pub(crate) async fn w2(
     for &library in libraries {
         runs.push((library, W2Run::start(library, ttl, tasks).await));
     }
-    let count = runs.len();
     let slice = duration / W2_TURNS;
-    for turn in 0..W2_TURNS as usize {
-        for next in 0..count {
-            if let Some((_, run)) = runs.get_mut((turn + next) % count)
-                && let Ok(r) = run
-                && let Err(e) = r.turn(ttl, slice, max_cycles).await
-            {
-                *run = Err(e);
-            }
-        }
-    }
-    let mut rows = Vec::new();
-    for (library, run) in runs {
-        let row = match run {
-            Ok(run) => run.row().await,
-            Err(e) => Err(e),
-        };
-        rows.push((library, row));
-    }
-    rows
+    take_turns(&mut runs, W2_TURNS as usize, async |run: &mut W2Run, _| {
+        run.turn(ttl, slice, max_cycles).await
+    })
+    .await;
+    finish_all(runs, W2Run::row).await
 }
 
 /// What the W3 workers share.

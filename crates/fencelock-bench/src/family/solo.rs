@@ -11,7 +11,7 @@ use tokio::time::Instant;
 use super::{SOLO_PERMITS, W6Params, give, take};
 use crate::error::{BenchError, Result};
 use crate::report::W6Uncontended;
-use crate::stats::{Samples, median};
+use crate::stats::{Repetitions, Samples};
 use crate::system;
 
 /// Every kind uncontended: every client warmed on every kind, then the interleaved repetitions
@@ -153,9 +153,7 @@ impl SoloLocks {
 /// One kind's uncontended measurement, over the repetitions.
 struct SoloRun {
     kind: Solo,
-    rates: Vec<f64>,
-    p50s: Vec<f64>,
-    p99s: Vec<f64>,
+    repetitions: Repetitions,
     cycles: u64,
     commands: u64,
     reads: u64,
@@ -172,9 +170,7 @@ impl SoloRun {
     fn new(kind: Solo) -> Self {
         SoloRun {
             kind,
-            rates: Vec::new(),
-            p50s: Vec::new(),
-            p99s: Vec::new(),
+            repetitions: Repetitions::default(),
             cycles: 0,
             commands: 0,
             reads: 0,
@@ -290,11 +286,7 @@ impl SoloRun {
             let released = give(outer, &what).await?;
             self.check(released);
         }
-        self.rates.push(cycles as f64 / elapsed);
-        self.p50s
-            .push(samples.quantile_us(0.50).unwrap_or(f64::NAN));
-        self.p99s
-            .push(samples.quantile_us(0.99).unwrap_or(f64::NAN));
+        self.repetitions.record(cycles, elapsed, &mut samples);
         self.cycles += cycles;
         self.commands += counters.commands.saturating_sub(overhead.commands);
         self.reads += counters.reads.saturating_sub(overhead.reads);
@@ -315,10 +307,10 @@ impl SoloRun {
         W6Uncontended {
             kind: self.kind.label(),
             cycle: self.kind.cycle().into(),
-            cycles_per_s: median(&self.rates).unwrap_or(0.0),
-            p50_us: median(&self.p50s),
-            p99_us: median(&self.p99s),
-            repetitions: self.rates.len(),
+            cycles_per_s: self.repetitions.rate(),
+            p50_us: self.repetitions.p50_us(),
+            p99_us: self.repetitions.p99_us(),
+            repetitions: self.repetitions.len(),
             cycles,
             reads_per_cycle: per_cycle(self.reads as f64),
             commands_per_cycle: per_cycle(self.commands as f64),
