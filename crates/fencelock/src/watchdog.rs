@@ -139,7 +139,7 @@ struct Schedule {
     /// and each renewal looks its hold up a few times.
     entries: foldhash::HashMap<u64, Entry>,
     queue: BinaryHeap<Reverse<(Instant, u64)>>,
-    /// The instant the task sleeps until (`None`: it waits for a hold).
+    /// The instant the task sleeps until (`None` until it first sleeps).
     armed: Option<Instant>,
 }
 

@@ -237,10 +237,13 @@ async fn flush(server: Server, batch: Arc<Batch>, key: QueueKey) {
     }
 }
 
+/// The calls of one run of a batch form in [`Server::run_many`], each with its position.
+type Run<'c, 'a> = Vec<(usize, &'c Call<'a>)>;
+
 /// Where each call of [`Server::run_many`]'s pipeline went (with its position).
 enum Sent<'c, 'a> {
     /// In one run of its script's batch form, with these calls.
-    Batch(Arc<Batch>, Vec<(usize, &'c Call<'a>)>),
+    Batch(Arc<Batch>, Run<'c, 'a>),
     /// On its own (its script has no batch form, or the server refused its batch as a whole).
     One(usize, &'c Call<'a>),
 }
@@ -266,7 +269,7 @@ impl Server {
     ) -> RedisResult<Vec<RedisResult<Value>>> {
         let deadline = tokio::time::Instant::now() + limit;
         // Calls of one script and shape, in runs of at most MOST_PER_BATCH, in call order.
-        let mut runs: Vec<(QueueKey, Sent<'_, '_>)> = Vec::new();
+        let mut runs: Vec<(QueueKey, Arc<Batch>, Run<'_, '_>)> = Vec::new();
         let mut sent = Vec::new();
         for (at, &call) in calls.iter().enumerate() {
             let Some(batch) = call.lua.batch() else {
@@ -278,50 +281,38 @@ impl Server {
                 keys: call.keys.len(),
                 args: call.args.len(),
             };
-            let open = runs.iter_mut().find_map(|(k, run)| match run {
-                Sent::Batch(_, run) if *k == key && run.len() < MOST_PER_BATCH => Some(run),
-                _ => None,
-            });
-            match open {
-                Some(run) => run.push((at, call)),
-                None => runs.push((key, Sent::Batch(batch.clone(), vec![(at, call)]))),
+            match runs
+                .iter_mut()
+                .find(|(k, _, run)| *k == key && run.len() < MOST_PER_BATCH)
+            {
+                Some((_, _, run)) => run.push((at, call)),
+                None => runs.push((key, batch.clone(), vec![(at, call)])),
             }
         }
-        sent.extend(runs.into_iter().map(|(_, run)| run));
+        sent.extend(
+            runs.into_iter()
+                .map(|(_, batch, run)| Sent::Batch(batch, run)),
+        );
         let mut replies: Vec<RedisResult<Value>> = calls.iter().map(|_| Err(not_sent())).collect();
         let mut again = Vec::new();
         for (sent, reply) in self.send_runs(&sent, limit).await? {
-            match sent {
-                Sent::One(at, _) => put(&mut replies, *at, reply),
-                Sent::Batch(_, run) => match reply {
-                    Err(err) if refused_before_running(&err) && run.len() > 1 => {
-                        again.extend(run.iter().map(|&(at, call)| Sent::One(at, call)));
-                    }
-                    reply => {
-                        for (&(at, _), reply) in run.iter().zip(split(reply, run.len())) {
-                            put(&mut replies, at, reply);
-                        }
-                    }
-                },
+            match (sent, reply) {
+                (Sent::Batch(_, run), Err(err))
+                    if refused_before_running(&err) && run.len() > 1 =>
+                {
+                    again.extend(run.iter().map(|&(at, call)| Sent::One(at, call)));
+                }
+                (sent, reply) => deliver(&mut replies, sent, reply),
             }
         }
         if !again.is_empty() {
             let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-            match self.send_runs(&again, left).await {
-                Ok(answered) => {
-                    for (sent, reply) in answered {
-                        if let Sent::One(at, _) = sent {
-                            put(&mut replies, *at, reply);
-                        }
-                    }
-                }
-                Err(err) => {
-                    for sent in &again {
-                        if let Sent::One(at, _) = sent {
-                            put(&mut replies, *at, Err(err.clone()));
-                        }
-                    }
-                }
+            let answered = match self.send_runs(&again, left).await {
+                Ok(answered) => answered,
+                Err(err) => again.iter().map(|sent| (sent, Err(err.clone()))).collect(),
+            };
+            for (sent, reply) in answered {
+                deliver(&mut replies, sent, reply);
             }
         }
         Ok(replies)
@@ -375,9 +366,20 @@ impl Server {
     }
 }
 
-fn put(replies: &mut [RedisResult<Value>], at: usize, reply: RedisResult<Value>) {
-    if let Some(slot) = replies.get_mut(at) {
-        *slot = reply;
+/// Puts the reply of what was `sent` in its call's place (a run's: each call's own, out of it).
+fn deliver(replies: &mut [RedisResult<Value>], sent: &Sent<'_, '_>, reply: RedisResult<Value>) {
+    let mut put = |at: usize, reply| {
+        if let Some(slot) = replies.get_mut(at) {
+            *slot = reply;
+        }
+    };
+    match sent {
+        Sent::One(at, _) => put(*at, reply),
+        Sent::Batch(_, run) => {
+            for (&(at, _), reply) in run.iter().zip(split(reply, run.len())) {
+                put(at, reply);
+            }
+        }
     }
 }
 

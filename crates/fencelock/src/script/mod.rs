@@ -188,23 +188,20 @@ impl Lua {
         let library = format!("{prelude}\n\n{}", helpers.join("\n\n"));
         let early = used_paragraphs(&library, before);
         let every = used_paragraphs(&library, &body);
-        let late: String = every
+        let late: Vec<&str> = every
             .iter()
+            .copied()
             .filter(|p| !early.contains(p))
-            .map(|p| format!("{}\n\n", p.trim_matches('\n')))
             .collect();
-        let joined = |paragraphs: &[&str]| -> String {
-            paragraphs
-                .iter()
-                .map(|p| format!("{}\n\n", p.trim_matches('\n')))
-                .collect()
-        };
-        let mut lua = Lua::new(format!("{payloads}{}{before}{late}{after}", joined(&early)));
-        let batch = Lua::with_batch(
+        let mut lua = Lua::new(format!(
+            "{payloads}{}{before}{}{after}",
+            joined(&early),
+            joined(&late)
+        ));
+        lua.batch = Some(Lua::batch_form(
             &format!("{payloads}{}", joined(&every)),
             &format!("{before}{after}"),
-        );
-        lua.batch = batch.batch;
+        ));
         lua
     }
 
@@ -212,16 +209,22 @@ impl Lua {
     /// itself) with its batch form.
     pub(crate) fn with_batch(head: &str, body: &str) -> Self {
         let mut lua = Lua::new(format!("{head}{body}"));
+        lua.batch = Some(Lua::batch_form(head, body));
+        lua
+    }
+
+    /// The batch form of the script `head` + `body`: the body as a function of its own `KEYS`
+    /// and `ARGV`, called per call by `batch.lua`.
+    fn batch_form(head: &str, body: &str) -> Arc<Batch> {
         let batch = format!(
             "{head}local function one(KEYS, ARGV)\n{body}\nend\n{}",
             include_str!("batch.lua")
         );
         let sharded = batch.replacen(PUBLISH_PLAIN, PUBLISH_SHARDED, 1);
-        lua.batch = Some(Arc::new(Batch {
+        Arc::new(Batch {
             plain: Variant::new(Cow::Owned(batch)),
             sharded: Variant::new(Cow::Owned(sharded)),
-        }));
-        lua
+        })
     }
 
     /// The variant a server runs: sharded on Redis Cluster.
@@ -271,12 +274,17 @@ pub(crate) use lua;
 /// (`local function NAME(` or `local NAME, ... =`); paragraphs that define nothing (comments)
 /// are left out.
 pub(crate) fn used_helpers(helpers: &str, script: &str) -> String {
-    let mut kept = String::new();
-    for block in used_paragraphs(helpers, script) {
-        kept.push_str(block.trim_matches('\n'));
-        kept.push_str("\n\n");
+    joined(&used_paragraphs(helpers, script))
+}
+
+/// Paragraphs as script text, each followed by a blank line.
+fn joined(paragraphs: &[&str]) -> String {
+    let mut text = String::new();
+    for paragraph in paragraphs {
+        text.push_str(paragraph.trim_matches('\n'));
+        text.push_str("\n\n");
     }
-    kept
+    text
 }
 
 /// The line of a script's body after which the helpers that only the rest of the body uses are
