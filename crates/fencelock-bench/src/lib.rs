@@ -586,31 +586,31 @@ pub async fn run(opts: BenchOptions) -> Result<Report> {
             }
             measured.push(lib);
         }
-        // The contenders take turns (W5_TURNS each, half as long, each turn starting with the
-        // next contender), so that a machine that slows down or speeds up over the run weighs
-        // on each alike.
-        let mut turns: Vec<Vec<Result<W5Row>>> = measured.iter().map(|_| Vec::new()).collect();
+        // The contenders take turns (W5_TURNS each, half as long), as in W1.
         let mut turn_opts = opts.clone();
         turn_opts.w5_hold = opts.w5_hold / W5_TURNS;
-        let count = measured.len();
-        for turn in 0..W5_TURNS as usize {
-            for next in 0..count {
-                let at = (turn + next) % count;
-                let (Some(&lib), Some(rows)) = (measured.get(at), turns.get_mut(at)) else {
-                    continue;
-                };
+        let mut runs: Vec<(Library, Result<Vec<W5Row>>)> = measured
+            .into_iter()
+            .map(|lib| (lib, Ok(Vec::new())))
+            .collect();
+        workloads::take_turns(
+            &mut runs,
+            W5_TURNS as usize,
+            async |lib, rows: &mut Vec<W5Row>, _| {
                 let row = match &turn_opts.w5_child {
                     Some(exe) => w5_in_child(exe, lib, &turn_opts).await,
                     None => {
                         workloads::w5(lib, turn_opts.w5_ttl, turn_opts.w5_locks, turn_opts.w5_hold)
                             .await
                     }
-                };
+                }?;
                 rows.push(row);
-            }
-        }
-        for (lib, rows) in measured.into_iter().zip(turns) {
-            let row = merge_w5(rows);
+                Ok(())
+            },
+        )
+        .await;
+        let merged = workloads::finish_all(runs, |rows| async move { merge_w5(rows) }).await;
+        for (lib, row) in merged {
             let row = row.unwrap_or_else(|e| W5Row {
                 library: lib.name().into(),
                 locks: opts.w5_locks,
@@ -676,10 +676,8 @@ pub async fn run(opts: BenchOptions) -> Result<Report> {
 const W5_TURNS: u32 = 2;
 
 /// One contender's W5 turns as one row: rates and CPU weighted by each turn's length, the
-/// fewest locks still held, the most bytes per lock and `NOSCRIPT` replies of a turn; the
-/// first failed turn's error, if any.
-fn merge_w5(rows: Vec<Result<W5Row>>) -> Result<W5Row> {
-    let rows: Vec<W5Row> = rows.into_iter().collect::<Result<_>>()?;
+/// fewest locks still held, the most bytes per lock and `NOSCRIPT` replies of a turn.
+fn merge_w5(rows: Vec<W5Row>) -> Result<W5Row> {
     let mut merged = rows
         .first()
         .cloned()

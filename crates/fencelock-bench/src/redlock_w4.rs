@@ -136,7 +136,7 @@ pub(crate) async fn w4(
     take_turns(
         &mut runs,
         HEALTHY_TURNS as usize,
-        async |run: &mut W4Run, _| {
+        async |_, run: &mut W4Run, _| {
             if !run.healthy.stalled {
                 phase(&run.locker, params, "healthy", slice, &mut run.healthy).await;
             }

@@ -40,35 +40,61 @@ pub(crate) async fn admin_connection(url: &str) -> Result<MultiplexedConnection>
         .map_err(|e| BenchError::redis(format!("connecting to {url}"), e))
 }
 
-/// One contender of W1, with its own server, and what its repetitions measured so far.
-struct W1Run {
+/// One contender of a workload that takes turns: its client, on a server of its own, and the
+/// CPU its measured turns used.
+struct Contender {
     library: Library,
     bed: Bed,
     locker: Locker,
+    client_cpu: f64,
+    server_cpu: f64,
+    /// `INFO` calls the measurement made on the server (they count as commands and reads).
+    info_calls: u64,
+}
+
+impl Contender {
+    async fn start(library: Library, ttl: Duration) -> Result<Contender> {
+        let mut bed = Bed::start().await?;
+        let locker = Locker::connect(library, &bed.server.url(), ttl).await?;
+        system::reset_stats(&mut bed.admin).await?;
+        Ok(Contender {
+            library,
+            bed,
+            locker,
+            client_cpu: 0.0,
+            server_cpu: 0.0,
+            info_calls: 0,
+        })
+    }
+
+    /// Runs one turn, `work`, and adds the CPU the client and the server used meanwhile.
+    async fn measured<T>(&mut self, work: impl AsyncFnOnce(&Locker) -> Result<T>) -> Result<T> {
+        let server_cpu_before = system::server_cpu_seconds(&mut self.bed.admin).await?;
+        let client_cpu_before = system::process_cpu_seconds()?;
+        let out = work(&self.locker).await?;
+        self.client_cpu += system::process_cpu_seconds()? - client_cpu_before;
+        self.server_cpu +=
+            system::server_cpu_seconds(&mut self.bed.admin).await? - server_cpu_before;
+        self.info_calls += 2;
+        Ok(out)
+    }
+}
+
+/// One contender of W1, and what its repetitions measured so far.
+struct W1Run {
+    contender: Contender,
     repetitions: Repetitions,
     cycles: u64,
     key_no: u64,
-    client_cpu: f64,
-    server_cpu: f64,
-    /// `INFO` calls the measurement made on the server (they count as commands).
-    info_calls: u64,
 }
 
 impl W1Run {
     async fn start(library: Library, ttl: Duration) -> Result<W1Run> {
-        let mut bed = Bed::start().await?;
-        let locker = Locker::connect(library, &bed.server.url(), ttl).await?;
-        system::reset_stats(&mut bed.admin).await?;
         Ok(W1Run {
-            library,
-            bed,
-            locker,
+            contender: Contender::start(library, ttl).await?,
             repetitions: Repetitions::default(),
             cycles: 0,
             key_no: 0,
-            client_cpu: 0.0,
-            server_cpu: 0.0,
-            info_calls: 0,
         })
     }
 
@@ -80,45 +106,46 @@ impl W1Run {
         duration: Duration,
         max_cycles: u64,
     ) -> Result<()> {
-        let server_cpu_before = system::server_cpu_seconds(&mut self.bed.admin).await?;
-        let client_cpu_before = system::process_cpu_seconds()?;
-        let mut samples = Samples::with_capacity(16 * 1024);
-        let started = Instant::now();
-        let end = started + duration;
-        let mut cycles = 0u64;
-        while cycles < max_cycles {
-            let t0 = Instant::now();
-            if t0 >= end {
-                break;
-            }
-            self.key_no += 1;
-            self.locker
-                .cycle(&format!("bench:w1:{rep}:{}", self.key_no), ttl)
-                .await?;
-            samples.push(t0.elapsed());
-            cycles += 1;
-        }
-        let elapsed = started.elapsed().as_secs_f64();
-        self.client_cpu += system::process_cpu_seconds()? - client_cpu_before;
-        self.server_cpu +=
-            system::server_cpu_seconds(&mut self.bed.admin).await? - server_cpu_before;
-        self.info_calls += 2;
+        let key_no = &mut self.key_no;
+        let (cycles, elapsed, mut samples) = self
+            .contender
+            .measured(async |locker| {
+                let mut samples = Samples::with_capacity(16 * 1024);
+                let started = Instant::now();
+                let end = started + duration;
+                let mut cycles = 0u64;
+                while cycles < max_cycles {
+                    let t0 = Instant::now();
+                    if t0 >= end {
+                        break;
+                    }
+                    *key_no += 1;
+                    locker
+                        .cycle(&format!("bench:w1:{rep}:{key_no}"), ttl)
+                        .await?;
+                    samples.push(t0.elapsed());
+                    cycles += 1;
+                }
+                Ok((cycles, started.elapsed().as_secs_f64(), samples))
+            })
+            .await?;
         self.repetitions.record(cycles, elapsed, &mut samples);
         self.cycles += cycles;
         Ok(())
     }
 
     async fn row(mut self) -> Result<W1Row> {
-        let mix = system::command_mix(&mut self.bed.admin).await?;
-        let counters = system::counters(&mut self.bed.admin).await?;
+        let c = &mut self.contender;
+        let mix = system::command_mix(&mut c.bed.admin).await?;
+        let counters = system::counters(&mut c.bed.admin).await?;
         // The INFO calls that read the counters are themselves counted (the repetitions' and
         // the command mix's before the count).
-        let infos = self.info_calls + 1;
+        let infos = c.info_calls + 1;
         let commands = counters.commands.saturating_sub(infos);
         let total_cycles = self.cycles;
         let per_cycle = |x: f64| (total_cycles > 0).then(|| x / total_cycles as f64);
         Ok(W1Row {
-            library: self.library.name().into(),
+            library: c.library.name().into(),
             cycles_per_s: self.repetitions.rate(),
             p50_us: self.repetitions.p50_us(),
             p99_us: self.repetitions.p99_us(),
@@ -126,8 +153,8 @@ impl W1Run {
             cycles: total_cycles,
             commands_per_cycle: (total_cycles > 0).then(|| commands as f64 / total_cycles as f64),
             reads_per_cycle: per_cycle(counters.reads.saturating_sub(infos) as f64),
-            client_cpu_us_per_cycle: per_cycle(self.client_cpu * 1e6),
-            server_cpu_us_per_cycle: per_cycle(self.server_cpu * 1e6),
+            client_cpu_us_per_cycle: per_cycle(c.client_cpu * 1e6),
+            server_cpu_us_per_cycle: per_cycle(c.server_cpu * 1e6),
             command_usec_per_cycle: mix
                 .iter()
                 .filter_map(|(k, (_, usec))| per_cycle(*usec as f64).map(|x| (k.clone(), x)))
@@ -160,7 +187,7 @@ pub(crate) async fn w1(
     take_turns(
         &mut runs,
         repetitions.max(1),
-        async |run: &mut W1Run, rep| run.repetition(rep, ttl, rep_duration, max_cycles).await,
+        async |_, run: &mut W1Run, rep| run.repetition(rep, ttl, rep_duration, max_cycles).await,
     )
     .await;
     finish_all(runs, W1Run::row).await
@@ -173,14 +200,14 @@ pub(crate) async fn w1(
 pub(crate) async fn take_turns<R>(
     runs: &mut [(Library, Result<R>)],
     turns: usize,
-    mut step: impl AsyncFnMut(&mut R, usize) -> Result<()>,
+    mut step: impl AsyncFnMut(Library, &mut R, usize) -> Result<()>,
 ) {
     let count = runs.len();
     for turn in 0..turns {
         for next in 0..count {
-            if let Some((_, run)) = runs.get_mut((turn + next) % count)
+            if let Some((library, run)) = runs.get_mut((turn + next) % count)
                 && let Ok(r) = run
-                && let Err(e) = step(r, turn).await
+                && let Err(e) = step(*library, r, turn).await
             {
                 *run = Err(e);
             }
@@ -207,84 +234,72 @@ pub(crate) async fn finish_all<R, T, F: Future<Output = Result<T>>>(
 /// How many turns W2 is cut into (see [`w2`]).
 const W2_TURNS: u32 = 4;
 
-/// One contender of W2, with its own server, and what its turns measured so far.
+/// One contender of W2, and what its turns measured so far.
 struct W2Run {
-    library: Library,
-    bed: Bed,
-    locker: Locker,
+    contender: Contender,
     seconds: f64,
     per_task: Vec<u64>,
-    client_cpu: f64,
-    server_cpu: f64,
-    /// `INFO` calls the measurement made on the server (they count as reads).
-    info_calls: u64,
 }
 
 impl W2Run {
     async fn start(library: Library, ttl: Duration, tasks: usize) -> Result<W2Run> {
-        let mut bed = Bed::start().await?;
-        let locker = Locker::connect(library, &bed.server.url(), ttl).await?;
-        system::reset_stats(&mut bed.admin).await?;
         Ok(W2Run {
-            library,
-            bed,
-            locker,
+            contender: Contender::start(library, ttl).await?,
             seconds: 0.0,
             per_task: vec![0; tasks],
-            client_cpu: 0.0,
-            server_cpu: 0.0,
-            info_calls: 0,
         })
     }
 
     /// One turn: every task cycles on its own key for `duration`.
     async fn turn(&mut self, ttl: Duration, duration: Duration, max_cycles: u64) -> Result<()> {
-        let tasks = self.per_task.len();
-        let server_cpu_before = system::server_cpu_seconds(&mut self.bed.admin).await?;
-        let client_cpu_before = system::process_cpu_seconds()?;
-        let start = Instant::now() + Duration::from_millis(20);
-        let end = start + duration;
-        let per_task_max = max_cycles / (W2_TURNS as u64 * tasks.max(1) as u64) + 1;
-        let mut set = tokio::task::JoinSet::new();
-        for task in 0..tasks {
-            let locker = self.locker.clone();
-            set.spawn(async move {
-                tokio::time::sleep_until(start).await;
-                let key = format!("bench:w2:{task}");
-                let mut cycles = 0u64;
-                while cycles < per_task_max && Instant::now() < end {
-                    locker.cycle(&key, ttl).await?;
-                    cycles += 1;
+        let per_task = &mut self.per_task;
+        let tasks = per_task.len();
+        let seconds = self
+            .contender
+            .measured(async |locker| {
+                let start = Instant::now() + Duration::from_millis(20);
+                let end = start + duration;
+                let per_task_max = max_cycles / (W2_TURNS as u64 * tasks.max(1) as u64) + 1;
+                let mut set = tokio::task::JoinSet::new();
+                for task in 0..tasks {
+                    let locker = locker.clone();
+                    set.spawn(async move {
+                        tokio::time::sleep_until(start).await;
+                        let key = format!("bench:w2:{task}");
+                        let mut cycles = 0u64;
+                        while cycles < per_task_max && Instant::now() < end {
+                            locker.cycle(&key, ttl).await?;
+                            cycles += 1;
+                        }
+                        Ok::<_, BenchError>((task, cycles))
+                    });
                 }
-                Ok::<_, BenchError>((task, cycles))
-            });
-        }
-        while let Some(joined) = set.join_next().await {
-            let (task, cycles) = joined.map_err(|e| BenchError::join("W2 task", e))??;
-            if let Some(count) = self.per_task.get_mut(task) {
-                *count += cycles;
-            }
-        }
-        self.seconds += start.elapsed().as_secs_f64();
-        self.client_cpu += system::process_cpu_seconds()? - client_cpu_before;
-        self.server_cpu +=
-            system::server_cpu_seconds(&mut self.bed.admin).await? - server_cpu_before;
-        self.info_calls += 2;
+                while let Some(joined) = set.join_next().await {
+                    let (task, cycles) = joined.map_err(|e| BenchError::join("W2 task", e))??;
+                    if let Some(count) = per_task.get_mut(task) {
+                        *count += cycles;
+                    }
+                }
+                Ok(start.elapsed().as_secs_f64())
+            })
+            .await?;
+        self.seconds += seconds;
         Ok(())
     }
 
     async fn row(mut self) -> Result<W2Row> {
-        let counters = system::counters(&mut self.bed.admin).await?;
+        let c = &mut self.contender;
+        let counters = system::counters(&mut c.bed.admin).await?;
         let total: u64 = self.per_task.iter().sum();
         let per_cycle = |x: f64| (total > 0).then(|| x / total as f64);
         Ok(W2Row {
-            client_cpu_us_per_cycle: per_cycle(self.client_cpu * 1e6),
-            server_cpu_us_per_cycle: per_cycle(self.server_cpu * 1e6),
+            client_cpu_us_per_cycle: per_cycle(c.client_cpu * 1e6),
+            server_cpu_us_per_cycle: per_cycle(c.server_cpu * 1e6),
             script_runs_per_cycle: per_cycle((counters.evalsha + counters.eval) as f64),
             // The INFO calls that read the counters are themselves counted (the turns', and
             // one before the count).
-            reads_per_cycle: per_cycle(counters.reads.saturating_sub(self.info_calls + 1) as f64),
-            library: self.library.name().into(),
+            reads_per_cycle: per_cycle(counters.reads.saturating_sub(c.info_calls + 1) as f64),
+            library: c.library.name().into(),
             tasks: self.per_task.len(),
             cycles_per_s: if self.seconds > 0.0 {
                 total as f64 / self.seconds
@@ -316,9 +331,11 @@ pub(crate) async fn w2(
         runs.push((library, W2Run::start(library, ttl, tasks).await));
     }
     let slice = duration / W2_TURNS;
-    take_turns(&mut runs, W2_TURNS as usize, async |run: &mut W2Run, _| {
-        run.turn(ttl, slice, max_cycles).await
-    })
+    take_turns(
+        &mut runs,
+        W2_TURNS as usize,
+        async |_, run: &mut W2Run, _| run.turn(ttl, slice, max_cycles).await,
+    )
     .await;
     finish_all(runs, W2Run::row).await
 }
