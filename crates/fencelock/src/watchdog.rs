@@ -123,11 +123,6 @@ impl Entry {
         let scheduled = state.confirmed_at + state.ttl / 3;
         self.retry_at.unwrap_or(scheduled)
     }
-
-    /// How early this lock may be renewed so that it can share a batch with others.
-    fn slack(&self) -> Duration {
-        self.renewal.lease.borrow().ttl / 12
-    }
 }
 
 /// The locks being renewed, and when each is next due. The queue is ordered by due time and may
@@ -187,22 +182,27 @@ impl Schedule {
 
     /// Takes every lock that is due at `now` (or within its slack, so that locks falling due
     /// together share a batch), dropping the lost, expired and capped ones on the way.
-    fn take_due(&mut self, now: Instant) -> Vec<u64> {
-        let mut due = Vec::new();
+    ///
+    /// Each lock's entry and lease are read once here, and what the renewal needs is carried in
+    /// the batch: with thousands of locks, every further look-up is a cache miss.
+    fn take_due(&mut self, now: Instant) -> Batch {
+        let mut due: Vec<(u64, Duration, Instant, Arc<Hold>)> = Vec::new();
         let mut later = Vec::new();
         while let Some(Reverse((at, id))) = self.queue.peek().copied() {
             let Some(entry) = self.entries.get(&id) else {
                 self.queue.pop();
                 continue;
             };
-            if at > now + entry.slack() {
+            let (ttl, deadline, lost, scheduled) = {
+                let state = entry.renewal.lease.borrow();
+                let scheduled = state.confirmed_at + state.ttl / 3;
+                (state.ttl, state.deadline, state.lost.is_some(), scheduled)
+            };
+            let slack = slack(ttl);
+            if at > now + slack {
                 break;
             }
             self.queue.pop();
-            let (lost, deadline) = {
-                let state = entry.renewal.lease.borrow();
-                (state.lost.is_some(), state.deadline)
-            };
             if lost {
                 self.entries.remove(&id);
             } else if now >= deadline {
@@ -219,11 +219,11 @@ impl Schedule {
                     .send_modify(|s| s.expiry_reason = LostReason::MaxHoldReached);
                 tracing::debug!(lock = %entry.renewal.hold.name, "max hold time reached; renewal stops");
                 self.entries.remove(&id);
-            } else if entry.due_at() > now + entry.slack() {
+            } else if entry.retry_at.unwrap_or(scheduled) > now + slack {
                 // Renewed by hand since it was queued: it comes up again at its new time.
                 later.push(id);
             } else {
-                due.push(id);
+                due.push((id, ttl, deadline, entry.renewal.hold.clone()));
             }
         }
         for id in later {
@@ -231,10 +231,30 @@ impl Schedule {
         }
         // A lock renewed by hand is queued again at its new time while its old place stays in
         // the queue: the same lock can come up twice in one batch.
-        due.sort_unstable();
-        due.dedup();
-        due
+        due.sort_unstable_by_key(|(id, ..)| *id);
+        due.dedup_by_key(|(id, ..)| *id);
+        let mut batch = Batch {
+            locks: Vec::with_capacity(due.len()),
+            items: Vec::with_capacity(due.len()),
+        };
+        for (id, ttl, deadline, hold) in due {
+            batch.locks.push((id, ttl, deadline));
+            batch.items.push(ExtendItem { hold, ttl });
+        }
+        batch
     }
+}
+
+/// The locks one renewal takes: `(id, ttl, deadline)` of each, and what to send, in pipeline
+/// order.
+struct Batch {
+    locks: Vec<(u64, Duration, Instant)>,
+    items: Vec<ExtendItem>,
+}
+
+/// How early a lock may be renewed so that it can share a batch with others.
+fn slack(ttl: Duration) -> Duration {
+    ttl / 12
 }
 
 /// The longest the task sleeps (when nothing is due sooner): a quarter of the command timeout,
@@ -285,48 +305,28 @@ async fn run(
                 schedule.check_all_now(Instant::now());
             }
             () = tokio::time::sleep_until(next_wake) => {
-                let due = shared.lock().take_due(Instant::now());
-                renew(&instances, &drift, &shared, due).await;
+                let batch = shared.lock().take_due(Instant::now());
+                renew(&instances, &drift, &shared, batch).await;
             }
         }
     }
 }
 
-/// Renews the locks in `due`: one pipeline per instance, all instances at once. Every lock that
-/// is still held afterwards is queued again at its next due time.
-async fn renew(instances: &Arc<Instances>, drift: &ClockDrift, shared: &Shared, due: Vec<u64>) {
-    if due.is_empty() {
+/// Renews the locks in `batch`: one pipeline per instance, all instances at once. Every lock
+/// that is still held afterwards is queued again at its next due time.
+async fn renew(instances: &Arc<Instances>, drift: &ClockDrift, shared: &Shared, batch: Batch) {
+    let Batch { locks, items } = batch;
+    if locks.is_empty() {
         return;
     }
     let now = Instant::now();
-    // Built under the lock, which is not held across the calls below.
-    let (batch, items, limit) = {
-        let schedule = shared.lock();
-        // (id, ttl, deadline) of each lock in this batch, in pipeline order.
-        let batch: Vec<(u64, Duration, Instant)> = due
-            .iter()
-            .filter_map(|id| {
-                let state = schedule.entries.get(id)?.renewal.lease.borrow();
-                Some((*id, state.ttl, state.deadline))
-            })
-            .collect();
-        let earliest_deadline = batch.iter().map(|(_, _, d)| *d).min().unwrap_or(now);
-        let shortest_ttl = batch.iter().map(|(_, t, _)| *t).min().unwrap_or_default();
-        let limit = instances
-            .limit(shortest_ttl)
-            .min(earliest_deadline.saturating_duration_since(now))
-            .max(Duration::from_millis(1));
-        let items: Arc<[ExtendItem]> = batch
-            .iter()
-            .filter_map(|(id, ttl, _)| {
-                schedule.entries.get(id).map(|e| ExtendItem {
-                    hold: e.renewal.hold.clone(),
-                    ttl: *ttl,
-                })
-            })
-            .collect();
-        (batch, items, limit)
-    };
+    let earliest_deadline = locks.iter().map(|(_, _, d)| *d).min().unwrap_or(now);
+    let shortest_ttl = locks.iter().map(|(_, t, _)| *t).min().unwrap_or_default();
+    let limit = instances
+        .limit(shortest_ttl)
+        .min(earliest_deadline.saturating_duration_since(now))
+        .max(Duration::from_millis(1));
+    let items: Arc<[ExtendItem]> = items.into();
     let sent_at = Instant::now();
     let span = tracing::debug_span!("fencelock.renew", locks = items.len());
     let per_instance = tracing::Instrument::instrument(
@@ -342,8 +342,9 @@ async fn renew(instances: &Arc<Instances>, drift: &ClockDrift, shared: &Shared, 
 
     let after = Instant::now();
     // Holds taken or stopped meanwhile are in the schedule as they are now.
-    let mut schedule = shared.lock();
-    for (position, (id, ttl, deadline)) in batch.into_iter().enumerate() {
+    let mut guard = shared.lock();
+    let schedule = &mut *guard;
+    for (position, (id, ttl, deadline)) in locks.into_iter().enumerate() {
         let Some(entry) = schedule.entries.get_mut(&id) else {
             continue;
         };
@@ -370,6 +371,10 @@ async fn renew(instances: &Arc<Instances>, drift: &ClockDrift, shared: &Shared, 
         if tally.verdict == Verdict::Extended {
             confirm(&entry.renewal.lease, sent_at, ttl, drift);
             entry.retry_at = None;
+            // Due a third of the lease after this confirmation (if a renewal by hand confirmed
+            // a later one meanwhile, the lock comes up early and is queued again at its time).
+            schedule.queue.push(Reverse((sent_at + ttl / 3, id)));
+            continue;
         } else if tally.verdict == Verdict::Lost {
             crate::observe::lost_event(
                 &renewal.hold.name,
@@ -408,8 +413,8 @@ async fn renew(instances: &Arc<Instances>, drift: &ClockDrift, shared: &Shared, 
             }
             let retry = (ttl / 10).clamp(Duration::from_millis(5), Duration::from_secs(1));
             entry.retry_at = Some(after + retry);
+            schedule.queue.push(Reverse((after + retry, id)));
         }
-        schedule.requeue(id);
     }
 }
 
@@ -439,6 +444,12 @@ mod tests {
         }
     }
 
+    /// The locks of a batch, in order (taken in the order of their ids).
+    fn ids(batch: Batch) -> Vec<u64> {
+        assert_eq!(batch.locks.len(), batch.items.len());
+        batch.locks.iter().map(|(id, ..)| *id).collect()
+    }
+
     #[tokio::test(start_paused = true)]
     async fn a_batch_takes_each_due_lock_once_and_leaves_the_others() {
         let ttl = Duration::from_secs(3);
@@ -453,8 +464,7 @@ mod tests {
         for id in 0..500 {
             schedule.requeue(id);
         }
-        let mut due = schedule.take_due(now + ttl / 3);
-        due.sort_unstable();
+        let due = ids(schedule.take_due(now + ttl / 3));
         assert_eq!(due, (0..1_000).collect::<Vec<u64>>());
         assert_eq!(schedule.next_wake(), Some(now + ttl / 2 + ttl / 3));
     }
@@ -477,8 +487,7 @@ mod tests {
             schedule.queue.len()
         );
         assert_eq!(schedule.next_wake(), Some(now + ttl / 3));
-        let mut due = schedule.take_due(now + ttl / 3 + Duration::from_millis(9));
-        due.sort_unstable();
+        let due = ids(schedule.take_due(now + ttl / 3 + Duration::from_millis(9)));
         assert_eq!(due, (0..10).collect::<Vec<u64>>());
     }
 }
