@@ -186,6 +186,16 @@ impl Schedule {
     /// Each lock's entry and lease are read once here, and what the renewal needs is carried in
     /// the batch: with thousands of locks, every further look-up is a cache miss.
     fn take_due(&mut self, now: Instant) -> Batch {
+        let mut batch = Batch {
+            locks: Vec::new(),
+            items: Vec::new(),
+        };
+        // Nothing is renewed early unless something is due: the task also wakes on its tick
+        // (a quarter of the command timeout), which would otherwise renew every lock due within
+        // its slack that early.
+        if self.next_wake().is_none_or(|first| first > now) {
+            return batch;
+        }
         let mut due: Vec<(u64, Duration, Instant, Arc<Hold>)> = Vec::new();
         let mut later = Vec::new();
         while let Some(Reverse((at, id))) = self.queue.peek().copied() {
@@ -233,10 +243,8 @@ impl Schedule {
         // the queue: the same lock can come up twice in one batch.
         due.sort_unstable_by_key(|(id, ..)| *id);
         due.dedup_by_key(|(id, ..)| *id);
-        let mut batch = Batch {
-            locks: Vec::with_capacity(due.len()),
-            items: Vec::with_capacity(due.len()),
-        };
+        batch.locks.reserve_exact(due.len());
+        batch.items.reserve_exact(due.len());
         for (id, ttl, deadline, hold) in due {
             batch.locks.push((id, ttl, deadline));
             batch.items.push(ExtendItem { hold, ttl });
@@ -467,6 +475,20 @@ mod tests {
         let due = ids(schedule.take_due(now + ttl / 3));
         assert_eq!(due, (0..1_000).collect::<Vec<u64>>());
         assert_eq!(schedule.next_wake(), Some(now + ttl / 2 + ttl / 3));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn nothing_is_taken_early_unless_something_is_due() {
+        let ttl = Duration::from_secs(3);
+        let now = Instant::now();
+        let mut schedule = Schedule::default();
+        schedule.insert(1, entry(now, ttl));
+        schedule.insert(2, entry(now + Duration::from_millis(100), ttl));
+        // A tick 50 ms before the first is due: both are within their slack (250 ms), neither
+        // is due.
+        assert!(ids(schedule.take_due(now + ttl / 3 - Duration::from_millis(50))).is_empty());
+        // Once the first is due, the second (due 100 ms later) goes with it.
+        assert_eq!(ids(schedule.take_due(now + ttl / 3)), vec![1, 2]);
     }
 
     #[tokio::test(start_paused = true)]
