@@ -573,6 +573,7 @@ pub async fn run(opts: BenchOptions) -> Result<Report> {
                     total_commands_per_s: 0.0,
                     reads_per_s: 0.0,
                     client_cpu_percent: 0.0,
+                    client_cpu_us_per_renewal: 0.0,
                     bytes_per_lock: 0.0,
                     still_held: 0,
                     held_in_redis: 0,
@@ -586,7 +587,7 @@ pub async fn run(opts: BenchOptions) -> Result<Report> {
             }
             measured.push(lib);
         }
-        // The contenders take turns (W5_TURNS each, half as long), as in W1.
+        // The contenders take turns (W5_TURNS each, each turn a W5_TURNS-th of the hold), as in W1.
         let mut turn_opts = opts.clone();
         turn_opts.w5_hold = opts.w5_hold / W5_TURNS;
         let mut runs: Vec<(Library, Result<Vec<W5Row>>)> = measured
@@ -620,6 +621,7 @@ pub async fn run(opts: BenchOptions) -> Result<Report> {
                 total_commands_per_s: 0.0,
                 reads_per_s: 0.0,
                 client_cpu_percent: 0.0,
+                client_cpu_us_per_renewal: 0.0,
                 bytes_per_lock: 0.0,
                 still_held: 0,
                 held_in_redis: 0,
@@ -673,7 +675,7 @@ pub async fn run(opts: BenchOptions) -> Result<Report> {
 }
 
 /// How many turns W5 takes per contender (see [`run`]).
-const W5_TURNS: u32 = 2;
+const W5_TURNS: u32 = 4;
 
 /// One contender's W5 turns as one row: rates and CPU weighted by each turn's length, the
 /// fewest locks still held, the most bytes per lock and `NOSCRIPT` replies of a turn.
@@ -696,6 +698,16 @@ fn merge_w5(rows: Vec<W5Row>) -> Result<W5Row> {
     merged.total_commands_per_s = weighted(|r| r.total_commands_per_s);
     merged.reads_per_s = weighted(|r| r.reads_per_s);
     merged.client_cpu_percent = weighted(|r| r.client_cpu_percent);
+    // All turns' CPU over all their renewals.
+    let renewals: f64 = rows.iter().map(|r| r.renewals_per_s * r.seconds).sum();
+    merged.client_cpu_us_per_renewal = if renewals > 0.0 {
+        rows.iter()
+            .map(|r| r.client_cpu_us_per_renewal * r.renewals_per_s * r.seconds)
+            .sum::<f64>()
+            / renewals
+    } else {
+        0.0
+    };
     merged.bytes_per_lock = rows.iter().map(|r| r.bytes_per_lock).fold(0.0, f64::max);
     merged.still_held = rows.iter().map(|r| r.still_held).min().unwrap_or(0);
     merged.held_in_redis = rows.iter().map(|r| r.held_in_redis).min().unwrap_or(0);

@@ -582,6 +582,11 @@ pub(crate) async fn w5(
         total_commands_per_s: counters.commands.saturating_sub(1) as f64 / wall,
         reads_per_s: counters.reads.saturating_sub(1) as f64 / wall,
         client_cpu_percent: (cpu_after - cpu_before) / wall * 100.0,
+        client_cpu_us_per_renewal: if counters.renewals > 0 {
+            (cpu_after - cpu_before) * 1e6 / counters.renewals as f64
+        } else {
+            0.0
+        },
         bytes_per_lock: rss_after.saturating_sub(rss_before) as f64 / count.max(1) as f64,
         still_held,
         held_in_redis,

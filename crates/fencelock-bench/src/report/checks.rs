@@ -87,11 +87,17 @@ impl Report {
         let key5: Vec<_> = self
             .w5
             .iter()
-            .map(|r| (r.library.clone(), r.error.clone(), r.client_cpu_percent))
+            .map(|r| {
+                (
+                    r.library.clone(),
+                    r.error.clone(),
+                    r.client_cpu_us_per_renewal,
+                )
+            })
             .collect();
         let raw5 = raw_of(&key5);
         for r in self.w5.iter_mut().filter(|r| r.error.is_none()) {
-            r.ratio_to_raw = ratio(r.client_cpu_percent, raw5);
+            r.ratio_to_raw = ratio(r.client_cpu_us_per_renewal, raw5);
         }
         self.w6.set_ratios();
         self.targets = self.check_targets();

@@ -184,17 +184,17 @@ impl Report {
             let _ = writeln!(md, "\n### W5 — keeping locks alive (automatic renewal)\n");
             let _ = writeln!(
                 md,
-                "| library | locks | renewals/s | renewal script runs/s | all Redis cmds/s | server reads/s | renewals per read | client CPU % | bytes per lock | held (client view) | held (in Redis) | NOSCRIPT at start | CPU ratio to raw |"
+                "| library | locks | renewals/s | renewal script runs/s | all Redis cmds/s | server reads/s | renewals per read | client CPU % | client CPU µs per renewal | bytes per lock | held (client view) | held (in Redis) | NOSCRIPT at start | CPU per renewal, ratio to raw |"
             );
             let _ = writeln!(
                 md,
-                "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+                "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
             );
             for r in &self.w5 {
                 if let Some(e) = &r.error {
                     let _ = writeln!(
                         md,
-                        "| {} | {} | | | | | | | | | | | |",
+                        "| {} | {} | | | | | | | | | | | | |",
                         r.library,
                         cell_error(e)
                     );
@@ -202,7 +202,7 @@ impl Report {
                 }
                 let _ = writeln!(
                     md,
-                    "| {} | {} | {:.0} | {:.0} | {:.0} | {:.1} | {:.0} | {:.2} | {:.0} | {}/{} | {}/{} | {} | {} |",
+                    "| {} | {} | {:.0} | {:.0} | {:.0} | {:.1} | {:.0} | {:.2} | {:.2} | {:.0} | {}/{} | {}/{} | {} | {} |",
                     r.library,
                     r.locks,
                     r.renewals_per_s,
@@ -211,6 +211,7 @@ impl Report {
                     r.reads_per_s,
                     r.renewals_per_s / r.reads_per_s.max(f64::MIN_POSITIVE),
                     r.client_cpu_percent,
+                    r.client_cpu_us_per_renewal,
                     r.bytes_per_lock,
                     r.still_held,
                     r.locks,

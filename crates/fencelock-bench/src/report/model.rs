@@ -265,6 +265,11 @@ pub struct W5Row {
     pub reads_per_s: f64,
     /// This process's CPU (user + system) over the window, in % of one core.
     pub client_cpu_percent: f64,
+    /// This process's CPU per renewal, µs: what the goal compares (a window holds a whole number
+    /// of renewal rounds, a few more or fewer of them than its length suggests; per renewal,
+    /// that does not matter). 0 when nothing was renewed.
+    #[serde(default)]
+    pub client_cpu_us_per_renewal: f64,
     /// Resident memory added by taking the locks, per lock.
     pub bytes_per_lock: f64,
     /// Locks the contender still considered held at the end of the window.
@@ -275,7 +280,7 @@ pub struct W5Row {
     /// `NOSCRIPT` replies to `EVALSHA` while the locks were taken and first renewed.
     #[serde(default)]
     pub noscript_replies: u64,
-    /// `client_cpu_percent` / raw's (lower is better).
+    /// `client_cpu_us_per_renewal` / raw's (lower is better).
     pub ratio_to_raw: Option<f64>,
     /// Why the row has no numbers.
     pub error: Option<String>,
