@@ -29,6 +29,7 @@ mod error;
 mod family;
 mod fenced_writes;
 mod locker;
+mod node_redlock;
 mod redlock_w4;
 mod report;
 mod stats;
@@ -445,9 +446,16 @@ pub async fn run(opts: BenchOptions) -> Result<Report> {
     }
     let has = |w: Workload| opts.workloads.contains(&w);
     let cycles = opts.max_cycles;
+    // node-redlock runs in W4 only.
+    let single_server: Vec<Library> = opts
+        .libraries
+        .iter()
+        .copied()
+        .filter(|lib| lib.single_server())
+        .collect();
     if has(Workload::W1) {
         let rows = workloads::w1(
-            &opts.libraries,
+            &single_server,
             opts.ttl,
             opts.w1_repetitions,
             opts.w1_duration,
@@ -475,7 +483,7 @@ pub async fn run(opts: BenchOptions) -> Result<Report> {
     }
     if has(Workload::W2) {
         let rows = workloads::w2(
-            &opts.libraries,
+            &single_server,
             opts.ttl,
             opts.w2_tasks,
             opts.w2_duration,
@@ -499,7 +507,7 @@ pub async fn run(opts: BenchOptions) -> Result<Report> {
             }));
         }
     }
-    for &lib in &opts.libraries {
+    for &lib in &single_server {
         if has(Workload::W3) {
             let row = workloads::w3(
                 lib,
@@ -558,7 +566,7 @@ pub async fn run(opts: BenchOptions) -> Result<Report> {
     if has(Workload::W5) {
         let mut measured = Vec::new();
         let mut not_applicable = Vec::new();
-        for &lib in &opts.libraries {
+        for &lib in &single_server {
             if lib == Library::RawFenced {
                 // Its renewal is raw's, row for row.
                 continue;

@@ -34,6 +34,10 @@ pub enum Library {
     Rslock,
     /// The `redlock` crate (synchronous, run on Tokio's blocking pool).
     Redlock,
+    /// node-redlock (the `redlock` npm package on ioredis), run by `node` in a child process:
+    /// W4 only (it is the Redlock client the W4 goal names). See [`crate::node_redlock`].
+    #[serde(rename = "node-redlock")]
+    NodeRedlock,
 }
 
 impl Library {
@@ -42,6 +46,9 @@ impl Library {
         let mut all = vec![Library::Fencelock, Library::Raw, Library::RawFenced];
         if cfg!(feature = "peers") {
             all.extend([Library::Rslock, Library::Redlock]);
+        }
+        if Library::NodeRedlock.available() {
+            all.push(Library::NodeRedlock);
         }
         all
     }
@@ -54,6 +61,7 @@ impl Library {
             Library::RawFenced => "raw-fenced",
             Library::Rslock => "rslock",
             Library::Redlock => "redlock",
+            Library::NodeRedlock => "node-redlock",
         }
     }
 
@@ -62,7 +70,14 @@ impl Library {
         match self {
             Library::Fencelock | Library::Raw | Library::RawFenced => true,
             Library::Rslock | Library::Redlock => cfg!(feature = "peers"),
+            Library::NodeRedlock => crate::node_redlock::installed().is_ok(),
         }
+    }
+
+    /// Whether the contender is measured on one server (W1–W3, W5): all but node-redlock,
+    /// which is here for W4.
+    pub fn single_server(self) -> bool {
+        self != Library::NodeRedlock
     }
 }
 
@@ -82,8 +97,9 @@ impl std::str::FromStr for Library {
             "raw-fenced" => Ok(Library::RawFenced),
             "rslock" => Ok(Library::Rslock),
             "redlock" => Ok(Library::Redlock),
+            "node-redlock" => Ok(Library::NodeRedlock),
             other => Err(format!(
-                "unknown library {other:?} (expected fencelock, raw, raw-fenced, rslock or redlock)"
+                "unknown library {other:?} (expected fencelock, raw, raw-fenced, rslock, redlock or node-redlock)"
             )),
         }
     }
@@ -413,6 +429,11 @@ impl Locker {
             Library::RawFenced => Locker::Raw(Raw::connect_fenced(url).await?),
             Library::Rslock => Self::rslock(&[url.to_owned()])?,
             Library::Redlock => Self::redlock(&[url.to_owned()])?,
+            Library::NodeRedlock => {
+                return Err(BenchError::Bench(
+                    "not measured: node-redlock is a W4 (Redlock) contender here".into(),
+                ));
+            }
         };
         locker.warm_up(ttl).await?;
         Ok(locker)

@@ -9,6 +9,7 @@ use tokio::time::Instant;
 
 use crate::error::{BenchError, Result};
 use crate::locker::{Library, Locker, RawRedlock};
+use crate::node_redlock::NodeRedlock;
 use crate::report::{W4Phase, W4Row};
 use crate::stats::Samples;
 use crate::workloads::{finish_all, take_turns};
@@ -46,8 +47,15 @@ const HEALTHY_TURNS: u32 = 4;
 struct W4Run {
     library: Library,
     servers: Vec<RedisServer>,
-    locker: Locker,
+    driver: Driver,
     healthy: Tally,
+}
+
+/// What runs a contender's cycles: a client in this process, or node-redlock's child process
+/// (which runs a whole phase itself).
+enum Driver {
+    Locker(Locker),
+    Node(NodeRedlock),
 }
 
 impl W4Run {
@@ -68,6 +76,30 @@ impl W4Run {
             servers.push(server);
         }
         let urls: Vec<String> = servers.iter().map(RedisServer::url).collect();
+        if library == Library::NodeRedlock {
+            let mut node = NodeRedlock::spawn(&urls, params.ttl)?;
+            // Connections made and scripts loaded before anything is measured.
+            let warm = node
+                .phase(
+                    "warm-up",
+                    Duration::from_millis(100),
+                    100,
+                    params.cycle_limit,
+                )
+                .await?;
+            if warm.cycles == 0 {
+                return Err(BenchError::Bench(format!(
+                    "node-redlock: no cycle in its warm-up ({})",
+                    warm.last_error.unwrap_or_default()
+                )));
+            }
+            return Ok(W4Run {
+                library,
+                servers,
+                driver: Driver::Node(node),
+                healthy: Tally::default(),
+            });
+        }
         let locker = match library {
             Library::Fencelock => Locker::Fencelock(
                 factory(&urls)
@@ -79,18 +111,19 @@ impl W4Run {
             Library::RawFenced => unreachable_raw_fenced()?,
             Library::Rslock => Locker::rslock(&urls)?,
             Library::Redlock => Locker::redlock(&urls)?,
+            Library::NodeRedlock => unreachable_node()?,
         };
         locker.warm_up(params.ttl).await?;
         Ok(W4Run {
             library,
             servers,
-            locker,
+            driver: Driver::Locker(locker),
             healthy: Tally::default(),
         })
     }
 
     /// The phase with one instance stopped, then the row.
-    async fn finish(self, params: &W4Params) -> Result<W4Row> {
+    async fn finish(mut self, params: &W4Params) -> Result<W4Row> {
         let mut stopped = Tally::default();
         {
             let victim = self
@@ -101,7 +134,14 @@ impl W4Run {
                 .pause()
                 .map_err(|e| BenchError::io("W4: stopping an instance", e))?;
             let _resume = Stopped(victim);
-            phase(&self.locker, params, "stopped", params.phase, &mut stopped).await;
+            phase(
+                &mut self.driver,
+                params,
+                "stopped",
+                params.phase,
+                &mut stopped,
+            )
+            .await;
         }
         // A contender stuck on the stopped instance (redlock's blocking read) gets its answer
         // now that it runs again; give it a moment before the servers go away.
@@ -138,7 +178,7 @@ pub(crate) async fn w4(
         HEALTHY_TURNS as usize,
         async |_, run: &mut W4Run, _| {
             if !run.healthy.stalled {
-                phase(&run.locker, params, "healthy", slice, &mut run.healthy).await;
+                phase(&mut run.driver, params, "healthy", slice, &mut run.healthy).await;
             }
             Ok(())
         },
@@ -179,12 +219,38 @@ impl Tally {
 /// Sequential cycles on new keys for `duration`, added to `tally`; each cycle bounded by
 /// `params.cycle_limit`. A cycle that does not finish in time ends the phase (`stalled`).
 async fn phase(
-    locker: &Locker,
+    driver: &mut Driver,
     params: &W4Params,
     label: &str,
     duration: Duration,
     tally: &mut Tally,
 ) {
+    let locker = match driver {
+        Driver::Locker(locker) => locker,
+        Driver::Node(node) => {
+            let limit = params.cycle_limit;
+            match node.phase(label, duration, params.max_cycles, limit).await {
+                Ok(measured) => {
+                    for us in measured.latencies_us {
+                        if let Ok(latency) = Duration::try_from_secs_f64(us / 1e6) {
+                            tally.samples.push(latency);
+                        }
+                    }
+                    tally.cycles += measured.cycles;
+                    tally.failures += measured.failures;
+                    tally.seconds += measured.seconds;
+                    tally.stalled |= measured.stalled;
+                    tally.last_error = measured.last_error.or(tally.last_error.take());
+                }
+                Err(e) => {
+                    // No answer from node counts as a contender that hung.
+                    tally.stalled = true;
+                    tally.last_error = Some(e.to_string());
+                }
+            }
+            return;
+        }
+    };
     let started = Instant::now();
     let end = started + duration;
     while tally.cycles + tally.failures < params.max_cycles && Instant::now() < end {
@@ -210,6 +276,12 @@ async fn phase(
         }
     }
     tally.seconds += started.elapsed().as_secs_f64();
+}
+
+fn unreachable_node<T>() -> Result<T> {
+    Err(BenchError::Bench(
+        "node-redlock runs in its own process (Driver::Node)".into(),
+    ))
 }
 
 /// The raw fenced baseline has no Redlock variant (fences over a quorum are what fencelock's

@@ -207,6 +207,28 @@ impl Report {
                 f4.ratio_to_raw,
                 |x| (format!("{x:.3}×"), x >= 0.93),
             ));
+            // The goal itself: node-redlock, measured side by side (0.93× raw was its ratio on
+            // the machine the goal was set on).
+            if let Some(node) = self
+                .w4
+                .iter()
+                .find(|r| r.library == "node-redlock" && r.error.is_none())
+            {
+                let measured = f4.healthy.cycles_per_s / node.healthy.cycles_per_s;
+                out.push(threshold(
+                    "W4: Redlock, all up: ≥ node-redlock",
+                    Some(measured).filter(|x| x.is_finite()),
+                    |x| {
+                        (
+                            format!(
+                                "{x:.2}× ({:.0} against {:.0} cycles/s)",
+                                f4.healthy.cycles_per_s, node.healthy.cycles_per_s
+                            ),
+                            x >= 1.0,
+                        )
+                    },
+                ));
+            }
         }
         if let Some(f5) = self
             .w5
