@@ -35,7 +35,7 @@ pub enum Library {
     /// The `redlock` crate (synchronous, run on Tokio's blocking pool).
     Redlock,
     /// node-redlock (the `redlock` npm package on ioredis), run by `node` in a child process:
-    /// W4 only (it is the Redlock client the W4 goal names). See [`crate::node_redlock`].
+    /// W4 only (it is the Redlock client the W4 goal names; see `node_redlock.rs`).
     #[serde(rename = "node-redlock")]
     NodeRedlock,
 }
