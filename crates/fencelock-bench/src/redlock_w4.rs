@@ -55,7 +55,7 @@ struct W4Run {
 /// (which runs a whole phase itself).
 enum Driver {
     Locker(Locker),
-    Node(NodeRedlock),
+    Node(Box<NodeRedlock>),
 }
 
 impl W4Run {
@@ -96,7 +96,7 @@ impl W4Run {
             return Ok(W4Run {
                 library,
                 servers,
-                driver: Driver::Node(node),
+                driver: Driver::Node(Box::new(node)),
                 healthy: Tally::default(),
             });
         }
