@@ -185,18 +185,14 @@ impl Schedule {
     ///
     /// Each lock's entry and lease are read once here, and what the renewal needs is carried in
     /// the batch: with thousands of locks, every further look-up is a cache miss.
-    fn take_due(&mut self, now: Instant) -> Batch {
-        let mut batch = Batch {
-            locks: Vec::new(),
-            items: Vec::new(),
-        };
+    fn take_due(&mut self, now: Instant) -> Vec<Due> {
         // Nothing is renewed early unless something is due: the task also wakes on its tick
         // (a quarter of the command timeout), which would otherwise renew every lock due within
         // its slack that early.
         if self.next_wake().is_none_or(|first| first > now) {
-            return batch;
+            return Vec::new();
         }
-        let mut due: Vec<(u64, Duration, Instant, Arc<Hold>)> = Vec::new();
+        let mut due = Vec::new();
         let mut later = Vec::new();
         while let Some(Reverse((at, id))) = self.queue.peek().copied() {
             let Some(entry) = self.entries.get(&id) else {
@@ -233,7 +229,12 @@ impl Schedule {
                 // Renewed by hand since it was queued: it comes up again at its new time.
                 later.push(id);
             } else {
-                due.push((id, ttl, deadline, entry.renewal.hold.clone()));
+                due.push(Due {
+                    id,
+                    ttl,
+                    deadline,
+                    hold: entry.renewal.hold.clone(),
+                });
             }
         }
         for id in later {
@@ -241,23 +242,18 @@ impl Schedule {
         }
         // A lock renewed by hand is queued again at its new time while its old place stays in
         // the queue: the same lock can come up twice in one batch.
-        due.sort_unstable_by_key(|(id, ..)| *id);
-        due.dedup_by_key(|(id, ..)| *id);
-        batch.locks.reserve_exact(due.len());
-        batch.items.reserve_exact(due.len());
-        for (id, ttl, deadline, hold) in due {
-            batch.locks.push((id, ttl, deadline));
-            batch.items.push(ExtendItem { hold, ttl });
-        }
-        batch
+        due.sort_unstable_by_key(|d| d.id);
+        due.dedup_by_key(|d| d.id);
+        due
     }
 }
 
-/// The locks one renewal takes: `(id, ttl, deadline)` of each, and what to send, in pipeline
-/// order.
-struct Batch {
-    locks: Vec<(u64, Duration, Instant)>,
-    items: Vec<ExtendItem>,
+/// A lock taken for renewal, with what the renewal needs of it.
+struct Due {
+    id: u64,
+    ttl: Duration,
+    deadline: Instant,
+    hold: Arc<Hold>,
 }
 
 /// How early a lock may be renewed so that it can share a batch with others.
@@ -313,27 +309,39 @@ async fn run(
                 schedule.check_all_now(Instant::now());
             }
             () = tokio::time::sleep_until(next_wake) => {
-                let batch = shared.lock().take_due(Instant::now());
-                renew(&instances, &drift, &shared, batch).await;
+                let due = shared.lock().take_due(Instant::now());
+                renew(&instances, &drift, &shared, due).await;
             }
         }
     }
 }
 
-/// Renews the locks in `batch`: one pipeline per instance, all instances at once. Every lock
+/// Renews the locks in `due`: one pipeline per instance, all instances at once. Every lock
 /// that is still held afterwards is queued again at its next due time.
-async fn renew(instances: &Arc<Instances>, drift: &ClockDrift, shared: &Shared, batch: Batch) {
-    let Batch { locks, items } = batch;
-    if locks.is_empty() {
+async fn renew(instances: &Arc<Instances>, drift: &ClockDrift, shared: &Shared, due: Vec<Due>) {
+    if due.is_empty() {
         return;
     }
     let now = Instant::now();
-    let earliest_deadline = locks.iter().map(|(_, _, d)| *d).min().unwrap_or(now);
-    let shortest_ttl = locks.iter().map(|(_, t, _)| *t).min().unwrap_or_default();
+    let earliest_deadline = due.iter().map(|d| d.deadline).min().unwrap_or(now);
+    let shortest_ttl = due.iter().map(|d| d.ttl).min().unwrap_or_default();
     let limit = instances
         .limit(shortest_ttl)
         .min(earliest_deadline.saturating_duration_since(now))
         .max(Duration::from_millis(1));
+    // (id, ttl, deadline) of each lock, and what to send, in pipeline order.
+    let (locks, items): (Vec<_>, Vec<_>) = due
+        .into_iter()
+        .map(|d| {
+            (
+                (d.id, d.ttl, d.deadline),
+                ExtendItem {
+                    hold: d.hold,
+                    ttl: d.ttl,
+                },
+            )
+        })
+        .unzip();
     let items: Arc<[ExtendItem]> = items.into();
     let sent_at = Instant::now();
     let span = tracing::debug_span!("fencelock.renew", locks = items.len());
@@ -382,7 +390,6 @@ async fn renew(instances: &Arc<Instances>, drift: &ClockDrift, shared: &Shared, 
             // Due a third of the lease after this confirmation (if a renewal by hand confirmed
             // a later one meanwhile, the lock comes up early and is queued again at its time).
             schedule.queue.push(Reverse((sent_at + ttl / 3, id)));
-            continue;
         } else if tally.verdict == Verdict::Lost {
             crate::observe::lost_event(
                 &renewal.hold.name,
@@ -392,7 +399,6 @@ async fn renew(instances: &Arc<Instances>, drift: &ClockDrift, shared: &Shared, 
             );
             mark_lost(&entry.renewal.lease, LostReason::NotOwner);
             schedule.entries.remove(&id);
-            continue;
         } else {
             let errors: Vec<String> = per_instance
                 .iter()
@@ -417,11 +423,11 @@ async fn renew(instances: &Arc<Instances>, drift: &ClockDrift, shared: &Shared, 
                 );
                 mark_lost(&entry.renewal.lease, reason);
                 schedule.entries.remove(&id);
-                continue;
+            } else {
+                let retry = (ttl / 10).clamp(Duration::from_millis(5), Duration::from_secs(1));
+                entry.retry_at = Some(after + retry);
+                schedule.queue.push(Reverse((after + retry, id)));
             }
-            let retry = (ttl / 10).clamp(Duration::from_millis(5), Duration::from_secs(1));
-            entry.retry_at = Some(after + retry);
-            schedule.queue.push(Reverse((after + retry, id)));
         }
     }
 }
@@ -453,9 +459,8 @@ mod tests {
     }
 
     /// The locks of a batch, in order (taken in the order of their ids).
-    fn ids(batch: Batch) -> Vec<u64> {
-        assert_eq!(batch.locks.len(), batch.items.len());
-        batch.locks.iter().map(|(id, ..)| *id).collect()
+    fn ids(due: Vec<Due>) -> Vec<u64> {
+        due.iter().map(|d| d.id).collect()
     }
 
     #[tokio::test(start_paused = true)]
