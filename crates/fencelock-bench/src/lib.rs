@@ -706,16 +706,9 @@ fn merge_w5(rows: Vec<W5Row>) -> Result<W5Row> {
     merged.total_commands_per_s = weighted(|r| r.total_commands_per_s);
     merged.reads_per_s = weighted(|r| r.reads_per_s);
     merged.client_cpu_percent = weighted(|r| r.client_cpu_percent);
-    // All turns' CPU over all their renewals.
-    let renewals: f64 = rows.iter().map(|r| r.renewals_per_s * r.seconds).sum();
-    merged.client_cpu_us_per_renewal = if renewals > 0.0 {
-        rows.iter()
-            .map(|r| r.client_cpu_us_per_renewal * r.renewals_per_s * r.seconds)
-            .sum::<f64>()
-            / renewals
-    } else {
-        0.0
-    };
+    // All turns' CPU over all their renewals (both weighted by the same lengths).
+    merged.client_cpu_us_per_renewal =
+        workloads::cpu_us_per_renewal(merged.client_cpu_percent, merged.renewals_per_s);
     merged.bytes_per_lock = rows.iter().map(|r| r.bytes_per_lock).fold(0.0, f64::max);
     merged.still_held = rows.iter().map(|r| r.still_held).min().unwrap_or(0);
     merged.held_in_redis = rows.iter().map(|r| r.held_in_redis).min().unwrap_or(0);

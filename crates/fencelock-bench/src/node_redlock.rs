@@ -8,7 +8,7 @@
 //! directory with `w4.js` and its `node_modules`). Without them the contender is not in the
 //! default list, and asking for it by name says what is missing.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::Duration;
 
@@ -62,11 +62,16 @@ pub(crate) struct NodeRedlock {
 }
 
 impl NodeRedlock {
-    /// Starts `w4.js` over `urls` with a lease of `ttl`.
-    pub(crate) fn spawn(urls: &[String], ttl: Duration) -> Result<NodeRedlock> {
+    /// Starts `w4.js` over `urls` with a lease of `ttl`, and warms it up (connections made and
+    /// scripts loaded before anything is measured; a cycle over `cycle_limit` fails it).
+    pub(crate) async fn start(
+        urls: &[String],
+        ttl: Duration,
+        cycle_limit: Duration,
+    ) -> Result<NodeRedlock> {
         let dir = installed().map_err(BenchError::Bench)?;
         let mut child = Command::new("node")
-            .arg(script(&dir))
+            .arg(dir.join("w4.js"))
             .arg(ttl.as_millis().max(1).to_string())
             .args(urls)
             .stdin(Stdio::piped())
@@ -77,11 +82,21 @@ impl NodeRedlock {
         let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
             return Err(BenchError::Bench("node-redlock: no pipes to node".into()));
         };
-        Ok(NodeRedlock {
+        let mut node = NodeRedlock {
             _child: child,
             stdin,
             stdout: BufReader::new(stdout),
-        })
+        };
+        let warm = node
+            .phase("warm-up", Duration::from_millis(100), 100, cycle_limit)
+            .await?;
+        if warm.cycles == 0 {
+            return Err(BenchError::Bench(format!(
+                "node-redlock: no cycle in its warm-up ({})",
+                warm.last_error.unwrap_or_default()
+            )));
+        }
+        Ok(node)
     }
 
     /// Sequential cycles on keys `bench:w4:LABEL:N` for `duration` (at most `max_cycles`); a
@@ -116,8 +131,4 @@ impl NodeRedlock {
             }),
         }
     }
-}
-
-fn script(dir: &Path) -> PathBuf {
-    dir.join("w4.js")
 }

@@ -9,7 +9,7 @@ use tokio::time::Instant;
 
 use crate::error::{BenchError, Result};
 use crate::locker::{Library, Locker, RawRedlock};
-use crate::node_redlock::NodeRedlock;
+use crate::node_redlock::{NodePhase, NodeRedlock};
 use crate::report::{W4Phase, W4Row};
 use crate::stats::Samples;
 use crate::workloads::{finish_all, take_turns};
@@ -76,48 +76,30 @@ impl W4Run {
             servers.push(server);
         }
         let urls: Vec<String> = servers.iter().map(RedisServer::url).collect();
-        if library == Library::NodeRedlock {
-            let mut node = NodeRedlock::spawn(&urls, params.ttl)?;
-            // Connections made and scripts loaded before anything is measured.
-            let warm = node
-                .phase(
-                    "warm-up",
-                    Duration::from_millis(100),
-                    100,
-                    params.cycle_limit,
-                )
-                .await?;
-            if warm.cycles == 0 {
-                return Err(BenchError::Bench(format!(
-                    "node-redlock: no cycle in its warm-up ({})",
-                    warm.last_error.unwrap_or_default()
-                )));
+        let driver = match library {
+            Library::Fencelock => {
+                Driver::Locker(Locker::Fencelock(factory(&urls).map_err(|e| {
+                    BenchError::fencelock("fencelock: opening a Redlock client", e)
+                })?))
             }
-            return Ok(W4Run {
-                library,
-                servers,
-                driver: Driver::Node(Box::new(node)),
-                healthy: Tally::default(),
-            });
-        }
-        let locker = match library {
-            Library::Fencelock => Locker::Fencelock(
-                factory(&urls)
-                    .map_err(|e| BenchError::fencelock("fencelock: opening a Redlock client", e))?,
-            ),
-            Library::Raw => {
-                Locker::RawRedlock(RawRedlock::connect(&urls, params.per_instance_timeout).await?)
-            }
+            Library::Raw => Driver::Locker(Locker::RawRedlock(
+                RawRedlock::connect(&urls, params.per_instance_timeout).await?,
+            )),
             Library::RawFenced => unreachable_raw_fenced()?,
-            Library::Rslock => Locker::rslock(&urls)?,
-            Library::Redlock => Locker::redlock(&urls)?,
-            Library::NodeRedlock => unreachable_node()?,
+            Library::Rslock => Driver::Locker(Locker::rslock(&urls)?),
+            Library::Redlock => Driver::Locker(Locker::redlock(&urls)?),
+            // (Warmed up as it starts.)
+            Library::NodeRedlock => Driver::Node(Box::new(
+                NodeRedlock::start(&urls, params.ttl, params.cycle_limit).await?,
+            )),
         };
-        locker.warm_up(params.ttl).await?;
+        if let Driver::Locker(locker) = &driver {
+            locker.warm_up(params.ttl).await?;
+        }
         Ok(W4Run {
             library,
             servers,
-            driver: Driver::Locker(locker),
+            driver,
             healthy: Tally::default(),
         })
     }
@@ -199,6 +181,20 @@ struct Tally {
 }
 
 impl Tally {
+    /// Adds what node-redlock's process measured in a phase (or a slice of one).
+    fn add(&mut self, measured: NodePhase) {
+        for us in measured.latencies_us {
+            if let Ok(latency) = Duration::try_from_secs_f64(us / 1e6) {
+                self.samples.push(latency);
+            }
+        }
+        self.cycles += measured.cycles;
+        self.failures += measured.failures;
+        self.seconds += measured.seconds;
+        self.stalled |= measured.stalled;
+        self.last_error = measured.last_error.or(self.last_error.take());
+    }
+
     fn phase(mut self) -> W4Phase {
         W4Phase {
             cycles_per_s: if self.seconds > 0.0 {
@@ -230,18 +226,7 @@ async fn phase(
         Driver::Node(node) => {
             let limit = params.cycle_limit;
             match node.phase(label, duration, params.max_cycles, limit).await {
-                Ok(measured) => {
-                    for us in measured.latencies_us {
-                        if let Ok(latency) = Duration::try_from_secs_f64(us / 1e6) {
-                            tally.samples.push(latency);
-                        }
-                    }
-                    tally.cycles += measured.cycles;
-                    tally.failures += measured.failures;
-                    tally.seconds += measured.seconds;
-                    tally.stalled |= measured.stalled;
-                    tally.last_error = measured.last_error.or(tally.last_error.take());
-                }
+                Ok(measured) => tally.add(measured),
                 Err(e) => {
                     // No answer from node counts as a contender that hung.
                     tally.stalled = true;
@@ -276,12 +261,6 @@ async fn phase(
         }
     }
     tally.seconds += started.elapsed().as_secs_f64();
-}
-
-fn unreachable_node<T>() -> Result<T> {
-    Err(BenchError::Bench(
-        "node-redlock runs in its own process (Driver::Node)".into(),
-    ))
 }
 
 /// The raw fenced baseline has no Redlock variant (fences over a quorum are what fencelock's

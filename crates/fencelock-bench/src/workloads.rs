@@ -573,20 +573,18 @@ pub(crate) async fn w5(
     let held_in_redis = count_w5_locks(&mut bed.admin).await?;
     let still_held = keeper.finish(&locker).await?;
     let renew_scripts = counters.evalsha + counters.eval;
+    let client_cpu_percent = (cpu_after - cpu_before) / wall * 100.0;
+    let renewals_per_s = counters.renewals as f64 / wall;
     Ok(W5Row {
         library: library.name().into(),
         locks: count,
         seconds: wall,
         renewal_commands_per_s: renew_scripts as f64 / wall,
-        renewals_per_s: counters.renewals as f64 / wall,
+        renewals_per_s,
         total_commands_per_s: counters.commands.saturating_sub(1) as f64 / wall,
         reads_per_s: counters.reads.saturating_sub(1) as f64 / wall,
-        client_cpu_percent: (cpu_after - cpu_before) / wall * 100.0,
-        client_cpu_us_per_renewal: if counters.renewals > 0 {
-            (cpu_after - cpu_before) * 1e6 / counters.renewals as f64
-        } else {
-            0.0
-        },
+        client_cpu_percent,
+        client_cpu_us_per_renewal: cpu_us_per_renewal(client_cpu_percent, renewals_per_s),
         bytes_per_lock: rss_after.saturating_sub(rss_before) as f64 / count.max(1) as f64,
         still_held,
         held_in_redis,
@@ -594,6 +592,16 @@ pub(crate) async fn w5(
         ratio_to_raw: None,
         error: None,
     })
+}
+
+/// Client CPU per renewal, µs, from CPU in % of a core and renewals per second over the same
+/// window (0 when nothing was renewed).
+pub(crate) fn cpu_us_per_renewal(cpu_percent: f64, renewals_per_s: f64) -> f64 {
+    if renewals_per_s > 0.0 {
+        cpu_percent * 1e4 / renewals_per_s
+    } else {
+        0.0
+    }
 }
 
 /// How many W5 lock keys exist in Redis (fence keys not counted).
