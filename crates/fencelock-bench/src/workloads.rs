@@ -1,5 +1,10 @@
-//! The workloads W1–W5. Each function measures one contender on its own, freshly started
-//! `redis-server` and returns a report row; nothing here decides what is good or bad.
+//! The single-server workloads W1, W2, W3 and W5 (W4 is in `redlock_w4.rs`, W6 in `family/`,
+//! W7 in `deployments.rs`, W8 in `fenced_writes.rs`), and what the others share: a fresh
+//! `redis-server` with an admin connection (`Bed`), contenders taking turns
+//! (`take_turns`, `finish_all`), the critical section's hold (`hold_for`) and W5's CPU per
+//! renewal. W1 and W2 measure every contender in turns, each on a server of its own; W3 and W5
+//! measure one contender on its own server. Each returns report rows; nothing here decides what
+//! is good or bad.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};

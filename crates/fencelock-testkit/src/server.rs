@@ -21,19 +21,21 @@ const PORT_ATTEMPTS: usize = 20;
 const REBIND_TIMEOUT: Duration = Duration::from_secs(5);
 /// Timeout for connect, read and write of [`RedisServer::cmd`] and friends.
 const CMD_TIMEOUT: Duration = Duration::from_secs(5);
-/// The program name of the server process as shown in `/proc/PID/stat`.
+/// The server's log (`--logfile`), in its directory; kept across restarts.
 const LOG_FILE: &str = "redis.log";
+/// What the server process writes to stdout and stderr (command-line errors, before its log is
+/// open), in its directory; each start overwrites it.
 const OUT_FILE: &str = "redis.out";
 
 const NOT_FOUND: &str =
     "redis-server not found: install it with `apt-get install -y redis-server` (Debian/Ubuntu)";
 
-/// The wrapper: `$1` is the file for redis' stdout/stderr, the rest is the
-/// redis command line. It starts redis in the background, reports its PID,
-/// and kills it as soon as its own stdin (a pipe from the test process)
-/// closes: when the [`RedisServer`] is dropped or the test process dies.
-/// The `sh` wrapper every server process of the test kit runs under: starts the command with
-/// its output in `$1`, prints its PID, and `kill -9`s and reaps it when stdin closes.
+/// The `sh` wrapper every server process of the test kit runs under (each `redis-server`, and
+/// PostgreSQL's `postgres`): `$1` is the file for the command's stdout and stderr, the rest is
+/// the command line. It starts the command in the background (its stdin `/dev/null`), prints its
+/// PID, then reads its own stdin, a pipe from the test process: when that pipe closes (the
+/// handle is dropped, or the test process dies, even by `SIGKILL`) it kills the command with
+/// `SIGKILL` and waits for it.
 pub(crate) const WRAPPER: &str = r#"out=$1
 shift
 "$@" >"$out" 2>&1 </dev/null &
