@@ -352,7 +352,8 @@ async fn replicated() -> Result<Deployment> {
 async fn cluster() -> Result<Deployment> {
     let cluster = blocking("starting a Redis Cluster", || RedisCluster::start(3, 0)).await?;
     let urls = cluster.urls();
-    let client = fencelock::Client::open_cluster(&urls)
+    let client = fencelock::Client::cluster(&urls)
+        .build()
         .map_err(|e| BenchError::fencelock("W7 cluster client", e))?;
     let raw = redis::cluster::ClusterClient::new(urls.clone())
         .map_err(|e| BenchError::redis("raw cluster client", e))?

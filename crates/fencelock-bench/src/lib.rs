@@ -176,7 +176,7 @@ pub struct BenchOptions {
     /// See `w7_repetitions`.
     pub w7_tasks: usize,
     /// How W4 builds fencelock's client over several instances (default:
-    /// `fencelock::Client::open_redlock` with default options).
+    /// `fencelock::Client::redlock` with default options).
     pub fencelock_redlock: FencelockRedlockFactory,
 }
 
@@ -212,10 +212,10 @@ impl Default for BenchOptions {
     }
 }
 
-/// How W4 builds fencelock's Redlock client: `Client::open_redlock` with default options.
+/// How W4 builds fencelock's Redlock client: `Client::redlock` with default options.
 /// The full and smoke options pick it up from here.
 fn fencelock_redlock_factory() -> FencelockRedlockFactory {
-    std::sync::Arc::new(|urls: &[String]| fencelock::Client::open_redlock(urls))
+    std::sync::Arc::new(|urls: &[String]| fencelock::Client::redlock(urls).build())
 }
 
 impl BenchOptions {

@@ -15,7 +15,7 @@ use crate::stats::Samples;
 use crate::workloads::{finish_all, take_turns};
 
 /// Builds a fencelock client over several Redis instances (Redlock), from their URLs. The
-/// default is `fencelock::Client::open_redlock` (see
+/// default is `fencelock::Client::redlock` (see
 /// [`BenchOptions::fencelock_redlock`](crate::BenchOptions::fencelock_redlock)); another
 /// factory can measure other options (an `instance_timeout`, for example).
 pub type FencelockRedlockFactory =

@@ -201,7 +201,7 @@ async fn smoke_run_of_the_lock_family() {
 }
 
 /// W4 for fencelock and the raw baseline: fencelock's row is measured over its own Redlock
-/// client (`Client::open_redlock`), through the stopped instance too.
+/// client (`Client::redlock`), through the stopped instance too.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn smoke_run_of_redlock() {
     require_redis_server();

@@ -215,8 +215,8 @@ mod tests {
         let other_kind = Error::Conflict {
             lock: "jobs".into(),
             conflict: Conflict::OtherKind {
-                found: fencelock::KindInUse::Semaphore,
-                requested: "lock",
+                found: fencelock::LockKind::Semaphore,
+                requested: fencelock::LockKind::Lock,
             },
         };
         let unsupported = Error::Unsupported {

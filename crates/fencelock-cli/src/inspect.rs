@@ -119,7 +119,11 @@ pub async fn status(args: StatusArgs) -> Result<(), CliError> {
         .map_or_else(|| "none yet".to_owned(), |f| f.to_string());
     let mut lines = Vec::new();
     match &info.kind {
-        Some(kind) if info.is_held() => lines.push(format!("lock {:?}: held ({kind})", info.name)),
+        Some(_) if info.is_held() => lines.push(format!(
+            "lock {:?}: held ({})",
+            info.name,
+            kind_label(&info)
+        )),
         _ => lines.push(format!("lock {:?}: free", info.name)),
     }
     if let Some(holder) = &info.holder {
@@ -133,7 +137,7 @@ pub async fn status(args: StatusArgs) -> Result<(), CliError> {
     }
     for holder in &info.shared {
         let role = match info.kind {
-            Some(fencelock::LockKind::Semaphore { .. }) => "permit:    ",
+            Some(fencelock::LockKind::Semaphore) => "permit:    ",
             _ => "reader:    ",
         };
         lines.push(format!(
@@ -199,7 +203,11 @@ pub async fn list(args: ListArgs) -> Result<(), CliError> {
         "FENCE".to_owned(),
     ]];
     for info in &held {
-        let kind = info.kind.map_or_else(String::new, |k| k.to_string());
+        let kind = if info.kind.is_some() {
+            kind_label(info)
+        } else {
+            String::new()
+        };
         match &info.holder {
             Some(holder) => rows.push([
                 info.name.clone(),
@@ -227,7 +235,7 @@ pub async fn list(args: ListArgs) -> Result<(), CliError> {
 }
 
 /// The JSON fields of one lock, in a stable order.
-pub(crate) fn lock_fields(info: &fencelock::LockInfo) -> Map<String, Value> {
+pub(crate) fn lock_fields(info: &fencelock::admin::LockInfo) -> Map<String, Value> {
     let millis = |d: Option<Duration>| d.and_then(|d| u64::try_from(d.as_millis()).ok());
     let holder = info.holder.as_ref();
     let shared: Vec<Value> = info
@@ -244,15 +252,12 @@ pub(crate) fn lock_fields(info: &fencelock::LockInfo) -> Map<String, Value> {
     let kind = match info.kind {
         None => None,
         Some(fencelock::LockKind::Lock) => Some("lock"),
-        Some(fencelock::LockKind::Reentrant { .. }) => Some("reentrant"),
+        Some(fencelock::LockKind::Reentrant) => Some("reentrant"),
         Some(fencelock::LockKind::ReadWrite) => Some("read-write"),
-        Some(fencelock::LockKind::Semaphore { .. }) => Some("semaphore"),
+        Some(fencelock::LockKind::Semaphore) => Some("semaphore"),
         Some(_) => Some("other"),
     };
-    let permits = match info.kind {
-        Some(fencelock::LockKind::Semaphore { permits }) => Some(permits),
-        _ => None,
-    };
+    let permits = info.permits;
     let fields = json!({
         "name": info.name,
         "held": info.is_held(),
@@ -306,6 +311,24 @@ fn table<const N: usize>(rows: &[[String; N]]) -> String {
         out.push('\n');
     }
     out
+}
+
+/// What `status` calls the kind a lock is held as: `lock`, `reentrant lock (2 holds)`,
+/// `read-write lock`, `semaphore of 4`.
+fn kind_label(info: &fencelock::admin::LockInfo) -> String {
+    match &info.kind {
+        Some(fencelock::LockKind::Lock) => "lock".to_owned(),
+        Some(fencelock::LockKind::Reentrant) => {
+            let holds = info.holder.as_ref().and_then(|h| h.holds).unwrap_or(0);
+            format!("reentrant lock ({holds} holds)")
+        }
+        Some(fencelock::LockKind::ReadWrite) => "read-write lock".to_owned(),
+        Some(fencelock::LockKind::Semaphore) => {
+            format!("semaphore of {}", info.permits.unwrap_or(0))
+        }
+        Some(other) => other.to_string(),
+        None => "free".to_owned(),
+    }
 }
 
 #[cfg(test)]

@@ -1,5 +1,5 @@
 //! Redis URLs as the tool shows them: `host:port`, never a password. The redaction itself is the
-//! library's ([`fencelock::redact_password`]), so that the two never disagree.
+//! library's ([`fencelock::admin::redact_password`]), so that the two never disagree.
 
 /// The server of a Redis URL as `host:port`, without credentials, or an error message (without
 /// the password) if the URL does not parse.
@@ -12,7 +12,7 @@ pub fn server_of(url: &str) -> Result<String, String> {
 
 /// `message` with the password of `url` (as written, and percent-decoded) replaced by `***`.
 pub fn redact(message: &str, url: &str) -> String {
-    fencelock::redact_password(message, url)
+    fencelock::admin::redact_password(message, url)
 }
 
 #[cfg(test)]

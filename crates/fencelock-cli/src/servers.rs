@@ -121,9 +121,9 @@ impl Servers {
     /// A lock client for these servers (Redlock when there are several independent ones).
     pub fn client(&self) -> Result<fencelock::Client, CliError> {
         let builder = match (&self.topology, self.urls.as_slice()) {
-            (Topology::Cluster, seeds) => fencelock::Client::builder_cluster(seeds),
+            (Topology::Cluster, seeds) => fencelock::Client::cluster(seeds),
             (Topology::Sentinel(name), sentinels) => {
-                let builder = fencelock::Client::builder_sentinel(sentinels, name);
+                let builder = fencelock::Client::sentinel(sentinels, name);
                 match non_empty_env(MASTER_PASSWORD_ENV) {
                     Some(password) => builder
                         .master_credentials(non_empty_env(MASTER_USER_ENV).as_deref(), &password),
@@ -131,7 +131,7 @@ impl Servers {
                 }
             }
             (Topology::Instances, [one]) => fencelock::Client::builder(one),
-            (Topology::Instances, many) => fencelock::Client::builder_redlock(many),
+            (Topology::Instances, many) => fencelock::Client::redlock(many),
         };
         let mut builder = builder.key_prefix(self.prefix.clone());
         if let Some(ca) = &self.tls_ca {

@@ -4,6 +4,7 @@
 
 use std::time::Duration;
 
+use futures_util::StreamExt;
 use serde_json::{Value, json};
 
 use crate::error::CliError;
@@ -70,7 +71,7 @@ fn now_ms() -> u64 {
 }
 
 /// One line for people.
-fn line(info: &fencelock::LockInfo) -> String {
+fn line(info: &fencelock::admin::LockInfo) -> String {
     let mut out = match &info.holder {
         Some(holder) => format!(
             "{:?}: held by {}, fence {}, {} left",
@@ -125,7 +126,7 @@ pub async fn watch(args: WatchArgs) -> Result<(), CliError> {
             last = Some(now);
         }
         tokio::select! {
-            () = releases.next() => {}
+            _ = releases.next() => {}
             () = tokio::time::sleep(EVERY) => {}
             _ = tokio::signal::ctrl_c() => return Ok(()),
             _ = terminate.recv() => return Ok(()),

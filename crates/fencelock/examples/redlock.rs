@@ -12,7 +12,7 @@ use std::time::Duration;
 async fn main() -> fencelock::Result<()> {
     let urls = std::env::var("FENCELOCK_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into());
     let urls: Vec<&str> = urls.split(',').map(str::trim).collect();
-    let client = fencelock::Client::builder_redlock(&urls)
+    let client = fencelock::Client::redlock(&urls)
         .instance_timeout(Duration::from_millis(50))
         .build()?;
     println!("Redlock over {}", client.server());

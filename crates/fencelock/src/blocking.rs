@@ -12,6 +12,12 @@
 //!
 //! Do not use it from inside an async runtime (its calls block the calling thread); use the async
 //! [`Client`](crate::Client) there.
+//!
+//! It offers what the async client does, with one exception: following a lock's releases
+//! ([`crate::Client::releases`], a `Stream`) has no blocking twin, since a watch is a loop over
+//! events that an async program (or [`Client::as_async`] inside a runtime of your own) expresses
+//! better than a blocking iterator. Every deployment is reached through
+//! [`Client::from_builder`].
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -28,11 +34,30 @@ pub struct Client {
 
 impl Client {
     /// A client for the server at `url`, with the default options.
+    ///
+    /// # Errors
+    ///
+    /// As [`crate::Client::open`].
     pub fn open(url: &str) -> Result<Client> {
         Self::from_builder(crate::Client::builder(url))
     }
 
-    /// A client from a configured async builder (key prefix, timeouts, drift).
+    /// A client from a configured async builder: any deployment (one server, Redlock, Cluster,
+    /// Sentinel) with its options.
+    ///
+    /// ```no_run
+    /// # fn main() -> fencelock::Result<()> {
+    /// let client = fencelock::blocking::Client::from_builder(fencelock::Client::redlock([
+    ///     "redis://10.0.0.1:6379",
+    ///     "redis://10.0.0.2:6379",
+    ///     "redis://10.0.0.3:6379",
+    /// ]))?;
+    /// # drop(client); Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As [`crate::ClientBuilder::build`]; [`Error::Config`] if the runtime cannot start.
     pub fn from_builder(builder: crate::ClientBuilder) -> Result<Client> {
         // One worker thread runs the watchdog and the release listener while the caller's
         // thread does its own work.
@@ -65,19 +90,19 @@ impl Client {
     }
 
     /// An owner handle for the reentrant lock `name`; see [`crate::Client::reentrant_lock`].
-    pub fn reentrant_lock(&self, name: impl Into<String>) -> Result<ReentrantLock> {
-        Ok(ReentrantLock {
+    pub fn reentrant_lock(&self, name: impl Into<String>) -> ReentrantLock {
+        ReentrantLock {
             runtime: self.runtime.clone(),
-            inner: self.inner.reentrant_lock(name)?,
-        })
+            inner: self.inner.reentrant_lock(name),
+        }
     }
 
     /// An owner handle for the read-write lock `name`; see [`crate::Client::read_write_lock`].
-    pub fn read_write_lock(&self, name: impl Into<String>) -> Result<ReadWriteLock> {
-        Ok(ReadWriteLock {
+    pub fn read_write_lock(&self, name: impl Into<String>) -> ReadWriteLock {
+        ReadWriteLock {
             runtime: self.runtime.clone(),
-            inner: self.inner.read_write_lock(name)?,
-        })
+            inner: self.inner.read_write_lock(name),
+        }
     }
 
     /// A request for one permit of semaphore `name`; see [`crate::Client::semaphore`].
@@ -100,12 +125,29 @@ impl Client {
     }
 
     /// See [`crate::Client::inspect`].
-    pub fn inspect(&self, name: &str) -> Result<crate::LockInfo> {
+    ///
+    /// # Errors
+    ///
+    /// As [`crate::Client::inspect`].
+    pub fn inspect(&self, name: impl Into<String>) -> Result<crate::admin::LockInfo> {
         self.runtime.block_on(self.inner.inspect(name))
     }
 
+    /// See [`crate::Client::list`].
+    ///
+    /// # Errors
+    ///
+    /// As [`crate::Client::list`].
+    pub fn list(&self, pattern: &str) -> Result<crate::admin::Listing> {
+        self.runtime.block_on(self.inner.list(pattern))
+    }
+
     /// See [`crate::Client::force_release`].
-    pub fn force_release(&self, name: &str) -> Result<bool> {
+    ///
+    /// # Errors
+    ///
+    /// As [`crate::Client::force_release`].
+    pub fn force_release(&self, name: impl Into<String>) -> Result<bool> {
         self.runtime.block_on(self.inner.force_release(name))
     }
 
@@ -119,7 +161,7 @@ impl Client {
     /// # Errors
     ///
     /// As [`crate::Client::fenced_store`].
-    pub fn fenced_store(&self, resource: &str) -> Result<FencedStore> {
+    pub fn fenced_store(&self, resource: impl Into<String>) -> Result<FencedStore> {
         Ok(FencedStore {
             runtime: self.runtime.clone(),
             inner: self.inner.fenced_store(resource)?,
@@ -202,6 +244,10 @@ impl LockRequest {
     /// See [`crate::LockRequest::wait_up_to`].
     pub fn wait_up_to(self, limit: Duration) -> Self {
         self.wait(WaitPolicy::UpTo(limit))
+    }
+    /// See [`crate::LockRequest::wait_until`].
+    pub fn wait_until(self, deadline: std::time::Instant) -> Self {
+        self.wait(WaitPolicy::Until(deadline.into()))
     }
     /// See [`crate::LockRequest::auto_renew`].
     pub fn auto_renew(mut self, on: bool) -> Self {

@@ -3,6 +3,8 @@
 use std::fmt;
 use std::time::Duration;
 
+use crate::kind::LockKind;
+
 /// Everything that can go wrong with a fencelock operation.
 ///
 /// Every variant that concerns a lock names it, and every variant that concerns a server names it
@@ -55,7 +57,7 @@ pub enum Error {
     },
 
     /// Redis did not answer in time, or the connection failed.
-    #[error("Redis at {server} is unreachable for lock {lock:?}: {source}{hint}")]
+    #[error("Redis at {server} is unreachable for lock {lock:?}: {source}{}", fmt_hint(*hint))]
     Unreachable {
         /// The lock.
         lock: String,
@@ -64,9 +66,9 @@ pub enum Error {
         /// The underlying error (a timeout, a refused or dropped connection).
         #[source]
         source: redis::RedisError,
-        /// A likely cause, when one is known (starts with a space; empty otherwise): a plain
-        /// connection reset at once by a TLS port, or a TLS handshake unanswered by a plain one.
-        hint: &'static str,
+        /// A likely cause, when one is known: a plain connection reset at once by a TLS port,
+        /// or a TLS handshake unanswered by a plain one.
+        hint: Option<&'static str>,
     },
 
     /// Over Redlock: not enough instances agreed (they failed, timed out, or are held by
@@ -115,7 +117,7 @@ pub enum Error {
         /// The server that granted it, as `host:port`.
         server: String,
         /// How many replicas acknowledged.
-        acknowledged: u64,
+        acknowledged: u32,
         /// How many were asked for.
         wanted: u32,
     },
@@ -230,6 +232,18 @@ pub enum Error {
         conflict: Conflict,
     },
 
+    /// The operating system's random-number source failed, so no owner token could be made.
+    /// Nothing was sent to Redis.
+    #[error(
+        "no owner token for lock {lock:?}: the operating system's random source failed: {reason}"
+    )]
+    RandomSource {
+        /// The lock.
+        lock: String,
+        /// The operating system's error.
+        reason: String,
+    },
+
     /// This kind of lock cannot be offered safely in this deployment (a semaphore or a fair
     /// lock over Redlock). Nothing was sent to Redis.
     #[error("lock {lock:?}: {reason}")]
@@ -248,9 +262,9 @@ pub enum Conflict {
     /// The name is in use by another kind of lock; every user of a name must use the same kind.
     OtherKind {
         /// What the name is in use as now.
-        found: KindInUse,
-        /// What was asked for ("lock", "semaphore", ...).
-        requested: &'static str,
+        found: LockKind,
+        /// What the refused request was for.
+        requested: LockKind,
     },
     /// The semaphore's current holders use another number of permits; every user of a
     /// semaphore must agree on it (it may change only while no permit is held).
@@ -273,53 +287,12 @@ pub enum Conflict {
     },
 }
 
-/// The kind of lock a name is in use as, as Redis records it (see [`Conflict::OtherKind`]).
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum KindInUse {
-    /// A plain lock or a fair lock (they share the held key's format).
-    Lock,
-    /// A reentrant lock.
-    Reentrant,
-    /// A read-write lock.
-    ReadWrite,
-    /// A counting semaphore.
-    Semaphore,
-    /// A kind this version does not know (written by a newer one).
-    Unknown(String),
-}
-
-impl KindInUse {
-    /// The kind as the scripts name it.
-    pub(crate) fn from_script(kind: &str) -> Self {
-        match kind {
-            "lock" => KindInUse::Lock,
-            "reentrant" => KindInUse::Reentrant,
-            "rw" => KindInUse::ReadWrite,
-            "semaphore" => KindInUse::Semaphore,
-            other => KindInUse::Unknown(other.to_owned()),
-        }
-    }
-}
-
-impl fmt::Display for KindInUse {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            KindInUse::Lock => f.write_str("a plain or fair lock"),
-            KindInUse::Reentrant => f.write_str("a reentrant lock"),
-            KindInUse::ReadWrite => f.write_str("a read-write lock"),
-            KindInUse::Semaphore => f.write_str("a semaphore"),
-            KindInUse::Unknown(kind) => write!(f, "a lock of kind {kind:?}"),
-        }
-    }
-}
-
 impl fmt::Display for Conflict {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Conflict::OtherKind { found, requested } => write!(
                 f,
-                "the name is in use as {found}, and this request is for a {requested}; every user of a name must use the same kind of lock"
+                "the name is in use as {found}, and this request is for {requested}; every user of a name must use the same kind of lock"
             ),
             Conflict::PermitsMismatch {
                 requested,
@@ -339,6 +312,13 @@ impl fmt::Display for Conflict {
                 "this owner already holds the lock {limit} times, the re-entry limit"
             ),
         }
+    }
+}
+
+fn fmt_hint(hint: Option<&str>) -> String {
+    match hint {
+        Some(hint) => format!(" ({hint})"),
+        None => String::new(),
     }
 }
 
@@ -366,6 +346,7 @@ impl Error {
             | Error::NoQuorum { lock, .. }
             | Error::WrongType { lock, .. }
             | Error::Conflict { lock, .. }
+            | Error::RandomSource { lock, .. }
             | Error::Unsupported { lock, .. } => Some(lock),
             Error::Fenced { resource, .. } | Error::FencedWrongType { resource, .. } => {
                 Some(resource)

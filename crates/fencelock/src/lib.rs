@@ -46,7 +46,7 @@
 //!
 //! ## Redlock
 //!
-//! [`Client::open_redlock`] / [`Client::builder_redlock`] hold every lock on a majority of N
+//! [`Client::redlock`] / [`Client::builder_redlock`] hold every lock on a majority of N
 //! independent instances, with the same guard API. The fence is then the largest of the
 //! granting majority's per-instance fences, written back on release; it keeps growing as long
 //! as instances keep their data (or a restarted instance stays out for at least the longest
@@ -65,13 +65,14 @@
 
 #![warn(missing_docs)]
 
-mod admin;
+pub mod admin;
 mod client;
 mod connection;
 mod engine;
 mod error;
 pub mod fenced;
 mod keys;
+mod kind;
 mod kinds;
 mod lease;
 mod notify;
@@ -86,18 +87,17 @@ mod watchdog;
 
 pub mod blocking;
 
-pub use admin::{Holder, Listing, LockInfo, LockKind, Releases};
 pub use client::{Client, ClientBuilder, DEFAULT_COMMAND_TIMEOUT, DEFAULT_PREFIX};
 pub use engine::{
     DEFAULT_QUEUE_TIMEOUT, DEFAULT_TTL, LockGuard, LockRequest, MAX_TTL, MIN_QUEUE_TIMEOUT,
-    MIN_TTL, ReplicaAck, Shortfall, WaitPolicy,
+    MIN_TTL, Shortfall, WaitPolicy,
 };
-pub use error::{Conflict, Error, KindInUse, LostReason, Result};
+pub use error::{Conflict, Error, LostReason, Result};
 pub use keys::MAX_NAME_LEN;
+pub use kind::LockKind;
 pub use kinds::reentrant::{DEFAULT_MAX_REENTRY, ReentrantLock};
 pub use kinds::rwlock::ReadWriteLock;
 pub use lease::{ClockDrift, LostSignal};
-pub use redact::redact_password;
 
 /// The README's examples, compiled as doctests so that they keep working.
 #[doc = include_str!("../../../README.md")]

@@ -7,7 +7,7 @@
 /// ```
 /// let url = "redis://app:p%40ss@cache.internal:6379";
 /// assert_eq!(
-///     fencelock::redact_password("bad URL redis://app:p%40ss@... (p@ss)", url),
+///     fencelock::admin::redact_password("bad URL redis://app:p%40ss@... (p@ss)", url),
 ///     "bad URL redis://app:***@... (***)"
 /// );
 /// ```

@@ -22,10 +22,22 @@ impl OwnerToken {
         Ok(OwnerToken(hex))
     }
 
+    /// A handle's fresh token, or a stand-in and the OS's failure. A request that carries the
+    /// failure refuses itself before anything is sent ([`crate::Error::RandomSource`]), so the
+    /// stand-in never reaches Redis.
+    pub(crate) fn for_handle() -> (Self, Option<getrandom::Error>) {
+        match Self::generate() {
+            Ok(token) => (token, None),
+            Err(e) => (OwnerToken([b'-'; 32]), Some(e)),
+        }
+    }
+
     /// A fresh token for lock `name`, with the OS's failure as an error naming the lock.
     pub(crate) fn for_lock(name: &str) -> crate::Result<Self> {
-        Self::generate()
-            .map_err(|e| crate::Error::invalid(name, format!("the OS random source failed: {e}")))
+        Self::generate().map_err(|e| crate::Error::RandomSource {
+            lock: name.to_owned(),
+            reason: e.to_string(),
+        })
     }
 
     pub(crate) fn as_str(&self) -> &str {

@@ -85,11 +85,11 @@ fn the_blocking_client_offers_every_kind_of_lock() {
     let a = Client::open(&redis.url()).unwrap();
     let b = Client::open(&redis.url()).unwrap();
 
-    let mine = a.reentrant_lock("b-reentrant").unwrap();
+    let mine = a.reentrant_lock("b-reentrant");
     let outer = mine.acquire().unwrap();
     let inner = mine.clone().request().no_wait().acquire().unwrap();
     assert_eq!(outer.fence(), inner.fence());
-    let theirs = b.reentrant_lock("b-reentrant").unwrap();
+    let theirs = b.reentrant_lock("b-reentrant");
     assert!(theirs.request().try_acquire().unwrap().is_none());
     assert!(inner.release().unwrap());
     assert!(theirs.request().try_acquire().unwrap().is_none());
@@ -99,12 +99,12 @@ fn the_blocking_client_offers_every_kind_of_lock() {
     assert!(taken.fence() > first_fence);
     drop(taken);
 
-    let rw_a = a.read_write_lock("b-rw").unwrap();
-    let rw_b = b.read_write_lock("b-rw").unwrap();
+    let rw_a = a.read_write_lock("b-rw");
+    let rw_b = b.read_write_lock("b-rw");
     let r1 = rw_a.read().acquire().unwrap();
     let r2 = rw_b.read().acquire().unwrap();
     // A third owner's writer waits for both readers (rw_b itself would be an upgrade).
-    let rw_c = b.read_write_lock("b-rw").unwrap();
+    let rw_c = b.read_write_lock("b-rw");
     assert!(rw_c.write().try_acquire().unwrap().is_none());
     assert!(matches!(
         rw_b.write().try_acquire(),

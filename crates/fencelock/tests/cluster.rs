@@ -26,7 +26,7 @@ fn shared() -> &'static RedisCluster {
 fn cluster_client(cluster: &RedisCluster) -> Client {
     // Two seeds: the client finds the rest.
     let urls = cluster.urls();
-    match Client::builder_cluster(&urls[..2])
+    match Client::cluster(&urls[..2])
         .command_timeout(Duration::from_millis(800))
         .build()
     {
@@ -261,7 +261,7 @@ async fn a_flushed_script_cache_is_reloaded_on_the_slot_master_while_a_replica_i
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn list_inspect_and_force_release_see_every_master() {
     let cluster = shared();
-    let client = Client::builder_cluster(cluster.urls())
+    let client = Client::cluster(cluster.urls())
         .key_prefix("admin-test")
         .build()
         .unwrap_or_else(|e| panic!("{e}"));
@@ -303,12 +303,12 @@ async fn list_inspect_and_force_release_see_every_master() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_cluster_configurations_are_clear_errors() {
-    let err = Client::builder_cluster(Vec::<String>::new())
+    let err = Client::cluster(Vec::<String>::new())
         .build()
         .map(drop)
         .unwrap_err();
     assert!(err.to_string().contains("no seed node URL"), "{err}");
-    let err = Client::builder_cluster(["redis://u:s3cret@127.0.0.1:1", "rediss://127.0.0.1:2"])
+    let err = Client::cluster(["redis://u:s3cret@127.0.0.1:1", "rediss://127.0.0.1:2"])
         .build()
         .map(drop)
         .unwrap_err()
@@ -317,7 +317,7 @@ async fn bad_cluster_configurations_are_clear_errors() {
     assert!(!err.contains("s3cret"), "{err}");
     // A cluster that is not there: a prompt error naming the lock and the seeds.
     let port = fencelock_testkit::free_port().unwrap_or_else(|e| panic!("{e}"));
-    let client = Client::builder_cluster([format!("redis://127.0.0.1:{port}")])
+    let client = Client::cluster([format!("redis://127.0.0.1:{port}")])
         .command_timeout(Duration::from_millis(500))
         .build()
         .unwrap_or_else(|e| panic!("{e}"));

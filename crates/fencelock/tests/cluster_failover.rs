@@ -22,7 +22,7 @@ fn start_cluster() -> RedisCluster {
 }
 
 fn cluster_client(cluster: &RedisCluster) -> Client {
-    match Client::builder_cluster(cluster.urls())
+    match Client::cluster(cluster.urls())
         .command_timeout(Duration::from_millis(500))
         .build()
     {

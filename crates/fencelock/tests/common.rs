@@ -58,7 +58,7 @@ pub fn redlock_servers(n: usize) -> (Vec<RedisServer>, Vec<String>) {
 
 /// A Redlock client over `urls` with short time limits, so that fault tests stay quick.
 pub fn redlock_client(urls: &[String], instance_timeout: Duration) -> Client {
-    match Client::builder_redlock(urls)
+    match Client::redlock(urls)
         .instance_timeout(instance_timeout)
         .command_timeout(Duration::from_millis(500).max(instance_timeout))
         .build()
@@ -219,15 +219,12 @@ pub fn dumps(server: &RedisServer, keys: &[&str]) -> Vec<redis::Value> {
 
 /// A request for `name` as `kind` (a semaphore has 3 permits).
 pub fn request(client: &Client, kind: &str, name: &str) -> fencelock::LockRequest {
-    fn owner<T>(handle: fencelock::Result<T>) -> T {
-        handle.unwrap_or_else(|e| panic!("{e}"))
-    }
     match kind {
         "lock" => client.lock(name),
         "fair" => client.fair_lock(name),
-        "reentrant" => owner(client.reentrant_lock(name)).request(),
-        "read" => owner(client.read_write_lock(name)).read(),
-        "write" => owner(client.read_write_lock(name)).write(),
+        "reentrant" => client.reentrant_lock(name).request(),
+        "read" => client.read_write_lock(name).read(),
+        "write" => client.read_write_lock(name).write(),
         "semaphore" => client.semaphore(name, 3),
         other => panic!("unknown kind {other}"),
     }

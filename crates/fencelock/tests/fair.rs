@@ -637,9 +637,9 @@ async fn foreign_queue_keys_and_a_lease_without_expiry_are_refused_and_left_unto
         matches!(
             &err,
             Error::Conflict {
-                conflict: Conflict::OtherKind { found, requested: "fair lock" },
+                conflict: Conflict::OtherKind { found, requested: fencelock::LockKind::Lock },
                 ..
-            } if *found == fencelock::KindInUse::Semaphore
+            } if *found == fencelock::LockKind::Semaphore
         ),
         "{err:?}"
     );

@@ -261,3 +261,42 @@ async fn a_callers_script_runs_only_with_a_fence_the_resource_accepts() {
         Err(Error::InvalidArgument { .. })
     ));
 }
+
+#[tokio::test]
+async fn binary_values_are_written_byte_for_byte() {
+    let redis = server();
+    let client = common::client(&redis.url());
+    let store = client
+        .fenced_store("blob")
+        .unwrap_or_else(|e| panic!("{e}"));
+    let guard = client
+        .lock("blob")
+        .acquire()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    // Not UTF-8, with a NUL and a byte that Lua strings must carry through untouched.
+    let blob: Vec<u8> = vec![0x89, b'P', 0x00, 0xff, 0xfe, b'\n'];
+    let writes = Writes::new()
+        .set("blob:{blob}", &blob)
+        .hset("blob:{blob}:h", [0xc3u8, 0x28], blob.as_slice())
+        .rpush("blob:{blob}:l", "text too");
+    store
+        .apply(guard.fence(), &writes)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut conn = redis::Client::open(redis.url())
+        .and_then(|c| c.get_connection())
+        .unwrap_or_else(|e| panic!("{e}"));
+    let stored: Vec<u8> = redis::cmd("GET")
+        .arg("blob:{blob}")
+        .query(&mut conn)
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(stored, blob);
+    let field: Vec<u8> = redis::cmd("HGET")
+        .arg("blob:{blob}:h")
+        .arg(&[0xc3u8, 0x28][..])
+        .query(&mut conn)
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(field, blob);
+    assert!(guard.release().await.unwrap_or_else(|e| panic!("{e}")));
+}

@@ -82,28 +82,24 @@ async fn inspect_describes_every_kind() {
         Some(plain.fence())
     );
 
-    let owner = a.reentrant_lock("i-re").unwrap();
+    let owner = a.reentrant_lock("i-re");
     let g1 = owner.acquire().await.unwrap();
     let _g2 = owner.acquire().await.unwrap();
     let info = a.inspect("i-re").await.unwrap();
-    assert_eq!(info.kind, Some(LockKind::Reentrant { holds: 2 }));
+    assert_eq!(info.kind, Some(LockKind::Reentrant));
+    assert_eq!(info.holder.as_ref().and_then(|h| h.holds), Some(2));
+    assert_eq!(info.permits, None);
     assert_eq!(info.holder.as_ref().and_then(|h| h.fence), Some(g1.fence()));
     assert!(info.holder.as_ref().and_then(|h| h.remaining).is_some());
 
-    let rw = a.read_write_lock("i-rw").unwrap();
+    let rw = a.read_write_lock("i-rw");
     let w = rw.write().acquire().await.unwrap();
     let info = a.inspect("i-rw").await.unwrap();
     assert_eq!(info.kind, Some(LockKind::ReadWrite));
     assert_eq!(info.holder.as_ref().and_then(|h| h.fence), Some(w.fence()));
     w.release().await.unwrap();
     let r1 = rw.read().acquire().await.unwrap();
-    let r2 = a
-        .read_write_lock("i-rw")
-        .unwrap()
-        .read()
-        .acquire()
-        .await
-        .unwrap();
+    let r2 = a.read_write_lock("i-rw").read().acquire().await.unwrap();
     let info = a.inspect("i-rw").await.unwrap();
     assert!(info.holder.is_none());
     assert_eq!(info.shared.len(), 2);
@@ -113,7 +109,8 @@ async fn inspect_describes_every_kind() {
     let p1 = a.semaphore("i-sem", 4).acquire().await.unwrap();
     let p2 = a.semaphore("i-sem", 4).acquire().await.unwrap();
     let info = a.inspect("i-sem").await.unwrap();
-    assert_eq!(info.kind, Some(LockKind::Semaphore { permits: 4 }));
+    assert_eq!(info.kind, Some(LockKind::Semaphore));
+    assert_eq!(info.permits, Some(4));
     let prefixes: Vec<&str> = info
         .shared
         .iter()
@@ -186,7 +183,7 @@ async fn semaphores_and_fair_locks_are_refused_over_redlock_before_anything_is_s
     }
     // The kinds that are safe over a quorum work. A reentrant hold keeps its fence over every
     // re-entry, although each instance hands out its own fences; a new hold gets a larger one.
-    let re = redlock.reentrant_lock("r").unwrap();
+    let re = redlock.reentrant_lock("r");
     let mut last = 0;
     for _ in 0..20 {
         let g1 = re.acquire().await.unwrap();

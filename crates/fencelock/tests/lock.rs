@@ -709,3 +709,40 @@ async fn the_watchdog_keeps_thousands_of_locks_alive_on_one_client() {
         assert!(guard.release().await.unwrap());
     }
 }
+
+#[tokio::test]
+async fn wait_until_gives_up_at_the_instant_and_a_past_instant_tries_once() {
+    let redis = server();
+    let a = client(&redis.url());
+    let b = client(&redis.url());
+    let held = a.lock("until").acquire().await.unwrap();
+
+    // A deadline ahead: the request waits for it, then times out (no sooner).
+    let started = std::time::Instant::now();
+    let deadline = started + Duration::from_millis(300);
+    match b.lock("until").wait_until(deadline).acquire().await {
+        Err(Error::TimedOut { lock, .. }) => assert_eq!(lock, "until"),
+        other => panic!("expected TimedOut, got {other:?}"),
+    }
+    assert!(std::time::Instant::now() >= deadline);
+
+    // A deadline already past: one try, refused at once.
+    let past = std::time::Instant::now();
+    match b.lock("until").wait_until(past).acquire().await {
+        Err(Error::TimedOut { .. }) => {}
+        other => panic!("expected TimedOut, got {other:?}"),
+    }
+
+    // A deadline ahead and a release before it: granted.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    let waiter = tokio::spawn({
+        let b = b.clone();
+        async move { b.lock("until").wait_until(deadline).acquire().await }
+    });
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let fence = held.fence();
+    assert!(held.release().await.unwrap());
+    let granted = waiter.await.unwrap().unwrap();
+    assert!(granted.fence() > fence);
+    assert!(granted.release().await.unwrap());
+}

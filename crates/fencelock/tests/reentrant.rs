@@ -27,8 +27,8 @@ async fn one_owner_re_enters_from_anywhere_with_one_fence_until_the_last_hold_go
     let redis = server();
     let a = client(&redis.url());
     let b = client(&redis.url());
-    let lock = a.reentrant_lock("re").unwrap();
-    let other = b.reentrant_lock("re").unwrap();
+    let lock = a.reentrant_lock("re");
+    let other = b.reentrant_lock("re");
 
     let first = lock.acquire().await.unwrap();
     // Every re-entry is asked for with `no_wait`: one that had to wait would fail with Busy.
@@ -90,7 +90,7 @@ async fn one_owner_re_enters_from_anywhere_with_one_fence_until_the_last_hold_go
 async fn the_reentry_limit_refuses_one_more_hold_and_changes_nothing() {
     let redis = server();
     let a = client(&redis.url());
-    let lock = a.reentrant_lock("limited").unwrap().max_reentry(2);
+    let lock = a.reentrant_lock("limited").max_reentry(2);
     let outer = lock.acquire().await.unwrap();
     let inner = lock.clone().acquire().await.unwrap(); // a clone keeps the limit
     let before = hash_fields(&redis, &lock_key("limited"));
@@ -117,7 +117,6 @@ async fn the_reentry_limit_refuses_one_more_hold_and_changes_nothing() {
 
     let err = a
         .reentrant_lock("unlimited")
-        .unwrap()
         .max_reentry(0)
         .acquire()
         .await
@@ -131,8 +130,8 @@ async fn a_stale_hold_cannot_release_or_extend_what_another_hold_owns() {
     let redis = server();
     let a = client(&redis.url());
     let b = client(&redis.url());
-    let mine = a.reentrant_lock("stale").unwrap();
-    let theirs = b.reentrant_lock("stale").unwrap();
+    let mine = a.reentrant_lock("stale");
+    let theirs = b.reentrant_lock("stale");
 
     // 1. An operator force-releases the lock; another owner takes it with two holds.
     let stale_outer = mine.acquire().await.unwrap();
@@ -203,7 +202,7 @@ async fn nested_holders_on_three_clients_are_mutually_exclusive() {
     let fences = Arc::new(std::sync::Mutex::new(Vec::new()));
     let mut tasks = Vec::new();
     for task in 0..8 {
-        let lock = clients[task % 3].reentrant_lock("nested").unwrap();
+        let lock = clients[task % 3].reentrant_lock("nested");
         let (inside, fences, mut counter) = (inside.clone(), fences.clone(), counter.clone());
         tasks.push(tokio::spawn(async move {
             for _ in 0..6 {
@@ -268,12 +267,12 @@ async fn a_waiter_is_woken_when_the_last_hold_goes_not_before() {
     let redis = server();
     let a = client(&redis.url());
     let b = client(&redis.url());
-    let lock = a.reentrant_lock("handoff").unwrap();
+    let lock = a.reentrant_lock("handoff");
     let ttl = Duration::from_secs(10);
     let outer = lock.request().ttl(ttl).acquire().await.unwrap();
     let inner = lock.request().ttl(ttl).acquire().await.unwrap();
     let waiter = {
-        let other = b.reentrant_lock("handoff").unwrap();
+        let other = b.reentrant_lock("handoff");
         tokio::spawn(async move {
             let guard = other
                 .request()
@@ -310,8 +309,8 @@ async fn the_watchdog_keeps_two_holds_past_three_leases_and_one_after_the_other_
     let redis = server();
     let a = client(&redis.url());
     let b = client(&redis.url());
-    let lock = a.reentrant_lock("kept").unwrap();
-    let other = b.reentrant_lock("kept").unwrap();
+    let lock = a.reentrant_lock("kept");
+    let other = b.reentrant_lock("kept");
     let ttl = Duration::from_millis(300);
     let first = lock.request().ttl(ttl).acquire().await.unwrap();
     let second = lock.request().ttl(ttl).acquire().await.unwrap();
@@ -348,19 +347,12 @@ async fn other_kinds_and_bad_names_are_refused_and_left_untouched() {
     let b = client(&redis.url());
     // A plain lock under the name, and a read-write lock: another kind.
     let plain = a.lock("plain").acquire().await.unwrap();
-    let reading = a
-        .read_write_lock("rw")
-        .unwrap()
-        .read()
-        .acquire()
-        .await
-        .unwrap();
+    let reading = a.read_write_lock("rw").read().acquire().await.unwrap();
     let plain_before = redis.cmd(&["GET", "fencelock:{plain}"]).unwrap();
     let rw_before = hash_fields(&redis, "fencelock:{rw}");
     for (name, found) in [("plain", "plain"), ("rw", "read-write")] {
         let err = b
             .reentrant_lock(name)
-            .unwrap()
             .request()
             .wait_up_to(Duration::from_secs(5))
             .acquire()
@@ -376,7 +368,7 @@ async fn other_kinds_and_bad_names_are_refused_and_left_untouched() {
                 ..
             } => {
                 assert!(what.to_string().contains(found), "{name}: {what}");
-                assert_eq!(requested, "reentrant lock");
+                assert_eq!(requested, fencelock::LockKind::Reentrant);
             }
             other => panic!("{name}: expected OtherKind, got {other:?}"),
         }
@@ -390,19 +382,18 @@ async fn other_kinds_and_bad_names_are_refused_and_left_untouched() {
     assert!(reading.release().await.unwrap());
 
     // And the other way round: a reentrant lock held refuses the other kinds.
-    let held = a.reentrant_lock("re").unwrap().acquire().await.unwrap();
+    let held = a.reentrant_lock("re").acquire().await.unwrap();
     let before = hash_fields(&redis, "fencelock:{re}");
     let err = b.lock("re").no_wait().acquire().await.unwrap_err();
     assert!(
         matches!(
             &err,
-            Error::Conflict { conflict: Conflict::OtherKind { found, .. }, .. } if *found == fencelock::KindInUse::Reentrant
+            Error::Conflict { conflict: Conflict::OtherKind { found, .. }, .. } if *found == fencelock::LockKind::Reentrant
         ),
         "{err:?}"
     );
     let err = b
         .read_write_lock("re")
-        .unwrap()
         .write()
         .no_wait()
         .acquire()
@@ -428,7 +419,7 @@ async fn other_kinds_and_bad_names_are_refused_and_left_untouched() {
         "line\nbreak",
         &"x".repeat(fencelock::MAX_NAME_LEN + 1),
     ] {
-        let err = a.reentrant_lock(name).unwrap_err();
+        let err = a.reentrant_lock(name).try_acquire().await.unwrap_err();
         assert!(matches!(err, Error::InvalidArgument { .. }), "{err:?}");
     }
 
@@ -453,7 +444,7 @@ fn child_reentrant_holder() {
     let runtime = tokio::runtime::Runtime::new().unwrap();
     runtime.block_on(async {
         let client = client(&url);
-        let lock = client.reentrant_lock("crashed").unwrap();
+        let lock = client.reentrant_lock("crashed");
         let outer = lock.request().ttl(ttl).acquire().await.unwrap();
         let inner = lock.request().ttl(ttl).no_wait().acquire().await.unwrap();
         assert_eq!(outer.fence(), inner.fence());
@@ -479,7 +470,7 @@ async fn a_killed_nested_holder_frees_the_lock_after_its_lease() {
     );
     assert_eq!(holds(&redis, "crashed"), 2);
     let a = client(&redis.url());
-    let lock = a.reentrant_lock("crashed").unwrap();
+    let lock = a.reentrant_lock("crashed");
     assert!(lock.try_acquire().await.unwrap().is_none());
     child.kill().unwrap();
     let killed_at = Instant::now();

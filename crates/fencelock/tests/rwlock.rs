@@ -68,7 +68,7 @@ async fn many_readers_hold_at_once_and_a_writer_waits_for_every_one() {
     let redis = server();
     let clients = [client(&redis.url()), client(&redis.url())];
     let readers: Vec<ReadWriteLock> = (0..5)
-        .map(|i| clients[i % 2].read_write_lock("shared").unwrap())
+        .map(|i| clients[i % 2].read_write_lock("shared"))
         .collect();
     let mut guards = Vec::new();
     for reader in &readers {
@@ -78,7 +78,7 @@ async fn many_readers_hold_at_once_and_a_writer_waits_for_every_one() {
     assert_eq!(entries(&redis, "shared", "r:"), 5);
     assert!(guards.iter().all(|g| g.is_held() && g.fence() == 0));
 
-    let writer = clients[0].read_write_lock("shared").unwrap();
+    let writer = clients[0].read_write_lock("shared");
     let waiting = spawn_acquire(writer.write().wait_up_to(Duration::from_secs(10)));
     settle().await;
     assert_eq!(
@@ -116,13 +116,13 @@ async fn readers_wait_while_a_writer_holds_and_all_go_when_it_releases() {
     let redis = server();
     let a = client(&redis.url());
     let b = client(&redis.url());
-    let writer = a.read_write_lock("exclusive").unwrap();
+    let writer = a.read_write_lock("exclusive");
     let written = writer.write().acquire().await.unwrap();
-    let other_writer = b.read_write_lock("exclusive").unwrap();
+    let other_writer = b.read_write_lock("exclusive");
     assert!(other_writer.write().try_acquire().await.unwrap().is_none());
     let waiting: Vec<_> = (0..3)
         .map(|i| {
-            let lock = [&a, &b][i % 2].read_write_lock("exclusive").unwrap();
+            let lock = [&a, &b][i % 2].read_write_lock("exclusive");
             spawn_acquire(lock.read().wait_up_to(Duration::from_secs(10)))
         })
         .collect();
@@ -170,9 +170,7 @@ async fn readers_and_writers_exclude_each_other_under_contention() {
     let inside = Arc::new(Mutex::new(Inside::default()));
     let mut tasks = Vec::new();
     for task in 0..8u64 {
-        let lock = clients[usize::try_from(task).unwrap() % 3]
-            .read_write_lock("contended")
-            .unwrap();
+        let lock = clients[usize::try_from(task).unwrap() % 3].read_write_lock("contended");
         let inside = inside.clone();
         tasks.push(tokio::spawn(async move {
             // A small deterministic generator per task: a third of the cycles write.
@@ -257,7 +255,7 @@ async fn a_stream_of_overlapping_readers_does_not_starve_a_writer() {
             let mut readers = Vec::new();
             let mut i = 0usize;
             while !stop.load(std::sync::atomic::Ordering::SeqCst) {
-                let lock = [&a, &b][i % 2].read_write_lock("stream").unwrap();
+                let lock = [&a, &b][i % 2].read_write_lock("stream");
                 let inside = inside.clone();
                 readers.push(tokio::spawn(async move {
                     let asked = Instant::now();
@@ -292,7 +290,7 @@ async fn a_stream_of_overlapping_readers_does_not_starve_a_writer() {
     // Let the stream get going.
     tokio::time::sleep(Duration::from_millis(400)).await;
     assert!(view(&inside).readers > 0);
-    let writer = a.read_write_lock("stream").unwrap();
+    let writer = a.read_write_lock("stream");
     let asked = Instant::now();
     let written = writer
         .write()
@@ -346,9 +344,9 @@ async fn a_reader_arriving_after_a_waiting_writer_waits_behind_it() {
     let redis = server();
     let a = client(&redis.url());
     let b = client(&redis.url());
-    let first_reader = a.read_write_lock("queue").unwrap();
-    let writer = b.read_write_lock("queue").unwrap();
-    let late_reader = a.read_write_lock("queue").unwrap();
+    let first_reader = a.read_write_lock("queue");
+    let writer = b.read_write_lock("queue");
+    let late_reader = a.read_write_lock("queue");
     let reading = first_reader.read().acquire().await.unwrap();
     let waiting_writer = spawn_acquire(writer.write().wait_up_to(Duration::from_secs(10)));
     settle().await;
@@ -407,7 +405,7 @@ async fn a_newcomer_arrives_after_every_waiter_already_there_even_in_the_same_mi
         .unwrap();
     redis.cmd(&["PEXPIRE", &lock_key("tie"), "5000"]).unwrap();
     // The writer comes after it, so it waits; taking the lock would jump the queue.
-    let writer = a.read_write_lock("tie").unwrap();
+    let writer = a.read_write_lock("tie");
     let jumped = writer.write().try_acquire().await.unwrap();
     assert!(
         jumped.is_none(),
@@ -423,9 +421,9 @@ async fn readers_and_writers_take_turns_by_arrival() {
         client(&redis.url()),
         client(&redis.url()),
     );
-    let first_writer = a.read_write_lock("phases").unwrap();
-    let reader = b.read_write_lock("phases").unwrap();
-    let writer = c.read_write_lock("phases").unwrap();
+    let first_writer = a.read_write_lock("phases");
+    let reader = b.read_write_lock("phases");
+    let writer = c.read_write_lock("phases");
     let writing = first_writer.write().acquire().await.unwrap();
 
     // A request that does not wait records nothing.
@@ -460,8 +458,8 @@ async fn write_fences_grow_and_a_reader_sees_the_last_writers_fence() {
     let redis = server();
     let a = client(&redis.url());
     let b = client(&redis.url());
-    let one = a.read_write_lock("fenced").unwrap();
-    let two = b.read_write_lock("fenced").unwrap();
+    let one = a.read_write_lock("fenced");
+    let two = b.read_write_lock("fenced");
     let before_any_write = one.read().acquire().await.unwrap();
     assert_eq!(before_any_write.fence(), 0);
     assert!(before_any_write.release().await.unwrap());
@@ -493,8 +491,8 @@ async fn upgrade_is_refused_promptly_and_changes_nothing() {
     let redis = server();
     let a = client(&redis.url());
     let b = client(&redis.url());
-    let owner = a.read_write_lock("upgrade").unwrap();
-    let other = b.read_write_lock("upgrade").unwrap();
+    let owner = a.read_write_lock("upgrade");
+    let other = b.read_write_lock("upgrade");
     let reading = owner.read().acquire().await.unwrap();
     let others_reading = read(&other).await;
     let before = hash_fields(&redis, &lock_key("upgrade"));
@@ -513,7 +511,7 @@ async fn upgrade_is_refused_promptly_and_changes_nothing() {
         assert_eq!(hash_fields(&redis, &lock_key("upgrade")), before);
     }
     // No waiting entry was left: another owner still reads at once.
-    let third = a.read_write_lock("upgrade").unwrap();
+    let third = a.read_write_lock("upgrade");
     let more = third.read().no_wait().acquire().await.unwrap();
     assert!(more.release().await.unwrap());
     // Once the read lock is given back, the owner can write (after the other reader).
@@ -528,8 +526,8 @@ async fn a_writer_may_downgrade_but_not_re_enter() {
     let redis = server();
     let a = client(&redis.url());
     let b = client(&redis.url());
-    let owner = a.read_write_lock("downgrade").unwrap();
-    let other = b.read_write_lock("downgrade").unwrap();
+    let owner = a.read_write_lock("downgrade");
+    let other = b.read_write_lock("downgrade");
     let written = owner.write().acquire().await.unwrap();
     // Write re-entry: refused at once, nothing changed.
     let before = hash_fields(&redis, &lock_key("downgrade"));
@@ -556,7 +554,7 @@ async fn a_writer_may_downgrade_but_not_re_enter() {
     assert!(written.release().await.unwrap());
     // Now only a read is held: another owner reads, and a third cannot write.
     let others_reading = read(&other).await;
-    let third = b.read_write_lock("downgrade").unwrap();
+    let third = b.read_write_lock("downgrade");
     assert!(third.write().try_acquire().await.unwrap().is_none());
     let err = owner.write().no_wait().acquire().await.unwrap_err();
     assert!(
@@ -584,7 +582,7 @@ async fn a_writer_may_downgrade_but_not_re_enter() {
 async fn a_readers_lost_signal_fires_when_its_entry_is_deleted() {
     let redis = server();
     let a = client(&redis.url());
-    let lock = a.read_write_lock("lost").unwrap();
+    let lock = a.read_write_lock("lost");
     let ttl = Duration::from_millis(600);
     let reading = lock.read().ttl(ttl).acquire().await.unwrap();
     let lost = reading.lost();
@@ -640,12 +638,12 @@ async fn other_kinds_are_refused_and_left_untouched() {
     let a = client(&redis.url());
     // Other kinds under the name.
     let plain = a.lock("plain").acquire().await.unwrap();
-    let reentrant = a.reentrant_lock("re").unwrap().acquire().await.unwrap();
+    let reentrant = a.reentrant_lock("re").acquire().await.unwrap();
     let plain_before = redis.cmd(&["GET", "fencelock:{plain}"]).unwrap();
     let re_before = hash_fields(&redis, "fencelock:{re}");
     for (name, found) in [("plain", "plain"), ("re", "reentrant")] {
-        let lock = a.read_write_lock(name).unwrap();
-        for (request, requested) in [(lock.read(), "read lock"), (lock.write(), "write lock")] {
+        let lock = a.read_write_lock(name);
+        for request in [lock.read(), lock.write()] {
             let err = request
                 .wait_up_to(Duration::from_secs(5))
                 .acquire()
@@ -661,7 +659,7 @@ async fn other_kinds_are_refused_and_left_untouched() {
                     ..
                 } => {
                     assert!(what.to_string().contains(found), "{name}: {what}");
-                    assert_eq!(asked, requested);
+                    assert_eq!(asked, fencelock::LockKind::ReadWrite);
                 }
                 other => panic!("{name}: expected OtherKind, got {other:?}"),
             }
@@ -676,17 +674,16 @@ async fn other_kinds_are_refused_and_left_untouched() {
     assert!(reentrant.release().await.unwrap());
 
     // A read-write lock held refuses the other kinds (a waiting writer's entry too).
-    let lock = a.read_write_lock("rw").unwrap();
+    let lock = a.read_write_lock("rw");
     let reading = lock.read().acquire().await.unwrap();
     let before = hash_fields(&redis, "fencelock:{rw}");
     let err = a.lock("rw").no_wait().acquire().await.unwrap_err();
     assert!(
-        matches!(&err, Error::Conflict { conflict: Conflict::OtherKind { found, .. }, .. } if *found == fencelock::KindInUse::ReadWrite),
+        matches!(&err, Error::Conflict { conflict: Conflict::OtherKind { found, .. }, .. } if *found == fencelock::LockKind::ReadWrite),
         "{err:?}"
     );
     let err = a
         .reentrant_lock("rw")
-        .unwrap()
         .request()
         .no_wait()
         .acquire()
@@ -707,12 +704,14 @@ async fn other_kinds_are_refused_and_left_untouched() {
 
     // Bad names and a too short queue timeout are refused before anything is sent.
     for name in ["", "a{b}", "tab\there"] {
-        let err = a.read_write_lock(name).unwrap_err();
-        assert!(matches!(err, Error::InvalidArgument { .. }), "{err:?}");
+        let lock = a.read_write_lock(name);
+        for request in [lock.read(), lock.write()] {
+            let err = request.no_wait().acquire().await.unwrap_err();
+            assert!(matches!(err, Error::InvalidArgument { .. }), "{err:?}");
+        }
     }
     let err = a
         .read_write_lock("short")
-        .unwrap()
         .write()
         .queue_timeout(Duration::from_millis(5))
         .acquire()
@@ -741,11 +740,11 @@ fn doomed_write(lock: &ReadWriteLock) -> fencelock::LockRequest {
 #[tokio::test]
 async fn a_read_write_lock_works_over_redlock() {
     let (_servers, urls) = redlock_servers();
-    let a = Client::open_redlock(&urls).unwrap();
-    let b = Client::open_redlock(&urls).unwrap();
-    let one = a.read_write_lock("red").unwrap();
-    let two = b.read_write_lock("red").unwrap();
-    let three = b.read_write_lock("red").unwrap();
+    let a = Client::redlock(&urls).build().unwrap();
+    let b = Client::redlock(&urls).build().unwrap();
+    let one = a.read_write_lock("red");
+    let two = b.read_write_lock("red");
+    let three = b.read_write_lock("red");
     let mut last = 0;
     let mut seen_by_readers = 0;
     for _ in 0..5 {
@@ -802,9 +801,9 @@ async fn over_redlock_a_conflict_on_a_minority_lagging_behind_is_no_conflict() {
     // A release returns once a majority confirmed it; on the last instance it may still be on
     // its way. There, the writer's old entry says "this owner already writes".
     let (servers, urls) = redlock_servers();
-    let a = Client::open_redlock(&urls).unwrap();
-    let b = Client::open_redlock(&urls).unwrap();
-    let writer = a.read_write_lock("lag").unwrap();
+    let a = Client::redlock(&urls).build().unwrap();
+    let b = Client::redlock(&urls).build().unwrap();
+    let writer = a.read_write_lock("lag");
     let written = writer
         .write()
         .ttl(Duration::from_secs(5))
@@ -835,7 +834,7 @@ async fn over_redlock_a_conflict_on_a_minority_lagging_behind_is_no_conflict() {
         .cmd(&["PEXPIRE", &lock_key("lag"), "5000"])
         .unwrap();
     // A reader of another owner holds the lock on the other two.
-    let reader = b.read_write_lock("lag").unwrap();
+    let reader = b.read_write_lock("lag");
     let reading = reader.read().no_wait().acquire().await.unwrap();
     // The writer asks again: busy (the reader holds a majority), not "you already write".
     let again = writer.write().try_acquire().await;
@@ -865,10 +864,10 @@ async fn over_redlock_a_conflict_on_a_minority_lagging_behind_is_no_conflict() {
 #[tokio::test]
 async fn a_failed_write_request_over_redlock_leaves_no_waiting_entry_behind() {
     let (servers, urls) = redlock_servers();
-    let a = Client::open_redlock(&urls).unwrap();
-    let b = Client::open_redlock(&urls).unwrap();
-    let reader = a.read_write_lock("leak").unwrap();
-    let writer = b.read_write_lock("leak").unwrap();
+    let a = Client::redlock(&urls).build().unwrap();
+    let b = Client::redlock(&urls).build().unwrap();
+    let reader = a.read_write_lock("leak");
+    let writer = b.read_write_lock("leak");
     for _ in 0..5 {
         let reading = read(&reader).await;
         // Default queue timeout (5 s).
@@ -921,7 +920,7 @@ fn child_reader() {
     let (url, ttl, runtime) = child_setup();
     runtime.block_on(async {
         let client = client(&url);
-        let lock = client.read_write_lock("rw-crash").unwrap();
+        let lock = client.read_write_lock("rw-crash");
         let guard = lock.read().ttl(ttl).acquire().await.unwrap();
         println!("ACQUIRED {}", guard.fence());
         tokio::time::sleep(Duration::from_secs(30)).await;
@@ -993,7 +992,7 @@ fn child_waiter() {
     let side = common::child_var(SIDE_ENV);
     runtime.block_on(async {
         let client = client(&url);
-        let lock = client.read_write_lock("rw-waiter").unwrap();
+        let lock = client.read_write_lock("rw-waiter");
         let request = match side.as_str() {
             "read" => lock.read(),
             "write" => lock.write(),
@@ -1020,7 +1019,7 @@ async fn a_killed_reader_blocks_a_writer_for_at_most_its_own_lease() {
     let redis = server();
     let ttl = Duration::from_millis(1500);
     let a = client(&redis.url());
-    let live = a.read_write_lock("rw-crash").unwrap();
+    let live = a.read_write_lock("rw-crash");
     // The live reader's renewals keep the key alive all along; only the dead reader's own
     // entry can run out.
     let live_reading = live.read().ttl(ttl).acquire().await.unwrap();
@@ -1036,7 +1035,7 @@ async fn a_killed_reader_blocks_a_writer_for_at_most_its_own_lease() {
     assert_eq!(entries(&redis, "rw-crash", "r:"), 2);
     child.kill().unwrap();
     let killed_at = Instant::now();
-    let writer = a.read_write_lock("rw-crash").unwrap();
+    let writer = a.read_write_lock("rw-crash");
     let waiting = spawn_acquire(writer.write().wait_up_to(Duration::from_secs(4)));
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert!(!waiting.is_finished(), "the writer got in with two readers");
@@ -1061,10 +1060,10 @@ async fn a_writer_killed_while_waiting_stops_blocking_readers_after_its_queue_ti
     let redis = server();
     let queue_timeout = Duration::from_millis(900);
     let a = client(&redis.url());
-    let reader = a.read_write_lock("rw-waiter").unwrap();
+    let reader = a.read_write_lock("rw-waiter");
     let reading = reader.read().acquire().await.unwrap();
     let mut child = spawn_waiter(&redis, "write", queue_timeout);
-    let late = a.read_write_lock("rw-waiter").unwrap();
+    let late = a.read_write_lock("rw-waiter");
     assert!(late.read().try_acquire().await.unwrap().is_none());
     child.kill().unwrap();
     let killed_at = Instant::now();
@@ -1083,11 +1082,11 @@ async fn a_reader_killed_while_waiting_stops_blocking_writers_after_its_queue_ti
     let redis = server();
     let queue_timeout = Duration::from_millis(900);
     let a = client(&redis.url());
-    let writer = a.read_write_lock("rw-waiter").unwrap();
+    let writer = a.read_write_lock("rw-waiter");
     let writing = writer.write().acquire().await.unwrap();
     let mut child = spawn_waiter(&redis, "read", queue_timeout);
     // A writer that comes after the (soon dead) reader waits behind it.
-    let late = a.read_write_lock("rw-waiter").unwrap();
+    let late = a.read_write_lock("rw-waiter");
     let waiting = spawn_acquire(late.write().wait_up_to(Duration::from_secs(5)));
     wait_for_entries(&redis, "rw-waiter", "i:", 1).await;
     child.kill().unwrap();
@@ -1103,7 +1102,7 @@ async fn a_reader_killed_while_waiting_stops_blocking_writers_after_its_queue_ti
 async fn a_writer_that_releases_and_asks_again_goes_after_a_reader_that_waited() {
     let redis = server();
     let a = client(&redis.url());
-    let writer = a.read_write_lock("rw-waiter").unwrap();
+    let writer = a.read_write_lock("rw-waiter");
     let writing = writer.write().acquire().await.unwrap();
     // The reader is in a child process, so that it can be frozen: however slow it is to wake,
     // its turn comes before the writer's next one.

@@ -368,9 +368,9 @@ async fn bad_arguments_and_other_kinds_are_refused_and_left_untouched() {
         matches!(
             &err,
             Error::Conflict {
-                conflict: Conflict::OtherKind { found, requested: "semaphore" },
+                conflict: Conflict::OtherKind { found, requested: fencelock::LockKind::Semaphore },
                 ..
-            } if *found == fencelock::KindInUse::Lock
+            } if *found == fencelock::LockKind::Lock
         ),
         "{err:?}"
     );
@@ -386,7 +386,7 @@ async fn bad_arguments_and_other_kinds_are_refused_and_left_untouched() {
                 Error::Conflict {
                     conflict: Conflict::OtherKind { found, .. },
                     ..
-                } if *found == fencelock::KindInUse::Semaphore
+                } if *found == fencelock::LockKind::Semaphore
             ),
             "{err:?}"
         );

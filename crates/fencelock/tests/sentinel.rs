@@ -19,7 +19,7 @@ fn start_set() -> SentinelSet {
 }
 
 fn sentinel_client(set: &SentinelSet) -> Client {
-    match Client::builder_sentinel(set.sentinel_urls(), SENTINEL_MASTER)
+    match Client::sentinel(set.sentinel_urls(), SENTINEL_MASTER)
         .command_timeout(Duration::from_millis(500))
         .build()
     {
@@ -188,7 +188,7 @@ async fn master_credentials_are_separate_from_the_sentinels_and_never_shown() {
     assert!(text.contains(SENTINEL_MASTER), "{text}");
 
     // With the wrong ones: refused too, and the password is nowhere in the message.
-    let client = Client::builder_sentinel(set.sentinel_urls(), SENTINEL_MASTER)
+    let client = Client::sentinel(set.sentinel_urls(), SENTINEL_MASTER)
         .master_credentials(None, "wrong-s3cret")
         .build()
         .unwrap_or_else(|e| panic!("{e}"));
@@ -198,7 +198,7 @@ async fn master_credentials_are_separate_from_the_sentinels_and_never_shown() {
     assert!(!text.contains("wrong-s3cret"), "{text}");
 
     // With them: works (the sentinels need none).
-    let client = Client::builder_sentinel(set.sentinel_urls(), SENTINEL_MASTER)
+    let client = Client::sentinel(set.sentinel_urls(), SENTINEL_MASTER)
         .master_credentials(None, password)
         .build()
         .unwrap_or_else(|e| panic!("{e}"));
@@ -211,7 +211,7 @@ async fn master_credentials_are_separate_from_the_sentinels_and_never_shown() {
     assert!(guard.release().await.unwrap_or_else(|e| panic!("{e}")));
 
     // An unknown master name is a clear error naming it.
-    let client = Client::builder_sentinel(set.sentinel_urls(), "no-such-master")
+    let client = Client::sentinel(set.sentinel_urls(), "no-such-master")
         .build()
         .unwrap_or_else(|e| panic!("{e}"));
     let err = client

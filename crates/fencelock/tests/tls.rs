@@ -137,7 +137,7 @@ async fn a_plain_client_on_a_tls_port_and_a_tls_client_on_a_plain_port_fail_quic
     let (err, took) = failed_acquire(&plain, "plain-on-tls").await;
     assert!(took < Duration::from_secs(4), "took {took:?}: {err}");
     assert!(
-        matches!(&err, Error::Unreachable { hint, .. } if hint.contains("rediss://")),
+        matches!(&err, Error::Unreachable { hint, .. } if hint.is_some_and(|h| h.contains("rediss://"))),
         "{err:?}"
     );
     // The plain port does not answer a handshake at all: the command timeout bounds it.
@@ -149,7 +149,7 @@ async fn a_plain_client_on_a_tls_port_and_a_tls_client_on_a_plain_port_fail_quic
     let (err, took) = failed_acquire(&tls_on_plain, "tls-on-plain").await;
     assert!(took < Duration::from_secs(4), "took {took:?}: {err}");
     assert!(
-        matches!(&err, Error::Unreachable { hint, .. } if hint.contains("does not speak TLS")),
+        matches!(&err, Error::Unreachable { hint, .. } if hint.is_some_and(|h| h.contains("does not speak TLS"))),
         "{err:?}"
     );
     assert!(keys(&server).is_empty());
@@ -160,7 +160,7 @@ async fn redlock_over_tls_servers() {
     let files = certificates();
     let servers: Vec<(RedisServer, String)> = (0..3).map(|_| tls_server(&files, false)).collect();
     let urls: Vec<&str> = servers.iter().map(|(_, url)| url.as_str()).collect();
-    let client = build(Client::builder_redlock(&urls).tls_ca_file(files.ca()));
+    let client = build(Client::redlock(&urls).tls_ca_file(files.ca()));
     let guard = client.lock("tls-redlock").acquire().await.unwrap();
     // The grant returns at a majority; the last instance follows.
     let since = Instant::now();

@@ -5,7 +5,7 @@ use fencelock::{Client, LockRequest, ReadWriteLock, ReentrantLock};
 
 use super::book::Role;
 use super::{CLIENTS, CROWD_PERMITS, MANY_WORKERS, PERMIT_WORKERS, READERS, WORKERS};
-use crate::error::{BenchError, Result};
+use crate::error::Result;
 
 /// The contended runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -112,17 +112,14 @@ pub(super) enum Handle {
 
 impl Handle {
     pub(super) fn new(crowd: Crowd, id: usize, client: &Client, name: &str) -> Result<Self> {
-        let handle = |e| BenchError::fencelock("W6: creating a lock handle", e);
         Ok(match crowd {
             Crowd::Plain(_) => Handle::Plain(client.clone()),
-            Crowd::Reentrant => Handle::Reentrant(client.reentrant_lock(name).map_err(handle)?),
-            Crowd::Write => Handle::Write(client.read_write_lock(name).map_err(handle)?),
+            Crowd::Reentrant => Handle::Reentrant(client.reentrant_lock(name)),
+            Crowd::Write => Handle::Write(client.read_write_lock(name)),
             Crowd::Fair(_) => Handle::Fair(client.clone()),
             Crowd::Semaphore => Handle::Permit(client.clone(), CROWD_PERMITS),
-            Crowd::ReadWrite if id == 0 => {
-                Handle::Write(client.read_write_lock(name).map_err(handle)?)
-            }
-            Crowd::ReadWrite => Handle::Read(client.read_write_lock(name).map_err(handle)?),
+            Crowd::ReadWrite if id == 0 => Handle::Write(client.read_write_lock(name)),
+            Crowd::ReadWrite => Handle::Read(client.read_write_lock(name)),
         })
     }
 

@@ -118,21 +118,12 @@ struct SoloLocks {
 
 impl SoloLocks {
     fn new(client: &Client, prefix: &str) -> Result<Self> {
-        let handle = |e| BenchError::fencelock("W6: creating a lock handle", e);
         Ok(SoloLocks {
             client: client.clone(),
-            reentrant: client
-                .reentrant_lock(format!("{prefix}reentrant"))
-                .map_err(handle)?,
-            reentry: client
-                .reentrant_lock(format!("{prefix}reentry"))
-                .map_err(handle)?,
-            read: client
-                .read_write_lock(format!("{prefix}read"))
-                .map_err(handle)?,
-            write: client
-                .read_write_lock(format!("{prefix}write"))
-                .map_err(handle)?,
+            reentrant: client.reentrant_lock(format!("{prefix}reentrant")),
+            reentry: client.reentrant_lock(format!("{prefix}reentry")),
+            read: client.read_write_lock(format!("{prefix}read")),
+            write: client.read_write_lock(format!("{prefix}write")),
         })
     }
 

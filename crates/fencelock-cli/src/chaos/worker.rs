@@ -73,10 +73,10 @@ async fn work(args: &ChaosWorkerArgs) -> Result<(), CliError> {
     let ttl = Duration::from_millis(args.ttl_ms);
     let client = match args.topology {
         Topology::Single => fencelock::Client::builder(&args.url),
-        Topology::Redlock => fencelock::Client::builder_redlock(&urls),
-        Topology::Cluster => fencelock::Client::builder_cluster(&urls),
+        Topology::Redlock => fencelock::Client::redlock(&urls),
+        Topology::Cluster => fencelock::Client::cluster(&urls),
         Topology::Sentinel => {
-            fencelock::Client::builder_sentinel(&urls, fencelock_testkit::SENTINEL_MASTER)
+            fencelock::Client::sentinel(&urls, fencelock_testkit::SENTINEL_MASTER)
         }
     }
     .command_timeout(ttl / 2)
@@ -108,8 +108,8 @@ async fn work(args: &ChaosWorkerArgs) -> Result<(), CliError> {
         emit(&Entry::now(me, at, What::Acquire))?;
         let request = match args.kind {
             Kind::Lock => client.lock(lock),
-            Kind::Reentrant => client.reentrant_lock(lock)?.request(),
-            Kind::Write => client.read_write_lock(lock)?.write(),
+            Kind::Reentrant => client.reentrant_lock(lock).request(),
+            Kind::Write => client.read_write_lock(lock).write(),
             Kind::Semaphore => client.semaphore(lock, args.permits),
             Kind::Fair => client.fair_lock(lock),
         }

@@ -115,10 +115,10 @@ impl Resource {
         value: &str,
     ) -> Result<WriteOutcome, CliError> {
         let writes = Writes::new()
-            .hset(RESOURCE_KEY, "fence", &fence.to_string())
-            .hset(RESOURCE_KEY, "writer", &writer.to_string())
+            .hset(RESOURCE_KEY, "fence", fence.to_string())
+            .hset(RESOURCE_KEY, "writer", writer.to_string())
             .hset(RESOURCE_KEY, "value", value)
-            .rpush(LOG_KEY, &format!("{fence}:{writer}"));
+            .rpush(LOG_KEY, format!("{fence}:{writer}"));
         match self.store.apply(fence, &writes).await {
             Ok(current) => Ok(WriteOutcome {
                 accepted: true,

@@ -40,7 +40,7 @@ pub(super) async fn acquire(
 /// The error of a failed acquisition, with the servers named where the library does not, and
 /// what to do about a semaphore's refusals in the tool's own terms.
 fn acquire_error(err: fencelock::Error, servers: &Servers, permits: Option<u32>) -> CliError {
-    use fencelock::{Conflict, Error, KindInUse};
+    use fencelock::{Conflict, Error, LockKind};
 
     let code = crate::error::lock_error_code(&err);
     let on = servers.describe();
@@ -71,7 +71,7 @@ fn acquire_error(err: fencelock::Error, servers: &Servers, permits: Option<u32>)
                 ),
                 (
                     Conflict::OtherKind {
-                        found: KindInUse::Semaphore,
+                        found: LockKind::Semaphore,
                         ..
                     },
                     None,
@@ -80,7 +80,7 @@ fn acquire_error(err: fencelock::Error, servers: &Servers, permits: Option<u32>)
                 }
                 (
                     Conflict::OtherKind {
-                        found: KindInUse::Lock,
+                        found: LockKind::Lock,
                         ..
                     },
                     Some(_),

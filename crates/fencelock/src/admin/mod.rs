@@ -1,7 +1,17 @@
 //! What an operator needs: reading a lock's state ([`Client::inspect`]), finding the held locks
-//! ([`Client::list`]), and clearing a lock whoever holds it ([`Client::force_release`]). Over
-//! Redlock a holder counts when a majority of the instances agree on it. The scripts here read
-//! every kind's layout, which is why they live apart from the engine.
+//! ([`Client::list`]), following a lock's releases ([`Client::releases`]), and clearing a lock
+//! whoever holds it ([`Client::force_release`]). Over Redlock a holder counts when a majority of
+//! the instances agree on it. The scripts here read every kind's layout, which is why they live
+//! apart from the engine.
+//!
+//! ```no_run
+//! # async fn example(client: fencelock::Client) -> fencelock::Result<()> {
+//! let info = client.inspect("reports/nightly").await?;
+//! if let Some(holder) = &info.holder {
+//!     println!("held by {}… with fence {:?}", holder.token_prefix, holder.fence);
+//! }
+//! # Ok(()) }
+//! ```
 
 mod list;
 mod releases;
@@ -10,12 +20,14 @@ mod stored;
 use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
+pub use crate::redact::redact_password;
 pub use list::Listing;
-pub use releases::Releases;
+pub use releases::{Release, Releases};
 
 use crate::client::Client;
 use crate::error::{Error, Result};
 use crate::keys;
+use crate::kind::LockKind;
 use crate::script::{Lua, lua};
 use stored::{ForceReleaseReply, StoredLock, StoredState};
 
@@ -34,6 +46,8 @@ pub struct LockInfo {
     pub name: String,
     /// What kind of lock the name holds now (`None`: nothing is held).
     pub kind: Option<LockKind>,
+    /// A semaphore's number of permits, as its holders use it (`None` for other kinds).
+    pub permits: Option<u32>,
     /// The exclusive holder, if any: of a plain or fair lock, of a reentrant lock (its owner),
     /// or the writer of a read-write lock.
     pub holder: Option<Holder>,
@@ -54,39 +68,9 @@ impl LockInfo {
     }
 }
 
-/// The kind of lock a name holds, as far as Redis can tell.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum LockKind {
-    /// A plain lock or a fair lock (they share the held key's format).
-    Lock,
-    /// A reentrant lock, held this many times by its owner.
-    Reentrant {
-        /// The owner's hold count.
-        holds: u32,
-    },
-    /// A read-write lock.
-    ReadWrite,
-    /// A counting semaphore of `permits`.
-    Semaphore {
-        /// N, as its holders use it.
-        permits: u32,
-    },
-}
-
-impl std::fmt::Display for LockKind {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            LockKind::Lock => f.write_str("lock"),
-            LockKind::Reentrant { holds } => write!(f, "reentrant lock ({holds} holds)"),
-            LockKind::ReadWrite => f.write_str("read-write lock"),
-            LockKind::Semaphore { permits } => write!(f, "semaphore of {permits}"),
-        }
-    }
-}
-
 /// Who holds a lock, as far as it is safe to show.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Holder {
     /// The first 8 hex digits of the holder's owner token (enough to tell holders apart in
     /// logs, far too little to impersonate one).
@@ -95,6 +79,8 @@ pub struct Holder {
     pub fence: Option<u64>,
     /// What is left of the holder's lease (`None`: the key has no expiry).
     pub remaining: Option<Duration>,
+    /// How many times the owner of a reentrant lock holds it (`None` for other kinds).
+    pub holds: Option<u32>,
 }
 
 impl Client {
@@ -111,7 +97,9 @@ impl Client {
     /// # Cancel safety
     ///
     /// Cancel-safe: it only reads.
-    pub async fn inspect(&self, name: &str) -> Result<LockInfo> {
+    pub async fn inspect(&self, name: impl Into<String>) -> Result<LockInfo> {
+        let name = name.into();
+        let name = name.as_str();
         keys::validate_name(name)?;
         let instances = &self.shared.instances;
         let keys = Arc::new(self.shared.keys(name));
@@ -157,7 +145,9 @@ impl Client {
     ///
     /// Not cancel-safe in the sense that a dropped call may still have deleted the lock on
     /// some instances; calling it again finishes the job.
-    pub async fn force_release(&self, name: &str) -> Result<bool> {
+    pub async fn force_release(&self, name: impl Into<String>) -> Result<bool> {
+        let name = name.into();
+        let name = name.as_str();
         keys::validate_name(name)?;
         let instances = &self.shared.instances;
         let keys = Arc::new(self.shared.keys(name));
@@ -209,6 +199,7 @@ fn merge_inspected(name: &str, states: &[StoredLock], quorum: crate::quorum::Quo
                 remaining: u64::try_from(entry.remaining_ms)
                     .ok()
                     .map(Duration::from_millis),
+                holds: (state.kind == "reentrant").then(|| state.detail.unwrap_or(0)),
             };
             match seen
                 .iter_mut()
@@ -238,29 +229,21 @@ fn merge_inspected(name: &str, states: &[StoredLock], quorum: crate::quorum::Quo
             holder = Some(h);
         }
     }
-    let kind = if holder.is_none() && shared.is_empty() {
+    // The kind that the instances with holders report (they agree unless the name was used by
+    // two kinds on different instances).
+    let held_as = if holder.is_none() && shared.is_empty() {
         None
     } else {
-        // The kind that the instances with holders report (they agree unless the name was
-        // used by two kinds on different instances).
-        states
-            .iter()
-            .find(|s| !s.entries.is_empty())
-            .and_then(|s| match s.kind.as_str() {
-                "lock" => Some(LockKind::Lock),
-                "reentrant" => Some(LockKind::Reentrant {
-                    holds: s.detail.unwrap_or(0),
-                }),
-                "rw" => Some(LockKind::ReadWrite),
-                "semaphore" => Some(LockKind::Semaphore {
-                    permits: s.detail.unwrap_or(0),
-                }),
-                _ => None,
-            })
+        states.iter().find(|s| !s.entries.is_empty())
     };
+    let kind = held_as.map(|s| LockKind::from_script(&s.kind));
+    let permits = held_as
+        .filter(|s| s.kind == "semaphore")
+        .map(|s| s.detail.unwrap_or(0));
     LockInfo {
         name: name.to_owned(),
         kind,
+        permits,
         holder,
         shared,
         waiting: states.iter().map(|s| s.waiting).max().unwrap_or(0),

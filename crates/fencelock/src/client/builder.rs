@@ -162,7 +162,7 @@ impl ClientBuilder {
         self
     }
 
-    /// With Sentinel ([`Client::builder_sentinel`](crate::Client::builder_sentinel)): the user
+    /// With Sentinel ([`Client::sentinel`](crate::Client::sentinel)): the user
     /// (`None` for the default user) and password for the master the sentinels name. The
     /// sentinels' own credentials, if they need any, go in their URLs
     /// (`redis://user:password@sentinel:26379`); the two are often different.

@@ -32,7 +32,7 @@ pub const DEFAULT_COMMAND_TIMEOUT: Duration = Duration::from_secs(2);
 /// A fencelock client for one Redis server, or for N independent servers (Redlock). Cheap to
 /// clone; clones share the connections, the release listeners and the watchdog.
 ///
-/// With several servers ([`Client::open_redlock`]) every lock is held on a majority of them, and
+/// With several servers ([`Client::redlock`]) every lock is held on a majority of them, and
 /// the guard API is the same: a fence, a deadline, a lost signal, extend and release. See the
 /// crate documentation for what fencing over a quorum assumes.
 ///
@@ -79,8 +79,18 @@ impl Shared {
 }
 
 impl Client {
-    /// A client for the server at `url` (`redis://[user:password@]host:port[/db]`), with the
-    /// default options. See [`ClientBuilder::build`] for what this does and does not do.
+    /// A client for the server at `url` (`redis://[user:password@]host:port[/db]`, or
+    /// `rediss://` for TLS), with the default options: `Client::builder(url).build()`. See
+    /// [`ClientBuilder::build`] for what this does and does not do.
+    ///
+    /// Every deployment has one constructor, which returns a [`ClientBuilder`] for the options
+    /// (TLS, credentials, prefix, timeouts): [`builder`](Self::builder) (one server),
+    /// [`redlock`](Self::redlock), [`cluster`](Self::cluster), [`sentinel`](Self::sentinel)
+    /// and [`from_redis`](Self::from_redis) (a `redis::Client` configured elsewhere).
+    ///
+    /// # Errors
+    ///
+    /// As [`ClientBuilder::build`].
     pub fn open(url: &str) -> Result<Client> {
         Client::builder(url).build()
     }
@@ -90,18 +100,23 @@ impl Client {
         ClientBuilder::new(Topology::Instances(vec![Target::Url(url.to_owned())]))
     }
 
-    /// A Redlock client over independent servers (an odd number, 3 or more, is recommended;
-    /// one URL behaves like [`Client::open`]).
-    pub fn open_redlock<I, S>(urls: I) -> Result<Client>
-    where
-        I: IntoIterator<Item = S>,
-        S: AsRef<str>,
-    {
-        Client::builder_redlock(urls).build()
-    }
-
-    /// A builder for a Redlock client over independent servers.
-    pub fn builder_redlock<I, S>(urls: I) -> ClientBuilder
+    /// A builder for a Redlock client over independent servers (an odd number, 3 or more, is
+    /// recommended; one URL behaves like [`Client::builder`]). Every lock is held on a majority
+    /// of them.
+    ///
+    /// ```no_run
+    /// # async fn example() -> fencelock::Result<()> {
+    /// let client = fencelock::Client::redlock([
+    ///     "redis://10.0.0.1:6379",
+    ///     "redis://10.0.0.2:6379",
+    ///     "redis://10.0.0.3:6379",
+    /// ])
+    /// .build()?;
+    /// let guard = client.lock("nightly-report").acquire().await?;
+    /// guard.release().await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn redlock<I, S>(urls: I) -> ClientBuilder
     where
         I: IntoIterator<Item = S>,
         S: AsRef<str>,
@@ -112,19 +127,21 @@ impl Client {
         ClientBuilder::new(Topology::Instances(urls.collect()))
     }
 
-    /// A client for a Redis Cluster, given the URLs of some of its nodes (seeds; one is enough,
-    /// more survive a seed being down). Every kind of lock works: all keys of one lock share a
-    /// hash tag, so each operation is one script call on the master of the lock's slot, and
-    /// waiters are woken by sharded pub/sub (`SSUBSCRIBE`, Redis 7 or later) in that slot.
-    /// The client follows slot moves and failovers. Credentials and TLS come from the first
-    /// URL (every seed must agree); the builder's TLS options apply to every node.
+    /// A builder for a client of a Redis Cluster, given the URLs of some of its nodes (seeds;
+    /// one is enough, more survive a seed being down). Every kind of lock works: all keys of
+    /// one lock share a hash tag, so each operation is one script call on the master of the
+    /// lock's slot, and waiters are woken by sharded pub/sub (`SSUBSCRIBE`, Redis 7 or later)
+    /// in that slot. The client follows slot moves and failovers. Credentials and TLS come
+    /// from the first URL (every seed must agree); the builder's TLS options apply to every
+    /// node.
     ///
     /// ```no_run
     /// # async fn example() -> fencelock::Result<()> {
-    /// let client = fencelock::Client::open_cluster([
+    /// let client = fencelock::Client::cluster([
     ///     "redis://10.0.0.1:7000",
     ///     "redis://10.0.0.2:7000",
-    /// ])?;
+    /// ])
+    /// .build()?;
     /// let guard = client.lock("nightly-report").acquire().await?;
     /// guard.release().await?;
     /// # Ok(()) }
@@ -132,16 +149,8 @@ impl Client {
     ///
     /// A failover can lose a granted lock (replication is asynchronous): the holder is told by
     /// [`LockGuard::lost`], and the fences of later holders keep growing.
-    pub fn open_cluster<I, S>(seed_urls: I) -> Result<Client>
-    where
-        I: IntoIterator<Item = S>,
-        S: AsRef<str>,
-    {
-        Client::builder_cluster(seed_urls).build()
-    }
-
-    /// A builder for a Redis Cluster client (see [`Client::open_cluster`]).
-    pub fn builder_cluster<I, S>(seed_urls: I) -> ClientBuilder
+    #[cfg(feature = "cluster")]
+    pub fn cluster<I, S>(seed_urls: I) -> ClientBuilder
     where
         I: IntoIterator<Item = S>,
         S: AsRef<str>,
@@ -159,7 +168,7 @@ impl Client {
     ///
     /// ```no_run
     /// # async fn example() -> fencelock::Result<()> {
-    /// let client = fencelock::Client::builder_sentinel(
+    /// let client = fencelock::Client::sentinel(
     ///     ["redis://10.0.0.1:26379", "redis://10.0.0.2:26379", "redis://10.0.0.3:26379"],
     ///     "mymaster",
     /// )
@@ -172,7 +181,8 @@ impl Client {
     ///
     /// A failover can lose a granted lock (replication is asynchronous): the holder is told by
     /// [`LockGuard::lost`], and the fences of later holders keep growing.
-    pub fn builder_sentinel<I, S>(sentinel_urls: I, master_name: &str) -> ClientBuilder
+    #[cfg(feature = "sentinel")]
+    pub fn sentinel<I, S>(sentinel_urls: I, master_name: &str) -> ClientBuilder
     where
         I: IntoIterator<Item = S>,
         S: AsRef<str>,
@@ -186,7 +196,7 @@ impl Client {
 
     /// A builder for a client over an existing `redis` client (its own TLS and credentials
     /// apply; the builder's TLS options cannot).
-    pub fn builder_from_redis(client: redis::Client) -> ClientBuilder {
+    pub fn from_redis(client: redis::Client) -> ClientBuilder {
         ClientBuilder::new(Topology::Instances(vec![Target::Client(Box::new(client))]))
     }
 
@@ -201,15 +211,15 @@ impl Client {
         LockRequest::new(self.clone(), name.into(), PLAIN.clone())
     }
 
-    /// An owner handle for the reentrant lock `name` (see [`ReentrantLock`]). Fails only for a
-    /// bad name or a failing OS random source.
-    pub fn reentrant_lock(&self, name: impl Into<String>) -> Result<ReentrantLock> {
+    /// An owner handle for the reentrant lock `name` (see [`ReentrantLock`]). Like every entry
+    /// point it sends nothing and cannot fail: a bad name is reported by the acquisition.
+    pub fn reentrant_lock(&self, name: impl Into<String>) -> ReentrantLock {
         ReentrantLock::new(self.clone(), name.into())
     }
 
-    /// An owner handle for the read-write lock `name` (see [`ReadWriteLock`]). Fails only for a
-    /// bad name or a failing OS random source.
-    pub fn read_write_lock(&self, name: impl Into<String>) -> Result<ReadWriteLock> {
+    /// An owner handle for the read-write lock `name` (see [`ReadWriteLock`]). Like every entry
+    /// point it sends nothing and cannot fail: a bad name is reported by the acquisition.
+    pub fn read_write_lock(&self, name: impl Into<String>) -> ReadWriteLock {
         ReadWriteLock::new(self.clone(), name.into())
     }
 

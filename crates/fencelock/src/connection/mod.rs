@@ -387,19 +387,21 @@ impl Server {
             }
         } else if is_unreachable(&err) {
             let hint = match (self.tls, err.is_timeout()) {
-                (true, true) => {
-                    " (over TLS: a port that does not speak TLS leaves the handshake \
-                     unanswered; check the port, or use a redis:// URL)"
-                }
+                (true, true) => Some(
+                    "over TLS: a port that does not speak TLS leaves the handshake \
+                     unanswered; check the port, or use a redis:// URL",
+                ),
                 // A refused connection is a server that is not there, not a TLS port.
                 (false, false)
                     if !err.is_connection_refusal()
                         && (err.is_connection_dropped() || is_reset(&err)) =>
                 {
-                    " (the server closed the connection at once: if this port expects TLS, \
-                     use a rediss:// URL)"
+                    Some(
+                        "the server closed the connection at once: if this port expects TLS, \
+                         use a rediss:// URL",
+                    )
                 }
-                _ => "",
+                _ => None,
             };
             Error::Unreachable {
                 lock: lock.to_owned(),

@@ -118,6 +118,7 @@ impl LockRequest {
         let give_up_at = match self.wait {
             WaitPolicy::NoWait => Some(started),
             WaitPolicy::UpTo(limit) => started.checked_add(limit),
+            WaitPolicy::Until(deadline) => Some(deadline),
             WaitPolicy::Forever => None,
         };
         let mut subscription: Option<Subscriptions> = None;

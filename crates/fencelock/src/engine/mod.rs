@@ -22,7 +22,8 @@ mod request;
 mod round;
 
 pub use guard::LockGuard;
-pub use replicas::{ReplicaAck, Shortfall};
+pub(crate) use replicas::ReplicaAck;
+pub use replicas::Shortfall;
 pub use request::{
     DEFAULT_QUEUE_TIMEOUT, DEFAULT_TTL, LockRequest, MAX_TTL, MIN_QUEUE_TIMEOUT, MIN_TTL,
     WaitPolicy,

@@ -12,7 +12,8 @@ use redis::{FromRedisValue, RedisError, Value};
 use crate::connection::{Server, Undelivered};
 use crate::engine::hold::Hold;
 use crate::engine::protocol::{Attempt, ReleaseFence};
-use crate::error::{Conflict, KindInUse};
+use crate::error::Conflict;
+use crate::kind::LockKind;
 use crate::script::Call;
 use crate::script::reply::{self, as_string, as_u64, describe_type, unexpected};
 
@@ -88,8 +89,8 @@ pub(crate) async fn acquire(
             let (what, detail) = (as_string(what)?, as_string(detail)?);
             let conflict = if what == "kind" {
                 Some(Conflict::OtherKind {
-                    found: KindInUse::from_script(&detail),
-                    requested: hold.label(),
+                    found: LockKind::from_script(&detail),
+                    requested: hold.protocol.kind(),
                 })
             } else {
                 hold.protocol.conflict(&what, &detail)

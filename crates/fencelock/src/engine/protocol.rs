@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use crate::engine::hold::{FenceMemory, Hold};
 use crate::error::Conflict;
+use crate::kind::LockKind;
 use crate::script::Call;
 
 /// What the engine tells an acquire script about one attempt.
@@ -60,6 +61,9 @@ impl ReleaseFence {
 pub(crate) trait Protocol: fmt::Debug + Send + Sync + 'static {
     /// What to call this kind in messages ("lock", "semaphore", ...).
     fn label(&self) -> &'static str;
+
+    /// The kind, as [`Conflict::OtherKind`] reports what a refused request was for.
+    fn kind(&self) -> LockKind;
 
     /// The acquire script. Its reply follows `script::reply`: `fence` (granted), `{0, ms}`,
     /// `{-1, key, type}` or `{-2, what, detail}`.

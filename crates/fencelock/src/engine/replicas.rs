@@ -14,13 +14,13 @@ use crate::quorum::Instances;
 /// What a client asks of replicas after each grant (see
 /// [`ClientBuilder::wait_for_replicas`](crate::ClientBuilder::wait_for_replicas)).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ReplicaAck {
+pub(crate) struct ReplicaAck {
     /// How many replicas must have the grant.
-    pub replicas: u32,
+    pub(crate) replicas: u32,
     /// How long to wait for them.
-    pub timeout: Duration,
+    pub(crate) timeout: Duration,
     /// What to do when fewer acknowledge in time.
-    pub on_shortfall: Shortfall,
+    pub(crate) on_shortfall: Shortfall,
 }
 
 /// What happens when fewer replicas than asked acknowledge a grant in time.
@@ -49,10 +49,10 @@ pub(crate) async fn confirm(
             continue;
         };
         let acknowledged = match server.query_at::<u64>(&wait, hold.keys.lock(), limit).await {
-            Ok(n) => n,
+            Ok(n) => u32::try_from(n).unwrap_or(u32::MAX),
             Err(err) => return Err(server.error(&hold.name, "wait for replicas", err)),
         };
-        if acknowledged < u64::from(ack.replicas) {
+        if acknowledged < ack.replicas {
             if ack.on_shortfall == Shortfall::Warn {
                 tracing::warn!(lock = %hold.name, server = %server.addr, acknowledged, wanted = ack.replicas, "fewer replicas than asked acknowledged the grant");
                 continue;

@@ -26,11 +26,15 @@ pub const MIN_QUEUE_TIMEOUT: Duration = Duration::from_millis(30);
 
 /// How long to wait for a lock that someone else holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum WaitPolicy {
     /// Do not wait: fail with [`Error::Busy`] if the lock is held.
     NoWait,
     /// Wait up to this long, then fail with [`Error::TimedOut`].
     UpTo(Duration),
+    /// Wait until this instant, then fail with [`Error::TimedOut`] (an instant already past:
+    /// one try).
+    Until(tokio::time::Instant),
     /// Wait as long as it takes.
     Forever,
 }
@@ -62,6 +66,8 @@ pub struct LockRequest {
     pub(crate) auto_renew: bool,
     pub(crate) max_hold: Option<Duration>,
     pub(crate) queue_timeout: Duration,
+    /// The OS random source failed when the handle this request came from was made.
+    pub(crate) owner_error: Option<getrandom::Error>,
 }
 
 impl LockRequest {
@@ -75,7 +81,14 @@ impl LockRequest {
             auto_renew: true,
             max_hold: None,
             queue_timeout: DEFAULT_QUEUE_TIMEOUT,
+            owner_error: None,
         }
+    }
+
+    /// This request for a handle whose owner token could not be made.
+    pub(crate) fn owned_by(mut self, owner_error: Option<getrandom::Error>) -> Self {
+        self.owner_error = owner_error;
+        self
     }
 
     /// The lease (default 30 s): how long the lock outlives a holder that stops renewing it.
@@ -98,6 +111,22 @@ impl LockRequest {
     /// Wait at most `limit` if the lock is held.
     pub fn wait_up_to(self, limit: Duration) -> Self {
         self.wait(WaitPolicy::UpTo(limit))
+    }
+
+    /// Wait until `deadline` at the latest if the lock is held (a deadline shared by several
+    /// steps of a job, as `lock_api`'s `try_lock_until`). Takes a `std` or a Tokio instant.
+    ///
+    /// ```no_run
+    /// # async fn example(client: fencelock::Client) -> fencelock::Result<()> {
+    /// use std::time::{Duration, Instant};
+    ///
+    /// let deadline = Instant::now() + Duration::from_secs(30);
+    /// let first = client.lock("step-1").wait_until(deadline).acquire().await?;
+    /// let second = client.lock("step-2").wait_until(deadline).acquire().await?;
+    /// # drop((first, second)); Ok(()) }
+    /// ```
+    pub fn wait_until(self, deadline: impl Into<tokio::time::Instant>) -> Self {
+        self.wait(WaitPolicy::Until(deadline.into()))
     }
 
     /// Whether the client's watchdog renews the lease while the guard lives (default: yes).
@@ -147,6 +176,12 @@ impl LockRequest {
     /// Checks the request before anything is sent.
     pub(crate) fn validate(&self) -> Result<()> {
         keys::validate_name(&self.name)?;
+        if let Some(e) = self.owner_error {
+            return Err(Error::RandomSource {
+                lock: self.name.clone(),
+                reason: e.to_string(),
+            });
+        }
         validate_ttl(&self.name, self.ttl)?;
         let queue_timeout = self.queue_timeout;
         if self.takes_place() && queue_timeout < MIN_QUEUE_TIMEOUT {

@@ -47,13 +47,28 @@ static WRITE: std::sync::LazyLock<Lua> = lua!("check.lua", "write.lua");
 struct Write {
     command: &'static str,
     key: String,
-    args: Vec<String>,
+    args: Vec<Vec<u8>>,
 }
 
 /// The writes of one fenced call, applied together or not at all (see [`FencedStore::apply`]).
+/// Values are bytes: anything that is `AsRef<[u8]>` (`&str`, `String`, `&[u8]`, `Vec<u8>`).
+///
+/// ```
+/// use fencelock::fenced::Writes;
+///
+/// let writes = Writes::new()
+///     .set("report:{nightly}", "done")
+///     .set("thumbnail:{nightly}", [0x89, b'P', b'N', b'G'])
+///     .incr_by("runs:{nightly}", 1);
+/// assert!(!writes.is_empty());
+/// ```
 #[derive(Debug, Clone, Default)]
 pub struct Writes {
     writes: Vec<Write>,
+}
+
+fn bytes(value: impl AsRef<[u8]>) -> Vec<u8> {
+    value.as_ref().to_vec()
 }
 
 impl Writes {
@@ -62,7 +77,7 @@ impl Writes {
         Writes::default()
     }
 
-    fn push(mut self, command: &'static str, key: &str, args: Vec<String>) -> Self {
+    fn push(mut self, command: &'static str, key: &str, args: Vec<Vec<u8>>) -> Self {
         self.writes.push(Write {
             command,
             key: key.to_owned(),
@@ -72,14 +87,14 @@ impl Writes {
     }
 
     /// `SET key value`.
-    pub fn set(self, key: &str, value: &str) -> Self {
-        self.push("set", key, vec![value.to_owned()])
+    pub fn set(self, key: &str, value: impl AsRef<[u8]>) -> Self {
+        self.push("set", key, vec![bytes(value)])
     }
 
     /// `SET key value PX ttl`.
-    pub fn set_with_ttl(self, key: &str, value: &str, ttl: Duration) -> Self {
+    pub fn set_with_ttl(self, key: &str, value: impl AsRef<[u8]>, ttl: Duration) -> Self {
         let ms = crate::script::lease_millis(ttl).to_string();
-        self.push("set", key, vec![value.to_owned(), "PX".into(), ms])
+        self.push("set", key, vec![bytes(value), bytes("PX"), bytes(ms)])
     }
 
     /// `DEL key`.
@@ -88,52 +103,52 @@ impl Writes {
     }
 
     /// `HSET key field value`.
-    pub fn hset(self, key: &str, field: &str, value: &str) -> Self {
-        self.push("hset", key, vec![field.to_owned(), value.to_owned()])
+    pub fn hset(self, key: &str, field: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Self {
+        self.push("hset", key, vec![bytes(field), bytes(value)])
     }
 
     /// `HDEL key field`.
-    pub fn hdel(self, key: &str, field: &str) -> Self {
-        self.push("hdel", key, vec![field.to_owned()])
+    pub fn hdel(self, key: &str, field: impl AsRef<[u8]>) -> Self {
+        self.push("hdel", key, vec![bytes(field)])
     }
 
     /// `INCRBY key by`.
     pub fn incr_by(self, key: &str, by: i64) -> Self {
-        self.push("incrby", key, vec![by.to_string()])
+        self.push("incrby", key, vec![bytes(by.to_string())])
     }
 
     /// `PEXPIRE key ttl`.
     pub fn pexpire(self, key: &str, ttl: Duration) -> Self {
         let ms = crate::script::lease_millis(ttl).to_string();
-        self.push("pexpire", key, vec![ms])
+        self.push("pexpire", key, vec![bytes(ms)])
     }
 
     /// `RPUSH key value`.
-    pub fn rpush(self, key: &str, value: &str) -> Self {
-        self.push("rpush", key, vec![value.to_owned()])
+    pub fn rpush(self, key: &str, value: impl AsRef<[u8]>) -> Self {
+        self.push("rpush", key, vec![bytes(value)])
     }
 
     /// `LPUSH key value`.
-    pub fn lpush(self, key: &str, value: &str) -> Self {
-        self.push("lpush", key, vec![value.to_owned()])
+    pub fn lpush(self, key: &str, value: impl AsRef<[u8]>) -> Self {
+        self.push("lpush", key, vec![bytes(value)])
     }
 
     /// `SADD key member`.
-    pub fn sadd(self, key: &str, member: &str) -> Self {
-        self.push("sadd", key, vec![member.to_owned()])
+    pub fn sadd(self, key: &str, member: impl AsRef<[u8]>) -> Self {
+        self.push("sadd", key, vec![bytes(member)])
     }
 
     /// `SREM key member`.
-    pub fn srem(self, key: &str, member: &str) -> Self {
-        self.push("srem", key, vec![member.to_owned()])
+    pub fn srem(self, key: &str, member: impl AsRef<[u8]>) -> Self {
+        self.push("srem", key, vec![bytes(member)])
     }
 
     /// `XADD key * field value ...`.
-    pub fn xadd(self, key: &str, fields: &[(&str, &str)]) -> Self {
-        let mut args = vec!["*".to_owned()];
+    pub fn xadd<F: AsRef<[u8]>, V: AsRef<[u8]>>(self, key: &str, fields: &[(F, V)]) -> Self {
+        let mut args = vec![bytes("*")];
         for (field, value) in fields {
-            args.push((*field).to_owned());
-            args.push((*value).to_owned());
+            args.push(bytes(field));
+            args.push(bytes(value));
         }
         self.push("xadd", key, args)
     }
@@ -162,12 +177,13 @@ impl Client {
     /// [`Error::InvalidArgument`] for a bad resource name (the rules of lock names);
     /// [`Error::Unsupported`] for a Redlock client: a resource lives on one server (open one
     /// with its own client).
-    pub fn fenced_store(&self, resource: &str) -> Result<FencedStore> {
-        crate::keys::validate_name(resource)?;
+    pub fn fenced_store(&self, resource: impl Into<String>) -> Result<FencedStore> {
+        let resource = resource.into();
+        crate::keys::validate_name(&resource)?;
         let instances = &self.shared.instances;
         let [server] = instances.servers() else {
             return Err(Error::Unsupported {
-                lock: resource.to_owned(),
+                lock: resource,
                 reason: "a fenced resource lives on one Redis server, cluster or Sentinel \
                          master, not on Redlock's independent instances; build a client for \
                          the resource's server"
@@ -176,8 +192,8 @@ impl Client {
         };
         Ok(FencedStore {
             server: server.clone(),
-            resource: resource.to_owned(),
             fence_key: format!("{}:fenced:{{{resource}}}", self.shared.prefix),
+            resource,
             timeout: instances.command_timeout(),
         })
     }
@@ -236,7 +252,7 @@ impl FencedStore {
                 u64::try_from(write.args.len()).unwrap_or(u64::MAX),
             ));
             for arg in &write.args {
-                args.push(Arg::Str(arg));
+                args.push(Arg::Bytes(arg));
             }
         }
         let call = Call::new(&WRITE, &keys, args);

@@ -437,6 +437,8 @@ impl Encoded {
 pub(crate) enum Arg<'a> {
     Str(&'a str),
     Text(String),
+    /// A binary argument (a fenced write's value).
+    Bytes(&'a [u8]),
     Int(u64),
     /// A plain lock's value, `<token>:<fence>`, written out without an allocation.
     Value(&'a str, u64),
@@ -468,6 +470,7 @@ impl redis::ToRedisArgs for Arg<'_> {
         match self {
             Arg::Str(s) => s.write_redis_args(out),
             Arg::Text(s) => s.write_redis_args(out),
+            Arg::Bytes(b) => b.write_redis_args(out),
             Arg::Int(n) => n.write_redis_args(out),
             Arg::Value(token, fence) => write_value(&mut out.writer_for_next_arg(), token, *fence),
         }
@@ -522,6 +525,7 @@ impl<'a> Call<'a> {
                 .map(|a| match a {
                     Arg::Str(s) => s.len(),
                     Arg::Text(s) => s.len(),
+                    Arg::Bytes(b) => b.len(),
                     Arg::Int(_) => 20,
                     Arg::Value(token, _) => token.len() + 21,
                 })
@@ -558,6 +562,7 @@ impl<'a> Call<'a> {
             match arg {
                 Arg::Str(s) => encoded.bytes.extend_from_slice(s.as_bytes()),
                 Arg::Text(s) => encoded.bytes.extend_from_slice(s.as_bytes()),
+                Arg::Bytes(b) => encoded.bytes.extend_from_slice(b),
                 // Writing into a Vec cannot fail.
                 Arg::Int(n) => {
                     let mut digits = itoa::Buffer::new();

@@ -25,6 +25,7 @@ use std::time::Duration;
 use smallvec::smallvec;
 
 use crate::engine::{Attempt, Hold, Protocol, ReleaseFence};
+use crate::kind::LockKind;
 use crate::kinds::plain;
 use crate::script::{Arg, Args, Call, Lua, lua};
 
@@ -51,6 +52,10 @@ fn fair_call<'a>(lua: &'static Lua, hold: &'a Hold, args: Args<'a>) -> Call<'a> 
 }
 
 impl Protocol for Fair {
+    fn kind(&self) -> LockKind {
+        LockKind::Lock
+    }
+
     fn label(&self) -> &'static str {
         "fair lock"
     }

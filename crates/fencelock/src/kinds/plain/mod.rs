@@ -31,6 +31,7 @@ use std::time::Duration;
 use smallvec::smallvec;
 
 use crate::engine::{Attempt, Hold, Protocol, ReleaseFence};
+use crate::kind::LockKind;
 use crate::script::{Arg, Call, Lua, lua};
 
 pub(crate) static ACQUIRE: LazyLock<Lua> = lua!("value.lua", "acquire.lua");
@@ -43,6 +44,10 @@ pub(crate) static REASSERT: LazyLock<Lua> = lua!("reassert.lua");
 pub(crate) struct Plain;
 
 impl Protocol for Plain {
+    fn kind(&self) -> LockKind {
+        LockKind::Lock
+    }
+
     fn label(&self) -> &'static str {
         "lock"
     }

@@ -22,7 +22,7 @@ use smallvec::smallvec;
 use crate::client::Client;
 use crate::engine::{Attempt, FenceMemory, Hold, LockGuard, LockRequest, Protocol, ReleaseFence};
 use crate::error::{Conflict, Result};
-use crate::keys;
+use crate::kind::LockKind;
 use crate::kinds::plain;
 use crate::script::{Arg, Call, Lua, lua};
 use crate::token::OwnerToken;
@@ -41,6 +41,10 @@ pub(crate) struct Reentrant {
 }
 
 impl Protocol for Reentrant {
+    fn kind(&self) -> LockKind {
+        LockKind::Reentrant
+    }
+
     fn label(&self) -> &'static str {
         "reentrant lock"
     }
@@ -102,7 +106,7 @@ pub const DEFAULT_MAX_REENTRY: u32 = 64;
 ///
 /// ```no_run
 /// # async fn example(client: fencelock::Client) -> fencelock::Result<()> {
-/// let lock = client.reentrant_lock("accounts/42")?;
+/// let lock = client.reentrant_lock("accounts/42");
 /// let outer = lock.acquire().await?;
 /// let inner = lock.acquire().await?; // re-entry: no waiting, same fence
 /// assert_eq!(outer.fence(), inner.fence());
@@ -115,21 +119,22 @@ pub struct ReentrantLock {
     client: Client,
     name: String,
     owner: OwnerToken,
+    owner_error: Option<getrandom::Error>,
     max_reentry: u32,
     memory: Arc<tokio::sync::Mutex<Option<FenceMemory>>>,
 }
 
 impl ReentrantLock {
-    pub(crate) fn new(client: Client, name: String) -> Result<Self> {
-        keys::validate_name(&name)?;
-        let owner = OwnerToken::for_lock(&name)?;
-        Ok(ReentrantLock {
+    pub(crate) fn new(client: Client, name: String) -> Self {
+        let (owner, owner_error) = OwnerToken::for_handle();
+        ReentrantLock {
             client,
             name,
             owner,
+            owner_error,
             max_reentry: DEFAULT_MAX_REENTRY,
             memory: Arc::default(),
-        })
+        }
     }
 
     /// The lock's name.
@@ -156,6 +161,7 @@ impl ReentrantLock {
                 memory: self.memory.clone(),
             }),
         )
+        .owned_by(self.owner_error)
     }
 
     /// Takes one hold, waiting as long as it takes (30 s lease, renewed automatically).

@@ -23,8 +23,8 @@ use smallvec::smallvec;
 
 use crate::client::Client;
 use crate::engine::{Attempt, Hold, LockRequest, Protocol, ReleaseFence};
-use crate::error::{Conflict, Result};
-use crate::keys;
+use crate::error::Conflict;
+use crate::kind::LockKind;
 use crate::kinds::{ENTRY_EXTEND, plain};
 use crate::script::{Arg, Call, Lua, lua};
 use crate::token::OwnerToken;
@@ -54,6 +54,10 @@ pub(crate) struct RwSide {
 }
 
 impl Protocol for RwSide {
+    fn kind(&self) -> LockKind {
+        LockKind::ReadWrite
+    }
+
     fn label(&self) -> &'static str {
         match self.side {
             Side::Read => "read lock",
@@ -120,7 +124,7 @@ impl Protocol for RwSide {
 ///
 /// ```no_run
 /// # async fn example(client: fencelock::Client) -> fencelock::Result<()> {
-/// let config = client.read_write_lock("config")?;
+/// let config = client.read_write_lock("config");
 /// let reading = config.read().acquire().await?;
 /// println!("reading what write {} left", reading.fence());
 /// reading.release().await?;
@@ -135,17 +139,18 @@ pub struct ReadWriteLock {
     client: Client,
     name: String,
     owner: OwnerToken,
+    owner_error: Option<getrandom::Error>,
 }
 
 impl ReadWriteLock {
-    pub(crate) fn new(client: Client, name: String) -> Result<Self> {
-        keys::validate_name(&name)?;
-        let owner = OwnerToken::for_lock(&name)?;
-        Ok(ReadWriteLock {
+    pub(crate) fn new(client: Client, name: String) -> Self {
+        let (owner, owner_error) = OwnerToken::for_handle();
+        ReadWriteLock {
             client,
             name,
             owner,
-        })
+            owner_error,
+        }
     }
 
     /// The lock's name.
@@ -164,6 +169,7 @@ impl ReadWriteLock {
                 owner: self.owner.clone(),
             }),
         )
+        .owned_by(self.owner_error)
     }
 
     /// A request for the write (exclusive) hold. Its
@@ -178,5 +184,6 @@ impl ReadWriteLock {
                 owner: self.owner.clone(),
             }),
         )
+        .owned_by(self.owner_error)
     }
 }

@@ -15,6 +15,7 @@ use smallvec::smallvec;
 
 use crate::engine::{Attempt, Hold, Protocol, ReleaseFence};
 use crate::error::Conflict;
+use crate::kind::LockKind;
 use crate::kinds::{ENTRY_EXTEND, plain};
 use crate::script::{Arg, Call, Lua, lua};
 
@@ -28,6 +29,10 @@ pub(crate) struct Permit {
 }
 
 impl Protocol for Permit {
+    fn kind(&self) -> LockKind {
+        LockKind::Semaphore
+    }
+
     fn label(&self) -> &'static str {
         "semaphore"
     }
