@@ -226,12 +226,20 @@ fn main_inner(args: Args) -> Result<(), BenchError> {
 fn main() -> ExitCode {
     // The libraries' own warnings (a failed renewal, a lost lock) go to stderr: a benchmark
     // should show them. RUST_LOG overrides the default.
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .init();
+    let filter = std::env::var("RUST_LOG")
+        .ok()
+        .and_then(|text| text.parse::<tracing_subscriber::filter::Targets>().ok())
+        .unwrap_or_else(|| {
+            tracing_subscriber::filter::Targets::new()
+                .with_default(tracing_subscriber::filter::LevelFilter::WARN)
+        });
+    {
+        use tracing_subscriber::prelude::*;
+        let output = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
+        tracing_subscriber::registry()
+            .with(output.with_filter(filter))
+            .init();
+    }
     match main_inner(Args::parse()) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

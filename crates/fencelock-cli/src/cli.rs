@@ -177,7 +177,8 @@ fn finish(result: Result<(), CliError>) -> ExitCode {
 
 /// Sends tracing output to stderr when asked for with `-v` (or `RUST_LOG`).
 fn init_tracing(verbose: u8) {
-    use tracing_subscriber::EnvFilter;
+    use tracing_subscriber::filter::Targets;
+    use tracing_subscriber::prelude::*;
 
     let from_env = std::env::var_os("RUST_LOG").is_some_and(|v| !v.is_empty());
     if verbose == 0 && !from_env {
@@ -187,15 +188,20 @@ fn init_tracing(verbose: u8) {
         0 | 1 => "warn,fencelock=debug,fencelock_cli=debug",
         _ => "warn,fencelock=trace,fencelock_cli=trace",
     };
-    let filter = if from_env {
-        EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default))
-    } else {
-        EnvFilter::new(default)
-    };
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
+    // `RUST_LOG` as targets and levels (`warn,fencelock=debug`): the directives people write;
+    // span and field filters (which need a regular-expression engine) are not taken.
+    let parse = |text: &str| text.parse::<Targets>().ok();
+    let filter = std::env::var("RUST_LOG")
+        .ok()
+        .filter(|_| from_env)
+        .and_then(|text| parse(&text))
+        .or_else(|| parse(default))
+        .unwrap_or_default();
+    let output = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal())
+        .with_ansi(std::io::stderr().is_terminal());
+    let _ = tracing_subscriber::registry()
+        .with(output.with_filter(filter))
         .try_init();
 }
 

@@ -1,4 +1,5 @@
-//! Test support for `fencelock`: real `redis-server` processes on free ports,
+//! Throwaway servers for integration tests (made for `fencelock`, useful to any Redis user):
+//! real `redis-server` processes on free ports, Redis Cluster and Sentinel sets, PostgreSQL,
 //! fault injection (pause, kill, restart, `CLIENT PAUSE`, `DEBUG SLEEP`), a
 //! user-space TCP fault proxy, and re-running the current test binary as a
 //! child process.

@@ -24,10 +24,15 @@ use std::time::Duration;
 
 use futures_util::StreamExt;
 use redis::aio::{PubSubSink, PubSubStream};
+#[cfg(feature = "cluster")]
 use redis::cluster_async::ClusterConnection;
 use tokio::sync::{Semaphore, mpsc, oneshot, watch};
 
-use crate::connection::{Followed, Pushes, sharded_subscription, within};
+#[cfg(feature = "sentinel")]
+use crate::connection::Followed;
+use crate::connection::within;
+#[cfg(feature = "cluster")]
+use crate::connection::{Pushes, sharded_subscription};
 
 /// The waiters of one channel on this client.
 struct Channel {
@@ -158,11 +163,13 @@ impl ReleaseNotifier {
                 connection: None,
                 switches: None,
             },
+            #[cfg(feature = "sentinel")]
             Feed::Sentinel(followed) => Source::Dedicated {
                 switches: Some(followed.switches()),
                 opener: Opener::Sentinel(followed),
                 connection: None,
             },
+            #[cfg(feature = "cluster")]
             Feed::Sharded(conn, pushes) => Source::Sharded { conn, pushes },
         };
         let listener = Listener {
@@ -306,10 +313,12 @@ pub(crate) enum Feed {
     /// `PUBLISH` on one server: a pub/sub connection of the listener's own.
     Client(Box<redis::Client>),
     /// `PUBLISH` on the master the sentinels name, asked again at each reconnection.
+    #[cfg(feature = "sentinel")]
     Sentinel(Arc<Followed>),
     /// Redis Cluster: `SSUBSCRIBE` on the cluster connection, whose RESP3 pushes bring the
     /// messages; the `redis` crate resubscribes each channel on the node that serves its slot
     /// after a reconnection or a topology change.
+    #[cfg(feature = "cluster")]
     Sharded(ClusterConnection, Pushes),
 }
 
@@ -321,6 +330,7 @@ enum Source {
         /// With Sentinel: changes when the client moves to another master.
         switches: Option<watch::Receiver<u64>>,
     },
+    #[cfg(feature = "cluster")]
     Sharded {
         conn: ClusterConnection,
         pushes: Pushes,
@@ -330,6 +340,7 @@ enum Source {
 /// Opens a dedicated pub/sub connection.
 enum Opener {
     Client(Box<redis::Client>),
+    #[cfg(feature = "sentinel")]
     Sentinel(Arc<Followed>),
 }
 
@@ -337,6 +348,7 @@ impl Opener {
     async fn open(&self) -> redis::RedisResult<redis::aio::PubSub> {
         match self {
             Opener::Client(client) => client.get_async_pubsub().await,
+            #[cfg(feature = "sentinel")]
             Opener::Sentinel(followed) => followed.refresh().await?.client.get_async_pubsub().await,
         }
     }
@@ -417,6 +429,7 @@ impl Listener {
     }
 
     /// Forgets the connection and schedules the next attempt, backing off.
+    #[cfg_attr(not(feature = "cluster"), allow(irrefutable_let_patterns))]
     fn disconnected(&mut self) {
         if let Source::Dedicated { connection, .. } = &mut self.source {
             *connection = None;
@@ -463,6 +476,7 @@ impl Listener {
                 ..
             } => within(limit, sink.unsubscribe(&channel)).await.is_err(),
             Source::Dedicated { .. } => false,
+            #[cfg(feature = "cluster")]
             Source::Sharded { conn, .. } => {
                 // A failure leaves a subscription without waiters: harmless.
                 let _ = sharded_subscription(conn, &channel, false, limit).await;
@@ -478,6 +492,7 @@ impl Listener {
     async fn subscribe(&mut self, channel: &str) -> bool {
         let limit = self.command_timeout;
         let result = match &mut self.source {
+            #[cfg(feature = "cluster")]
             Source::Sharded { conn, .. } => {
                 return match sharded_subscription(conn, channel, true, limit).await {
                     Ok(()) => true,
@@ -516,6 +531,7 @@ impl Listener {
     }
 
     /// Opens the pub/sub connection and subscribes every channel that has waiters.
+    #[cfg_attr(not(feature = "cluster"), allow(irrefutable_let_patterns))]
     async fn connect_and_resubscribe(&mut self) -> bool {
         let Source::Dedicated {
             opener, connection, ..
@@ -608,6 +624,7 @@ async fn next_event(source: &mut Source) -> Event {
             () = switched(switches) => Event::Lost,
         },
         Source::Dedicated { .. } => std::future::pending().await,
+        #[cfg(feature = "cluster")]
         Source::Sharded { pushes, .. } => loop {
             let Some(push) = pushes.recv().await else {
                 // The cluster connection is gone with its client: only timers are left.

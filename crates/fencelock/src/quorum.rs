@@ -22,7 +22,9 @@ use std::time::Duration;
 use futures_util::StreamExt;
 use futures_util::stream::FuturesUnordered;
 
-use crate::connection::{Endpoint, Followed, Server, Switches, is_unreachable};
+#[cfg(feature = "sentinel")]
+use crate::connection::Followed;
+use crate::connection::{Endpoint, Server, Switches, is_unreachable};
 use crate::error::Error;
 use crate::notify::{Feed, Pass, ReleaseNotifier, Subscription};
 
@@ -141,6 +143,7 @@ impl Instances {
                     Server::new(client.clone(), command_timeout)?,
                     Feed::Client(Box::new(client)),
                 ),
+                #[cfg(feature = "cluster")]
                 Endpoint::Cluster(seeds) => {
                     let (conn, pushes) = seeds.connect(command_timeout)?;
                     (
@@ -148,6 +151,7 @@ impl Instances {
                         Feed::Sharded(conn, pushes),
                     )
                 }
+                #[cfg(feature = "sentinel")]
                 Endpoint::Sentinel(set) => {
                     let followed = Followed::start(set, command_timeout);
                     (Server::sentinel(followed.clone()), Feed::Sentinel(followed))

@@ -65,7 +65,7 @@ async fn spans_name_the_lock_kind_and_fence_and_never_the_token() {
     tracing_subscriber::fmt()
         .with_writer(buffer.clone())
         .with_ansi(false)
-        .with_env_filter("fencelock=debug")
+        .with_max_level(tracing_subscriber::filter::LevelFilter::DEBUG)
         .with_span_events(FmtSpan::CLOSE)
         .init();
 

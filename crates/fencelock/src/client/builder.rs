@@ -7,7 +7,11 @@ use std::time::Duration;
 
 use super::tls::{self, Pem, TlsOptions};
 use super::{Client, DEFAULT_COMMAND_TIMEOUT, DEFAULT_PREFIX, Shared};
-use crate::connection::{ClusterSeeds, Endpoint, SentinelSet, is_tls};
+#[cfg(feature = "cluster")]
+use crate::connection::ClusterSeeds;
+#[cfg(feature = "sentinel")]
+use crate::connection::SentinelSet;
+use crate::connection::{Endpoint, is_tls};
 use crate::engine::{ReplicaAck, Shortfall};
 use crate::error::{Error, Result};
 use crate::keys;
@@ -64,8 +68,10 @@ pub(super) enum Topology {
     /// One server, or independent servers for Redlock.
     Instances(Vec<Target>),
     /// The seed nodes of one Redis Cluster.
+    #[cfg(feature = "cluster")]
     Cluster(Vec<String>),
     /// The sentinels of one master, and its name.
+    #[cfg(feature = "sentinel")]
     Sentinel {
         sentinels: Vec<String>,
         master: String,
@@ -266,8 +272,12 @@ impl ClientBuilder {
 impl ClientBuilder {
     /// Opens the URLs of the topology.
     fn endpoints(&self) -> Result<Vec<Endpoint>> {
-        if self.master_credentials.is_some() && !matches!(self.topology, Topology::Sentinel { .. })
-        {
+        let sentinel = match self.topology {
+            #[cfg(feature = "sentinel")]
+            Topology::Sentinel { .. } => true,
+            _ => false,
+        };
+        if self.master_credentials.is_some() && !sentinel {
             return Err(Error::Config {
                 reason: "master credentials apply to a Sentinel client only; give a server's \
                          credentials in its URL"
@@ -276,6 +286,7 @@ impl ClientBuilder {
         }
         match &self.topology {
             Topology::Instances(targets) => self.instances(targets),
+            #[cfg(feature = "cluster")]
             Topology::Cluster(seeds) => {
                 let nodes = self.open_all(seeds, "seed node")?;
                 let nodes = nodes
@@ -287,6 +298,7 @@ impl ClientBuilder {
                     certs: tls::certificates(&self.tls)?,
                 })])
             }
+            #[cfg(feature = "sentinel")]
             Topology::Sentinel { sentinels, master } => {
                 if master.is_empty() {
                     return Err(Error::Config {

@@ -47,6 +47,7 @@ impl ClusterSeeds {
                 .set_protocol(redis::ProtocolVersion::RESP3);
             n.clone().set_redis_settings(settings)
         });
+        #[cfg_attr(not(feature = "tls-rustls"), allow(unused_mut))]
         let mut builder = ClusterClientBuilder::new(nodes)
             .use_protocol(redis::ProtocolVersion::RESP3)
             .push_sender(sender)

@@ -7,23 +7,30 @@
 //! - `sentinel.rs`: following the master that the sentinels name, across failovers;
 //! - `errors.rs`: reading a Redis error (TLS, credentials, ACL, unreachable).
 
+#[cfg(feature = "cluster")]
 mod cluster;
 mod coalesce;
 mod errors;
+#[cfg(feature = "sentinel")]
 mod sentinel;
+mod switches;
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+#[cfg(feature = "cluster")]
 use redis::cluster_async::ClusterConnection;
 use redis::{FromRedisValue, RedisError};
 
+#[cfg(feature = "cluster")]
 pub(crate) use cluster::{ClusterSeeds, Pushes, sharded_subscription};
 pub(crate) use coalesce::Undelivered;
 use errors::is_reset;
 pub(crate) use errors::{is_auth_failure, is_tls_failure, is_unreachable, missing_permission};
-pub(crate) use sentinel::{Followed, SentinelSet, Switches};
+#[cfg(feature = "sentinel")]
+pub(crate) use sentinel::{Followed, SentinelSet};
+pub(crate) use switches::Switches;
 
 use crate::error::Error;
 use crate::script::{Batch, Call, Encoded};
@@ -41,8 +48,10 @@ pub(crate) enum Endpoint {
     /// One server (or one Redlock instance).
     Single(redis::Client),
     /// A Redis Cluster, by its seed nodes.
+    #[cfg(feature = "cluster")]
     Cluster(ClusterSeeds),
     /// The master that a set of sentinels names.
+    #[cfg(feature = "sentinel")]
     Sentinel(SentinelSet),
 }
 
@@ -51,13 +60,16 @@ pub(crate) enum Endpoint {
 enum Link {
     Single(ConnectionManager),
     /// Commands go to the master of their key's slot.
+    #[cfg(feature = "cluster")]
     Cluster(ClusterConnection),
     /// One node of a cluster, by address (to scan its keys).
+    #[cfg(feature = "cluster")]
     ClusterNode {
         conn: ClusterConnection,
         host: String,
         port: u16,
     },
+    #[cfg(feature = "sentinel")]
     Sentinel(Arc<Followed>),
 }
 
@@ -121,6 +133,7 @@ impl Server {
     }
 
     /// A Redis Cluster, over a connection from [`ClusterSeeds::connect`].
+    #[cfg(feature = "cluster")]
     pub(crate) fn cluster(conn: ClusterConnection, seeds: &ClusterSeeds) -> Self {
         Server {
             link: Link::Cluster(conn),
@@ -132,6 +145,7 @@ impl Server {
     }
 
     /// The master that `followed` finds through the sentinels.
+    #[cfg(feature = "sentinel")]
     pub(crate) fn sentinel(followed: Arc<Followed>) -> Self {
         Server {
             addr: followed.describe().into(),
@@ -159,6 +173,7 @@ impl Server {
     /// Changes each time the client moves to another master (Sentinel only).
     pub(crate) fn switches(&self) -> Option<tokio::sync::watch::Receiver<u64>> {
         match &self.link {
+            #[cfg(feature = "sentinel")]
             Link::Sentinel(followed) => Some(followed.switches()),
             _ => None,
         }
@@ -167,6 +182,7 @@ impl Server {
     /// How many times the client has moved to another master here (Sentinel; else 0).
     pub(crate) fn switch_epoch(&self) -> u64 {
         match &self.link {
+            #[cfg(feature = "sentinel")]
             Link::Sentinel(followed) => followed.epoch(),
             _ => 0,
         }
@@ -174,7 +190,10 @@ impl Server {
 
     /// Whether scripts publish with `SPUBLISH` here (Redis Cluster's sharded pub/sub).
     pub(crate) fn sharded(&self) -> bool {
-        matches!(self.link, Link::Cluster(_) | Link::ClusterNode { .. })
+        #[cfg(feature = "cluster")]
+        return matches!(self.link, Link::Cluster(_) | Link::ClusterNode { .. });
+        #[cfg(not(feature = "cluster"))]
+        false
     }
 
     /// Runs a script call within `limit`: `EVALSHA`, and `EVAL` with the source when the node
@@ -258,7 +277,9 @@ impl Server {
         within(limit, async {
             match &self.link {
                 Link::Single(conn) => pipe.query_async(&mut conn.clone()).await,
+                #[cfg(feature = "cluster")]
                 Link::Cluster(conn) => pipe.query_async(&mut conn.clone()).await,
+                #[cfg(feature = "cluster")]
                 Link::ClusterNode { conn, host, port } => {
                     let route = by_address(host, *port);
                     let values = conn
@@ -267,6 +288,7 @@ impl Server {
                         .await?;
                     T::from_redis_value(redis::Value::Array(values)).map_err(RedisError::from)
                 }
+                #[cfg(feature = "sentinel")]
                 Link::Sentinel(followed) => {
                     Box::pin(
                         followed
@@ -297,8 +319,11 @@ impl Server {
         key: &str,
         limit: Duration,
     ) -> redis::RedisResult<T> {
+        #[cfg(not(feature = "cluster"))]
+        let _ = key;
         within(limit, async {
             match &self.link {
+                #[cfg(feature = "cluster")]
                 Link::Cluster(conn) => {
                     let route = redis::cluster_routing::Route::with_key(
                         key,
@@ -319,9 +344,22 @@ impl Server {
     /// The nodes whose keys together are every key here: this server, or every master of a
     /// cluster (each as a `Server` that sends to that node alone).
     pub(crate) async fn key_holders(&self, limit: Duration) -> redis::RedisResult<Vec<Server>> {
-        let Link::Cluster(conn) = &self.link else {
-            return Ok(vec![self.clone()]);
-        };
+        #[cfg(feature = "cluster")]
+        if let Link::Cluster(conn) = &self.link {
+            return self.cluster_masters(conn, limit).await;
+        }
+        #[cfg(not(feature = "cluster"))]
+        let _ = limit;
+        Ok(vec![self.clone()])
+    }
+
+    /// Every master of the cluster behind `conn`, each as a `Server` that sends to it alone.
+    #[cfg(feature = "cluster")]
+    async fn cluster_masters(
+        &self,
+        conn: &ClusterConnection,
+        limit: Duration,
+    ) -> redis::RedisResult<Vec<Server>> {
         let masters = within(limit, cluster::masters(conn)).await?;
         Ok(masters
             .into_iter()
@@ -345,13 +383,16 @@ impl Server {
             Link::Single(conn) => cmd.query_async(&mut conn.clone()).await,
             // The cluster's futures are boxed: they are large, and every call's future (the
             // single server's too) would be as large as the largest arm.
+            #[cfg(feature = "cluster")]
             Link::Cluster(conn) => Box::pin(cmd.query_async(&mut conn.clone())).await,
+            #[cfg(feature = "cluster")]
             Link::ClusterNode { conn, host, port } => {
                 let routing =
                     redis::cluster_routing::RoutingInfo::SingleNode(by_address(host, *port));
                 let value = Box::pin(conn.clone().route_command(cmd.clone(), routing)).await?;
                 T::from_redis_value(value).map_err(RedisError::from)
             }
+            #[cfg(feature = "sentinel")]
             Link::Sentinel(followed) => {
                 // Boxed: the retry around the call would make every operation's future type
                 // deeper than the compiler's default limit.
@@ -420,6 +461,7 @@ impl Server {
     }
 }
 
+#[cfg(feature = "cluster")]
 fn by_address(host: &str, port: u16) -> redis::cluster_routing::SingleNodeRoutingInfo {
     redis::cluster_routing::SingleNodeRoutingInfo::ByAddress {
         host: host.to_owned(),

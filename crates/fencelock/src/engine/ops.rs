@@ -2,10 +2,12 @@
 //! script call each, the script chosen by the hold's protocol), a pipelined batch of extends for
 //! the watchdog, and the decoding of their replies.
 
+#[cfg(feature = "cluster")]
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+#[cfg(feature = "cluster")]
 use redis::cluster_routing::Slot;
 use redis::{FromRedisValue, RedisError, Value};
 
@@ -186,9 +188,20 @@ pub(crate) async fn extend_many(
     limit: Duration,
 ) -> redis::RedisResult<Vec<redis::RedisResult<Extended>>> {
     let calls: Vec<Call> = items.iter().map(|i| i.hold.extend_call(i.ttl)).collect();
-    if !server.sharded() {
-        return extend_batch(&server, &calls, limit).await;
+    #[cfg(feature = "cluster")]
+    if server.sharded() {
+        return extend_by_slot(&server, &calls, limit).await;
     }
+    extend_batch(&server, &calls, limit).await
+}
+
+/// [`extend_many`] on Redis Cluster.
+#[cfg(feature = "cluster")]
+async fn extend_by_slot(
+    server: &Server,
+    calls: &[Call<'_>],
+    limit: Duration,
+) -> redis::RedisResult<Vec<redis::RedisResult<Extended>>> {
     // Redis Cluster: a pipeline must stay within one slot, so the batch is one pipeline per
     // slot, all sent at once (the cluster connection multiplexes those of one node).
     let mut slots: HashMap<Slot, Vec<usize>> = HashMap::new();
@@ -200,7 +213,6 @@ pub(crate) async fn extend_many(
     }
     let batches = slots.into_values().map(|positions| {
         let calls: Vec<&Call> = positions.iter().filter_map(|&i| calls.get(i)).collect();
-        let server = &server;
         async move { (positions, extend_batch(server, &calls, limit).await) }
     });
     let mut replies: Vec<redis::RedisResult<Extended>> =
