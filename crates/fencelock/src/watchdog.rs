@@ -25,7 +25,7 @@ use tokio::time::Instant;
 
 use crate::engine::{Abandoned, ExtendItem, Extended, Hold, Verdict, extend_many, judge_extension};
 use crate::error::LostReason;
-use crate::lease::{ClockDrift, Lease, confirm, mark_lost};
+use crate::lease::{ClockDrift, Ending, Lease, confirm, end};
 use crate::quorum::{Answer, Instances};
 
 /// A hold (of any kind of lock) the watchdog keeps alive.
@@ -214,9 +214,13 @@ impl Schedule {
             } else if now >= deadline {
                 // The deadline passed without a confirmed renewal (the reason carries the last
                 // renewal error, if there was one).
-                let expiry_reason = entry.renewal.lease.borrow().expiry_reason.clone();
-                tracing::warn!(lock = %entry.renewal.hold.name, reason = %expiry_reason, "lock lost: its deadline passed before a renewal was confirmed");
-                mark_lost(&entry.renewal.lease, expiry_reason);
+                let renewal = &entry.renewal;
+                end(
+                    &renewal.lease,
+                    &renewal.hold,
+                    renewal.fence,
+                    Ending::DeadlinePassed,
+                );
                 self.entries.remove(&id);
             } else if entry.renewal.hold_until.is_some_and(|until| now >= until) {
                 entry
@@ -391,13 +395,12 @@ async fn renew(instances: &Arc<Instances>, drift: &ClockDrift, shared: &Shared, 
             // a later one meanwhile, the lock comes up early and is queued again at its time).
             schedule.queue.push(Reverse((sent_at + ttl / 3, id)));
         } else if tally.verdict == Verdict::Lost {
-            crate::observe::lost_event(
-                &renewal.hold.name,
-                renewal.hold.protocol.label(),
+            end(
+                &renewal.lease,
+                &renewal.hold,
                 renewal.fence,
-                &LostReason::NotOwner,
+                Ending::NotOwner,
             );
-            mark_lost(&entry.renewal.lease, LostReason::NotOwner);
             schedule.entries.remove(&id);
         } else {
             let errors: Vec<String> = per_instance
@@ -414,14 +417,13 @@ async fn renew(instances: &Arc<Instances>, drift: &ClockDrift, shared: &Shared, 
                 }
             });
             if after >= deadline {
-                let reason = entry.renewal.lease.borrow().expiry_reason.clone();
-                crate::observe::lost_event(
-                    &entry.renewal.hold.name,
-                    entry.renewal.hold.protocol.label(),
-                    entry.renewal.fence,
-                    &reason,
+                let renewal = &entry.renewal;
+                end(
+                    &renewal.lease,
+                    &renewal.hold,
+                    renewal.fence,
+                    Ending::DeadlinePassed,
                 );
-                mark_lost(&entry.renewal.lease, reason);
                 schedule.entries.remove(&id);
             } else {
                 let retry = (ttl / 10).clamp(Duration::from_millis(5), Duration::from_secs(1));
