@@ -13,6 +13,7 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
+use crate::engine::Hold;
 use crate::error::LostReason;
 
 /// How much to subtract from a lease for clock drift: `ttl * factor + min`.
@@ -107,16 +108,47 @@ pub(crate) fn confirm(lease: &Lease, sent_at: Instant, ttl: Duration, drift: &Cl
     });
 }
 
-/// Marks the lease lost, unless it already was. Returns true if this call marked it.
-pub(crate) fn mark_lost(lease: &Lease, reason: LostReason) -> bool {
+/// How a lease ends, as [`end`] is told.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Ending {
+    /// Redis answered that the key no longer carries this hold's token.
+    NotOwner,
+    /// The local deadline passed without a confirmed renewal: lost for the lease's
+    /// `expiry_reason` (the last renewal error, or the `max_hold` cap).
+    DeadlinePassed,
+    /// The holder let go of the lock by a release sent at this instant. If the deadline had
+    /// passed by then, the lease was lost first, and that loss is what is reported.
+    Released(Instant),
+}
+
+/// Ends the lease of `hold` (fence `fence`): the one place where a lock is found lost or let
+/// go. The lease is marked (its lost signals fire with the reason) and, if it is a loss, the
+/// loss is reported (`fencelock_losses_total` and the "lock lost" event, see
+/// [`crate::observe::lost`]).
+///
+/// Only the first call for a lease does anything: when two paths notice a loss (the deadline
+/// passing while a renewal hears that the key is gone), it is reported once. Returns the reason
+/// if this call ended the lease.
+pub(crate) fn end(lease: &Lease, hold: &Hold, fence: u64, ending: Ending) -> Option<LostReason> {
+    let mut ended = None;
     lease.send_if_modified(|s| {
         if s.lost.is_some() {
             return false;
         }
-        crate::observe::lost(&reason);
+        let reason = match ending {
+            Ending::NotOwner => LostReason::NotOwner,
+            Ending::Released(at) if at < s.deadline => LostReason::Released,
+            Ending::DeadlinePassed | Ending::Released(_) => s.expiry_reason.clone(),
+        };
+        ended = Some(reason.clone());
         s.lost = Some(reason);
         true
-    })
+    });
+    // Reported outside the channel's lock: a subscriber may take its time.
+    if let Some(reason) = &ended {
+        crate::observe::lost(&hold.name, hold.label(), fence, reason);
+    }
+    ended
 }
 
 /// Resolves when a lock is no longer held by its guard: Redis said so, the local deadline passed
@@ -243,6 +275,15 @@ mod tests {
         assert_eq!(reason, LostReason::Expired { last_error: None });
     }
 
+    fn hold() -> Hold {
+        Hold {
+            name: std::sync::Arc::from("lease"),
+            protocol: std::sync::Arc::new(crate::kinds::plain::Plain),
+            keys: crate::keys::LockKeys::new("fencelock", "lease"),
+            token: crate::token::OwnerToken::generate().unwrap(),
+        }
+    }
+
     #[tokio::test]
     async fn lost_is_sticky() {
         let drift = ClockDrift::default();
@@ -252,9 +293,98 @@ mod tests {
             &drift,
         ))
         .0;
-        assert!(mark_lost(&lease, LostReason::NotOwner));
-        assert!(!mark_lost(&lease, LostReason::Released));
+        let hold = hold();
+        assert_eq!(
+            end(&lease, &hold, 1, Ending::NotOwner),
+            Some(LostReason::NotOwner)
+        );
+        assert_eq!(
+            end(&lease, &hold, 1, Ending::Released(Instant::now())),
+            None
+        );
+        assert_eq!(end(&lease, &hold, 1, Ending::DeadlinePassed), None);
         confirm(&lease, Instant::now(), Duration::from_secs(10), &drift);
         assert_eq!(LostSignal::new(&lease).await, LostReason::NotOwner);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_release_after_the_deadline_ends_the_lease_as_lost() {
+        let drift = ClockDrift::default();
+        let t0 = Instant::now();
+        let ttl = Duration::from_millis(1000);
+        let hold = hold();
+        let released: Lease = watch::channel(LeaseState::new(t0, ttl, &drift)).0;
+        assert_eq!(
+            end(&released, &hold, 1, Ending::Released(t0 + ttl / 2)),
+            Some(LostReason::Released)
+        );
+        let capped: Lease = watch::channel(LeaseState::new(t0, ttl, &drift)).0;
+        capped.send_modify(|s| s.expiry_reason = LostReason::MaxHoldReached);
+        assert_eq!(
+            end(&capped, &hold, 1, Ending::Released(t0 + ttl)),
+            Some(LostReason::MaxHoldReached)
+        );
+        assert_eq!(LostSignal::new(&capped).await, LostReason::MaxHoldReached);
+    }
+
+    /// Each loss is counted once with its reason, however many paths notice it; a release is
+    /// not counted.
+    #[cfg(feature = "metrics")]
+    #[test]
+    fn each_loss_is_counted_once_and_a_release_never() {
+        use metrics_util::debugging::{DebugValue, DebuggingRecorder};
+
+        let recorder = DebuggingRecorder::new();
+        let snapshotter = recorder.snapshotter();
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .unwrap();
+        let _entered = runtime.enter();
+        metrics::with_local_recorder(&recorder, || {
+            let drift = ClockDrift::default();
+            let hold = hold();
+            let now = Instant::now();
+            let lease = || -> Lease {
+                watch::channel(LeaseState::new(now, Duration::from_secs(10), &drift)).0
+            };
+            // The deadline and a renewal's answer race: the first one reports.
+            let raced = lease();
+            end(&raced, &hold, 1, Ending::DeadlinePassed);
+            end(&raced, &hold, 1, Ending::NotOwner);
+            end(&raced, &hold, 1, Ending::Released(now));
+            let capped = lease();
+            capped.send_modify(|s| s.expiry_reason = LostReason::MaxHoldReached);
+            end(&capped, &hold, 1, Ending::DeadlinePassed);
+            end(&capped, &hold, 1, Ending::DeadlinePassed);
+            let taken = lease();
+            end(&taken, &hold, 1, Ending::NotOwner);
+            end(&taken, &hold, 1, Ending::NotOwner);
+            let released = lease();
+            end(&released, &hold, 1, Ending::Released(now));
+            end(&released, &hold, 1, Ending::NotOwner);
+        });
+        let mut counted: Vec<(String, u64)> = snapshotter
+            .snapshot()
+            .into_vec()
+            .into_iter()
+            .filter(|(key, ..)| key.key().name() == "fencelock_losses_total")
+            .map(|(key, _, _, value)| {
+                let reason = key.key().labels().map(|l| l.value().to_owned()).collect();
+                let DebugValue::Counter(n) = value else {
+                    panic!("{value:?}")
+                };
+                (reason, n)
+            })
+            .collect();
+        counted.sort();
+        assert_eq!(
+            counted,
+            vec![
+                ("expired".to_owned(), 1),
+                ("max_hold".to_owned(), 1),
+                ("not_owner".to_owned(), 1)
+            ]
+        );
     }
 }

@@ -55,23 +55,21 @@ pub(crate) fn renewal(ok: bool) {
     let _ = ok;
 }
 
-/// Counts a lost lock (a release is not a loss).
-pub(crate) fn lost(reason: &LostReason) {
-    let reason = match reason {
+/// Reports the loss of lock `lock` of `kind` (fence `fence`): counts it in
+/// `fencelock_losses_total` and logs a `warn` event "lock lost" in a `fencelock.lost` span. A
+/// release is not a loss: nothing is reported. Called by [`crate::lease::end`] only, once per
+/// lease.
+pub(crate) fn lost(lock: &str, kind: &'static str, fence: u64, reason: &LostReason) {
+    let label = match reason {
         LostReason::NotOwner => "not_owner",
         LostReason::Expired { .. } => "expired",
         LostReason::MaxHoldReached => "max_hold",
         LostReason::Released => return,
     };
     #[cfg(feature = "metrics")]
-    metrics::counter!("fencelock_losses_total", "reason" => reason).increment(1);
+    metrics::counter!("fencelock_losses_total", "reason" => label).increment(1);
     #[cfg(not(feature = "metrics"))]
-    let _ = reason;
-}
-
-/// Reports the loss of lock `lock` of `kind` (fence `fence`) as a `warn` event in a
-/// `fencelock.lost` span.
-pub(crate) fn lost_event(lock: &str, kind: &'static str, fence: u64, reason: &LostReason) {
+    let _ = label;
     let span = tracing::warn_span!("fencelock.lost", lock = %lock, kind = %kind, fence);
     let _entered = span.enter();
     tracing::warn!(%reason, "lock lost");

@@ -25,10 +25,10 @@ use tokio::time::Instant;
 
 use crate::engine::{Abandoned, ExtendItem, Extended, Hold, Verdict, extend_many, judge_extension};
 use crate::error::LostReason;
-use crate::lease::{ClockDrift, Lease, confirm, mark_lost};
+use crate::lease::{ClockDrift, Ending, Lease, confirm, end};
 use crate::quorum::{Answer, Instances};
 
-/// A hold (of any kind of lock) the watchdog keeps alive.
+/// A hold (of any kind of lock) the watchdog keeps alive, or only watches until its deadline.
 pub(crate) struct Renewal {
     pub(crate) hold: Arc<Hold>,
     pub(crate) fence: u64,
@@ -74,10 +74,30 @@ impl Watchdog {
     /// master since, and the hold is checked there; a lock passed by a release: a third of the
     /// shorter lease it was passed with).
     pub(crate) fn renew(&self, id: u64, renewal: Renewal, first_due: Option<Instant>) {
-        let entry = Entry {
-            renewal,
-            retry_at: first_due,
-        };
+        self.schedule(
+            id,
+            Entry {
+                renewal,
+                retry_at: first_due,
+                renewing: true,
+            },
+        );
+    }
+
+    /// Watches a hold that is not renewed (`auto_renew(false)`): if it is still held when its
+    /// deadline passes, its loss is reported then, whether anyone waits for it or not.
+    pub(crate) fn watch(&self, id: u64, renewal: Renewal) {
+        self.schedule(
+            id,
+            Entry {
+                renewal,
+                retry_at: None,
+                renewing: false,
+            },
+        );
+    }
+
+    fn schedule(&self, id: u64, entry: Entry) {
         let due = entry.due_at();
         let mut schedule = self.shared.lock();
         schedule.insert(id, entry);
@@ -89,7 +109,7 @@ impl Watchdog {
         }
     }
 
-    /// Stops keeping a hold alive.
+    /// Stops keeping a hold alive (or watching it).
     pub(crate) fn stop(&self, id: u64) {
         self.shared.lock().remove(id);
     }
@@ -114,12 +134,19 @@ struct Entry {
     renewal: Renewal,
     /// Set after a failed renewal: retry at this instant rather than on the normal schedule.
     retry_at: Option<Instant>,
+    /// False for a hold that is not renewed (`auto_renew(false)`, or its `max_hold` reached):
+    /// it comes up at its deadline, when its loss is reported if it is still held.
+    renewing: bool,
 }
 
 impl Entry {
-    /// When this lock should next be renewed: a third of the lease after its last confirmation.
+    /// When this lock should next be renewed: a third of the lease after its last confirmation
+    /// (not renewed: its deadline).
     fn due_at(&self) -> Instant {
         let state = self.renewal.lease.borrow();
+        if !self.renewing {
+            return state.deadline;
+        }
         let scheduled = state.confirmed_at + state.ttl / 3;
         self.retry_at.unwrap_or(scheduled)
     }
@@ -155,9 +182,13 @@ impl Schedule {
         }
     }
 
-    /// Makes every lock due now: after a master switch, each is checked on the new master.
+    /// Makes every renewed lock due now: after a master switch, each is checked on the new
+    /// master.
     fn check_all_now(&mut self, now: Instant) {
         for (id, entry) in &mut self.entries {
+            if !entry.renewing {
+                continue;
+            }
             entry.retry_at = Some(now);
             self.queue.push(Reverse((now, *id)));
         }
@@ -181,7 +212,8 @@ impl Schedule {
     }
 
     /// Takes every lock that is due at `now` (or within its slack, so that locks falling due
-    /// together share a batch), dropping the lost, expired and capped ones on the way.
+    /// together share a batch), dropping the lost and expired ones on the way (an expired one is
+    /// reported lost), and keeping the capped ones only until their deadline.
     ///
     /// Each lock's entry and lease are read once here, and what the renewal needs is carried in
     /// the batch: with thousands of locks, every further look-up is a cache miss.
@@ -195,7 +227,7 @@ impl Schedule {
         let mut due = Vec::new();
         let mut later = Vec::new();
         while let Some(Reverse((at, id))) = self.queue.peek().copied() {
-            let Some(entry) = self.entries.get(&id) else {
+            let Some(entry) = self.entries.get_mut(&id) else {
                 self.queue.pop();
                 continue;
             };
@@ -213,18 +245,28 @@ impl Schedule {
                 self.entries.remove(&id);
             } else if now >= deadline {
                 // The deadline passed without a confirmed renewal (the reason carries the last
-                // renewal error, if there was one).
-                let expiry_reason = entry.renewal.lease.borrow().expiry_reason.clone();
-                tracing::warn!(lock = %entry.renewal.hold.name, reason = %expiry_reason, "lock lost: its deadline passed before a renewal was confirmed");
-                mark_lost(&entry.renewal.lease, expiry_reason);
+                // renewal error, if there was one, or the `max_hold` cap).
+                let renewal = &entry.renewal;
+                end(
+                    &renewal.lease,
+                    &renewal.hold,
+                    renewal.fence,
+                    Ending::DeadlinePassed,
+                );
                 self.entries.remove(&id);
+            } else if !entry.renewing {
+                // Not renewed: it comes up again at its deadline (a hand-made extension may
+                // have moved it since it was queued).
+                later.push(id);
             } else if entry.renewal.hold_until.is_some_and(|until| now >= until) {
                 entry
                     .renewal
                     .lease
                     .send_modify(|s| s.expiry_reason = LostReason::MaxHoldReached);
                 tracing::debug!(lock = %entry.renewal.hold.name, "max hold time reached; renewal stops");
-                self.entries.remove(&id);
+                // Watched until its deadline, when its loss is reported.
+                entry.renewing = false;
+                later.push(id);
             } else if entry.retry_at.unwrap_or(scheduled) > now + slack {
                 // Renewed by hand since it was queued: it comes up again at its new time.
                 later.push(id);
@@ -391,13 +433,12 @@ async fn renew(instances: &Arc<Instances>, drift: &ClockDrift, shared: &Shared, 
             // a later one meanwhile, the lock comes up early and is queued again at its time).
             schedule.queue.push(Reverse((sent_at + ttl / 3, id)));
         } else if tally.verdict == Verdict::Lost {
-            crate::observe::lost_event(
-                &renewal.hold.name,
-                renewal.hold.protocol.label(),
+            end(
+                &renewal.lease,
+                &renewal.hold,
                 renewal.fence,
-                &LostReason::NotOwner,
+                Ending::NotOwner,
             );
-            mark_lost(&entry.renewal.lease, LostReason::NotOwner);
             schedule.entries.remove(&id);
         } else {
             let errors: Vec<String> = per_instance
@@ -414,14 +455,13 @@ async fn renew(instances: &Arc<Instances>, drift: &ClockDrift, shared: &Shared, 
                 }
             });
             if after >= deadline {
-                let reason = entry.renewal.lease.borrow().expiry_reason.clone();
-                crate::observe::lost_event(
-                    &entry.renewal.hold.name,
-                    entry.renewal.hold.protocol.label(),
-                    entry.renewal.fence,
-                    &reason,
+                let renewal = &entry.renewal;
+                end(
+                    &renewal.lease,
+                    &renewal.hold,
+                    renewal.fence,
+                    Ending::DeadlinePassed,
                 );
-                mark_lost(&entry.renewal.lease, reason);
                 schedule.entries.remove(&id);
             } else {
                 let retry = (ttl / 10).clamp(Duration::from_millis(5), Duration::from_secs(1));
@@ -455,6 +495,7 @@ mod tests {
                 hold_until: None,
             },
             retry_at: None,
+            renewing: true,
         }
     }
 
@@ -494,6 +535,48 @@ mod tests {
         assert!(ids(schedule.take_due(now + ttl / 3 - Duration::from_millis(50))).is_empty());
         // Once the first is due, the second (due 100 ms later) goes with it.
         assert_eq!(ids(schedule.take_due(now + ttl / 3)), vec![1, 2]);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_unrenewed_hold_is_never_renewed_and_reported_lost_at_its_deadline() {
+        let ttl = Duration::from_secs(3);
+        let now = Instant::now();
+        let mut schedule = Schedule::default();
+        let mut unrenewed = entry(now, ttl);
+        unrenewed.renewing = false;
+        let lease = unrenewed.renewal.lease.clone();
+        let deadline = lease.borrow().deadline;
+        schedule.insert(1, unrenewed);
+        schedule.insert(2, entry(now, ttl));
+        // After a master switch too, only the renewed hold is taken.
+        schedule.check_all_now(now);
+        assert_eq!(ids(schedule.take_due(now)), vec![2]);
+        schedule.remove(2);
+        assert_eq!(schedule.next_wake(), Some(deadline));
+        assert!(ids(schedule.take_due(deadline)).is_empty());
+        assert_eq!(
+            lease.borrow().lost,
+            Some(LostReason::Expired { last_error: None })
+        );
+        assert!(!schedule.entries.contains_key(&1));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_capped_hold_stops_renewing_and_is_reported_lost_at_its_deadline() {
+        let ttl = Duration::from_secs(3);
+        let now = Instant::now();
+        let mut schedule = Schedule::default();
+        let mut capped = entry(now, ttl);
+        capped.renewal.hold_until = Some(now + ttl / 4);
+        let lease = capped.renewal.lease.clone();
+        let deadline = lease.borrow().deadline;
+        schedule.insert(1, capped);
+        assert!(ids(schedule.take_due(now + ttl / 3)).is_empty());
+        assert_eq!(lease.borrow().lost, None);
+        assert_eq!(schedule.next_wake(), Some(deadline));
+        assert!(ids(schedule.take_due(deadline)).is_empty());
+        assert_eq!(lease.borrow().lost, Some(LostReason::MaxHoldReached));
+        assert_eq!(schedule.next_wake(), None);
     }
 
     #[tokio::test(start_paused = true)]

@@ -350,20 +350,21 @@ impl LockRequest {
     ) -> LockGuard {
         let shared = &self.client.shared;
         let lease: Lease = watch::channel(lease).0;
-        let renewal_id = self.auto_renew.then(|| {
-            let id = shared.next_id();
-            shared.watchdog.renew(
-                id,
-                Renewal {
-                    hold: hold.clone(),
-                    fence,
-                    lease: lease.clone(),
-                    hold_until: self.max_hold.and_then(|limit| started.checked_add(limit)),
-                },
-                first_due,
-            );
-            id
-        });
+        // Renewed by the watchdog, or (not renewed) watched by it until the deadline, when it
+        // reports the loss of a lock still held.
+        let id = shared.next_id();
+        let renewal = Renewal {
+            hold: hold.clone(),
+            fence,
+            lease: lease.clone(),
+            hold_until: self.max_hold.and_then(|limit| started.checked_add(limit)),
+        };
+        if self.auto_renew {
+            shared.watchdog.renew(id, renewal, first_due);
+        } else {
+            shared.watchdog.watch(id, renewal);
+        }
+        let renewal_id = Some(id);
         tracing::debug!(lock = %hold.name, kind = hold.label(), fence, "lock acquired");
         LockGuard::new(self.client.clone(), hold, fence, lease, renewal_id)
     }

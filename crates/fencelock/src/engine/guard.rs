@@ -12,7 +12,7 @@ use crate::engine::ops::{self, Extended};
 use crate::engine::release::{self, Abandoned};
 use crate::engine::request::validate_ttl;
 use crate::error::{Error, LostReason, Result};
-use crate::lease::{Lease, LostSignal, confirm, mark_lost};
+use crate::lease::{Ending, Lease, LostSignal, confirm, end};
 
 /// Proof of holding a lock (of any kind: a plain lock, one hold of a reentrant lock, a read or
 /// write lock, a semaphore permit, a fair lock), for as long as its lease lasts.
@@ -135,7 +135,10 @@ impl LockGuard {
     pub async fn extend(&self, ttl: Duration) -> Result<()> {
         validate_ttl(&self.hold.name, ttl)?;
         let sent_at = Instant::now();
-        if let Some(reason) = self.lease.borrow().lost_at(sent_at) {
+        let lost = self.lease.borrow().lost_at(sent_at);
+        if let Some(reason) = lost {
+            // The deadline passed, if nothing reported the loss yet (nothing if something did).
+            end(&self.lease, &self.hold, self.fence, Ending::DeadlinePassed);
             return Err(self.not_held(reason));
         }
         let shared = &self.client.shared;
@@ -156,13 +159,7 @@ impl LockGuard {
                 Ok(())
             }
             Verdict::Lost => {
-                crate::observe::lost_event(
-                    &self.hold.name,
-                    self.hold.protocol.label(),
-                    self.fence,
-                    &LostReason::NotOwner,
-                );
-                mark_lost(&self.lease, LostReason::NotOwner);
+                end(&self.lease, &self.hold, self.fence, Ending::NotOwner);
                 Err(self.not_held(LostReason::NotOwner))
             }
             Verdict::Failed => Err(instances.failure(
@@ -200,6 +197,7 @@ impl LockGuard {
         let instances = &shared.instances;
         let ttl = self.lease.borrow().ttl;
         let limit = instances.limit(ttl);
+        let sent_at = Instant::now();
         let span = tracing::debug_span!(
             "fencelock.release",
             lock = %self.hold.name,
@@ -211,7 +209,12 @@ impl LockGuard {
             span,
         )
         .await;
-        mark_lost(&self.lease, LostReason::Released);
+        end(
+            &self.lease,
+            &self.hold,
+            self.fence,
+            Ending::Released(sent_at),
+        );
         let released = release::released(&answers);
         // Instances that failed get another try in the background. Those not waited for (a
         // majority had answered) need none: their release is on its way already.
@@ -265,7 +268,12 @@ impl Drop for LockGuard {
         if self.finished {
             return;
         }
-        mark_lost(&self.lease, LostReason::Released);
+        end(
+            &self.lease,
+            &self.hold,
+            self.fence,
+            Ending::Released(Instant::now()),
+        );
         let renewal_id = self.renewal_id.take();
         self.release_in_background(renewal_id, None);
     }
