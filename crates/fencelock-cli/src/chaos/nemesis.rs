@@ -5,8 +5,9 @@ use std::time::Duration;
 use nix::sys::signal::Signal;
 
 use super::Rng;
+use super::deployment::blocking;
 use super::history::{Entry, Phase, What};
-use super::run::{Stage, blocking};
+use super::stage::Stage;
 
 /// One kind of fault.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
