@@ -179,6 +179,44 @@ fn sigterm_reaches_the_command_and_the_lock_is_released_after_it() {
 }
 
 #[test]
+fn a_forwarded_signal_is_caught_by_the_time_the_command_runs_and_reaches_it() {
+    let server = server();
+    let url = server.url();
+    let dir = scratch();
+    let ready = file(dir.path(), "ready");
+    let marker = file(dir.path(), "usr1");
+    let script = format!(
+        "trap 'echo usr1 > \"{marker}\"; exit 5' USR1; touch \"{ready}\"; \
+         i=0; while [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done"
+    );
+    let holder = Running::start(fencelock(&[
+        "run",
+        "--url",
+        &url,
+        "forwarded",
+        "--",
+        "sh",
+        "-c",
+        &script,
+    ]));
+    wait_for_file(&path(dir.path(), "ready"), LIMIT);
+    // Caught before the command started: a signal sent now cannot end fencelock instead.
+    let forwarded = [Signal::SIGQUIT, Signal::SIGUSR1, Signal::SIGUSR2];
+    assert!(catches(holder.pid(), &forwarded), "handlers set");
+    holder.signal(Signal::SIGUSR1);
+    let done = holder.finish_within(Duration::from_secs(10));
+    assert_eq!(
+        done.code,
+        Some(5),
+        "the command's own code: {}",
+        done.explain()
+    );
+    let marker = std::fs::read_to_string(path(dir.path(), "usr1")).expect("USR1 marker");
+    assert_eq!(marker.trim(), "usr1");
+    assert!(!exists(&server, &lock_key("forwarded")), "released");
+}
+
+#[test]
 fn a_signal_while_waiting_stops_the_wait_at_once_with_nothing_held() {
     let server = server();
     let url = server.url();
