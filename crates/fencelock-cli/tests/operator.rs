@@ -155,13 +155,17 @@ fn status_errors_name_the_lock_or_the_server() {
     let server = server();
     let empty = run(&["status", "--url", &server.url(), ""]);
     assert_eq!(empty.code, Some(2), "{}", empty.explain());
+    // Keys in the lock's place that are not a fencelock lock: a string and a hash.
     server.cmd(&["SET", "fencelock:{foreign}", "x"]).unwrap();
     server
         .cmd(&["HSET", "fencelock:{hashed}", "a", "b"])
         .unwrap();
-    let foreign = run(&["status", "--url", &server.url(), "hashed"]);
-    assert_eq!(foreign.code, Some(69), "{}", foreign.explain());
-    assert!(foreign.stderr.contains("hashed"), "{}", foreign.explain());
+    for name in ["foreign", "hashed"] {
+        let done = run(&["status", "--url", &server.url(), name]);
+        assert_eq!(done.code, Some(69), "{name}: {}", done.explain());
+        assert!(done.stderr.contains(name), "{}", done.explain());
+        assert!(done.stderr.contains("left untouched"), "{}", done.explain());
+    }
 }
 
 #[test]
@@ -312,7 +316,9 @@ fn a_forced_release_wakes_a_waiter_at_once() {
     let waiter = Running::start(fencelock(&[
         "run", "--url", &url, "--wait", "20s", "handover", "--", "true",
     ]));
-    std::thread::sleep(Duration::from_millis(300));
+    wait_until(LIMIT, "the waiter waits", || {
+        waiters(&server, "handover") >= 1
+    });
     let released_at = Instant::now();
     let released = run(&["release", "--url", &url, "--force", "handover"]);
     assert_eq!(released.code, Some(0), "{}", released.explain());

@@ -7,83 +7,51 @@ mod common;
 
 use std::time::Duration;
 
+use common::intervals::{Interval, max_overlap, run_concurrently};
 use common::*;
 use fencelock_testkit::RedisServer;
 use nix::sys::signal::Signal;
 
-/// The largest number of the `(start, end)` intervals that overlap at one instant.
-fn max_overlap(intervals: &[(u128, u128)]) -> usize {
-    // At equal times a leave counts before an enter (-1 sorts before +1).
-    let mut events: Vec<(u128, i32)> = intervals
+/// `(start, end)` pairs as intervals (of no fence).
+fn spans(pairs: &[(u128, u128)]) -> Vec<Interval> {
+    pairs
         .iter()
-        .flat_map(|&(start, end)| [(start, 1), (end, -1)])
-        .collect();
-    events.sort_unstable();
-    let (mut now, mut max) = (0_i32, 0_i32);
-    for (_, step) in events {
-        now += step;
-        max = max.max(now);
-    }
-    usize::try_from(max).unwrap()
+        .map(|&(start, end)| Interval {
+            fence: 0,
+            permits: "-".into(),
+            start,
+            end,
+        })
+        .collect()
 }
 
 #[test]
 fn the_overlap_count_is_right() {
-    assert_eq!(max_overlap(&[(0, 10), (10, 20), (20, 30)]), 1);
-    assert_eq!(max_overlap(&[(0, 10), (5, 15), (9, 20), (16, 30)]), 3);
-    assert_eq!(max_overlap(&[(0, 10), (5, 15), (11, 20)]), 2);
+    assert_eq!(max_overlap(&spans(&[(0, 10), (10, 20), (20, 30)])), 1);
+    assert_eq!(
+        max_overlap(&spans(&[(0, 10), (5, 15), (9, 20), (16, 30)])),
+        3
+    );
+    assert_eq!(max_overlap(&spans(&[(0, 10), (5, 15), (11, 20)])), 2);
 }
 
 #[test]
 fn concurrent_runs_never_exceed_the_permits_and_reach_them() {
     let server = server();
     let url = server.url();
-    let dir = scratch();
-    let log = file(dir.path(), "intervals");
-    // Each command records when it ran, measured inside its hold: holds that did not overlap
-    // cannot show overlapping intervals.
-    let script = format!(
-        "s=$(date +%s%N); sleep 0.5; e=$(date +%s%N); \
-         echo \"$FENCELOCK_PERMITS $FENCELOCK_FENCE $s $e\" >> \"{log}\""
-    );
-    let runs: Vec<Running> = (0..6)
-        .map(|_| {
-            Running::start(fencelock(&[
-                "run",
-                "--url",
-                &url,
-                "--permits",
-                "2",
-                "--ttl",
-                "3s",
-                "pool",
-                "--",
-                "sh",
-                "-c",
-                &script,
-            ]))
-        })
-        .collect();
-    for run in runs {
-        let done = run.finish_within(Duration::from_secs(60));
-        assert_eq!(done.code, Some(0), "{}", done.explain());
-    }
-    let text = std::fs::read_to_string(&log).expect("the commands' log");
-    let mut fences = Vec::new();
-    let mut intervals = Vec::new();
-    for line in text.lines() {
-        let fields: Vec<&str> = line.split_whitespace().collect();
-        assert_eq!(fields.len(), 4, "{text}");
-        assert_eq!(fields[0], "2", "FENCELOCK_PERMITS: {text}");
-        fences.push(fields[1].parse::<u64>().expect("a fence"));
-        intervals.push((fields[2].parse().unwrap(), fields[3].parse().unwrap()));
-    }
+    let args = ["--url", &url, "--permits", "2", "--ttl", "3s", "pool"];
+    let (intervals, text) = run_concurrently(6, &args, "0.5");
     assert_eq!(intervals.len(), 6, "{text}");
+    assert!(
+        intervals.iter().all(|i| i.permits == "2"),
+        "FENCELOCK_PERMITS: {text}"
+    );
     assert_eq!(
         max_overlap(&intervals),
         2,
         "at most 2 at once, and 2 were reached: {text}"
     );
+    let mut fences: Vec<u64> = intervals.iter().map(|i| i.fence).collect();
     fences.sort_unstable();
     fences.dedup();
     assert_eq!(

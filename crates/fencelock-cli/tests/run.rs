@@ -6,6 +6,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
+use common::intervals::run_concurrently;
 use common::*;
 use nix::sys::signal::Signal;
 
@@ -13,43 +14,18 @@ use nix::sys::signal::Signal;
 fn concurrent_runs_never_overlap_and_fences_grow() {
     let server = server();
     let url = server.url();
-    let dir = scratch();
-    let log = file(dir.path(), "intervals");
-    let script = format!(
-        "s=$(date +%s%N); sleep 0.05; e=$(date +%s%N); echo \"$FENCELOCK_FENCE $s $e\" >> \"{log}\""
-    );
-    let runs: Vec<Running> = (0..8)
-        .map(|_| {
-            Running::start(fencelock(&[
-                "run", "--url", &url, "shared", "--", "sh", "-c", &script,
-            ]))
-        })
-        .collect();
-    for run in runs {
-        let done = run.finish_within(Duration::from_secs(60));
-        assert_eq!(done.code, Some(0), "{}", done.explain());
-    }
-    let text = std::fs::read_to_string(&log).expect("the commands' log");
-    let mut intervals: Vec<(u64, u128, u128)> = text
-        .lines()
-        .map(|line| {
-            let mut parts = line.split_whitespace();
-            let mut next = || parts.next().expect("three fields").to_owned();
-            let (fence, start, end) = (next(), next(), next());
-            (
-                fence.parse().unwrap(),
-                start.parse().unwrap(),
-                end.parse().unwrap(),
-            )
-        })
-        .collect();
+    let (mut intervals, text) = run_concurrently(8, &["--url", &url, "shared"], "0.05");
     assert_eq!(intervals.len(), 8, "{text}");
-    intervals.sort_by_key(|&(_, start, _)| start);
+    intervals.sort_by_key(|i| i.start);
     for pair in intervals.windows(2) {
-        let ((f1, _, end1), (f2, start2, _)) = (pair[0], pair[1]);
-        assert!(start2 > end1, "overlapping holders: {text}");
-        assert!(f2 > f1, "fences must grow in start order: {text}");
+        let (first, second) = (&pair[0], &pair[1]);
+        assert!(second.start > first.end, "overlapping holders: {text}");
+        assert!(
+            second.fence > first.fence,
+            "fences must grow in start order: {text}"
+        );
     }
+    assert!(intervals.iter().all(|i| i.permits == "-"), "{text}");
     assert!(!exists(&server, &lock_key("shared")));
 }
 
@@ -203,6 +179,44 @@ fn sigterm_reaches_the_command_and_the_lock_is_released_after_it() {
 }
 
 #[test]
+fn a_forwarded_signal_is_caught_by_the_time_the_command_runs_and_reaches_it() {
+    let server = server();
+    let url = server.url();
+    let dir = scratch();
+    let ready = file(dir.path(), "ready");
+    let marker = file(dir.path(), "usr1");
+    let script = format!(
+        "trap 'echo usr1 > \"{marker}\"; exit 5' USR1; touch \"{ready}\"; \
+         i=0; while [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done"
+    );
+    let holder = Running::start(fencelock(&[
+        "run",
+        "--url",
+        &url,
+        "forwarded",
+        "--",
+        "sh",
+        "-c",
+        &script,
+    ]));
+    wait_for_file(&path(dir.path(), "ready"), LIMIT);
+    // Caught before the command started: a signal sent now cannot end fencelock instead.
+    let forwarded = [Signal::SIGQUIT, Signal::SIGUSR1, Signal::SIGUSR2];
+    assert!(catches(holder.pid(), &forwarded), "handlers set");
+    holder.signal(Signal::SIGUSR1);
+    let done = holder.finish_within(Duration::from_secs(10));
+    assert_eq!(
+        done.code,
+        Some(5),
+        "the command's own code: {}",
+        done.explain()
+    );
+    let marker = std::fs::read_to_string(path(dir.path(), "usr1")).expect("USR1 marker");
+    assert_eq!(marker.trim(), "usr1");
+    assert!(!exists(&server, &lock_key("forwarded")), "released");
+}
+
+#[test]
 fn a_signal_while_waiting_stops_the_wait_at_once_with_nothing_held() {
     let server = server();
     let url = server.url();
@@ -210,6 +224,8 @@ fn a_signal_while_waiting_stops_the_wait_at_once_with_nothing_held() {
     let holder = hold(&url, "queue", dir.path(), &[], Some(0));
     let marker = file(dir.path(), "ran");
     for (signal, code) in [(Signal::SIGTERM, 143), (Signal::SIGINT, 130)] {
+        // The previous waiter's subscription is gone with its connection.
+        wait_until(LIMIT, "no waiter left", || waiters(&server, "queue") == 0);
         let waiter = Running::start(fencelock(&[
             "run",
             "--url",
@@ -220,8 +236,14 @@ fn a_signal_while_waiting_stops_the_wait_at_once_with_nothing_held() {
             "-c",
             &format!("touch \"{marker}\""),
         ]));
-        // Let it get as far as waiting (it cannot acquire: the holder has it).
-        std::thread::sleep(Duration::from_millis(300));
+        // Let it get as far as waiting (it cannot acquire: the holder has it), its handlers set.
+        let (pid, stops) = (
+            waiter.pid(),
+            [Signal::SIGINT, Signal::SIGTERM, Signal::SIGHUP],
+        );
+        wait_until(LIMIT, "the waiter waits, its handlers set", || {
+            catches(pid, &stops) && waiters(&server, "queue") >= 1
+        });
         let sent = Instant::now();
         waiter.signal(signal);
         let done = waiter.finish_within(Duration::from_secs(10));

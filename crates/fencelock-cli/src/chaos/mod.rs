@@ -5,13 +5,17 @@
 //! - [`history`]: the history's lines;
 //! - [`worker`]: one worker process (the hidden `chaos-worker` subcommand);
 //! - [`nemesis`]: the faults;
-//! - [`run`]: the servers, the workers, the schedule, the history file;
+//! - [`deployment`]: the lock servers (one, Redlock's five, a Cluster, a Sentinel set);
+//! - [`stage`]: everything a run started (the deployment, the store, the worker processes);
+//! - [`run`]: the plan, the schedule, the history file;
 //! - [`check`]: the checker (also `fencelock chaos-check FILE`).
 
 pub mod check;
+pub mod deployment;
 pub mod history;
 pub mod nemesis;
 pub mod run;
+pub mod stage;
 pub mod worker;
 
 use std::path::PathBuf;

@@ -5,8 +5,9 @@ use std::time::Duration;
 use nix::sys::signal::Signal;
 
 use super::Rng;
+use super::deployment::blocking;
 use super::history::{Entry, Phase, What};
-use super::run::{Stage, blocking};
+use super::stage::Stage;
 
 /// One kind of fault.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -113,7 +114,10 @@ pub async fn inject(stage: &mut Stage, fault: Fault, rng: &mut Rng) {
         .get(usize::try_from(rng.below(servers.len() as u64)).unwrap_or(0))
         .copied()
         .unwrap_or(0);
-    let target = format!("server {index}");
+    let server = Server {
+        index,
+        target: format!("server {index}"),
+    };
     // Server faults last a fifth of the lease to twice it; where a longer stop would make
     // the deployment fail over (Cluster, Sentinel: 1 s), at most 800 ms.
     let longest = if stage.deployment.fails_over() {
@@ -123,119 +127,174 @@ pub async fn inject(stage: &mut Stage, fault: Fault, rng: &mut Rng) {
     };
     let short = Duration::from_millis(rng.between(ttl_ms / 5, longest.max(ttl_ms / 5 + 1)));
     match fault {
-        Fault::PauseServer => {
-            record(stage, fault, &target, Phase::Start);
-            on_node(stage, index, fault, &target, |node| node.pause());
-            tokio::time::sleep(short).await;
-            on_node(stage, index, fault, &target, |node| node.resume());
-            record(stage, fault, &target, Phase::End);
-        }
-        Fault::KillServer => {
-            record(stage, fault, &target, Phase::Start);
-            on_node(stage, index, fault, &target, |node| node.kill());
-            tokio::time::sleep(short / 4).await;
-            on_node(stage, index, fault, &target, |node| node.restart());
-            record(stage, fault, &target, Phase::End);
-        }
-        Fault::ClientPause => {
-            record(stage, fault, &target, Phase::Start);
-            on_node(stage, index, fault, &target, |node| {
-                node.client_pause(short)
-            });
-            tokio::time::sleep(short).await;
-            record(stage, fault, &target, Phase::End);
-        }
-        Fault::ScriptFlush => {
-            record(stage, fault, &target, Phase::Start);
-            on_node(stage, index, fault, &target, |node| node.script_flush());
-            record(stage, fault, &target, Phase::End);
-        }
-        Fault::DebugSleep => {
-            record(stage, fault, &target, Phase::Start);
-            let sleeping = stage
-                .deployment
-                .node(index)
-                .map(|node| blocking(|| node.debug_sleep(short)));
-            tokio::time::sleep(short).await;
-            if let Some(handle) = sleeping {
-                match blocking(|| handle.join()) {
-                    Ok(Ok(())) => {}
-                    Ok(Err(e)) => warn_failed(fault, &target, e),
-                    Err(_) => warn_failed(fault, &target, "the DEBUG SLEEP thread panicked"),
-                }
-            }
-            record(stage, fault, &target, Phase::End);
-        }
-        Fault::Latency => {
-            // 5 to 100 ms each way.
-            let delay = Duration::from_millis(rng.between(5, 100));
-            let target = format!("proxy {index} (+{} ms each way)", delay.as_millis());
-            record(stage, fault, &target, Phase::Start);
-            if let Some(proxy) = stage.deployment.proxy(index) {
-                proxy.set_latency(delay);
-            }
-            tokio::time::sleep(short * 2).await;
-            if let Some(proxy) = stage.deployment.proxy(index) {
-                proxy.set_latency(Duration::ZERO);
-            }
-            record(stage, fault, &target, Phase::End);
-        }
-        Fault::Blackhole => {
-            let target = format!("proxy {index}");
-            record(stage, fault, &target, Phase::Start);
-            if let Some(proxy) = stage.deployment.proxy(index) {
-                proxy.set_blackhole(true);
-            }
-            tokio::time::sleep(short).await;
-            if let Some(proxy) = stage.deployment.proxy(index) {
-                proxy.set_blackhole(false);
-            }
-            record(stage, fault, &target, Phase::End);
-        }
-        Fault::CutConnections => {
-            let target = format!("proxy {index}");
-            record(stage, fault, &target, Phase::Start);
-            if let Some(proxy) = stage.deployment.proxy(index) {
-                proxy.cut_all();
-            }
-            record(stage, fault, &target, Phase::End);
-        }
-        Fault::Failover => {
-            let locks = stage.locks().to_vec();
-            let lock = locks
-                .get(usize::try_from(rng.below(locks.len() as u64)).unwrap_or(0))
-                .cloned()
-                .unwrap_or_default();
-            record(stage, fault, &format!("the master of {lock}"), Phase::Start);
-            let outcome = blocking(|| stage.deployment.failover(&lock));
-            let target = match outcome {
-                Ok(what) => what,
-                Err(e) => {
-                    warn_failed(fault, &lock, &e);
-                    format!("the master of {lock} (failed: {e})")
-                }
-            };
-            record(stage, fault, &target, Phase::End);
-        }
-        Fault::PauseWorker => {
-            let worker = stage.pick_worker(rng);
-            let target = format!("worker {worker}");
-            // Past the lease: 1.5 to 3 leases.
-            let pause = Duration::from_millis(rng.between(ttl_ms * 3 / 2, ttl_ms * 3));
-            record(stage, fault, &target, Phase::Start);
-            stage.signal_worker(worker, Signal::SIGSTOP);
-            tokio::time::sleep(pause).await;
-            stage.signal_worker(worker, Signal::SIGCONT);
-            record(stage, fault, &target, Phase::End);
-        }
-        Fault::KillWorker => {
-            let worker = stage.pick_worker(rng);
-            let target = format!("worker {worker}");
-            record(stage, fault, &target, Phase::Start);
-            stage.kill_worker(worker);
-            // Its lease runs out on its own; another worker takes its place meanwhile.
-            stage.spawn_worker(worker);
-            record(stage, fault, &target, Phase::End);
+        Fault::PauseServer => pause_server(stage, &server, short).await,
+        Fault::KillServer => kill_server(stage, &server, short).await,
+        Fault::ClientPause => client_pause(stage, &server, short).await,
+        Fault::ScriptFlush => script_flush(stage, &server),
+        Fault::DebugSleep => debug_sleep(stage, &server, short).await,
+        Fault::Latency => latency(stage, index, short, rng).await,
+        Fault::Blackhole => blackhole(stage, index, short).await,
+        Fault::CutConnections => cut_connections(stage, index),
+        Fault::Failover => failover(stage, rng),
+        Fault::PauseWorker => pause_worker(stage, ttl_ms, rng).await,
+        Fault::KillWorker => kill_worker(stage, rng),
+    }
+}
+
+/// The lock server a fault hits: its node index, and its name in the history.
+struct Server {
+    index: usize,
+    target: String,
+}
+
+/// SIGSTOP the server for `short`, then SIGCONT.
+async fn pause_server(stage: &mut Stage, server: &Server, short: Duration) {
+    let fault = Fault::PauseServer;
+    let Server { index, target } = server;
+    record(stage, fault, target, Phase::Start);
+    on_node(stage, *index, fault, target, |node| node.pause());
+    tokio::time::sleep(short).await;
+    on_node(stage, *index, fault, target, |node| node.resume());
+    record(stage, fault, target, Phase::End);
+}
+
+/// SIGKILL the server, and start it again, empty, a quarter of `short` later.
+async fn kill_server(stage: &mut Stage, server: &Server, short: Duration) {
+    let fault = Fault::KillServer;
+    let Server { index, target } = server;
+    record(stage, fault, target, Phase::Start);
+    on_node(stage, *index, fault, target, |node| node.kill());
+    tokio::time::sleep(short / 4).await;
+    on_node(stage, *index, fault, target, |node| node.restart());
+    record(stage, fault, target, Phase::End);
+}
+
+/// `CLIENT PAUSE` the server for `short`.
+async fn client_pause(stage: &mut Stage, server: &Server, short: Duration) {
+    let fault = Fault::ClientPause;
+    let Server { index, target } = server;
+    record(stage, fault, target, Phase::Start);
+    on_node(stage, *index, fault, target, |node| {
+        node.client_pause(short)
+    });
+    tokio::time::sleep(short).await;
+    record(stage, fault, target, Phase::End);
+}
+
+/// `SCRIPT FLUSH` on the server.
+fn script_flush(stage: &mut Stage, server: &Server) {
+    let fault = Fault::ScriptFlush;
+    let Server { index, target } = server;
+    record(stage, fault, target, Phase::Start);
+    on_node(stage, *index, fault, target, |node| node.script_flush());
+    record(stage, fault, target, Phase::End);
+}
+
+/// `DEBUG SLEEP` on the server for `short` (the call blocks a thread of its own).
+async fn debug_sleep(stage: &mut Stage, server: &Server, short: Duration) {
+    let fault = Fault::DebugSleep;
+    let Server { index, target } = server;
+    record(stage, fault, target, Phase::Start);
+    let sleeping = stage
+        .deployment
+        .node(*index)
+        .map(|node| blocking(|| node.debug_sleep(short)));
+    tokio::time::sleep(short).await;
+    if let Some(handle) = sleeping {
+        match blocking(|| handle.join()) {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => warn_failed(fault, target, e),
+            Err(_) => warn_failed(fault, target, "the DEBUG SLEEP thread panicked"),
         }
     }
+    record(stage, fault, target, Phase::End);
+}
+
+/// The proxy in front of server `index` delays every chunk (5 to 100 ms each way) for twice
+/// `short`.
+async fn latency(stage: &mut Stage, index: usize, short: Duration, rng: &mut Rng) {
+    let fault = Fault::Latency;
+    let delay = Duration::from_millis(rng.between(5, 100));
+    let target = format!("proxy {index} (+{} ms each way)", delay.as_millis());
+    record(stage, fault, &target, Phase::Start);
+    if let Some(proxy) = stage.deployment.proxy(index) {
+        proxy.set_latency(delay);
+    }
+    tokio::time::sleep(short * 2).await;
+    if let Some(proxy) = stage.deployment.proxy(index) {
+        proxy.set_latency(Duration::ZERO);
+    }
+    record(stage, fault, &target, Phase::End);
+}
+
+/// The proxy in front of server `index` delivers nothing for `short`.
+async fn blackhole(stage: &mut Stage, index: usize, short: Duration) {
+    let fault = Fault::Blackhole;
+    let target = format!("proxy {index}");
+    record(stage, fault, &target, Phase::Start);
+    if let Some(proxy) = stage.deployment.proxy(index) {
+        proxy.set_blackhole(true);
+    }
+    tokio::time::sleep(short).await;
+    if let Some(proxy) = stage.deployment.proxy(index) {
+        proxy.set_blackhole(false);
+    }
+    record(stage, fault, &target, Phase::End);
+}
+
+/// The proxy in front of server `index` cuts every connection.
+fn cut_connections(stage: &mut Stage, index: usize) {
+    let fault = Fault::CutConnections;
+    let target = format!("proxy {index}");
+    record(stage, fault, &target, Phase::Start);
+    if let Some(proxy) = stage.deployment.proxy(index) {
+        proxy.cut_all();
+    }
+    record(stage, fault, &target, Phase::End);
+}
+
+/// A graceful failover of the master of one of the locks, chosen by `rng`.
+fn failover(stage: &mut Stage, rng: &mut Rng) {
+    let fault = Fault::Failover;
+    let locks = stage.locks().to_vec();
+    let lock = locks
+        .get(usize::try_from(rng.below(locks.len() as u64)).unwrap_or(0))
+        .cloned()
+        .unwrap_or_default();
+    record(stage, fault, &format!("the master of {lock}"), Phase::Start);
+    let outcome = blocking(|| stage.deployment.failover(&lock));
+    let target = match outcome {
+        Ok(what) => what,
+        Err(e) => {
+            warn_failed(fault, &lock, &e);
+            format!("the master of {lock} (failed: {e})")
+        }
+    };
+    record(stage, fault, &target, Phase::End);
+}
+
+/// SIGSTOP a worker (one that holds a lock, if any) past its lease, 1.5 to 3 leases; then
+/// SIGCONT.
+async fn pause_worker(stage: &mut Stage, ttl_ms: u64, rng: &mut Rng) {
+    let fault = Fault::PauseWorker;
+    let worker = stage.pick_worker(rng);
+    let target = format!("worker {worker}");
+    let pause = Duration::from_millis(rng.between(ttl_ms * 3 / 2, ttl_ms * 3));
+    record(stage, fault, &target, Phase::Start);
+    stage.signal_worker(worker, Signal::SIGSTOP);
+    tokio::time::sleep(pause).await;
+    stage.signal_worker(worker, Signal::SIGCONT);
+    record(stage, fault, &target, Phase::End);
+}
+
+/// SIGKILL a worker (one that holds a lock, if any) and start another in its place.
+fn kill_worker(stage: &mut Stage, rng: &mut Rng) {
+    let fault = Fault::KillWorker;
+    let worker = stage.pick_worker(rng);
+    let target = format!("worker {worker}");
+    record(stage, fault, &target, Phase::Start);
+    stage.kill_worker(worker);
+    // Its lease runs out on its own; another worker takes its place meanwhile.
+    stage.spawn_worker(worker);
+    record(stage, fault, &target, Phase::End);
 }

@@ -175,6 +175,13 @@ impl UnderLock<'_> {
             release_quietly(guard, &args.name).await;
             return Err(acquire::interrupted_while_waiting(signal, &args.name));
         }
+        // Caught before the command starts, so that none of them finds fencelock without a
+        // handler (which would end it and leave the command running); one that arrives before
+        // the command runs is passed on to it once it does.
+        if let Err(err) = signals.catch_forwarded() {
+            release_quietly(guard, &args.name).await;
+            return Err(err);
+        }
         let started = child::start(
             self.program,
             self.program_args,
@@ -190,8 +197,6 @@ impl UnderLock<'_> {
             }
         };
         tracing::debug!(lock = %args.name, fence, group = %command.group, "command started");
-        // Now that the command runs, the other signals worth passing on are caught too.
-        signals.catch_forwarded()?;
         let outcome = child::watch(&mut command, guard.lost(), signals).await;
         match outcome {
             Outcome::Exited(Err(err)) => {

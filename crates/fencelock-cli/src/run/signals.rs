@@ -7,7 +7,7 @@ use tokio::signal::unix::{SignalKind, signal};
 use crate::error::CliError;
 
 /// The signals `fencelock run` catches: those that stop a wait (INT, TERM, HUP) from the start,
-/// and those only passed on to the command (QUIT, USR1, USR2) once it runs.
+/// and those only passed on to the command (QUIT, USR1, USR2) from just before it starts.
 pub(super) struct Signals {
     interrupt: tokio::signal::unix::Signal,
     terminate: tokio::signal::unix::Signal,
@@ -35,6 +35,8 @@ impl Signals {
         })
     }
 
+    /// Catches QUIT, USR1 and USR2 too (before the command starts: a signal must never find
+    /// fencelock without its handler once the command runs).
     pub(super) fn catch_forwarded(&mut self) -> Result<(), CliError> {
         if self.forwarded.is_none() {
             self.forwarded = Some(Forwarded {

@@ -3,6 +3,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, dead_code)] // a test fails by panicking
 
+pub mod intervals;
+
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -178,6 +180,45 @@ pub fn wait_for_file(path: &Path, limit: Duration) {
             path.display()
         );
         std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// Waits until `ready()` holds, checking every 5 ms; panics after `limit`, naming `what`.
+pub fn wait_until(limit: Duration, what: &str, mut ready: impl FnMut() -> bool) {
+    let give_up = Instant::now() + limit;
+    while !ready() {
+        assert!(Instant::now() < give_up, "{what}: not within {limit:?}");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// Whether process `pid` has a handler for each of `signals` (its `SigCgt` mask in
+/// `/proc/PID/status`): a signal sent before then takes its default action instead.
+pub fn catches(pid: Pid, signals: &[Signal]) -> bool {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let caught = status
+        .lines()
+        .find_map(|line| line.strip_prefix("SigCgt:"))
+        .and_then(|mask| u64::from_str_radix(mask.trim(), 16).ok())
+        .unwrap_or(0);
+    signals
+        .iter()
+        .all(|&signal| caught & (1 << (signal as i32 - 1)) != 0)
+}
+
+/// How many connections wait for a release of lock `name` on `server` (a waiter subscribes to
+/// the lock's release channel, `fencelock:{NAME}:released`, while it waits).
+pub fn waiters(server: &RedisServer, name: &str) -> i64 {
+    let channel = format!("fencelock:{{{name}}}:released");
+    match server
+        .cmd(&["PUBSUB", "NUMSUB", &channel])
+        .expect("PUBSUB NUMSUB")
+    {
+        redis::Value::Array(reply) => match reply.get(1) {
+            Some(redis::Value::Int(n)) => *n,
+            other => panic!("PUBSUB NUMSUB answered {other:?}"),
+        },
+        other => panic!("PUBSUB NUMSUB answered {other:?}"),
     }
 }
 
