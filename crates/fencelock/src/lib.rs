@@ -46,7 +46,7 @@
 //!
 //! ## Redlock
 //!
-//! [`Client::redlock`] / [`Client::builder_redlock`] hold every lock on a majority of N
+//! [`Client::redlock`] holds every lock on a majority of N
 //! independent instances, with the same guard API. The fence is then the largest of the
 //! granting majority's per-instance fences, written back on release; it keeps growing as long
 //! as instances keep their data (or a restarted instance stays out for at least the longest
