@@ -50,7 +50,7 @@ pub(crate) async fn inspect(
 ) -> redis::RedisResult<StoredState> {
     let queue = keys.queue();
     let call = Call::new(&INSPECT, &[keys.lock(), keys.fence(), &queue], Args::new());
-    let reply: Vec<Value> = call.run(&server, limit).await?;
+    let reply: Vec<Value> = server.run_script(&call, limit).await?;
     match reply.as_slice() {
         [
             Value::Int(1),
@@ -103,7 +103,7 @@ pub(crate) async fn force_release(
 ) -> redis::RedisResult<ForceReleaseReply> {
     let args = Args::from_iter([Arg::Str(keys.channel())]);
     let call = Call::new(&FORCE_RELEASE, &[keys.lock()], args);
-    let reply: Vec<Value> = call.run(&server, limit).await?;
+    let reply: Vec<Value> = server.run_script(&call, limit).await?;
     match reply.as_slice() {
         [Value::Int(1)] => Ok(ForceReleaseReply::Released),
         [Value::Int(0)] => Ok(ForceReleaseReply::WasFree),

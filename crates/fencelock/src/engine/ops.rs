@@ -153,7 +153,7 @@ pub(crate) async fn extend(
     ttl: Duration,
     limit: Duration,
 ) -> redis::RedisResult<Extended> {
-    let reply: i64 = hold.extend_call(ttl).run(&server, limit).await?;
+    let reply: i64 = server.run_script(&hold.extend_call(ttl), limit).await?;
     Ok(Extended::from_reply(reply))
 }
 
@@ -169,7 +169,7 @@ pub(crate) async fn reassert(
     let Some(call) = hold.reassert_call(fence, ttl) else {
         return Ok(false);
     };
-    let reply: i64 = call.run(&server, limit).await?;
+    let reply: i64 = server.run_script(&call, limit).await?;
     Ok(reply == 1)
 }
 

@@ -256,8 +256,9 @@ impl FencedStore {
             }
         }
         let call = Call::new(&WRITE, &keys, args);
-        let reply: Vec<Value> = call
-            .run(&self.server, self.timeout)
+        let reply: Vec<Value> = self
+            .server
+            .run_script(&call, self.timeout)
             .await
             .map_err(|e| self.server.error(&self.resource, "fenced write", e))?;
         self.decode(fence, &reply)

@@ -98,8 +98,9 @@ impl FencedScript {
         all_args.extend(args.iter().map(|a| Arg::Str(a)));
         let call = Call::new(&self.lua, &all_keys, all_args);
         let error = |e: redis::RedisError| store.server.error(&store.resource, "fenced script", e);
-        let reply: Vec<Value> = call
-            .run(&store.server, store.timeout)
+        let reply: Vec<Value> = store
+            .server
+            .run_script(&call, store.timeout)
             .await
             .map_err(error)?;
         let body_reply = match reply.as_slice() {

@@ -16,8 +16,6 @@ use std::time::Duration;
 use redis::Script;
 use smallvec::SmallVec;
 
-use crate::connection::Server;
-
 /// The release message that lets exactly one waiter in (a plain lock, a reentrant lock's last
 /// hold, a semaphore permit). Defined once for Rust and Lua (see [`lua!`]).
 macro_rules! wake_one {
@@ -493,16 +491,6 @@ impl<'a> Call<'a> {
             keys: keys.iter().map(|k| Cow::Borrowed(*k)).collect(),
             args,
         }
-    }
-
-    /// Runs the call on `server` within `limit` (by SHA, loading the script when the server
-    /// does not have it).
-    pub(crate) async fn run<T: redis::FromRedisValue>(
-        &self,
-        server: &Server,
-        limit: Duration,
-    ) -> redis::RedisResult<T> {
-        server.run_script(self, limit).await
     }
 
     /// The `EVALSHA` (or, with `by_source`, `EVAL`) command of this call, in `variant`.
