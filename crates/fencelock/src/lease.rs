@@ -13,7 +13,6 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-use crate::engine::Hold;
 use crate::error::LostReason;
 
 /// How much to subtract from a lease for clock drift: `ttl * factor + min`.
@@ -121,6 +120,13 @@ pub(crate) enum Ending {
     Released(Instant),
 }
 
+/// The lock a lease belongs to, as a loss is reported: its name and its kind's label.
+#[derive(Clone, Copy)]
+pub(crate) struct Lock<'a> {
+    pub(crate) name: &'a str,
+    pub(crate) kind: &'static str,
+}
+
 /// Ends the lease of `hold` (fence `fence`): the one place where a lock is found lost or let
 /// go. The lease is marked (its lost signals fire with the reason) and, if it is a loss, the
 /// loss is reported (`fencelock_losses_total` and the "lock lost" event, see
@@ -129,7 +135,7 @@ pub(crate) enum Ending {
 /// Only the first call for a lease does anything: when two paths notice a loss (the deadline
 /// passing while a renewal hears that the key is gone), it is reported once. Returns the reason
 /// if this call ended the lease.
-pub(crate) fn end(lease: &Lease, hold: &Hold, fence: u64, ending: Ending) -> Option<LostReason> {
+pub(crate) fn end(lease: &Lease, lock: Lock<'_>, fence: u64, ending: Ending) -> Option<LostReason> {
     let mut ended = None;
     lease.send_if_modified(|s| {
         if s.lost.is_some() {
@@ -146,7 +152,7 @@ pub(crate) fn end(lease: &Lease, hold: &Hold, fence: u64, ending: Ending) -> Opt
     });
     // Reported outside the channel's lock: a subscriber may take its time.
     if let Some(reason) = &ended {
-        crate::observe::lost(&hold.name, hold.label(), fence, reason);
+        crate::observe::lost(lock.name, lock.kind, fence, reason);
     }
     ended
 }
@@ -275,12 +281,10 @@ mod tests {
         assert_eq!(reason, LostReason::Expired { last_error: None });
     }
 
-    fn hold() -> Hold {
-        Hold {
-            name: std::sync::Arc::from("lease"),
-            protocol: std::sync::Arc::new(crate::kinds::plain::Plain),
-            keys: crate::keys::LockKeys::new("fencelock", "lease"),
-            token: crate::token::OwnerToken::generate().unwrap(),
+    fn hold() -> Lock<'static> {
+        Lock {
+            name: "lease",
+            kind: "lock",
         }
     }
 
@@ -295,14 +299,11 @@ mod tests {
         .0;
         let hold = hold();
         assert_eq!(
-            end(&lease, &hold, 1, Ending::NotOwner),
+            end(&lease, hold, 1, Ending::NotOwner),
             Some(LostReason::NotOwner)
         );
-        assert_eq!(
-            end(&lease, &hold, 1, Ending::Released(Instant::now())),
-            None
-        );
-        assert_eq!(end(&lease, &hold, 1, Ending::DeadlinePassed), None);
+        assert_eq!(end(&lease, hold, 1, Ending::Released(Instant::now())), None);
+        assert_eq!(end(&lease, hold, 1, Ending::DeadlinePassed), None);
         confirm(&lease, Instant::now(), Duration::from_secs(10), &drift);
         assert_eq!(LostSignal::new(&lease).await, LostReason::NotOwner);
     }
@@ -315,13 +316,13 @@ mod tests {
         let hold = hold();
         let released: Lease = watch::channel(LeaseState::new(t0, ttl, &drift)).0;
         assert_eq!(
-            end(&released, &hold, 1, Ending::Released(t0 + ttl / 2)),
+            end(&released, hold, 1, Ending::Released(t0 + ttl / 2)),
             Some(LostReason::Released)
         );
         let capped: Lease = watch::channel(LeaseState::new(t0, ttl, &drift)).0;
         capped.send_modify(|s| s.expiry_reason = LostReason::MaxHoldReached);
         assert_eq!(
-            end(&capped, &hold, 1, Ending::Released(t0 + ttl)),
+            end(&capped, hold, 1, Ending::Released(t0 + ttl)),
             Some(LostReason::MaxHoldReached)
         );
         assert_eq!(LostSignal::new(&capped).await, LostReason::MaxHoldReached);
@@ -350,19 +351,19 @@ mod tests {
             };
             // The deadline and a renewal's answer race: the first one reports.
             let raced = lease();
-            end(&raced, &hold, 1, Ending::DeadlinePassed);
-            end(&raced, &hold, 1, Ending::NotOwner);
-            end(&raced, &hold, 1, Ending::Released(now));
+            end(&raced, hold, 1, Ending::DeadlinePassed);
+            end(&raced, hold, 1, Ending::NotOwner);
+            end(&raced, hold, 1, Ending::Released(now));
             let capped = lease();
             capped.send_modify(|s| s.expiry_reason = LostReason::MaxHoldReached);
-            end(&capped, &hold, 1, Ending::DeadlinePassed);
-            end(&capped, &hold, 1, Ending::DeadlinePassed);
+            end(&capped, hold, 1, Ending::DeadlinePassed);
+            end(&capped, hold, 1, Ending::DeadlinePassed);
             let taken = lease();
-            end(&taken, &hold, 1, Ending::NotOwner);
-            end(&taken, &hold, 1, Ending::NotOwner);
+            end(&taken, hold, 1, Ending::NotOwner);
+            end(&taken, hold, 1, Ending::NotOwner);
             let released = lease();
-            end(&released, &hold, 1, Ending::Released(now));
-            end(&released, &hold, 1, Ending::NotOwner);
+            end(&released, hold, 1, Ending::Released(now));
+            end(&released, hold, 1, Ending::NotOwner);
         });
         let mut counted: Vec<(String, u64)> = snapshotter
             .snapshot()

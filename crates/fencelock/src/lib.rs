@@ -89,7 +89,6 @@ mod quorum;
 mod redact;
 mod script;
 mod token;
-mod watchdog;
 
 pub mod blocking;
 

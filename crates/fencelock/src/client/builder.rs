@@ -6,18 +6,19 @@ use std::sync::atomic::AtomicU64;
 use std::time::Duration;
 
 use super::tls::{self, Pem, TlsOptions};
-use super::{Client, DEFAULT_COMMAND_TIMEOUT, DEFAULT_PREFIX, Shared};
+use super::{Client, DEFAULT_COMMAND_TIMEOUT, DEFAULT_PREFIX};
 #[cfg(feature = "cluster")]
 use crate::connection::ClusterSeeds;
 #[cfg(feature = "sentinel")]
 use crate::connection::SentinelSet;
 use crate::connection::{Endpoint, is_tls};
+use crate::engine::Shared;
+use crate::engine::watchdog::Watchdog;
 use crate::engine::{ReplicaAck, Shortfall};
 use crate::error::{Error, Result};
 use crate::keys;
 use crate::lease::ClockDrift;
 use crate::quorum::Instances;
-use crate::watchdog::Watchdog;
 
 /// Configures a [`Client`].
 ///

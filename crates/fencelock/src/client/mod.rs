@@ -5,24 +5,19 @@
 mod builder;
 mod tls;
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
 pub use builder::ClientBuilder;
 use builder::{Target, Topology};
 
-use crate::engine::{LockGuard, LockRequest, Protocol};
+use crate::engine::{LockGuard, LockRequest, Protocol, Shared};
 use crate::error::Result;
-use crate::keys::LockKeys;
 use crate::kinds::fair::Fair;
 use crate::kinds::plain::Plain;
 use crate::kinds::reentrant::ReentrantLock;
 use crate::kinds::rwlock::ReadWriteLock;
 use crate::kinds::semaphore::Permit;
-use crate::lease::ClockDrift;
-use crate::quorum::Instances;
-use crate::watchdog::Watchdog;
 
 /// The default key prefix.
 pub const DEFAULT_PREFIX: &str = "fencelock";
@@ -51,30 +46,7 @@ pub struct Client {
 
 impl std::fmt::Debug for Client {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Client")
-            .field("servers", &self.shared.description)
-            .field("prefix", &self.shared.prefix)
-            .finish()
-    }
-}
-
-pub(crate) struct Shared {
-    pub(crate) instances: Arc<Instances>,
-    pub(crate) description: String,
-    pub(crate) prefix: String,
-    pub(crate) drift: ClockDrift,
-    pub(crate) replica_ack: Option<crate::engine::ReplicaAck>,
-    pub(crate) watchdog: Watchdog,
-    pub(crate) next_id: AtomicU64,
-}
-
-impl Shared {
-    pub(crate) fn keys(&self, name: &str) -> LockKeys {
-        LockKeys::new(&self.prefix, name)
-    }
-
-    pub(crate) fn next_id(&self) -> u64 {
-        self.next_id.fetch_add(1, Ordering::Relaxed)
+        self.shared.fmt(f)
     }
 }
 
@@ -208,19 +180,19 @@ impl Client {
     /// Starts a request for the lock `name`; set its options, then call
     /// [`acquire`](LockRequest::acquire) or [`try_acquire`](LockRequest::try_acquire).
     pub fn lock(&self, name: impl Into<String>) -> LockRequest {
-        LockRequest::new(self.clone(), name.into(), PLAIN.clone())
+        LockRequest::new(self.shared.clone(), name.into(), PLAIN.clone())
     }
 
     /// An owner handle for the reentrant lock `name` (see [`ReentrantLock`]). Like every entry
     /// point it sends nothing and cannot fail: a bad name is reported by the acquisition.
     pub fn reentrant_lock(&self, name: impl Into<String>) -> ReentrantLock {
-        ReentrantLock::new(self.clone(), name.into())
+        ReentrantLock::new(self.shared.clone(), name.into())
     }
 
     /// An owner handle for the read-write lock `name` (see [`ReadWriteLock`]). Like every entry
     /// point it sends nothing and cannot fail: a bad name is reported by the acquisition.
     pub fn read_write_lock(&self, name: impl Into<String>) -> ReadWriteLock {
-        ReadWriteLock::new(self.clone(), name.into())
+        ReadWriteLock::new(self.shared.clone(), name.into())
     }
 
     /// A request for one permit of the counting semaphore `name`, which lets at most `permits`
@@ -237,7 +209,11 @@ impl Client {
     /// # Ok(()) }
     /// ```
     pub fn semaphore(&self, name: impl Into<String>, permits: u32) -> LockRequest {
-        LockRequest::new(self.clone(), name.into(), Arc::new(Permit { permits }))
+        LockRequest::new(
+            self.shared.clone(),
+            name.into(),
+            Arc::new(Permit { permits }),
+        )
     }
 
     /// A request for the fair lock `name`: granted in request order, and a waiter that dies
@@ -251,7 +227,7 @@ impl Client {
     /// # Ok(()) }
     /// ```
     pub fn fair_lock(&self, name: impl Into<String>) -> LockRequest {
-        LockRequest::new(self.clone(), name.into(), FAIR.clone())
+        LockRequest::new(self.shared.clone(), name.into(), FAIR.clone())
     }
 
     /// Takes the lock `name` if it is free right now (30 s lease, renewed automatically), or

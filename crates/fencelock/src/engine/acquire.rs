@@ -10,22 +10,40 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-use crate::client::Shared;
 use crate::engine::guard::LockGuard;
-use crate::engine::hold::{FenceMemory, Hold};
+use crate::engine::memory::FenceMemory;
+use crate::engine::protocol::Hold;
 use crate::engine::release::{self, Abandoned};
 use crate::engine::replicas;
 use crate::engine::request::{LockRequest, WaitPolicy};
 use crate::engine::round::{GiveBack, Place, Round};
+use crate::engine::shared::Shared;
+use crate::engine::watchdog::Renewal;
 use crate::error::{Error, Result};
 use crate::keys::LockKeys;
 use crate::lease::{Lease, LeaseState};
 use crate::notify::Pass;
 use crate::quorum::Subscriptions;
 use crate::token::OwnerToken;
-use crate::watchdog::Renewal;
 
 impl LockRequest {
+    /// Takes the lock if it is free now; `Ok(None)` if another owner holds it.
+    ///
+    /// # Errors
+    ///
+    /// As [`acquire`](Self::acquire), but for [`Error::Busy`], which is `Ok(None)`.
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`acquire`](Self::acquire).
+    pub async fn try_acquire(self) -> Result<Option<LockGuard>> {
+        match self.no_wait().acquire().await {
+            Ok(guard) => Ok(Some(guard)),
+            Err(Error::Busy { .. }) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
     /// Takes the lock, waiting as the [`WaitPolicy`] allows.
     ///
     /// # Errors
@@ -63,7 +81,7 @@ impl LockRequest {
 
     async fn acquire_inner(self) -> Result<LockGuard> {
         self.validate()?;
-        let shared = self.client.shared.clone();
+        let shared = self.shared.clone();
         let keys = shared.keys(&self.name);
         let name: Arc<str> = Arc::from(self.name.as_str());
         // Over Redlock, a handle that remembers its hold's fence (reentrant) has its acquisitions
@@ -326,7 +344,7 @@ impl LockRequest {
 
     /// Releases `hold` in the background (on `only`, or on every instance).
     pub(crate) fn abandon(&self, hold: &Arc<Hold>, fence: Option<u64>, only: Option<Vec<usize>>) {
-        let shared = &self.client.shared;
+        let shared = &self.shared;
         shared.watchdog.release(
             None,
             Abandoned {
@@ -339,7 +357,7 @@ impl LockRequest {
     }
 
     /// The guard of a grant. `first_due`: when the watchdog renews it first, if not a third of
-    /// a lease after the grant was asked for (see [`Watchdog::renew`](crate::watchdog::Watchdog::renew)).
+    /// a lease after the grant was asked for (see [`Watchdog::renew`](crate::engine::watchdog::Watchdog::renew)).
     fn guard(
         &self,
         hold: Arc<Hold>,
@@ -348,7 +366,7 @@ impl LockRequest {
         started: Instant,
         first_due: Option<Instant>,
     ) -> LockGuard {
-        let shared = &self.client.shared;
+        let shared = &self.shared;
         let lease: Lease = watch::channel(lease).0;
         // Renewed by the watchdog, or (not renewed) watched by it until the deadline, when it
         // reports the loss of a lock still held.
@@ -366,7 +384,7 @@ impl LockRequest {
         }
         let renewal_id = Some(id);
         tracing::debug!(lock = %hold.name, kind = hold.label(), fence, "lock acquired");
-        LockGuard::new(self.client.clone(), hold, fence, lease, renewal_id)
+        LockGuard::new(self.shared.clone(), hold, fence, lease, renewal_id)
     }
 }
 

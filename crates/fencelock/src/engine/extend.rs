@@ -4,8 +4,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::engine::hold::Hold;
 use crate::engine::ops::{self, Extended};
+use crate::engine::protocol::Hold;
 use crate::quorum::Instances;
 
 /// What one extension of one lock amounts to, over every instance.

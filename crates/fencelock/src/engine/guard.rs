@@ -5,14 +5,14 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::client::Client;
+use crate::engine::Shared;
 use crate::engine::extend::{self, Verdict, judge_extension};
-use crate::engine::hold::Hold;
 use crate::engine::ops::{self, Extended};
+use crate::engine::protocol::Hold;
 use crate::engine::release::{self, Abandoned};
 use crate::engine::request::validate_ttl;
 use crate::error::{Error, LostReason, Result};
-use crate::lease::{Ending, Lease, LostSignal, confirm, end};
+use crate::lease::{Ending, Lease, LostSignal, confirm};
 
 /// Proof of holding a lock (of any kind: a plain lock, one hold of a reentrant lock, a read or
 /// write lock, a semaphore permit, a fair lock), for as long as its lease lasts.
@@ -30,7 +30,7 @@ use crate::lease::{Ending, Lease, LostSignal, confirm, end};
 /// [`release`](Self::release), which says whether the lock was still held.
 #[must_use = "dropping the guard releases the lock at once"]
 pub struct LockGuard {
-    client: Client,
+    shared: Arc<Shared>,
     hold: Arc<Hold>,
     fence: u64,
     lease: Lease,
@@ -54,7 +54,7 @@ impl std::fmt::Debug for LockGuard {
 
 impl LockGuard {
     pub(crate) fn new(
-        client: Client,
+        shared: Arc<Shared>,
         hold: Arc<Hold>,
         fence: u64,
         lease: Lease,
@@ -62,7 +62,7 @@ impl LockGuard {
     ) -> Self {
         LockGuard {
             _held: crate::observe::Held::start(hold.label()),
-            client,
+            shared,
             hold,
             fence,
             lease,
@@ -138,10 +138,11 @@ impl LockGuard {
         let lost = self.lease.borrow().lost_at(sent_at);
         if let Some(reason) = lost {
             // The deadline passed, if nothing reported the loss yet (nothing if something did).
-            end(&self.lease, &self.hold, self.fence, Ending::DeadlinePassed);
+            self.hold
+                .end(&self.lease, self.fence, Ending::DeadlinePassed);
             return Err(self.not_held(reason));
         }
-        let shared = &self.client.shared;
+        let shared = &self.shared;
         let instances = &shared.instances;
         let limit = instances.limit(ttl);
         let answers = instances
@@ -159,7 +160,7 @@ impl LockGuard {
                 Ok(())
             }
             Verdict::Lost => {
-                end(&self.lease, &self.hold, self.fence, Ending::NotOwner);
+                self.hold.end(&self.lease, self.fence, Ending::NotOwner);
                 Err(self.not_held(LostReason::NotOwner))
             }
             Verdict::Failed => Err(instances.failure(
@@ -190,7 +191,7 @@ impl LockGuard {
     /// on drop).
     pub async fn release(mut self) -> Result<bool> {
         self.finished = true;
-        let shared = self.client.shared.clone();
+        let shared = self.shared.clone();
         if let Some(id) = self.renewal_id.take() {
             shared.watchdog.stop(id);
         }
@@ -209,12 +210,8 @@ impl LockGuard {
             span,
         )
         .await;
-        end(
-            &self.lease,
-            &self.hold,
-            self.fence,
-            Ending::Released(sent_at),
-        );
+        self.hold
+            .end(&self.lease, self.fence, Ending::Released(sent_at));
         let released = release::released(&answers);
         // Instances that failed get another try in the background. Those not waited for (a
         // majority had answered) need none: their release is on its way already.
@@ -247,7 +244,7 @@ impl LockGuard {
     }
 
     fn release_in_background(&self, renewal_id: Option<u64>, only: Option<Vec<usize>>) {
-        let shared = &self.client.shared;
+        let shared = &self.shared;
         let sent = shared.watchdog.release(
             renewal_id,
             Abandoned {
@@ -268,12 +265,8 @@ impl Drop for LockGuard {
         if self.finished {
             return;
         }
-        end(
-            &self.lease,
-            &self.hold,
-            self.fence,
-            Ending::Released(Instant::now()),
-        );
+        self.hold
+            .end(&self.lease, self.fence, Ending::Released(Instant::now()));
         let renewal_id = self.renewal_id.take();
         self.release_in_background(renewal_id, None);
     }

@@ -13,13 +13,15 @@
 mod acquire;
 mod extend;
 mod guard;
-mod hold;
+mod memory;
 mod ops;
 mod protocol;
 mod release;
 mod replicas;
 mod request;
 mod round;
+mod shared;
+pub(crate) mod watchdog;
 
 pub use guard::LockGuard;
 pub(crate) use replicas::ReplicaAck;
@@ -30,7 +32,9 @@ pub use request::{
 };
 
 pub(crate) use extend::{Verdict, judge_extension};
-pub(crate) use hold::{FenceMemory, Hold};
+pub(crate) use memory::FenceMemory;
 pub(crate) use ops::{ExtendItem, Extended, extend_many};
+pub(crate) use protocol::Hold;
 pub(crate) use protocol::{Attempt, Protocol, ReleaseFence};
 pub(crate) use release::Abandoned;
+pub(crate) use shared::Shared;

@@ -12,7 +12,7 @@ use redis::cluster_routing::Slot;
 use redis::{FromRedisValue, RedisError, Value};
 
 use crate::connection::{Server, Undelivered};
-use crate::engine::hold::Hold;
+use crate::engine::protocol::Hold;
 use crate::engine::protocol::{Attempt, ReleaseFence};
 use crate::error::Conflict;
 use crate::kind::LockKind;

@@ -5,15 +5,21 @@
 //! extend and re-assert a hold, whether a waiter takes a place in a queue, what is refused over
 //! Redlock, whether a release writes the fence back, and how a re-entry settles its fence. The
 //! engine never names a kind; each kind (`crate::kinds`) implements this trait in its own module.
+//!
+//! A [`Hold`] (one acquisition: name, keys, token) and its protocol are defined together: the
+//! hold carries its kind's protocol, and every method of the protocol acts on a hold.
 
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::engine::hold::{FenceMemory, Hold};
-use crate::error::Conflict;
+use crate::engine::memory::FenceMemory;
+use crate::error::{Conflict, LostReason};
+use crate::keys::LockKeys;
 use crate::kind::LockKind;
-use crate::script::Call;
+use crate::lease::{self, Ending, Lease};
+use crate::script::{Arg, Call};
+use crate::token::OwnerToken;
 
 /// What the engine tells an acquire script about one attempt.
 #[derive(Debug, Clone, Copy)]
@@ -126,5 +132,64 @@ pub(crate) trait Protocol: fmt::Debug + Send + Sync + 'static {
     /// [`FenceMemory`]). `None`: every grant stands for itself.
     fn fence_memory(&self) -> Option<&Arc<tokio::sync::Mutex<Option<FenceMemory>>>> {
         None
+    }
+}
+
+/// One acquisition's hold: what the guard, the watchdog and a give-back act on.
+#[derive(Debug)]
+pub(crate) struct Hold {
+    pub(crate) name: Arc<str>,
+    pub(crate) protocol: Arc<dyn Protocol>,
+    /// In the hold itself (no `Arc` of their own): a renewal reads them with one pointer less
+    /// to follow, through memory that thousands of holds spread far apart.
+    pub(crate) keys: LockKeys,
+    /// The token of this acquisition (each hold has its own, also under a shared owner).
+    pub(crate) token: OwnerToken,
+}
+
+impl Hold {
+    /// The token as a script argument.
+    pub(crate) fn token_arg(&self) -> Arg<'_> {
+        Arg::Str(self.token.as_str())
+    }
+
+    /// The hash field `<role><token>` of this hold, for kinds that keep their holders in a hash.
+    pub(crate) fn field_arg(&self, role: &str) -> Arg<'_> {
+        Arg::Text(format!("{role}{}", self.token.as_str()))
+    }
+
+    /// The lock and fence keys, the first two keys of most scripts.
+    pub(crate) fn lock_and_fence(&self) -> [&str; 2] {
+        [self.keys.lock(), self.keys.fence()]
+    }
+
+    /// What to call the kind in messages.
+    pub(crate) fn label(&self) -> &'static str {
+        self.protocol.label()
+    }
+
+    /// Ends `lease`, this hold's with `fence` (see [`lease::end`]): a loss is reported once.
+    pub(crate) fn end(&self, lease: &Lease, fence: u64, ending: Ending) -> Option<LostReason> {
+        let lock = lease::Lock {
+            name: &self.name,
+            kind: self.label(),
+        };
+        lease::end(lease, lock, fence, ending)
+    }
+
+    pub(crate) fn acquire_call(&self, attempt: Attempt) -> Call<'_> {
+        self.protocol.acquire(self, attempt)
+    }
+
+    pub(crate) fn release_call(&self, fence: ReleaseFence) -> Call<'_> {
+        self.protocol.release(self, fence)
+    }
+
+    pub(crate) fn extend_call(&self, ttl: Duration) -> Call<'_> {
+        self.protocol.extend(self, ttl)
+    }
+
+    pub(crate) fn reassert_call(&self, fence: u64, ttl: Duration) -> Option<Call<'_>> {
+        self.protocol.reassert(self, fence, ttl)
     }
 }

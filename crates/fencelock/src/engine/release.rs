@@ -4,8 +4,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::engine::hold::Hold;
 use crate::engine::ops;
+use crate::engine::protocol::Hold;
 use crate::engine::protocol::ReleaseFence;
 use crate::quorum::{Answer, Instances, Running};
 

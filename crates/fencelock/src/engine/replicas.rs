@@ -7,7 +7,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::engine::hold::Hold;
+use crate::engine::protocol::Hold;
 use crate::error::Error;
 use crate::quorum::Instances;
 

@@ -4,8 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::client::Client;
-use crate::engine::guard::LockGuard;
+use crate::engine::Shared;
 use crate::engine::protocol::Protocol;
 use crate::error::{Error, Result};
 use crate::keys;
@@ -42,7 +41,7 @@ pub enum WaitPolicy {
 /// A request for a lock, built by [`Client::lock`], [`Client::fair_lock`], [`Client::semaphore`],
 /// [`ReentrantLock::request`](crate::ReentrantLock::request) or
 /// [`ReadWriteLock::read`](crate::ReadWriteLock::read) / [`write`](crate::ReadWriteLock::write).
-/// Every kind takes the same options and gives the same [`LockGuard`].
+/// Every kind takes the same options and gives the same [`LockGuard`](crate::LockGuard).
 ///
 /// ```no_run
 /// # async fn example(client: fencelock::Client) -> fencelock::Result<()> {
@@ -58,7 +57,7 @@ pub enum WaitPolicy {
 #[derive(Debug, Clone)]
 #[must_use = "a lock request does nothing until acquired"]
 pub struct LockRequest {
-    pub(crate) client: Client,
+    pub(crate) shared: Arc<Shared>,
     pub(crate) name: String,
     pub(crate) protocol: Arc<dyn Protocol>,
     pub(crate) ttl: Duration,
@@ -71,9 +70,9 @@ pub struct LockRequest {
 }
 
 impl LockRequest {
-    pub(crate) fn new(client: Client, name: String, protocol: Arc<dyn Protocol>) -> Self {
+    pub(crate) fn new(shared: Arc<Shared>, name: String, protocol: Arc<dyn Protocol>) -> Self {
         LockRequest {
-            client,
+            shared,
             name,
             protocol,
             ttl: DEFAULT_TTL,
@@ -169,7 +168,7 @@ impl LockRequest {
 
     /// Whether this request takes a place in a queue when it waits.
     fn takes_place(&self) -> bool {
-        let single = self.client.shared.instances.is_single();
+        let single = self.shared.instances.is_single();
         self.protocol.queues(single) && self.wait != WaitPolicy::NoWait
     }
 
@@ -204,7 +203,7 @@ impl LockRequest {
         self.protocol
             .check()
             .map_err(|reason| Error::invalid(&self.name, reason))?;
-        if !self.client.shared.instances.is_single()
+        if !self.shared.instances.is_single()
             && let Some(reason) = self.protocol.redlock_refusal()
         {
             return Err(Error::Unsupported {
@@ -224,23 +223,6 @@ impl LockRequest {
             ));
         }
         Ok(())
-    }
-
-    /// Takes the lock if it is free now; `Ok(None)` if another owner holds it.
-    ///
-    /// # Errors
-    ///
-    /// As [`acquire`](Self::acquire), but for [`Error::Busy`], which is `Ok(None)`.
-    ///
-    /// # Cancel safety
-    ///
-    /// As [`acquire`](Self::acquire).
-    pub async fn try_acquire(self) -> Result<Option<LockGuard>> {
-        match self.no_wait().acquire().await {
-            Ok(guard) => Ok(Some(guard)),
-            Err(Error::Busy { .. }) => Ok(None),
-            Err(e) => Err(e),
-        }
     }
 }
 

@@ -6,12 +6,12 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::client::Shared;
 use crate::connection::is_unreachable;
-use crate::engine::hold::Hold;
 use crate::engine::ops::{self, AcquireReply};
 use crate::engine::protocol::Attempt;
+use crate::engine::protocol::Hold;
 use crate::engine::request::LockRequest;
+use crate::engine::shared::Shared;
 use crate::error::{Error, Result};
 use crate::quorum::Answer;
 

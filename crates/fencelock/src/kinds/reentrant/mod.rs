@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use smallvec::smallvec;
 
-use crate::client::Client;
+use crate::engine::Shared;
 use crate::engine::{Attempt, FenceMemory, Hold, LockGuard, LockRequest, Protocol, ReleaseFence};
 use crate::error::{Conflict, Result};
 use crate::kind::LockKind;
@@ -116,7 +116,7 @@ pub const DEFAULT_MAX_REENTRY: u32 = 64;
 /// ```
 #[derive(Debug, Clone)]
 pub struct ReentrantLock {
-    client: Client,
+    shared: Arc<Shared>,
     name: String,
     owner: OwnerToken,
     owner_error: Option<getrandom::Error>,
@@ -125,10 +125,10 @@ pub struct ReentrantLock {
 }
 
 impl ReentrantLock {
-    pub(crate) fn new(client: Client, name: String) -> Self {
+    pub(crate) fn new(shared: Arc<Shared>, name: String) -> Self {
         let (owner, owner_error) = OwnerToken::for_handle();
         ReentrantLock {
-            client,
+            shared,
             name,
             owner,
             owner_error,
@@ -153,7 +153,7 @@ impl ReentrantLock {
     /// never waits; the options apply when another owner holds the lock.
     pub fn request(&self) -> LockRequest {
         LockRequest::new(
-            self.client.clone(),
+            self.shared.clone(),
             self.name.clone(),
             Arc::new(Reentrant {
                 owner: self.owner.clone(),

@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use smallvec::smallvec;
 
-use crate::client::Client;
+use crate::engine::Shared;
 use crate::engine::{Attempt, Hold, LockRequest, Protocol, ReleaseFence};
 use crate::error::Conflict;
 use crate::kind::LockKind;
@@ -136,17 +136,17 @@ impl Protocol for RwSide {
 /// ```
 #[derive(Debug, Clone)]
 pub struct ReadWriteLock {
-    client: Client,
+    shared: Arc<Shared>,
     name: String,
     owner: OwnerToken,
     owner_error: Option<getrandom::Error>,
 }
 
 impl ReadWriteLock {
-    pub(crate) fn new(client: Client, name: String) -> Self {
+    pub(crate) fn new(shared: Arc<Shared>, name: String) -> Self {
         let (owner, owner_error) = OwnerToken::for_handle();
         ReadWriteLock {
-            client,
+            shared,
             name,
             owner,
             owner_error,
@@ -162,7 +162,7 @@ impl ReadWriteLock {
     /// says how long its waiting entry outlives a reader that died while waiting.
     pub fn read(&self) -> LockRequest {
         LockRequest::new(
-            self.client.clone(),
+            self.shared.clone(),
             self.name.clone(),
             Arc::new(RwSide {
                 side: Side::Read,
@@ -177,7 +177,7 @@ impl ReadWriteLock {
     /// writer that died while waiting.
     pub fn write(&self) -> LockRequest {
         LockRequest::new(
-            self.client.clone(),
+            self.shared.clone(),
             self.name.clone(),
             Arc::new(RwSide {
                 side: Side::Write,
