@@ -72,6 +72,7 @@
 )]
 
 pub mod admin;
+mod backoff;
 mod client;
 mod connection;
 mod engine;

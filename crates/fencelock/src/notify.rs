@@ -176,7 +176,7 @@ impl ReleaseNotifier {
             source,
             command_timeout,
             registry: registry.clone(),
-            backoff: RECONNECT_MIN,
+            backoff: crate::backoff::RECONNECT,
             retry_at: None,
             lingering: std::collections::VecDeque::new(),
         };
@@ -370,16 +370,13 @@ struct Listener {
     command_timeout: Duration,
     registry: Registry,
     /// The delay before the next reconnection attempt, doubled after each failure.
-    backoff: Duration,
+    backoff: crate::backoff::Backoff,
     /// When to try to reconnect (`None`: at once, if anyone is waiting).
     retry_at: Option<tokio::time::Instant>,
     /// Channels whose last waiter went away, and when to unsubscribe them unless a new one
     /// came (in that order).
     lingering: std::collections::VecDeque<(String, tokio::time::Instant)>,
 }
-
-const RECONNECT_MIN: Duration = Duration::from_millis(50);
-const RECONNECT_MAX: Duration = Duration::from_secs(2);
 
 impl Listener {
     async fn run(mut self, mut requests: mpsc::UnboundedReceiver<Request>) {
@@ -437,8 +434,7 @@ impl Listener {
         for entry in lock(&self.registry).values_mut() {
             entry.subscribed = false;
         }
-        self.retry_at = Some(tokio::time::Instant::now() + self.backoff);
-        self.backoff = (self.backoff * 2).min(RECONNECT_MAX);
+        self.retry_at = Some(tokio::time::Instant::now() + self.backoff.next_delay());
     }
 
     async fn handle(&mut self, request: Request) {
@@ -564,7 +560,7 @@ impl Listener {
             }
         }
         drop(registry);
-        self.backoff = RECONNECT_MIN;
+        self.backoff.reset();
         self.retry_at = None;
         true
     }

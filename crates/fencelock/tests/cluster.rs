@@ -271,6 +271,9 @@ async fn list_inspect_and_force_release_see_every_master() {
         guards.push(
             client
                 .lock(name.as_str())
+                // A force-released holder learns it at its next renewal, a third of its lease
+                // later: a short lease keeps that well inside the wait below.
+                .ttl(Duration::from_secs(3))
                 .acquire()
                 .await
                 .unwrap_or_else(|e| panic!("{e}")),

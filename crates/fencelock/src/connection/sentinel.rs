@@ -293,7 +293,7 @@ fn announces_new_master(payload: &str, name: &str) -> bool {
 /// on failure) until the client is gone, and follows the new master of ours when one is
 /// announced.
 async fn watch_switches(followed: std::sync::Weak<Followed>) {
-    const RETRY: Duration = Duration::from_millis(500);
+    let mut retry = crate::backoff::SENTINEL;
     let mut next = 0usize;
     loop {
         let (sentinel, name, limit) = {
@@ -323,7 +323,7 @@ async fn watch_switches(followed: std::sync::Weak<Followed>) {
             Ok(pubsub) => pubsub,
             Err(err) => {
                 tracing::debug!(%err, "cannot listen to a sentinel's announcements");
-                tokio::time::sleep(RETRY).await;
+                tokio::time::sleep(retry.next_delay()).await;
                 continue;
             }
         };
@@ -348,7 +348,7 @@ async fn watch_switches(followed: std::sync::Weak<Followed>) {
                 }
             }
         }
-        tokio::time::sleep(RETRY).await;
+        tokio::time::sleep(retry.next_delay()).await;
     }
 }
 

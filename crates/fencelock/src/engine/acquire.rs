@@ -143,6 +143,7 @@ impl LockRequest {
         // Counts this request in `fencelock_waiters` from its first wait until it returns.
         let mut _counted: Option<crate::observe::Waiting> = None;
         let mut retries = 0;
+        let mut retry = crate::backoff::RETRY;
         // The places in line that this token's recent tries left (see `take_pass`).
         let mut places = Places::default();
         loop {
@@ -207,7 +208,7 @@ impl LockRequest {
                     if unreachable && retries < 2 {
                         retries += 1;
                         tracing::debug!(lock = %self.name, %error, "acquire failed; retrying with the same token");
-                        tokio::time::sleep(Duration::from_millis(50) * 4u32.pow(retries - 1)).await;
+                        tokio::time::sleep(retry.next_delay()).await;
                         continue;
                     }
                     self.give_back(shared, &hold, give_back).await;

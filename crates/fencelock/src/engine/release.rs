@@ -71,7 +71,7 @@ impl Abandoned {
             running: _running,
         } = self;
         let mut pending: Option<Vec<usize>> = only;
-        let mut delay = Duration::from_millis(50);
+        let mut retry = crate::backoff::RETRY;
         for _ in 0..3 {
             let limit = instances.command_timeout();
             let answers =
@@ -89,8 +89,7 @@ impl Abandoned {
             }
             tracing::debug!(lock = %hold.name, failed = failed.len(), "background release failed; retrying");
             pending = Some(failed);
-            tokio::time::sleep(delay).await;
-            delay *= 4;
+            tokio::time::sleep(retry.next_delay()).await;
         }
         tracing::debug!(lock = %hold.name, "could not release a hold on every instance; the lease will run out there");
     }

@@ -288,7 +288,7 @@ async fn renew(instances: &Arc<Instances>, drift: &ClockDrift, shared: &Shared, 
                     .end(&renewal.lease, renewal.fence, Ending::DeadlinePassed);
                 schedule.entries.remove(&id);
             } else {
-                let retry = (ttl / 10).clamp(Duration::from_millis(5), Duration::from_secs(1));
+                let retry = crate::backoff::renewal(ttl).next_delay();
                 entry.retry_at = Some(after + retry);
                 schedule.queue.push(Reverse((after + retry, id)));
             }

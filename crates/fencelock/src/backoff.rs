@@ -1,0 +1,87 @@
+//! How long to wait before trying again: one policy type, and the named policies the library
+//! retries by.
+
+use std::time::Duration;
+
+/// Delays that grow by `factor` from `first` up to `max`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Backoff {
+    next: Duration,
+    first: Duration,
+    factor: u32,
+    max: Duration,
+}
+
+impl Backoff {
+    /// A policy starting at `first`, multiplied by `factor` after each delay, capped at `max`.
+    pub(crate) const fn new(first: Duration, factor: u32, max: Duration) -> Self {
+        Backoff {
+            next: first,
+            first,
+            factor,
+            max,
+        }
+    }
+
+    /// The next delay; the one after it grows.
+    pub(crate) fn next_delay(&mut self) -> Duration {
+        let delay = self.next;
+        self.next = self.next.saturating_mul(self.factor).min(self.max);
+        delay
+    }
+
+    /// Back to the first delay (after a success).
+    pub(crate) fn reset(&mut self) {
+        self.next = self.first;
+    }
+}
+
+/// An operation on servers that were briefly unreachable (an acquisition's retry with the same
+/// token, a background release): 50 ms, 200 ms, 800 ms.
+pub(crate) const RETRY: Backoff =
+    Backoff::new(Duration::from_millis(50), 4, Duration::from_millis(800));
+
+/// A lost pub/sub connection: 50 ms, doubling, at most 2 s between attempts.
+pub(crate) const RECONNECT: Backoff =
+    Backoff::new(Duration::from_millis(50), 2, Duration::from_secs(2));
+
+/// Asking another sentinel after one failed: 500 ms each time.
+pub(crate) const SENTINEL: Backoff =
+    Backoff::new(Duration::from_millis(500), 1, Duration::from_millis(500));
+
+/// A failed renewal, tried again until the lease's deadline: a tenth of the lease, within 5 ms
+/// and 1 s (a constant delay per lease, so the policy is made per lock).
+pub(crate) fn renewal(ttl: Duration) -> Backoff {
+    let delay = (ttl / 10).clamp(Duration::from_millis(5), Duration::from_secs(1));
+    Backoff::new(delay, 1, delay)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn delays_grow_to_the_cap_and_reset() {
+        let mut retry = RETRY;
+        let ms = |d: Duration| d.as_millis();
+        assert_eq!(
+            [
+                retry.next_delay(),
+                retry.next_delay(),
+                retry.next_delay(),
+                retry.next_delay()
+            ]
+            .map(ms),
+            [50, 200, 800, 800]
+        );
+        retry.reset();
+        assert_eq!(ms(retry.next_delay()), 50);
+        let mut reconnect = RECONNECT;
+        let delays: Vec<u128> = (0..8).map(|_| ms(reconnect.next_delay())).collect();
+        assert_eq!(delays, [50, 100, 200, 400, 800, 1600, 2000, 2000]);
+        assert_eq!(ms(SENTINEL.clone().next_delay()), 500);
+        assert_eq!(ms(renewal(Duration::from_secs(30)).next_delay()), 1000);
+        assert_eq!(ms(renewal(Duration::from_millis(20)).next_delay()), 5);
+        assert_eq!(ms(renewal(Duration::from_millis(300)).next_delay()), 30);
+    }
+}
