@@ -99,10 +99,11 @@ fn mutated(mutation: &str, kinds: &[&str]) {
     let history = dir.path().join("history.jsonl");
     let run = chaos(
         &[
-            // Six or so paused workers: one at the right moment shows each bug, and a 12 s run
-            // (four pauses) on a loaded CI machine once had none (release-any went unnoticed).
+            // Ten or so paused workers: one at the right moment shows each bug. Shorter runs on
+            // a loaded CI machine have had none (12 s, four pauses; 20 s, six pauses: release-any
+            // went unnoticed, its five chances all lost to timing).
             "--duration",
-            "20s",
+            "30s",
             "--faults",
             "pause-worker",
             "--fault-interval",
