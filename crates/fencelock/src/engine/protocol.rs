@@ -75,8 +75,9 @@ pub(crate) trait Protocol: fmt::Debug + Send + Sync + 'static {
     /// `{-1, key, type}` or `{-2, what, detail}`.
     fn acquire<'a>(&'a self, hold: &'a Hold, attempt: Attempt) -> Call<'a>;
 
-    /// The release script: reply 1 released, 0 not held. `fence` says what the release knows
-    /// of the hold's fence (see [`ReleaseFence`]).
+    /// The release script: reply 1 released, 0 not held, 2 released (or passed on) but its
+    /// release message refused (the plain lock's, see `kinds/plain/release.lua`). `fence` says
+    /// what the release knows of the hold's fence (see [`ReleaseFence`]).
     fn release<'a>(&'a self, hold: &'a Hold, fence: ReleaseFence) -> Call<'a>;
 
     /// The extend script: reply 1 extended, 0 gone, -1 taken by someone (or something) else.

@@ -39,7 +39,7 @@ end
 
 -- The server's clock in microseconds as text (no exponent, no decimals), worked out once per
 -- script run from TIME's two parts: a concatenation, where `int` (string.format) and reading the
--- two parts as numbers cost about 7,000 instructions, as much as a Redis command.
+-- two parts as numbers cost as much as a Redis command.
 local micros_text
 local function clock_text()
   if not micros_text then

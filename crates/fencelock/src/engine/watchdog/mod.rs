@@ -138,7 +138,7 @@ impl Shared {
 /// woken (an `eventfd` write and an `epoll_wait` return) by the next timer anyone sets, and
 /// every command sets one (its time limit). With this task's timer always set, and due before
 /// those limits, the driver is already waking for an earlier instant and setting a limit costs
-/// no wake-up: measured with `strace -c` on W1, three wake-ups per cycle fewer. Idle, the
+/// no wake-up (fewer wake-ups per cycle under `strace -c`). Idle, the
 /// task wakes four times per command timeout, and finds nothing to do.
 const MAX_TICK: Duration = Duration::from_secs(1);
 const MIN_TICK: Duration = Duration::from_millis(10);

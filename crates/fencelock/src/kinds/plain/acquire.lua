@@ -24,7 +24,7 @@
 -- max(last + 1, clock), as `next_fence` gives: when the counter is ahead of the clock, the fence
 -- and the lock's value are written again. That path comes first and returns; the helpers only
 -- the rest uses are defined after it (script/mod.rs, `LATER_HELPERS`), so that a grant makes
--- none of their closures (each costs the server about 500 instructions a run).
+-- none of their closures (each is made, and collected, on every run).
 local text = clock_text()
 local mark = ''
 if ARGV[3] == '1' then

@@ -104,8 +104,9 @@ impl Protocol for Plain {
     }
 }
 
-/// The arguments every release script takes: the hold's token, the release channel, and the
-/// fence to write back as a floor (`''`: none).
+/// The arguments of the other kinds' release scripts (reentrant, read-write, semaphore, fair):
+/// the hold's token, the release channel, and the fence to write back as a floor (`''`: none).
+/// The plain lock's own release takes its value and names its keys itself (`release.lua`).
 pub(crate) fn release_args(hold: &Hold, fence: ReleaseFence) -> crate::script::Args<'_> {
     smallvec![
         hold.token_arg(),

@@ -10,7 +10,7 @@
 -- fence the owner was given, written back as a floor. The fence key (KEYS[1] .. ':fence'), the release
 -- channel (':released') and the line of waiters (':waiters', see acquire.lua) are named here,
 -- not passed, and only in the branches that use them: every key and argument of a call is a
--- string the server makes on each run (about 2,000 instructions each, measured), and an
+-- string the server makes on each run, and an
 -- uncontended release on one server uses none of them. They share the lock's hash tag, so on
 -- Redis Cluster they are in the slot of the declared key, which is what Redis checks for a key
 -- a script did not declare.
@@ -27,8 +27,8 @@
 -- than as helpers, so that an uncontended release makes no closure it does not call.
 local value = redis.pcall('get', KEYS[1])
 -- The value as the grant wrote it, nobody having waited: one comparison (Lua compares strings by
--- reference), where looking for the token in it costs three string functions (about 2,800
--- instructions, measured). Anything else is judged by the token alone, as it always was. On one
+-- reference), where looking for the token in it costs three string functions. Anything else is
+-- judged by the token alone. On one
 -- server that is the whole release, and it comes first: the helpers only the rest uses are
 -- defined after it (script/mod.rs, `LATER_HELPERS`), so that it makes none of their closures.
 if value == ARGV[1] and not ARGV[2] then
