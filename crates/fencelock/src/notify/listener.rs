@@ -1,0 +1,251 @@
+//! The listener task: subscribes and unsubscribes channels as waiters come and go, reconnects
+//! with backoff, and hands each release message to the waiters it names.
+
+use std::time::Duration;
+
+use tokio::sync::mpsc;
+
+#[cfg(feature = "cluster")]
+use crate::connection::sharded_subscription;
+use crate::connection::within;
+
+use super::Request;
+use super::feed::{Event, Source, next_event, sleep_until};
+use super::registry::{LINGER, Registry, Wake, lock};
+
+/// The task that owns the pub/sub connection.
+pub(super) struct Listener {
+    pub(super) source: Source,
+    pub(super) command_timeout: Duration,
+    pub(super) registry: Registry,
+    /// The delay before the next reconnection attempt, doubled after each failure.
+    pub(super) backoff: crate::backoff::Backoff,
+    /// When to try to reconnect (`None`: at once, if anyone is waiting).
+    pub(super) retry_at: Option<tokio::time::Instant>,
+    /// Channels whose last waiter went away, and when to unsubscribe them unless a new one
+    /// came (in that order).
+    pub(super) lingering: std::collections::VecDeque<(String, tokio::time::Instant)>,
+}
+
+impl Listener {
+    pub(super) async fn run(mut self, mut requests: mpsc::UnboundedReceiver<Request>) {
+        loop {
+            let reconnect = self.needs_connection() && !lock(&self.registry).is_empty();
+            tokio::select! {
+                request = requests.recv() => {
+                    let Some(request) = request else { return };
+                    self.handle(request).await;
+                }
+                event = next_event(&mut self.source) => match event {
+                    Event::Message { channel, payload } => {
+                        if let Ok(channel) = std::str::from_utf8(&channel) {
+                            self.deliver(channel, Wake::of(&payload));
+                        }
+                    }
+                    Event::Lost => {
+                        tracing::debug!("release listener: pub/sub connection lost");
+                        self.disconnected();
+                        self.wake_everyone();
+                    }
+                },
+                () = sleep_until(self.retry_at), if reconnect => {
+                    if self.connect_and_resubscribe().await {
+                        // Waiters may have missed a release while the connection was down.
+                        self.wake_everyone();
+                    }
+                }
+                () = sleep_until(self.lingering.front().map(|(_, at)| *at)), if !self.lingering.is_empty() => {
+                    if let Some((channel, _)) = self.lingering.pop_front() {
+                        self.unsubscribe_if_idle(channel).await;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Whether the listener has to open a connection before it can hear anything.
+    pub(super) fn needs_connection(&self) -> bool {
+        matches!(
+            self.source,
+            Source::Dedicated {
+                connection: None,
+                ..
+            }
+        )
+    }
+
+    /// Forgets the connection and schedules the next attempt, backing off.
+    #[cfg_attr(not(feature = "cluster"), allow(irrefutable_let_patterns))]
+    pub(super) fn disconnected(&mut self) {
+        if let Source::Dedicated { connection, .. } = &mut self.source {
+            *connection = None;
+        }
+        for entry in lock(&self.registry).values_mut() {
+            entry.subscribed = false;
+        }
+        self.retry_at = Some(tokio::time::Instant::now() + self.backoff.next_delay());
+    }
+
+    pub(super) async fn handle(&mut self, request: Request) {
+        match request {
+            Request::Subscribe { channel, confirmed } => {
+                let ok = self.subscribe(&channel).await;
+                if ok && let Some(entry) = lock(&self.registry).get_mut(&channel) {
+                    entry.subscribed = true;
+                }
+                let _ = confirmed.send(ok);
+            }
+            Request::Unsubscribe { channel } => {
+                self.lingering
+                    .push_back((channel, tokio::time::Instant::now() + LINGER));
+            }
+        }
+    }
+
+    /// Unsubscribes a channel that lingered, unless a waiter came back meanwhile.
+    pub(super) async fn unsubscribe_if_idle(&mut self, channel: String) {
+        {
+            let mut registry = lock(&self.registry);
+            match registry.get(&channel) {
+                Some(entry) if entry.subscriptions == 0 => {
+                    registry.remove(&channel);
+                }
+                // A new waiter came in meanwhile, or an earlier linger already unsubscribed it.
+                _ => return,
+            }
+        }
+        let limit = self.command_timeout;
+        let failed = match &mut self.source {
+            Source::Dedicated {
+                connection: Some((sink, _)),
+                ..
+            } => within(limit, sink.unsubscribe(&channel)).await.is_err(),
+            Source::Dedicated { .. } => false,
+            #[cfg(feature = "cluster")]
+            Source::Sharded { conn, .. } => {
+                // A failure leaves a subscription without waiters: harmless.
+                let _ = sharded_subscription(conn, &channel, false, limit).await;
+                false
+            }
+        };
+        if failed {
+            self.disconnected();
+        }
+    }
+
+    /// Subscribes one channel, connecting first if needed. False if it could not.
+    pub(super) async fn subscribe(&mut self, channel: &str) -> bool {
+        let limit = self.command_timeout;
+        let result = match &mut self.source {
+            #[cfg(feature = "cluster")]
+            Source::Sharded { conn, .. } => {
+                return match sharded_subscription(conn, channel, true, limit).await {
+                    Ok(()) => true,
+                    Err(err) => {
+                        tracing::debug!(channel, %err, "release listener: ssubscribe failed");
+                        false
+                    }
+                };
+            }
+            Source::Dedicated {
+                connection: None, ..
+            } => {
+                // Connecting subscribes every channel with waiters, this one included. While a
+                // reconnection is being backed off, do not hammer the server.
+                if self
+                    .retry_at
+                    .is_some_and(|at| at > tokio::time::Instant::now())
+                {
+                    return false;
+                }
+                return self.connect_and_resubscribe().await;
+            }
+            Source::Dedicated {
+                connection: Some((sink, _)),
+                ..
+            } => within(limit, sink.subscribe(channel)).await,
+        };
+        match result {
+            Ok(()) => true,
+            Err(err) => {
+                tracing::debug!(channel, %err, "release listener: subscribe failed");
+                self.disconnected();
+                false
+            }
+        }
+    }
+
+    /// Opens the pub/sub connection and subscribes every channel that has waiters.
+    #[cfg_attr(not(feature = "cluster"), allow(irrefutable_let_patterns))]
+    pub(super) async fn connect_and_resubscribe(&mut self) -> bool {
+        let Source::Dedicated {
+            opener, connection, ..
+        } = &mut self.source
+        else {
+            return true;
+        };
+        let connected = within(self.command_timeout, opener.open()).await;
+        let (mut sink, stream) = match connected {
+            Ok(pubsub) => pubsub.split(),
+            Err(err) => {
+                tracing::debug!(%err, "release listener: cannot connect");
+                self.disconnected();
+                return false;
+            }
+        };
+        let channels: Vec<String> = lock(&self.registry).keys().cloned().collect();
+        if !channels.is_empty()
+            && let Err(err) = within(self.command_timeout, sink.subscribe(&channels)).await
+        {
+            tracing::debug!(%err, "release listener: resubscribe failed");
+            self.disconnected();
+            return false;
+        }
+        *connection = Some((sink, stream));
+        let mut registry = lock(&self.registry);
+        for channel in &channels {
+            if let Some(entry) = registry.get_mut(channel) {
+                entry.subscribed = true;
+            }
+        }
+        drop(registry);
+        self.backoff.reset();
+        self.retry_at = None;
+        true
+    }
+
+    /// Wakes one local waiter of the channel that was released, the one addressed, or all.
+    pub(super) fn deliver(&self, channel: &str, wake: Wake<'_>) {
+        let registry = lock(&self.registry);
+        let Some(entry) = registry.get(channel) else {
+            return;
+        };
+        match wake {
+            Wake::One => {
+                if entry.wake_one.available_permits() < entry.subscriptions {
+                    entry.wake_one.add_permits(1);
+                }
+            }
+            Wake::Token(token, pass) => {
+                let waiter = std::str::from_utf8(token)
+                    .ok()
+                    .and_then(|token| entry.addressed.get(token));
+                if let Some(waiter) = waiter {
+                    if pass.is_some() {
+                        *waiter.passed() = pass;
+                    }
+                    if waiter.wake.available_permits() == 0 {
+                        waiter.wake.add_permits(1);
+                    }
+                }
+            }
+            Wake::All => entry.generation.send_modify(|g| *g = g.wrapping_add(1)),
+        }
+    }
+
+    pub(super) fn wake_everyone(&self) {
+        for entry in lock(&self.registry).values() {
+            entry.generation.send_modify(|g| *g = g.wrapping_add(1));
+        }
+    }
+}

@@ -1,0 +1,226 @@
+//! Release notifications: one pub/sub connection per client serves every waiter of every lock.
+//!
+//! A waiter registers interest in a lock's release channel and gets a [`Subscription`]. The
+//! listener task subscribes the channel on the server (once, however many local waiters it has)
+//! and unsubscribes a second ([`LINGER`]) after the last waiter of a channel went away, unless a
+//! new one came meanwhile: a lock contended again and again costs no `SUBSCRIBE` and
+//! `UNSUBSCRIBE` per wait, and its next waiter needs no round trip before it tries. A message
+//! says whom to wake:
+//! `one` (a release that lets exactly one waiter in: a plain lock, a semaphore permit) wakes one
+//! local waiter; `to:<token>` (a fair lock, whose next holder only Redis knows) wakes the waiter
+//! whose request has that owner token, if it is on this client, and `to:<token>:<fence>:<lapses>`
+//! (a plain lock passed to a waiter in line) also tells it that it holds the lock now, with
+//! that fence ([`Pass`]); anything else (a read-write
+//! lock, where many readers may go at once) wakes every local waiter of that channel. Waking
+//! everyone is a generation counter, so a waiter between two waits cannot miss it. When the
+//! pub/sub connection drops, it wakes every waiter (a release may have been missed), reconnects
+//! with backoff and resubscribes. A waiter never depends on a message alone:
+//! it also wakes when the holder's lease would have run out, so a lost message costs a bounded
+//! delay, never a hang.
+//!
+//! - `mod.rs`: [`ReleaseNotifier`] and a waiter's [`Subscription`];
+//! - `registry.rs`: the waiters of each channel, and what a message says ([`Pass`]);
+//! - `listener.rs`: the listener task;
+//! - `feed.rs`: where messages come from ([`Feed`]).
+
+mod feed;
+mod listener;
+mod registry;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::{Semaphore, mpsc, oneshot, watch};
+
+pub(crate) use feed::Feed;
+use feed::{Opener, Source};
+use listener::Listener;
+pub(crate) use registry::Pass;
+use registry::{Channel, Personal, Registry, lock};
+
+enum Request {
+    Subscribe {
+        channel: String,
+        confirmed: oneshot::Sender<bool>,
+    },
+    Unsubscribe {
+        channel: String,
+    },
+}
+
+/// The client's release listener (cheap to clone).
+#[derive(Clone)]
+pub(crate) struct ReleaseNotifier {
+    registry: Registry,
+    requests: mpsc::UnboundedSender<Request>,
+}
+
+/// A waiter's interest in one channel; dropping it withdraws the interest.
+pub(crate) struct Subscription {
+    registry: Registry,
+    requests: mpsc::UnboundedSender<Request>,
+    channel: String,
+    wake_one: Arc<Semaphore>,
+    generation: watch::Receiver<u64>,
+    /// Wakes this waiter alone, by the owner token it answers to.
+    personal: Arc<Personal>,
+    address: Option<String>,
+}
+
+impl ReleaseNotifier {
+    /// Starts the listener task (inside the current Tokio runtime). Nothing is sent until the
+    /// first subscription.
+    pub(crate) fn start(feed: Feed, command_timeout: Duration) -> Self {
+        let registry: Registry = Arc::default();
+        let (requests, rx) = mpsc::unbounded_channel();
+        let source = match feed {
+            Feed::Client(client) => Source::Dedicated {
+                opener: Opener::Client(client),
+                connection: None,
+                switches: None,
+            },
+            #[cfg(feature = "sentinel")]
+            Feed::Sentinel(followed) => Source::Dedicated {
+                switches: Some(followed.switches()),
+                opener: Opener::Sentinel(followed),
+                connection: None,
+            },
+            #[cfg(feature = "cluster")]
+            Feed::Sharded(conn, pushes) => Source::Sharded { conn, pushes },
+        };
+        let listener = Listener {
+            source,
+            command_timeout,
+            registry: registry.clone(),
+            backoff: crate::backoff::RECONNECT,
+            retry_at: None,
+            lingering: std::collections::VecDeque::new(),
+        };
+        tokio::spawn(listener.run(rx));
+        ReleaseNotifier { registry, requests }
+    }
+
+    /// Registers a waiter for `channel` at once, and asks the listener to subscribe it on the
+    /// server. The returned receiver says whether the server confirmed the subscription. If it
+    /// could not, the interest still counts and is subscribed when the connection comes back;
+    /// meanwhile the waiter relies on its timer.
+    pub(crate) fn subscribe(&self, channel: &str) -> (Subscription, oneshot::Receiver<bool>) {
+        let (wake_one, generation, subscribed) = {
+            let mut registry = lock(&self.registry);
+            let entry = registry
+                .entry(channel.to_owned())
+                .or_insert_with(|| Channel {
+                    wake_one: Arc::new(Semaphore::new(0)),
+                    generation: watch::channel(0).0,
+                    addressed: HashMap::new(),
+                    subscriptions: 0,
+                    subscribed: false,
+                });
+            entry.subscriptions += 1;
+            (
+                entry.wake_one.clone(),
+                entry.generation.subscribe(),
+                entry.subscribed,
+            )
+        };
+        let subscription = Subscription {
+            registry: self.registry.clone(),
+            requests: self.requests.clone(),
+            channel: channel.to_owned(),
+            wake_one,
+            generation,
+            personal: Arc::default(),
+            address: None,
+        };
+        let (confirmed, reply) = oneshot::channel();
+        if subscribed {
+            // Still subscribed from a waiter that left less than `LINGER` ago.
+            let _ = confirmed.send(true);
+        } else {
+            let _ = self.requests.send(Request::Subscribe {
+                channel: channel.to_owned(),
+                confirmed,
+            });
+        }
+        (subscription, reply)
+    }
+
+    /// How many waiters of this client are registered for `channel`.
+    pub(crate) fn waiters(&self, channel: &str) -> usize {
+        lock(&self.registry)
+            .get(channel)
+            .map_or(0, |c| c.subscriptions)
+    }
+}
+
+impl Subscription {
+    /// Makes release messages addressed to `token` (the owner token of the waiter's current
+    /// request) wake this waiter. Cheap when the token did not change; a new token forgets what
+    /// was passed to the old one.
+    pub(crate) fn answer_to(&mut self, token: &str) {
+        if self.address.as_deref() == Some(token) {
+            return;
+        }
+        *self.personal.passed() = None;
+        let mut registry = lock(&self.registry);
+        let Some(entry) = registry.get_mut(&self.channel) else {
+            return;
+        };
+        if let Some(old) = self.address.take() {
+            entry.addressed.remove(&old);
+        }
+        entry
+            .addressed
+            .insert(token.to_owned(), self.personal.clone());
+        self.address = Some(token.to_owned());
+    }
+
+    /// Resolves at the next release message for this channel that wakes this waiter (at once if
+    /// one arrived since the last call), or when the pub/sub connection was lost; with the lock
+    /// when a release passed it to this waiter's token.
+    pub(crate) async fn released(&mut self) -> Option<Pass> {
+        tokio::select! {
+            permit = self.wake_one.acquire() => match permit {
+                Ok(permit) => permit.forget(),
+                Err(_) => std::future::pending::<()>().await,
+            },
+            permit = self.personal.wake.acquire() => match permit {
+                Ok(permit) => {
+                    permit.forget();
+                    return self.personal.passed().take();
+                }
+                Err(_) => std::future::pending::<()>().await,
+            },
+            changed = self.generation.changed() => {
+                if changed.is_err() {
+                    // The listener dropped the channel: only the timer is left.
+                    std::future::pending::<()>().await;
+                }
+            }
+        }
+        None
+    }
+}
+
+impl Drop for Subscription {
+    fn drop(&mut self) {
+        let mut registry = lock(&self.registry);
+        let Some(entry) = registry.get_mut(&self.channel) else {
+            return;
+        };
+        if let Some(address) = &self.address {
+            entry.addressed.remove(address);
+        }
+        entry.subscriptions = entry.subscriptions.saturating_sub(1);
+        if entry.subscriptions == 0 {
+            // The channel lingers (see `LINGER`); a wake-up nobody took is not kept for the
+            // next waiter.
+            entry.wake_one = Arc::new(Semaphore::new(0));
+            drop(registry);
+            let _ = self.requests.send(Request::Unsubscribe {
+                channel: std::mem::take(&mut self.channel),
+            });
+        }
+    }
+}

@@ -1,0 +1,123 @@
+//! The waiters of each channel on this client, and what a release message says about whom to
+//! wake.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use tokio::sync::{Semaphore, watch};
+
+/// The waiters of one channel on this client.
+pub(super) struct Channel {
+    /// Wakes one waiter per `one` message: a count of pending wake-ups (never more than there
+    /// are waiters), so that two releases in quick succession wake two waiters.
+    pub(super) wake_one: Arc<Semaphore>,
+    /// Bumped to wake every waiter.
+    pub(super) generation: watch::Sender<u64>,
+    /// The waiters that can be woken by their request's owner token.
+    pub(super) addressed: HashMap<String, Arc<Personal>>,
+    pub(super) subscriptions: usize,
+    /// The server confirmed the subscription (and the connection has not dropped since).
+    pub(super) subscribed: bool,
+}
+
+/// How long a channel stays subscribed after its last local waiter went away.
+pub(super) const LINGER: Duration = Duration::from_secs(1);
+
+/// A lock that a release passed to a waiter in line: its fence, and the server millisecond at
+/// which the waiter's place would have lapsed (the passed lease ends then; the waiter matches it
+/// against the replies of its tries to know when its lease began at the latest).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Pass {
+    pub(crate) fence: u64,
+    pub(crate) lapses: u64,
+}
+
+/// Whom a release message wakes.
+#[derive(Debug, PartialEq)]
+pub(super) enum Wake<'a> {
+    One,
+    /// The waiter with this owner token, and what was passed to it, if anything.
+    Token(&'a [u8], Option<Pass>),
+    All,
+}
+
+impl<'a> Wake<'a> {
+    pub(super) fn of(payload: &'a [u8]) -> Self {
+        if payload == WAKE_ONE.as_bytes() {
+            Wake::One
+        } else if let Some(addressed) = payload.strip_prefix(WAKE_TOKEN.as_bytes()) {
+            let mut parts = addressed.splitn(3, |b| *b == b':');
+            let token = parts.next().unwrap_or_default();
+            let number = |part: Option<&[u8]>| {
+                std::str::from_utf8(part?)
+                    .ok()
+                    .and_then(|s| s.parse::<u64>().ok())
+            };
+            let pass = match (number(parts.next()), number(parts.next())) {
+                (Some(fence), Some(lapses)) => Some(Pass { fence, lapses }),
+                _ => None,
+            };
+            Wake::Token(token, pass)
+        } else {
+            Wake::All
+        }
+    }
+}
+
+/// What wakes one waiter alone: a permit per message addressed to its token, and the lock
+/// passed to it, if the message said so.
+pub(super) struct Personal {
+    pub(super) wake: Semaphore,
+    pub(super) passed: Mutex<Option<Pass>>,
+}
+
+impl Default for Personal {
+    fn default() -> Self {
+        Personal {
+            wake: Semaphore::new(0),
+            passed: Mutex::new(None),
+        }
+    }
+}
+
+impl Personal {
+    pub(super) fn passed(&self) -> std::sync::MutexGuard<'_, Option<Pass>> {
+        self.passed.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+pub(super) type Registry = Arc<Mutex<HashMap<String, Channel>>>;
+
+pub(super) fn lock(registry: &Registry) -> std::sync::MutexGuard<'_, HashMap<String, Channel>> {
+    registry.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+use crate::script::{WAKE_ONE, WAKE_TO as WAKE_TOKEN};
+
+#[cfg(test)]
+mod tests {
+    use super::{Pass, Wake};
+    use crate::script::{WAKE_ALL, WAKE_ONE};
+
+    #[test]
+    fn release_payloads_say_whom_to_wake() {
+        assert_eq!(Wake::of(WAKE_ONE.as_bytes()), Wake::One);
+        assert_eq!(Wake::of(b"to:ab12"), Wake::Token(b"ab12", None));
+        assert_eq!(
+            Wake::of(b"to:ab12:1764000000123456:1764000005123"),
+            Wake::Token(
+                b"ab12",
+                Some(Pass {
+                    fence: 1_764_000_000_123_456,
+                    lapses: 1_764_000_005_123
+                })
+            )
+        );
+        // A malformed pass wakes the waiter, and passes nothing.
+        assert_eq!(Wake::of(b"to:ab12:x:5"), Wake::Token(b"ab12", None));
+        assert_eq!(Wake::of(b"to:ab12:7"), Wake::Token(b"ab12", None));
+        assert_eq!(Wake::of(WAKE_ALL.as_bytes()), Wake::All);
+        assert_eq!(Wake::of(b""), Wake::All);
+    }
+}
