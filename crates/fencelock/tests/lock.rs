@@ -359,22 +359,38 @@ async fn a_waiter_is_woken_promptly_by_a_release() {
         let waiter = {
             let b = b.clone();
             tokio::spawn(async move {
-                let guard = b.lock("handoff").acquire().await.unwrap();
+                // A place in line that lasts 30 s is refreshed every 10 s: no timer of the
+                // waiter's comes back before the holder's 10 s lease would run out.
+                let guard = b
+                    .lock("handoff")
+                    .queue_timeout(Duration::from_secs(30))
+                    .acquire()
+                    .await
+                    .unwrap();
                 let at = Instant::now();
                 guard.release().await.unwrap();
                 at
             })
         };
-        // Let the waiter subscribe and settle into its wait.
-        tokio::time::sleep(Duration::from_millis(200)).await;
+        // The waiter was refused and has put itself in line: from here on it waits (on the
+        // release message or the holder's lease), it does not get the lock by its first try.
+        common::wait_for_count("waiters in line", 1, Duration::from_secs(5), || {
+            common::integer_reply(&redis, &["ZCARD", "fencelock:{handoff}:waiters"])
+        })
+        .await;
+        assert!(
+            !waiter.is_finished(),
+            "the waiter got in while the lock was held"
+        );
         let released_at = Instant::now();
         assert!(held.release().await.unwrap());
         let granted_at = waiter.await.unwrap();
         let delay = granted_at - released_at;
         // A behaviour check, not a benchmark: the waiter was woken by the release message, not
-        // by the holder's 10 s lease running out.
+        // by a timer (the holder's 10 s lease running out, or its place's refresh after 10 s).
+        // Woken by the message it takes milliseconds; a loaded machine gets all of the 2 s.
         assert!(
-            delay < Duration::from_millis(50),
+            delay < Duration::from_secs(2),
             "waiter woke after {delay:?}"
         );
     }
