@@ -560,40 +560,6 @@ fn child_holder() {
 }
 
 #[tokio::test]
-async fn a_killed_holder_frees_the_lock_after_its_lease() {
-    let redis = server();
-    let ttl = Duration::from_millis(1000);
-    let ttl_ms = common::millis_var(ttl);
-    let mut child = spawn_test_child(
-        "child_holder",
-        &[(URL_ENV, &redis.url()), (TTL_ENV, &ttl_ms)],
-    )
-    .unwrap();
-    let fence = fence_of(
-        &child
-            .wait_for_line("ACQUIRED", Duration::from_secs(20))
-            .unwrap(),
-    );
-    child.kill().unwrap();
-    let killed_at = Instant::now();
-    let a = client(&redis.url());
-    let guard = a
-        .lock("process-held")
-        .wait_up_to(Duration::from_secs(10))
-        .acquire()
-        .await
-        .unwrap();
-    let waited = killed_at.elapsed();
-    assert!(guard.fence() > fence);
-    // The dead holder's lease ran out on its own (it was renewed at most a third of a lease ago).
-    assert!(
-        waited >= ttl / 2 && waited < ttl + Duration::from_millis(500),
-        "{waited:?}"
-    );
-    guard.release().await.unwrap();
-}
-
-#[tokio::test]
 async fn a_paused_holder_loses_to_a_larger_fence_and_learns_it_on_waking() {
     let redis = server();
     let ttl = Duration::from_millis(600);
