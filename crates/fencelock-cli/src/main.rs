@@ -11,7 +11,6 @@ mod error;
 mod inspect;
 mod output;
 mod process;
-mod redis_server;
 mod redis_url;
 mod release;
 mod rng;

@@ -52,11 +52,6 @@ impl ChildProcess {
         self.child.stdout.take()
     }
 
-    /// The exit status, if the process has exited (it is then reaped).
-    pub fn try_status(&mut self) -> io::Result<Option<ExitStatus>> {
-        self.child.try_wait()
-    }
-
     /// Sends `signal` to this process, unless it has already exited and been reaped (its PID
     /// could then belong to someone else).
     pub fn signal(&mut self, signal: Signal) -> io::Result<()> {

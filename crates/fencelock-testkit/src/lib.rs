@@ -13,7 +13,8 @@
 //!   when the test panics. Each server runs under a tiny `sh` wrapper that
 //!   holds a pipe from the test process on its stdin: if the test process
 //!   dies (even by `SIGKILL`), the pipe closes and the wrapper kills the
-//!   server, so orphans cannot survive.
+//!   server, so orphans cannot survive. The wrapper runs in a process group
+//!   of its own: a Ctrl-C in a terminal reaches the test process only.
 //! * Only processes this crate started are ever signalled, by PID.
 //! * All traffic goes to `127.0.0.1`.
 //!
@@ -47,6 +48,7 @@ mod proxy;
 mod sentinel;
 mod server;
 mod tls;
+mod wrapper;
 
 pub use child::{CHILD_ENV, ChildGuard, is_test_child, require_test_child, spawn_test_child};
 pub use cluster::RedisCluster;
@@ -54,7 +56,7 @@ pub use postgres::{PG_BIN_ENV, PostgresServer};
 pub use proc::pid_alive;
 pub use proxy::FaultProxy;
 pub use sentinel::{MASTER_NAME as SENTINEL_MASTER, SentinelSet};
-pub use server::{RedisServer, SERVER_ENV, redis_server_available};
+pub use server::{RedisServer, SERVER_ENV, redis_server_available, redis_server_in_path};
 pub use tls::TlsFiles;
 
 /// A free TCP port on `127.0.0.1`: binds a listener on port 0 and drops it.

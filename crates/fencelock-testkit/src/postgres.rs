@@ -4,10 +4,13 @@
 //! [`RedisServer`](crate::RedisServer), it runs under a small `sh` wrapper that kills it when
 //! the test process goes away, and dropping the handle stops it.
 
-use std::io::{self, BufRead, BufReader};
+use std::ffi::OsString;
+use std::io;
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+
+use crate::wrapper::Wrapper;
 
 /// The environment variable naming PostgreSQL's `bin` directory, if it is not found by itself.
 pub const PG_BIN_ENV: &str = "FENCELOCK_TEST_PG_BIN";
@@ -20,7 +23,7 @@ pub struct PostgresServer {
     port: u16,
     pid: u32,
     bin: PathBuf,
-    wrapper: Option<(Child, Option<ChildStdin>)>,
+    wrapper: Option<Wrapper>,
     dir: tempfile::TempDir,
 }
 
@@ -122,41 +125,28 @@ impl PostgresServer {
             )));
         }
         let port = crate::free_port()?;
-        let mut wrapper = Command::new("/bin/sh");
+        let mut sh = Command::new("/bin/sh");
         {
             use std::os::unix::process::CommandExt;
             if let Some((uid, gid)) = user {
-                wrapper.uid(uid).gid(gid);
+                sh.uid(uid).gid(gid);
             }
         }
-        let mut child = wrapper
-            .arg("-c")
-            .arg(crate::server::WRAPPER)
-            .arg("fencelock-postgres-wrapper")
-            .arg(dir.path().join("postgres.log"))
-            .arg(bin.join("postgres"))
-            .arg("-D")
-            .arg(&data)
-            .args(["-p", &port.to_string(), "-k"])
-            .arg(dir.path())
-            .args(["-c", "listen_addresses=127.0.0.1", "-c", "fsync=off"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()?;
-        let stdin = child.stdin.take();
-        let mut line = String::new();
-        if let Some(out) = child.stdout.take() {
-            BufReader::new(out).read_line(&mut line)?;
-        }
-        let pid = line.trim().parse::<u32>().map_err(|_| {
-            io::Error::other(format!("the wrapper printed {line:?} instead of a PID"))
-        })?;
+        let mut args: Vec<OsString> = vec!["-D".into(), data.into(), "-p".into()];
+        args.extend([port.to_string().into(), "-k".into(), dir.path().into()]);
+        args.extend(["-c", "listen_addresses=127.0.0.1", "-c", "fsync=off"].map(OsString::from));
+        let (wrapper, pid) = Wrapper::spawn(
+            sh,
+            "fencelock-postgres-wrapper",
+            &dir.path().join("postgres.log"),
+            &bin.join("postgres"),
+            args,
+        )?;
         let server = PostgresServer {
             port,
             pid,
             bin: bin.clone(),
-            wrapper: Some((child, stdin)),
+            wrapper: Some(wrapper),
             dir,
         };
         server.wait_ready(&bin)?;
@@ -220,7 +210,7 @@ impl PostgresServer {
 
 impl Drop for PostgresServer {
     fn drop(&mut self) {
-        if let Some((mut child, stdin)) = self.wrapper.take() {
+        if let Some(wrapper) = self.wrapper.take() {
             // An immediate shutdown first (SIGQUIT): the postmaster stops its backends and reaps
             // them itself, so that none is left for an init that may not reap.
             if let Ok(pid) = i32::try_from(self.pid) {
@@ -233,10 +223,9 @@ impl Drop for PostgresServer {
                     std::thread::sleep(Duration::from_millis(10));
                 }
             }
-            // Closing stdin makes the wrapper `kill -9` postgres if it is still there and reap
-            // it.
-            drop(stdin);
-            let _ = child.wait();
+            // Closing its stdin makes the wrapper `kill -9` postgres if it is still there and
+            // reap it.
+            let _ = wrapper.stop();
         }
     }
 }

@@ -7,8 +7,8 @@ use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 use fencelock_testkit::{
-    CHILD_ENV, FaultProxy, RedisCluster, RedisServer, free_port, pid_alive, require_test_child,
-    spawn_test_child,
+    CHILD_ENV, FaultProxy, RedisCluster, RedisServer, free_port, pid_alive, redis_server_in_path,
+    require_test_child, spawn_test_child,
 };
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -87,6 +87,17 @@ fn start_with_args_are_applied() -> TestResult {
     let save: Vec<String> = redis::from_redis_value(s.cmd(&["CONFIG", "GET", "save"])?)?;
     assert_eq!(save, vec!["save".to_string(), String::new()]);
     assert!(s.log_tail(50).contains("Ready to accept connections"));
+    Ok(())
+}
+
+#[test]
+fn start_binary_runs_the_given_program_with_its_args() -> TestResult {
+    let program = redis_server_in_path().ok_or("no redis-server in PATH")?;
+    let s = RedisServer::start_binary(&program, &["--maxmemory", "2mb"])?;
+    let pair: Vec<String> = redis::from_redis_value(s.cmd(&["CONFIG", "GET", "maxmemory"])?)?;
+    assert_eq!(pair, vec!["maxmemory".to_string(), "2097152".to_string()]);
+    let info = as_string(s.cmd(&["INFO", "server"])?)?;
+    assert!(info.contains(&format!("process_id:{}", s.pid())), "{info}");
     Ok(())
 }
 

@@ -74,6 +74,8 @@ pub fn redlock_client(urls: &[String], instance_timeout: Duration) -> Client {
 pub const URL_ENV: &str = "FENCELOCK_TEST_URL";
 /// The lease, in milliseconds.
 pub const TTL_ENV: &str = "FENCELOCK_TEST_TTL_MS";
+/// The name of the lock.
+pub const NAME_ENV: &str = "FENCELOCK_TEST_NAME";
 
 /// A variable the parent set for this child; a missing or bad one fails the child loudly.
 pub fn child_var(name: &str) -> String {

@@ -6,12 +6,13 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use fencelock::{Client, Conflict, Error};
+use fencelock::{Client, Error};
 use fencelock_testkit::{RedisServer, require_test_child, spawn_test_child};
 use tokio::time::Instant;
 
 use common::{
-    TTL_ENV, URL_ENV, calls, client, fence_of, integer_reply, keys, server, wait_for_count,
+    NAME_ENV, TTL_ENV, URL_ENV, calls, client, fence_of, integer_reply, keys, server,
+    wait_for_count,
 };
 
 fn queue_key(name: &str) -> String {
@@ -236,7 +237,6 @@ async fn a_free_lock_with_nobody_queued_is_taken_without_a_place_in_the_queue() 
 // ---------------------------------------------------------------------------------------------
 // A fair-lock user in a child process (the test binary re-runs itself).
 
-const NAME_ENV: &str = "FENCELOCK_TEST_NAME";
 const QUEUE_TIMEOUT_ENV: &str = "FENCELOCK_TEST_QUEUE_TIMEOUT_MS";
 
 /// Child role: ask for the fair lock (waiting as long as it takes), print `ACQUIRED <fence>` when
@@ -325,9 +325,12 @@ async fn a_killed_waiter_leaves_the_queue_after_its_queue_timeout() {
     assert!(holder.release().await.unwrap());
     let (granted_at, guard) = behind.await.unwrap();
     let waited = granted_at - released_at;
-    // The dead waiter ahead held its place at most one queue timeout after its last refresh.
+    // The dead waiter ahead held its place at most one queue timeout (500 ms) after its last
+    // refresh. Had its place lasted the default queue timeout (5 s, refreshed every third of
+    // it), the waiter behind would have waited at least 3.3 s; had it lasted for good, the
+    // waiter would have given up after 8 s. The bound leaves a loaded machine 2 s.
     assert!(
-        waited < queue_timeout + Duration::from_secs(1),
+        waited < Duration::from_millis(2500),
         "the waiter behind a dead one got the lock after {waited:?}"
     );
     assert!(guard.fence() > 0);
@@ -567,7 +570,7 @@ async fn try_acquire_takes_a_free_lock_only_when_nobody_is_queued() {
 
 /// The fair lock's own keys (its queue and liveness entries) holding something else, and a
 /// lease-shaped value with no expiry at the lock key. Foreign values at the lock key and the
-/// fence key, for every kind, are the table test in kinds.rs.
+/// fence key, and another kind under the name, for every kind, are the table tests in kinds.rs.
 #[tokio::test]
 async fn foreign_queue_keys_and_a_lease_without_expiry_are_refused_and_left_untouched() {
     let redis = server();
@@ -630,21 +633,6 @@ async fn foreign_queue_keys_and_a_lease_without_expiry_are_refused_and_left_unto
     );
     assert_eq!(calls(&redis, "zadd"), 0, "a refused request queued itself");
 
-    // Another kind under the name.
-    let permit = a.semaphore("q6", 2).acquire().await.unwrap();
-    let err = a.fair_lock("q6").try_acquire().await.unwrap_err();
-    assert!(
-        matches!(
-            &err,
-            Error::Conflict {
-                conflict: Conflict::OtherKind { found, requested: fencelock::LockKind::Lock },
-                ..
-            } if *found == fencelock::LockKind::Semaphore
-        ),
-        "{err:?}"
-    );
-    assert!(permit.release().await.unwrap());
-
     // Nothing was written or changed.
     tokio::time::sleep(Duration::from_millis(100)).await;
     assert_eq!(
@@ -654,7 +642,6 @@ async fn foreign_queue_keys_and_a_lease_without_expiry_are_refused_and_left_unto
             "fencelock:{q2}:alive",
             "fencelock:{q4}:fence",
             "fencelock:{q4}:queue",
-            "fencelock:{q6}:fence",
             "fencelock:{q7}",
         ]
     );

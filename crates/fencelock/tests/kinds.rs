@@ -1,13 +1,15 @@
 //! What every kind of lock shares: one name is one kind, inspect and force-release understand
-//! every kind, and each kind's refusals over Redlock.
+//! every kind, each kind's refusals over Redlock, and a killed holder's lock frees after its
+//! lease.
 
 mod common;
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use fencelock::{Client, Conflict, Error, LockKind};
+use fencelock_testkit::{require_test_child, spawn_test_child};
 
-use common::{calls, client, dumps, keys, request, server};
+use common::{NAME_ENV, TTL_ENV, URL_ENV, calls, client, dumps, fence_of, keys, request, server};
 
 /// Takes `name` as `kind` and keeps the guard.
 async fn take(client: &Client, kind: &str, name: &str) -> fencelock::LockGuard {
@@ -25,6 +27,25 @@ async fn try_take(
     request(client, kind, name).try_acquire().await
 }
 
+/// What a request of `kind` (as [`request`] names it) is, in a refusal.
+fn lock_kind(kind: &str) -> LockKind {
+    match kind {
+        "lock" | "fair" => LockKind::Lock,
+        "reentrant" => LockKind::Reentrant,
+        "read" | "write" => LockKind::ReadWrite,
+        "semaphore" => LockKind::Semaphore,
+        other => panic!("unknown kind {other}"),
+    }
+}
+
+/// Every key on the server with what it holds (`DUMP`).
+fn everything(redis: &fencelock_testkit::RedisServer) -> Vec<(String, redis::Value)> {
+    let keys = keys(redis);
+    let names: Vec<&str> = keys.iter().map(String::as_str).collect();
+    let values = dumps(redis, &names);
+    keys.into_iter().zip(values).collect()
+}
+
 #[tokio::test]
 async fn one_name_is_one_kind_and_a_mixup_is_a_clear_error_that_changes_nothing() {
     let redis = server();
@@ -33,39 +54,61 @@ async fn one_name_is_one_kind_and_a_mixup_is_a_clear_error_that_changes_nothing(
     // Hash kinds refuse each other and the string kinds; the string kinds refuse hash kinds.
     // (A plain and a fair lock share the held key's format: they exclude each other, but the
     // plain lock ignores the fair lock's queue.)
-    let families: [(&str, &[&str]); 4] = [
-        ("reentrant", &["lock", "fair", "read", "semaphore"]),
+    let families: [(&str, &[&str]); 5] = [
+        ("reentrant", &["lock", "fair", "read", "write", "semaphore"]),
         ("read", &["lock", "reentrant", "semaphore"]),
         ("semaphore", &["lock", "fair", "reentrant", "write"]),
         ("lock", &["reentrant", "read", "write", "semaphore"]),
+        ("fair", &["reentrant", "read", "write", "semaphore"]),
     ];
     for (held_as, others) in families {
         let name = format!("mixed-{held_as}");
         let guard = take(&a, held_as, &name).await;
-        let key = common::lock_key(&name);
-        let before = dumps(&redis, &[&key]);
+        let before = everything(&redis);
         for other in others {
-            let err = try_take(&b, other, &name).await.unwrap_err();
-            let text = err.to_string();
-            assert!(
-                matches!(
-                    err,
+            // Refused at once, whether the request would wait or not: the holder of another
+            // kind is not a holder to wait for.
+            let trying = try_take(&b, other, &name).await.map(|_| ());
+            let not_waiting = request(&b, other, &name).no_wait().acquire().await;
+            let waiting = request(&b, other, &name)
+                .wait_up_to(Duration::from_secs(5))
+                .acquire()
+                .await;
+            for err in [
+                trying.unwrap_err(),
+                not_waiting.map(|_| ()).unwrap_err(),
+                waiting.map(|_| ()).unwrap_err(),
+            ] {
+                let text = err.to_string();
+                match err {
                     Error::Conflict {
-                        conflict: Conflict::OtherKind { .. },
+                        conflict: Conflict::OtherKind { found, requested },
                         ..
+                    } => {
+                        for said in [found.to_string(), requested.to_string()] {
+                            assert!(text.contains(&said), "{said:?} missing: {text}");
+                        }
+                        assert_eq!(
+                            (found, requested),
+                            (lock_kind(held_as), lock_kind(other)),
+                            "{held_as} then {other}"
+                        );
                     }
-                ),
-                "{held_as} then {other}: {err:?}"
-            );
-            assert!(text.contains(&name) && text.contains("same kind"), "{text}");
+                    other_err => panic!("{held_as} then {other}: {other_err:?}"),
+                }
+                assert!(text.contains(&name) && text.contains("same kind"), "{text}");
+            }
         }
         assert_eq!(
-            dumps(&redis, &[&key]),
+            everything(&redis),
             before,
-            "{held_as}: the lock was changed by refused requests"
+            "{held_as}: refused requests wrote or changed something"
         );
         assert!(guard.release().await.unwrap());
     }
+    // Not even for a moment: no refused request took a place in a queue (a fair lock's
+    // waiters are the only ZADD).
+    assert_eq!(calls(&redis, "zadd"), 0, "a refused request queued itself");
 }
 
 #[tokio::test]
@@ -297,4 +340,158 @@ async fn every_kind_refuses_foreign_keys_at_once_and_leaves_them_untouched() {
         }
     }
     assert!(keys(&redis).is_empty(), "something was written");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Holders that die: the test binary re-runs itself as a child that holds a lock.
+
+/// The kind the child holds (as [`request`] names it).
+const KIND_ENV: &str = "FENCELOCK_TEST_KIND";
+
+/// Child role: take `NAME` as `KIND` with a lease of `TTL` (renewed), a reentrant lock twice (a
+/// nested re-entry, one fence), report `ACQUIRED <fence>`, and hold it until killed.
+#[test]
+#[ignore = "child role: run by spawn_test_child"]
+fn child_kind_holder() {
+    require_test_child();
+    let url = common::child_var(URL_ENV);
+    let ttl = common::child_millis(TTL_ENV);
+    let kind = common::child_var(KIND_ENV);
+    let name = common::child_var(NAME_ENV);
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async {
+        let client = client(&url);
+        let (outer, inner) = if kind == "reentrant" {
+            let lock = client.reentrant_lock(name.as_str());
+            let outer = lock.request().ttl(ttl).acquire().await.unwrap();
+            let inner = lock.request().ttl(ttl).no_wait().acquire().await.unwrap();
+            assert_eq!(inner.fence(), outer.fence());
+            (outer, Some(inner))
+        } else {
+            let outer = request(&client, &kind, &name).ttl(ttl).acquire().await;
+            (outer.unwrap(), None)
+        };
+        println!("ACQUIRED {}", outer.fence());
+        tokio::time::sleep(Duration::from_secs(30)).await;
+        println!(
+            "STILL-ALIVE {}",
+            outer.is_held() && inner.is_none_or(|g| g.is_held())
+        );
+    });
+}
+
+/// A holder process of `held_as` is killed: `asked_as` (a kind the holder excludes) waits, and
+/// gets the lock with a larger fence once the dead holder's lease ran out, not before and not
+/// much after.
+async fn a_killed_holder_frees_the_lock_after_its_lease(
+    url: String,
+    held_as: &str,
+    asked_as: &str,
+) {
+    let name = format!("crashed-{held_as}");
+    let ttl = Duration::from_secs(1);
+    let ttl_ms = common::millis_var(ttl);
+    let mut child = spawn_test_child(
+        "child_kind_holder",
+        &[
+            (URL_ENV, url.as_str()),
+            (TTL_ENV, &ttl_ms),
+            (KIND_ENV, held_as),
+            (NAME_ENV, &name),
+        ],
+    )
+    .unwrap_or_else(|e| panic!("{held_as}: cannot spawn the holder: {e}"));
+    let line = child
+        .wait_for_line("ACQUIRED", Duration::from_secs(20))
+        .unwrap_or_else(|e| panic!("{held_as}: {e}"));
+    let fence = fence_of(&line);
+    let a = client(&url);
+    if held_as == "reentrant" {
+        let info = a
+            .inspect(&name)
+            .await
+            .unwrap_or_else(|e| panic!("{held_as}: {e}"));
+        assert_eq!(
+            info.holder.and_then(|h| h.holds),
+            Some(2),
+            "the nested holds"
+        );
+    }
+    assert!(
+        try_take(&a, asked_as, &name)
+            .await
+            .unwrap_or_else(|e| panic!("{held_as}: {e}"))
+            .is_none(),
+        "{asked_as} got in while {held_as} was held"
+    );
+    child.kill().unwrap_or_else(|e| panic!("{held_as}: {e}"));
+    let killed_at = Instant::now();
+    let guard = request(&a, asked_as, &name)
+        .wait_up_to(Duration::from_secs(10))
+        .acquire()
+        .await
+        .unwrap_or_else(|e| panic!("{held_as}: {e}"));
+    let waited = killed_at.elapsed();
+    assert!(
+        guard.fence() > fence,
+        "{held_as}: the next holder needs a larger fence"
+    );
+    // The dead holder's lease ran out on its own: it was renewed at most a third of a lease
+    // before the kill, so at least two thirds of a lease were left.
+    assert!(
+        waited >= ttl / 2 && waited < ttl + Duration::from_secs(1),
+        "{held_as}: {waited:?}"
+    );
+    // Nothing of the dead holder is left (a reentrant owner's holds go together).
+    let info = a
+        .inspect(&name)
+        .await
+        .unwrap_or_else(|e| panic!("{held_as}: {e}"));
+    assert!(info.shared.is_empty(), "{held_as}: {info:?}");
+    let holder = info
+        .holder
+        .unwrap_or_else(|| panic!("{held_as}: no holder"));
+    assert_eq!(holder.fence, Some(guard.fence()), "{held_as}");
+    if asked_as == "reentrant" {
+        assert_eq!(holder.holds, Some(1), "the dead owner's holds are gone");
+    }
+    assert!(
+        guard
+            .release()
+            .await
+            .unwrap_or_else(|e| panic!("{held_as}: {e}")),
+        "{held_as}"
+    );
+}
+
+/// Every kind a holder process can leave behind (a semaphore's permit: semaphore.rs, with the
+/// other permits held on).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_holder_of_any_kind_frees_the_lock_after_its_lease() {
+    let redis = server();
+    let rows = [
+        ("lock", "lock"),
+        ("fair", "fair"),
+        ("reentrant", "reentrant"),
+        ("write", "write"),
+        ("read", "write"),
+    ];
+    let mut runs = tokio::task::JoinSet::new();
+    for (held_as, asked_as) in rows {
+        runs.spawn(a_killed_holder_frees_the_lock_after_its_lease(
+            redis.url(),
+            held_as,
+            asked_as,
+        ));
+    }
+    while let Some(run) = runs.join_next().await {
+        if let Err(e) = run {
+            std::panic::resume_unwind(e.into_panic());
+        }
+    }
+    assert!(
+        keys(&redis).iter().all(|k| k.ends_with(":fence")),
+        "{:?}",
+        keys(&redis)
+    );
 }

@@ -359,22 +359,38 @@ async fn a_waiter_is_woken_promptly_by_a_release() {
         let waiter = {
             let b = b.clone();
             tokio::spawn(async move {
-                let guard = b.lock("handoff").acquire().await.unwrap();
+                // A place in line that lasts 30 s is refreshed every 10 s: no timer of the
+                // waiter's comes back before the holder's 10 s lease would run out.
+                let guard = b
+                    .lock("handoff")
+                    .queue_timeout(Duration::from_secs(30))
+                    .acquire()
+                    .await
+                    .unwrap();
                 let at = Instant::now();
                 guard.release().await.unwrap();
                 at
             })
         };
-        // Let the waiter subscribe and settle into its wait.
-        tokio::time::sleep(Duration::from_millis(200)).await;
+        // The waiter was refused and has put itself in line: from here on it waits (on the
+        // release message or the holder's lease), it does not get the lock by its first try.
+        common::wait_for_count("waiters in line", 1, Duration::from_secs(5), || {
+            common::integer_reply(&redis, &["ZCARD", "fencelock:{handoff}:waiters"])
+        })
+        .await;
+        assert!(
+            !waiter.is_finished(),
+            "the waiter got in while the lock was held"
+        );
         let released_at = Instant::now();
         assert!(held.release().await.unwrap());
         let granted_at = waiter.await.unwrap();
         let delay = granted_at - released_at;
         // A behaviour check, not a benchmark: the waiter was woken by the release message, not
-        // by the holder's 10 s lease running out.
+        // by a timer (the holder's 10 s lease running out, or its place's refresh after 10 s).
+        // Woken by the message it takes milliseconds; a loaded machine gets all of the 2 s.
         assert!(
-            delay < Duration::from_millis(50),
+            delay < Duration::from_secs(2),
             "waiter woke after {delay:?}"
         );
     }
@@ -541,40 +557,6 @@ fn child_holder() {
     let url = common::child_var(URL_ENV);
     let ttl = common::child_millis(TTL_ENV);
     common::hold_and_report(|| client(&url), "process-held", ttl);
-}
-
-#[tokio::test]
-async fn a_killed_holder_frees_the_lock_after_its_lease() {
-    let redis = server();
-    let ttl = Duration::from_millis(1000);
-    let ttl_ms = common::millis_var(ttl);
-    let mut child = spawn_test_child(
-        "child_holder",
-        &[(URL_ENV, &redis.url()), (TTL_ENV, &ttl_ms)],
-    )
-    .unwrap();
-    let fence = fence_of(
-        &child
-            .wait_for_line("ACQUIRED", Duration::from_secs(20))
-            .unwrap(),
-    );
-    child.kill().unwrap();
-    let killed_at = Instant::now();
-    let a = client(&redis.url());
-    let guard = a
-        .lock("process-held")
-        .wait_up_to(Duration::from_secs(10))
-        .acquire()
-        .await
-        .unwrap();
-    let waited = killed_at.elapsed();
-    assert!(guard.fence() > fence);
-    // The dead holder's lease ran out on its own (it was renewed at most a third of a lease ago).
-    assert!(
-        waited >= ttl / 2 && waited < ttl + Duration::from_millis(500),
-        "{waited:?}"
-    );
-    guard.release().await.unwrap();
 }
 
 #[tokio::test]

@@ -631,78 +631,12 @@ async fn a_readers_lost_signal_fires_when_its_entry_is_deleted() {
     );
 }
 
+/// Bad names and a too short queue timeout are refused before anything is sent. (Another kind
+/// under the name, and keys of another type: the table tests in kinds.rs, for every kind.)
 #[tokio::test]
-async fn other_kinds_are_refused_and_left_untouched() {
-    // Keys of another type: the table test in kinds.rs, for every kind.
+async fn bad_arguments_are_refused_before_anything_is_sent() {
     let redis = server();
     let a = client(&redis.url());
-    // Other kinds under the name.
-    let plain = a.lock("plain").acquire().await.unwrap();
-    let reentrant = a.reentrant_lock("re").acquire().await.unwrap();
-    let plain_before = redis.cmd(&["GET", "fencelock:{plain}"]).unwrap();
-    let re_before = hash_fields(&redis, "fencelock:{re}");
-    for (name, found) in [("plain", "plain"), ("re", "reentrant")] {
-        let lock = a.read_write_lock(name);
-        for request in [lock.read(), lock.write()] {
-            let err = request
-                .wait_up_to(Duration::from_secs(5))
-                .acquire()
-                .await
-                .unwrap_err();
-            match err {
-                Error::Conflict {
-                    conflict:
-                        Conflict::OtherKind {
-                            found: what,
-                            requested: asked,
-                        },
-                    ..
-                } => {
-                    assert!(what.to_string().contains(found), "{name}: {what}");
-                    assert_eq!(asked, fencelock::LockKind::ReadWrite);
-                }
-                other => panic!("{name}: expected OtherKind, got {other:?}"),
-            }
-        }
-    }
-    assert_eq!(
-        redis.cmd(&["GET", "fencelock:{plain}"]).unwrap(),
-        plain_before
-    );
-    assert_eq!(hash_fields(&redis, "fencelock:{re}"), re_before);
-    assert!(plain.release().await.unwrap());
-    assert!(reentrant.release().await.unwrap());
-
-    // A read-write lock held refuses the other kinds (a waiting writer's entry too).
-    let lock = a.read_write_lock("rw");
-    let reading = lock.read().acquire().await.unwrap();
-    let before = hash_fields(&redis, "fencelock:{rw}");
-    let err = a.lock("rw").no_wait().acquire().await.unwrap_err();
-    assert!(
-        matches!(&err, Error::Conflict { conflict: Conflict::OtherKind { found, .. }, .. } if *found == fencelock::LockKind::ReadWrite),
-        "{err:?}"
-    );
-    let err = a
-        .reentrant_lock("rw")
-        .request()
-        .no_wait()
-        .acquire()
-        .await
-        .unwrap_err();
-    assert!(
-        matches!(
-            &err,
-            Error::Conflict {
-                conflict: Conflict::OtherKind { .. },
-                ..
-            }
-        ),
-        "{err:?}"
-    );
-    assert_eq!(hash_fields(&redis, "fencelock:{rw}"), before);
-    assert!(reading.release().await.unwrap());
-
-    // Bad names and a too short queue timeout are refused before anything is sent.
     for name in ["", "a{b}", "tab\there"] {
         let lock = a.read_write_lock(name);
         for request in [lock.read(), lock.write()] {
@@ -718,11 +652,7 @@ async fn other_kinds_are_refused_and_left_untouched() {
         .await
         .unwrap_err();
     assert!(matches!(err, Error::InvalidArgument { .. }), "{err:?}");
-
-    assert_eq!(
-        keys(&redis),
-        vec!["fencelock:{plain}:fence", "fencelock:{re}:fence"]
-    );
+    assert!(keys(&redis).is_empty(), "a refused request wrote something");
 }
 
 /// Three independent servers, each a Redlock instance.
@@ -1055,47 +985,52 @@ async fn a_killed_reader_blocks_a_writer_for_at_most_its_own_lease() {
     assert!(written.release().await.unwrap());
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_writer_killed_while_waiting_stops_blocking_readers_after_its_queue_timeout() {
-    let redis = server();
-    let queue_timeout = Duration::from_millis(900);
-    let a = client(&redis.url());
-    let reader = a.read_write_lock("rw-waiter");
-    let reading = reader.read().acquire().await.unwrap();
-    let mut child = spawn_waiter(&redis, "write", queue_timeout);
-    let late = a.read_write_lock("rw-waiter");
-    assert!(late.read().try_acquire().await.unwrap().is_none());
-    child.kill().unwrap();
-    let killed_at = Instant::now();
-    let waiting = spawn_acquire(late.read().wait_up_to(Duration::from_secs(5)));
-    let late_reading = granted_once_the_dead_entry_lapsed(waiting, killed_at, queue_timeout).await;
-    assert_eq!(late_reading.fence(), 0, "no write was ever granted");
-    assert_eq!(entries(&redis, "rw-waiter", "i:"), 0);
-    assert!(reading.release().await.unwrap());
-    assert!(late_reading.release().await.unwrap());
-    let written = reader.write().no_wait().acquire().await.unwrap();
-    assert!(written.release().await.unwrap());
+/// A request of `side` (`read` or `write`) on `lock`.
+fn side_of(lock: &ReadWriteLock, side: &str) -> fencelock::LockRequest {
+    if side == "read" {
+        lock.read()
+    } else {
+        lock.write()
+    }
 }
 
+/// A process killed while it waits on one side: its waiting entry holds back the requests of
+/// the other side that came after it (new readers behind a waiting writer, writers behind a
+/// waiting reader) until it lapses, one queue timeout after its last refresh, and not for good.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_reader_killed_while_waiting_stops_blocking_writers_after_its_queue_timeout() {
+async fn a_waiter_killed_while_waiting_stops_blocking_the_other_side_after_its_queue_timeout() {
     let redis = server();
     let queue_timeout = Duration::from_millis(900);
     let a = client(&redis.url());
-    let writer = a.read_write_lock("rw-waiter");
-    let writing = writer.write().acquire().await.unwrap();
-    let mut child = spawn_waiter(&redis, "read", queue_timeout);
-    // A writer that comes after the (soon dead) reader waits behind it.
-    let late = a.read_write_lock("rw-waiter");
-    let waiting = spawn_acquire(late.write().wait_up_to(Duration::from_secs(5)));
-    wait_for_entries(&redis, "rw-waiter", "i:", 1).await;
-    child.kill().unwrap();
-    let killed_at = Instant::now();
-    assert!(writing.release().await.unwrap());
-    let late_writing = granted_once_the_dead_entry_lapsed(waiting, killed_at, queue_timeout).await;
-    assert_eq!(entries(&redis, "rw-waiter", "q:"), 0);
-    assert!(late_writing.release().await.unwrap());
-    assert_eq!(keys(&redis), vec!["fencelock:{rw-waiter}:fence"]);
+    // (the side that dies waiting, its waiting entry; the other side, its waiting entry)
+    let rows = [("write", "i:", "read", "q:"), ("read", "q:", "write", "i:")];
+    for (dead, dead_role, other, other_role) in rows {
+        // The other side holds, so that the child waits.
+        let lock = a.read_write_lock("rw-waiter");
+        let holding = side_of(&lock, other).acquire().await.unwrap();
+        let mut child = spawn_waiter(&redis, dead, queue_timeout);
+        // A request of the other side that comes after the (soon dead) waiter waits behind it.
+        let late = a.read_write_lock("rw-waiter");
+        let waiting = spawn_acquire(side_of(&late, other).wait_up_to(Duration::from_secs(5)));
+        wait_for_entries(&redis, "rw-waiter", other_role, 1).await;
+        child.kill().unwrap();
+        let killed_at = Instant::now();
+        assert!(holding.release().await.unwrap());
+        let granted = granted_once_the_dead_entry_lapsed(waiting, killed_at, queue_timeout).await;
+        assert_eq!(
+            entries(&redis, "rw-waiter", dead_role),
+            0,
+            "the dead {dead}er's entry"
+        );
+        if other == "read" {
+            assert_eq!(granted.fence(), 0, "no write was ever granted");
+        }
+        assert!(granted.release().await.unwrap());
+        // Nothing holds the lock back any more.
+        let written = lock.write().no_wait().acquire().await.unwrap();
+        assert!(written.release().await.unwrap());
+        assert_eq!(keys(&redis), vec!["fencelock:{rw-waiter}:fence"]);
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

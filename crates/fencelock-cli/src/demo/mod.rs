@@ -16,11 +16,12 @@ pub mod worker;
 
 use std::time::Duration;
 
+use fencelock_testkit::RedisServer;
+
 use crate::duration::{format_duration, parse_duration};
 use crate::error::CliError;
 use crate::output::{Output, Tone};
 use crate::process::until_signalled;
-use crate::redis_server::ThrowawayRedis;
 use fleet::Fleet;
 use resource::Resource;
 
@@ -111,6 +112,29 @@ pub async fn run(args: DemoArgs, verbose: u8) -> Result<(), CliError> {
     result
 }
 
+/// A throwaway `redis-server`, the first in `PATH`, started by the test kit: on a free port of
+/// 127.0.0.1, without persistence, in a temporary directory, killed and reaped when dropped (and
+/// by its wrapper should this process die).
+async fn start_throwaway() -> Result<RedisServer, CliError> {
+    let program = fencelock_testkit::redis_server_in_path().ok_or(CliError::RedisServerNotFound)?;
+    let started = tokio::task::spawn_blocking(move || {
+        RedisServer::start_binary(&program, &["--protected-mode", "yes"])
+    })
+    .await;
+    match started {
+        Ok(Ok(server)) => {
+            tracing::debug!(
+                pid = server.pid(),
+                port = server.port(),
+                "redis-server started"
+            );
+            Ok(server)
+        }
+        Ok(Err(e)) => Err(CliError::RedisServerStart(e.to_string())),
+        Err(e) => Err(CliError::RedisServerStart(e.to_string())),
+    }
+}
+
 async fn demo(args: &DemoArgs, verbose: u8, out: &mut Output) -> Result<(), CliError> {
     let pause = args.ttl.mul_f64(2.5);
     let title = out.paint(Tone::Strong, "fencelock demo");
@@ -124,7 +148,7 @@ async fn demo(args: &DemoArgs, verbose: u8, out: &mut Output) -> Result<(), CliE
     let (url, throwaway) = match &args.url {
         Some(url) => (url.clone(), None),
         None => {
-            let server = ThrowawayRedis::start().await?;
+            let server = start_throwaway().await?;
             (server.url(), Some(server))
         }
     };
