@@ -219,7 +219,7 @@ fn fencelock_redlock_factory() -> FencelockRedlockFactory {
 }
 
 impl BenchOptions {
-    /// The full run (about six and a half minutes on two cores, W6 about 85 s of it).
+    /// The full run (several minutes; docs/BENCHMARKS.md tells how long it took there).
     pub fn full() -> Self {
         BenchOptions {
             libraries: Library::all(),

@@ -207,8 +207,8 @@ impl Report {
                 f4.ratio_to_raw,
                 |x| (format!("{x:.3}×"), x >= 0.93),
             ));
-            // The goal itself: node-redlock, measured side by side (0.93× raw was its ratio on
-            // the machine the goal was set on).
+            // The goal itself: node-redlock, measured side by side (the threshold above is its
+            // ratio on the machine the goal was set on; see docs/BENCHMARKS.md).
             if let Some(node) = self
                 .w4
                 .iter()
