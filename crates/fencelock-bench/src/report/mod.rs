@@ -7,6 +7,8 @@
 mod checks;
 mod markdown;
 mod model;
+#[cfg(test)]
+mod pinned;
 mod svg;
 
 pub use model::{
