@@ -7,7 +7,9 @@ use std::path::PathBuf;
 use super::model::Report;
 
 fn testdata(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("src/report/testdata").join(name)
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("src/report/testdata")
+        .join(name)
 }
 
 fn report() -> Report {
@@ -21,8 +23,12 @@ fn assert_pinned(name: &str, actual: &str) {
         std::fs::write(&path, actual).unwrap();
         return;
     }
-    let expected = std::fs::read_to_string(&path)
-        .unwrap_or_else(|e| panic!("{}: {e} (FENCELOCK_BENCH_BLESS=1 writes it)", path.display()));
+    let expected = std::fs::read_to_string(&path).unwrap_or_else(|e| {
+        panic!(
+            "{}: {e} (FENCELOCK_BENCH_BLESS=1 writes it)",
+            path.display()
+        )
+    });
     assert!(
         actual == expected,
         "{name} differs from the pinned output:\n--- actual\n{actual}\n--- expected\n{expected}"
