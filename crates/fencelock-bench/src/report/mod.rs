@@ -12,8 +12,9 @@ mod pinned;
 mod svg;
 
 pub use model::{
-    Machine, Report, TargetCheck, W1Row, W2Row, W3Row, W4Phase, W4Row, W5Row, W6Contended,
-    W6Report, W6Uncontended, W7Row, W8Row,
+    LibraryRow, Machine, Report, TargetCheck, W1Measured, W1Row, W2Measured, W2Row, W3Measured,
+    W3Row, W4Measured, W4Phase, W4Row, W5Measured, W5Row, W6Contended, W6Report, W6Uncontended,
+    W7Row, W8Row,
 };
 
 use crate::error::{BenchError, Result};

@@ -8,7 +8,7 @@ use tokio::time::Instant;
 use super::{Contender, finish_all, take_turns};
 use crate::error::Result;
 use crate::locker::Library;
-use crate::report::W1Row;
+use crate::report::{W1Measured, W1Row};
 use crate::stats::{Repetitions, Samples};
 use crate::system;
 
@@ -76,28 +76,29 @@ impl W1Run {
         let commands = counters.commands.saturating_sub(infos);
         let total_cycles = self.cycles;
         let per_cycle = |x: f64| (total_cycles > 0).then(|| x / total_cycles as f64);
-        Ok(W1Row {
-            library: c.library.name().into(),
-            cycles_per_s: self.repetitions.rate(),
-            p50_us: self.repetitions.p50_us(),
-            p99_us: self.repetitions.p99_us(),
-            repetitions: self.repetitions.len(),
-            cycles: total_cycles,
-            commands_per_cycle: (total_cycles > 0).then(|| commands as f64 / total_cycles as f64),
-            reads_per_cycle: per_cycle(counters.reads.saturating_sub(infos) as f64),
-            client_cpu_us_per_cycle: per_cycle(c.client_cpu * 1e6),
-            server_cpu_us_per_cycle: per_cycle(c.server_cpu * 1e6),
-            command_usec_per_cycle: mix
-                .iter()
-                .filter_map(|(k, (_, usec))| per_cycle(*usec as f64).map(|x| (k.clone(), x)))
-                .collect(),
-            command_mix_per_cycle: mix
-                .into_iter()
-                .filter_map(|(k, (n, _))| per_cycle(n as f64).map(|x| (k, x)))
-                .collect(),
-            ratio_to_raw: None,
-            error: None,
-        })
+        Ok(W1Row::new(
+            c.library,
+            W1Measured {
+                cycles_per_s: self.repetitions.rate(),
+                p50_us: self.repetitions.p50_us(),
+                p99_us: self.repetitions.p99_us(),
+                repetitions: self.repetitions.len(),
+                cycles: total_cycles,
+                commands_per_cycle: (total_cycles > 0)
+                    .then(|| commands as f64 / total_cycles as f64),
+                reads_per_cycle: per_cycle(counters.reads.saturating_sub(infos) as f64),
+                client_cpu_us_per_cycle: per_cycle(c.client_cpu * 1e6),
+                server_cpu_us_per_cycle: per_cycle(c.server_cpu * 1e6),
+                command_usec_per_cycle: mix
+                    .iter()
+                    .filter_map(|(k, (_, usec))| per_cycle(*usec as f64).map(|x| (k.clone(), x)))
+                    .collect(),
+                command_mix_per_cycle: mix
+                    .into_iter()
+                    .filter_map(|(k, (n, _))| per_cycle(n as f64).map(|x| (k, x)))
+                    .collect(),
+            },
+        ))
     }
 }
 

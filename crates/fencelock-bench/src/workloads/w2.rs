@@ -7,7 +7,7 @@ use tokio::time::Instant;
 use super::{Contender, finish_all, take_turns};
 use crate::error::{BenchError, Result};
 use crate::locker::Library;
-use crate::report::W2Row;
+use crate::report::{W2Measured, W2Row};
 use crate::system;
 
 /// How many turns W2 is cut into (see [`w2`]).
@@ -71,26 +71,26 @@ impl W2Run {
         let counters = system::counters(&mut c.bed.admin).await?;
         let total: u64 = self.per_task.iter().sum();
         let per_cycle = |x: f64| (total > 0).then(|| x / total as f64);
-        Ok(W2Row {
-            client_cpu_us_per_cycle: per_cycle(c.client_cpu * 1e6),
-            server_cpu_us_per_cycle: per_cycle(c.server_cpu * 1e6),
-            script_runs_per_cycle: per_cycle((counters.evalsha + counters.eval) as f64),
-            // The INFO calls that read the counters are themselves counted (the turns', and
-            // one before the count).
-            reads_per_cycle: per_cycle(counters.reads.saturating_sub(c.info_calls + 1) as f64),
-            library: c.library.name().into(),
-            tasks: self.per_task.len(),
-            cycles_per_s: if self.seconds > 0.0 {
-                total as f64 / self.seconds
-            } else {
-                0.0
+        Ok(W2Row::new(
+            c.library,
+            W2Measured {
+                client_cpu_us_per_cycle: per_cycle(c.client_cpu * 1e6),
+                server_cpu_us_per_cycle: per_cycle(c.server_cpu * 1e6),
+                script_runs_per_cycle: per_cycle((counters.evalsha + counters.eval) as f64),
+                // The INFO calls that read the counters are themselves counted (the turns', and
+                // one before the count).
+                reads_per_cycle: per_cycle(counters.reads.saturating_sub(c.info_calls + 1) as f64),
+                tasks: self.per_task.len(),
+                cycles_per_s: if self.seconds > 0.0 {
+                    total as f64 / self.seconds
+                } else {
+                    0.0
+                },
+                cycles: total,
+                min_task_cycles: self.per_task.iter().copied().min().unwrap_or(0),
+                max_task_cycles: self.per_task.iter().copied().max().unwrap_or(0),
             },
-            cycles: total,
-            min_task_cycles: self.per_task.iter().copied().min().unwrap_or(0),
-            max_task_cycles: self.per_task.iter().copied().max().unwrap_or(0),
-            ratio_to_raw: None,
-            error: None,
-        })
+        ))
     }
 }
 

@@ -9,7 +9,7 @@ use tokio::time::Instant;
 use super::{Bed, hold_for, lock};
 use crate::error::{BenchError, Result};
 use crate::locker::{Library, Locker};
-use crate::report::W3Row;
+use crate::report::{W3Measured, W3Row};
 use crate::stats::Samples;
 
 /// What the W3 workers share.
@@ -74,27 +74,27 @@ impl Arena {
             let o = lock(&self.occupancy);
             (o.waited, o.free_while_waited)
         };
-        W3Row {
-            library: library.name().into(),
-            workers,
-            acquisitions_per_s: total as f64 / duration.as_secs_f64(),
-            acquisitions: total,
-            handoffs: handoffs.len(),
-            handoff_p50_us: handoffs.quantile_us(0.50),
-            handoff_p99_us: handoffs.quantile_us(0.99),
-            free_while_waiting_percent: (!waited.is_zero())
-                .then(|| free.as_secs_f64() / waited.as_secs_f64() * 100.0),
-            wait_p50_us: waits.quantile_us(0.50),
-            wait_p99_us: waits.quantile_us(0.99),
-            self_reacquisitions: self.self_reacquisitions.load(Ordering::SeqCst),
-            mean_hold_us: holds.mean_us(),
-            min_grants: grants.iter().copied().min().unwrap_or(0),
-            max_grants: grants.iter().copied().max().unwrap_or(0),
-            violations: self.violations.load(Ordering::SeqCst),
-            lost_updates: all.saturating_sub(counter),
-            ratio_to_raw: None,
-            error: None,
-        }
+        W3Row::new(
+            library,
+            W3Measured {
+                workers,
+                acquisitions_per_s: total as f64 / duration.as_secs_f64(),
+                acquisitions: total,
+                handoffs: handoffs.len(),
+                handoff_p50_us: handoffs.quantile_us(0.50),
+                handoff_p99_us: handoffs.quantile_us(0.99),
+                free_while_waiting_percent: (!waited.is_zero())
+                    .then(|| free.as_secs_f64() / waited.as_secs_f64() * 100.0),
+                wait_p50_us: waits.quantile_us(0.50),
+                wait_p99_us: waits.quantile_us(0.99),
+                self_reacquisitions: self.self_reacquisitions.load(Ordering::SeqCst),
+                mean_hold_us: holds.mean_us(),
+                min_grants: grants.iter().copied().min().unwrap_or(0),
+                max_grants: grants.iter().copied().max().unwrap_or(0),
+                violations: self.violations.load(Ordering::SeqCst),
+                lost_updates: all.saturating_sub(counter),
+            },
+        )
     }
 }
 

@@ -11,7 +11,7 @@ use tokio::time::Instant;
 use super::Bed;
 use crate::error::{BenchError, Result};
 use crate::locker::{Held, Library, Locker};
-use crate::report::W5Row;
+use crate::report::{W5Measured, W5Row};
 use crate::system;
 
 /// W5: `count` locks held with automatic renewal (lease `ttl`) for `hold`.
@@ -44,23 +44,23 @@ pub(crate) async fn w5(
     let renew_scripts = counters.evalsha + counters.eval;
     let client_cpu_percent = (cpu_after - cpu_before) / wall * 100.0;
     let renewals_per_s = counters.renewals as f64 / wall;
-    Ok(W5Row {
-        library: library.name().into(),
-        locks: count,
-        seconds: wall,
-        renewal_commands_per_s: renew_scripts as f64 / wall,
-        renewals_per_s,
-        total_commands_per_s: counters.commands.saturating_sub(1) as f64 / wall,
-        reads_per_s: counters.reads.saturating_sub(1) as f64 / wall,
-        client_cpu_percent,
-        client_cpu_us_per_renewal: cpu_us_per_renewal(client_cpu_percent, renewals_per_s),
-        bytes_per_lock: rss_after.saturating_sub(rss_before) as f64 / count.max(1) as f64,
-        still_held,
-        held_in_redis,
-        noscript_replies: setup.evalsha_failed,
-        ratio_to_raw: None,
-        error: None,
-    })
+    Ok(W5Row::new(
+        library,
+        W5Measured {
+            locks: count,
+            seconds: wall,
+            renewal_commands_per_s: renew_scripts as f64 / wall,
+            renewals_per_s,
+            total_commands_per_s: counters.commands.saturating_sub(1) as f64 / wall,
+            reads_per_s: counters.reads.saturating_sub(1) as f64 / wall,
+            client_cpu_percent,
+            client_cpu_us_per_renewal: cpu_us_per_renewal(client_cpu_percent, renewals_per_s),
+            bytes_per_lock: rss_after.saturating_sub(rss_before) as f64 / count.max(1) as f64,
+            still_held,
+            held_in_redis,
+            noscript_replies: setup.evalsha_failed,
+        },
+    ))
 }
 
 /// Client CPU per renewal, µs, from CPU in % of a core and renewals per second over the same
