@@ -1,7 +1,7 @@
 //! The ratios to the baseline (raw for W1–W5, the plain lock for W6) and the checks of the
 //! issue's targets against one run.
 
-use super::model::{Report, TargetCheck, W6Contended, W6Report};
+use super::model::{LibraryRow, Report, TargetCheck, W6Contended, W6Report};
 
 impl W6Report {
     /// Fills in the ratios to the plain lock of the same run.
@@ -40,65 +40,26 @@ fn ratio(value: f64, raw: Option<f64>) -> Option<f64> {
         .filter(|x| x.is_finite())
 }
 
+/// Each row's headline number over raw's (the first raw row without an error), in the rows
+/// without an error.
+fn set_ratios_to_raw<M>(rows: &mut [LibraryRow<M>], headline: fn(&M) -> f64) {
+    let raw = rows
+        .iter()
+        .find(|r| r.library == "raw" && r.error.is_none())
+        .map(|r| headline(&r.measured));
+    for r in rows.iter_mut().filter(|r| r.error.is_none()) {
+        r.ratio_to_raw = ratio(headline(&r.measured), raw);
+    }
+}
+
 impl Report {
     /// Fills in the ratios to the raw baseline and the target checks.
     pub(crate) fn finish(&mut self) {
-        let raw_of = |rows: &[(String, Option<String>, f64)]| {
-            rows.iter()
-                .find(|(l, e, _)| l == "raw" && e.is_none())
-                .map(|(_, _, v)| *v)
-        };
-        let key1: Vec<_> = self
-            .w1
-            .iter()
-            .map(|r| (r.library.clone(), r.error.clone(), r.cycles_per_s))
-            .collect();
-        let raw1 = raw_of(&key1);
-        for r in self.w1.iter_mut().filter(|r| r.error.is_none()) {
-            r.ratio_to_raw = ratio(r.cycles_per_s, raw1);
-        }
-        let key2: Vec<_> = self
-            .w2
-            .iter()
-            .map(|r| (r.library.clone(), r.error.clone(), r.cycles_per_s))
-            .collect();
-        let raw2 = raw_of(&key2);
-        for r in self.w2.iter_mut().filter(|r| r.error.is_none()) {
-            r.ratio_to_raw = ratio(r.cycles_per_s, raw2);
-        }
-        let key3: Vec<_> = self
-            .w3
-            .iter()
-            .map(|r| (r.library.clone(), r.error.clone(), r.acquisitions_per_s))
-            .collect();
-        let raw3 = raw_of(&key3);
-        for r in self.w3.iter_mut().filter(|r| r.error.is_none()) {
-            r.ratio_to_raw = ratio(r.acquisitions_per_s, raw3);
-        }
-        let key4: Vec<_> = self
-            .w4
-            .iter()
-            .map(|r| (r.library.clone(), r.error.clone(), r.healthy.cycles_per_s))
-            .collect();
-        let raw4 = raw_of(&key4);
-        for r in self.w4.iter_mut().filter(|r| r.error.is_none()) {
-            r.ratio_to_raw = ratio(r.healthy.cycles_per_s, raw4);
-        }
-        let key5: Vec<_> = self
-            .w5
-            .iter()
-            .map(|r| {
-                (
-                    r.library.clone(),
-                    r.error.clone(),
-                    r.client_cpu_us_per_renewal,
-                )
-            })
-            .collect();
-        let raw5 = raw_of(&key5);
-        for r in self.w5.iter_mut().filter(|r| r.error.is_none()) {
-            r.ratio_to_raw = ratio(r.client_cpu_us_per_renewal, raw5);
-        }
+        set_ratios_to_raw(&mut self.w1, |m| m.cycles_per_s);
+        set_ratios_to_raw(&mut self.w2, |m| m.cycles_per_s);
+        set_ratios_to_raw(&mut self.w3, |m| m.acquisitions_per_s);
+        set_ratios_to_raw(&mut self.w4, |m| m.healthy.cycles_per_s);
+        set_ratios_to_raw(&mut self.w5, |m| m.client_cpu_us_per_renewal);
         self.w6.set_ratios();
         self.targets = self.check_targets();
     }
