@@ -66,17 +66,18 @@ impl Report {
 
     pub(super) fn check_targets(&self) -> Vec<TargetCheck> {
         let mut out = Vec::new();
-        let w1 = |lib: &str| {
-            self.w1
-                .iter()
-                .find(|r| r.library == lib && r.error.is_none())
-        };
-        let w2 = |lib: &str| {
-            self.w2
-                .iter()
-                .find(|r| r.library == lib && r.error.is_none())
-        };
-        let (f1, r1) = (w1("fencelock"), w1("raw"));
+        self.check_w1_w2(&mut out);
+        self.check_w3(&mut out);
+        self.check_peers(&mut out);
+        self.check_w4(&mut out);
+        self.check_w5(&mut out);
+        self.check_w6(&mut out);
+        out
+    }
+
+    /// W1 and W2: fencelock's ratio to raw; W2: fencelock above rslock.
+    fn check_w1_w2(&self, out: &mut Vec<TargetCheck>) {
+        let (f1, r1) = (ran(&self.w1, "fencelock"), ran(&self.w1, "raw"));
         if !self.w1.is_empty() {
             out.push(match (f1, r1) {
                 (Some(f), Some(_)) => TargetCheck {
@@ -88,7 +89,11 @@ impl Report {
             });
         }
         if !self.w2.is_empty() {
-            let (f2, r2, s2) = (w2("fencelock"), w2("raw"), w2("rslock"));
+            let (f2, r2, s2) = (
+                ran(&self.w2, "fencelock"),
+                ran(&self.w2, "raw"),
+                ran(&self.w2, "rslock"),
+            );
             out.push(match (f2, r2) {
                 (Some(f), Some(_)) => TargetCheck {
                     target: "W2: fencelock ≥ 0.9× raw cycles/s".into(),
@@ -106,12 +111,13 @@ impl Report {
                 _ => unmeasured("W2: fencelock above rslock"),
             });
         }
-        if let Some(f3) = self
-            .w3
-            .iter()
-            .find(|r| r.library == "fencelock" && r.error.is_none())
-        {
+    }
+
+    /// W3: handoff, waiting and the lock's safety.
+    fn check_w3(&self, out: &mut Vec<TargetCheck>) {
+        if let Some(f3) = ran(&self.w3, "fencelock") {
             // One round trip: half of raw's W1 cycle (two round trips), else fencelock's own.
+            let (f1, r1) = (ran(&self.w1, "fencelock"), ran(&self.w1, "raw"));
             let rtt = r1.or(f1).and_then(|r| r.p50_us).map(|p50| p50 / 2.0);
             out.push(match (f3.handoff_p50_us, rtt) {
                 (Some(h), Some(rtt)) => TargetCheck {
@@ -143,12 +149,13 @@ impl Report {
                 met: Some(f3.violations == 0 && f3.lost_updates == 0),
             });
         }
-        let w1_rates: Vec<(&str, f64)> =
-            ok_rows(&self.w1, |r| (&r.library, &r.error, r.cycles_per_s));
-        let w2_rates: Vec<(&str, f64)> =
-            ok_rows(&self.w2, |r| (&r.library, &r.error, r.cycles_per_s));
-        let w3_rates: Vec<(&str, f64)> =
-            ok_rows(&self.w3, |r| (&r.library, &r.error, r.acquisitions_per_s));
+    }
+
+    /// W1–W3: fencelock ahead of its peers.
+    fn check_peers(&self, out: &mut Vec<TargetCheck>) {
+        let w1_rates: Vec<(&str, f64)> = ok_rows(&self.w1, |m| m.cycles_per_s);
+        let w2_rates: Vec<(&str, f64)> = ok_rows(&self.w2, |m| m.cycles_per_s);
+        let w3_rates: Vec<(&str, f64)> = ok_rows(&self.w3, |m| m.acquisitions_per_s);
         if !self.w1.is_empty() {
             out.push(ahead_of_peers("W1: cycles/s", &w1_rates, PEERS_FENCED));
         }
@@ -158,11 +165,11 @@ impl Report {
         if !self.w3.is_empty() {
             out.push(ahead_of_peers("W3: acquisitions/s", &w3_rates, PEERS_ALL));
         }
-        if let Some(f4) = self
-            .w4
-            .iter()
-            .find(|r| r.library == "fencelock" && r.error.is_none())
-        {
+    }
+
+    /// W4: Redlock against raw and against node-redlock.
+    fn check_w4(&self, out: &mut Vec<TargetCheck>) {
+        if let Some(f4) = ran(&self.w4, "fencelock") {
             out.push(threshold(
                 "W4: Redlock, all up: ≥ 0.93× raw parallel SET NX",
                 f4.ratio_to_raw,
@@ -170,11 +177,7 @@ impl Report {
             ));
             // The goal itself: node-redlock, measured side by side (the threshold above is its
             // ratio on the machine the goal was set on; see docs/BENCHMARKS.md).
-            if let Some(node) = self
-                .w4
-                .iter()
-                .find(|r| r.library == "node-redlock" && r.error.is_none())
-            {
+            if let Some(node) = ran(&self.w4, "node-redlock") {
                 let measured = f4.healthy.cycles_per_s / node.healthy.cycles_per_s;
                 out.push(threshold(
                     "W4: Redlock, all up: ≥ node-redlock",
@@ -191,11 +194,11 @@ impl Report {
                 ));
             }
         }
-        if let Some(f5) = self
-            .w5
-            .iter()
-            .find(|r| r.library == "fencelock" && r.error.is_none())
-        {
+    }
+
+    /// W5: the client's CPU, batched renewals, every lock kept.
+    fn check_w5(&self, out: &mut Vec<TargetCheck>) {
+        if let Some(f5) = ran(&self.w5, "fencelock") {
             out.push(threshold(
                 "W5: client CPU ≤ 1.5× raw's",
                 f5.ratio_to_raw,
@@ -219,6 +222,10 @@ impl Report {
                 met: Some(f5.still_held == f5.locks && f5.held_in_redis == f5.locks),
             });
         }
+    }
+
+    /// W6: every kind's invariants, and the fair lock's order.
+    fn check_w6(&self, out: &mut Vec<TargetCheck>) {
         let w6 = &self.w6;
         if !w6.uncontended.is_empty() || !w6.contended.is_empty() {
             let checks: u64 = w6.uncontended.iter().map(|r| r.failed_checks).sum();
@@ -261,7 +268,6 @@ impl Report {
                 }
             });
         }
-        out
     }
 }
 
@@ -272,15 +278,17 @@ const PEERS_FENCED: &[&str] = &["raw-fenced", "rslock"];
 const PEERS_ALL: &[&str] = &["raw", "raw-fenced", "rslock", "redlock"];
 
 /// (library, value) of the rows that ran.
-fn ok_rows<'a, R>(
-    rows: &'a [R],
-    key: impl Fn(&'a R) -> (&'a String, &'a Option<String>, f64),
-) -> Vec<(&'a str, f64)> {
+fn ok_rows<M>(rows: &[LibraryRow<M>], value: fn(&M) -> f64) -> Vec<(&str, f64)> {
     rows.iter()
-        .map(key)
-        .filter(|(_, e, _)| e.is_none())
-        .map(|(l, _, v)| (l.as_str(), v))
+        .filter(|r| r.error.is_none())
+        .map(|r| (r.library.as_str(), value(&r.measured)))
         .collect()
+}
+
+/// The first row of `library` that ran.
+fn ran<'a, M>(rows: &'a [LibraryRow<M>], library: &str) -> Option<&'a LibraryRow<M>> {
+    rows.iter()
+        .find(|r| r.library == library && r.error.is_none())
 }
 
 /// fencelock's value at least every peer's of `peers` that ran (and at least one did).
