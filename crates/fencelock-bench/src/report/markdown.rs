@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 
 use super::fmt_ratio;
-use super::model::{Report, W6Report};
+use super::model::{LibraryRow, Report, W6Report};
 
 impl Report {
     /// The report as markdown: machine, parameters, one table per workload, the targets.
@@ -62,11 +62,9 @@ impl Report {
     }
 
     fn w1_markdown(&self, md: &mut String) {
-        if self.w1.is_empty() {
-            return;
-        }
-        let mut table = Table::start(
+        library_table(
             md,
+            &self.w1,
             "W1 — uncontended latency (1 client, sequential acquire + release, new key each cycle)",
             &[
                 "library",
@@ -80,33 +78,25 @@ impl Report {
                 "ratio to raw",
             ],
             "lrrrrrrrr",
+            |r| {
+                vec![
+                    format!("{:.0}", r.cycles_per_s),
+                    opt(r.p50_us, 0),
+                    opt(r.p99_us, 0),
+                    opt(r.reads_per_cycle, 2),
+                    opt(r.commands_per_cycle, 2),
+                    opt(r.client_cpu_us_per_cycle, 1),
+                    opt(r.server_cpu_us_per_cycle, 1),
+                ]
+            },
         );
-        for r in &self.w1 {
-            if let Some(e) = &r.error {
-                table.failed(&[&r.library], e);
-                continue;
-            }
-            table.row(&[
-                r.library.clone(),
-                format!("{:.0}", r.cycles_per_s),
-                opt(r.p50_us, 0),
-                opt(r.p99_us, 0),
-                opt(r.reads_per_cycle, 2),
-                opt(r.commands_per_cycle, 2),
-                opt(r.client_cpu_us_per_cycle, 1),
-                opt(r.server_cpu_us_per_cycle, 1),
-                ratio_cell(r.ratio_to_raw),
-            ]);
-        }
     }
 
     fn w2_markdown(&self, md: &mut String) {
-        if self.w2.is_empty() {
-            return;
-        }
         let tasks = self.w2.first().map_or(0, |r| r.tasks);
-        let mut table = Table::start(
+        library_table(
             md,
+            &self.w2,
             &format!("W2 — uncontended throughput ({tasks} tasks on one client, each its own key)"),
             &[
                 "library",
@@ -119,32 +109,24 @@ impl Report {
                 "ratio to raw",
             ],
             "lrrrrrrr",
+            |r| {
+                vec![
+                    format!("{:.0}", r.cycles_per_s),
+                    format!("{}–{}", r.min_task_cycles, r.max_task_cycles),
+                    opt(r.client_cpu_us_per_cycle, 1),
+                    opt(r.server_cpu_us_per_cycle, 1),
+                    opt(r.script_runs_per_cycle, 2),
+                    opt(r.reads_per_cycle, 2),
+                ]
+            },
         );
-        for r in &self.w2 {
-            if let Some(e) = &r.error {
-                table.failed(&[&r.library], e);
-                continue;
-            }
-            table.row(&[
-                r.library.clone(),
-                format!("{:.0}", r.cycles_per_s),
-                format!("{}–{}", r.min_task_cycles, r.max_task_cycles),
-                opt(r.client_cpu_us_per_cycle, 1),
-                opt(r.server_cpu_us_per_cycle, 1),
-                opt(r.script_runs_per_cycle, 2),
-                opt(r.reads_per_cycle, 2),
-                ratio_cell(r.ratio_to_raw),
-            ]);
-        }
     }
 
     fn w3_markdown(&self, md: &mut String) {
-        if self.w3.is_empty() {
-            return;
-        }
         let workers = self.w3.first().map_or(0, |r| r.workers);
-        let mut table = Table::start(
+        library_table(
             md,
+            &self.w3,
             &format!("W3 — contended handoff ({workers} workers, each its own client, one key)"),
             &[
                 "library",
@@ -163,39 +145,31 @@ impl Report {
                 "ratio to raw",
             ],
             "lrrrrrrrrrrrrr",
+            |r| {
+                vec![
+                    format!("{:.0}", r.acquisitions_per_s),
+                    opt(r.handoff_p50_us, 0),
+                    opt(r.handoff_p99_us, 0),
+                    r.handoffs.to_string(),
+                    r.free_while_waiting_percent
+                        .map_or_else(String::new, |p| format!("{p:.1} %")),
+                    opt(r.wait_p50_us, 0),
+                    opt(r.wait_p99_us, 0),
+                    r.self_reacquisitions.to_string(),
+                    opt(r.mean_hold_us, 0),
+                    format!("{}–{}", r.min_grants, r.max_grants),
+                    r.violations.to_string(),
+                    r.lost_updates.to_string(),
+                ]
+            },
         );
-        for r in &self.w3 {
-            if let Some(e) = &r.error {
-                table.failed(&[&r.library], e);
-                continue;
-            }
-            table.row(&[
-                r.library.clone(),
-                format!("{:.0}", r.acquisitions_per_s),
-                opt(r.handoff_p50_us, 0),
-                opt(r.handoff_p99_us, 0),
-                r.handoffs.to_string(),
-                r.free_while_waiting_percent
-                    .map_or_else(String::new, |p| format!("{p:.1} %")),
-                opt(r.wait_p50_us, 0),
-                opt(r.wait_p99_us, 0),
-                r.self_reacquisitions.to_string(),
-                opt(r.mean_hold_us, 0),
-                format!("{}–{}", r.min_grants, r.max_grants),
-                r.violations.to_string(),
-                r.lost_updates.to_string(),
-                ratio_cell(r.ratio_to_raw),
-            ]);
-        }
     }
 
     fn w4_markdown(&self, md: &mut String) {
-        if self.w4.is_empty() {
-            return;
-        }
         let n = self.w4.iter().map(|r| r.instances).max().unwrap_or(0);
-        let mut table = Table::start(
+        library_table(
             md,
+            &self.w4,
             &format!(
                 "W4 — Redlock over {n} instances (1 client, sequential), then one instance SIGSTOPped"
             ),
@@ -212,39 +186,31 @@ impl Report {
                 "ratio to raw (healthy)",
             ],
             "lrrrrrrrlr",
+            |r| {
+                let (h, s) = (&r.healthy, &r.one_stopped);
+                let hung = if s.stalled || h.stalled {
+                    "**yes**"
+                } else {
+                    "no"
+                };
+                vec![
+                    format!("{:.0}", h.cycles_per_s),
+                    opt(h.p50_us, 0),
+                    opt(h.p99_us, 0),
+                    format!("{:.1}", s.cycles_per_s),
+                    opt(s.p50_us, 0),
+                    opt(s.p99_us, 0),
+                    (h.failures + s.failures).to_string(),
+                    hung.into(),
+                ]
+            },
         );
-        for r in &self.w4 {
-            if let Some(e) = &r.error {
-                table.failed(&[&r.library], e);
-                continue;
-            }
-            let (h, s) = (&r.healthy, &r.one_stopped);
-            let hung = if s.stalled || h.stalled {
-                "**yes**"
-            } else {
-                "no"
-            };
-            table.row(&[
-                r.library.clone(),
-                format!("{:.0}", h.cycles_per_s),
-                opt(h.p50_us, 0),
-                opt(h.p99_us, 0),
-                format!("{:.1}", s.cycles_per_s),
-                opt(s.p50_us, 0),
-                opt(s.p99_us, 0),
-                (h.failures + s.failures).to_string(),
-                hung.into(),
-                ratio_cell(r.ratio_to_raw),
-            ]);
-        }
     }
 
     fn w5_markdown(&self, md: &mut String) {
-        if self.w5.is_empty() {
-            return;
-        }
-        let mut table = Table::start(
+        library_table(
             md,
+            &self.w5,
             "W5 — keeping locks alive (automatic renewal)",
             &[
                 "library",
@@ -263,32 +229,26 @@ impl Report {
                 "CPU per renewal, ratio to raw",
             ],
             "lrrrrrrrrrrrrr",
+            |r| {
+                vec![
+                    r.locks.to_string(),
+                    format!("{:.0}", r.renewals_per_s),
+                    format!("{:.0}", r.renewal_commands_per_s),
+                    format!("{:.0}", r.total_commands_per_s),
+                    format!("{:.1}", r.reads_per_s),
+                    format!(
+                        "{:.0}",
+                        r.renewals_per_s / r.reads_per_s.max(f64::MIN_POSITIVE)
+                    ),
+                    format!("{:.2}", r.client_cpu_percent),
+                    format!("{:.2}", r.client_cpu_us_per_renewal),
+                    format!("{:.0}", r.bytes_per_lock),
+                    format!("{}/{}", r.still_held, r.locks),
+                    format!("{}/{}", r.held_in_redis, r.locks),
+                    r.noscript_replies.to_string(),
+                ]
+            },
         );
-        for r in &self.w5 {
-            if let Some(e) = &r.error {
-                table.failed(&[&r.library], e);
-                continue;
-            }
-            table.row(&[
-                r.library.clone(),
-                r.locks.to_string(),
-                format!("{:.0}", r.renewals_per_s),
-                format!("{:.0}", r.renewal_commands_per_s),
-                format!("{:.0}", r.total_commands_per_s),
-                format!("{:.1}", r.reads_per_s),
-                format!(
-                    "{:.0}",
-                    r.renewals_per_s / r.reads_per_s.max(f64::MIN_POSITIVE)
-                ),
-                format!("{:.2}", r.client_cpu_percent),
-                format!("{:.2}", r.client_cpu_us_per_renewal),
-                format!("{:.0}", r.bytes_per_lock),
-                format!("{}/{}", r.still_held, r.locks),
-                format!("{}/{}", r.held_in_redis, r.locks),
-                r.noscript_replies.to_string(),
-                ratio_cell(r.ratio_to_raw),
-            ]);
-        }
     }
 
     fn w7_markdown(&self, md: &mut String) {
@@ -368,6 +328,32 @@ impl Report {
             };
             table.row(&[t.target.clone(), t.measured.clone(), met.into()]);
         }
+    }
+}
+
+/// A table of W1–W5 rows, one a contender: the library first, then what `cells` makes of the
+/// measurements, the ratio to raw last; a row without numbers shows its error.
+fn library_table<M>(
+    md: &mut String,
+    rows: &[LibraryRow<M>],
+    heading: &str,
+    header: &[&str],
+    align: &str,
+    cells: impl Fn(&M) -> Vec<String>,
+) {
+    if rows.is_empty() {
+        return;
+    }
+    let mut table = Table::start(md, heading, header, align);
+    for r in rows {
+        if let Some(e) = &r.error {
+            table.failed(&[&r.library], e);
+            continue;
+        }
+        let mut row = vec![r.library.clone()];
+        row.extend(cells(&r.measured));
+        row.push(ratio_cell(r.ratio_to_raw));
+        table.row(&row);
     }
 }
 

@@ -7,8 +7,8 @@ use crate::error::Result;
 use crate::locker::Library;
 use crate::options::{BenchOptions, Workload};
 use crate::report::{
-    Machine, Report, W1Measured, W1Row, W2Measured, W2Row, W3Measured, W3Row, W4Measured, W4Row,
-    W6Report,
+    LibraryRow, Machine, Report, W1Measured, W1Row, W2Measured, W2Row, W3Measured, W3Row,
+    W4Measured, W4Row, W6Report,
 };
 use crate::{deployments, family, fenced_writes, redlock_w4, system, workloads};
 
@@ -108,6 +108,17 @@ async fn machine() -> Result<Machine> {
     })
 }
 
+/// Each contender's row, or for one that failed, a row with its error and `failed` (what the
+/// workload was: tasks, workers, …) for measurements.
+fn or_failed<M: Clone>(
+    rows: Vec<(Library, Result<LibraryRow<M>>)>,
+    failed: &M,
+) -> Vec<LibraryRow<M>> {
+    rows.into_iter()
+        .map(|(lib, row)| row.unwrap_or_else(|e| LibraryRow::failed(lib, failed.clone(), e)))
+        .collect()
+}
+
 async fn run_w1(opts: &BenchOptions, libraries: &[Library]) -> Vec<W1Row> {
     let rows = workloads::w1(
         libraries,
@@ -117,9 +128,7 @@ async fn run_w1(opts: &BenchOptions, libraries: &[Library]) -> Vec<W1Row> {
         opts.max_cycles,
     )
     .await;
-    rows.into_iter()
-        .map(|(lib, row)| row.unwrap_or_else(|e| W1Row::failed(lib, W1Measured::default(), e)))
-        .collect()
+    or_failed(rows, &W1Measured::default())
 }
 
 async fn run_w2(opts: &BenchOptions, libraries: &[Library]) -> Vec<W2Row> {
@@ -131,13 +140,11 @@ async fn run_w2(opts: &BenchOptions, libraries: &[Library]) -> Vec<W2Row> {
         opts.max_cycles,
     )
     .await;
-    let measured = W2Measured {
+    let failed = W2Measured {
         tasks: opts.w2_tasks,
         ..W2Measured::default()
     };
-    rows.into_iter()
-        .map(|(lib, row)| row.unwrap_or_else(|e| W2Row::failed(lib, measured.clone(), e)))
-        .collect()
+    or_failed(rows, &failed)
 }
 
 async fn run_w3(opts: &BenchOptions, libraries: &[Library]) -> Vec<W3Row> {
@@ -174,13 +181,11 @@ async fn run_w4(opts: &BenchOptions) -> Vec<W4Row> {
         max_cycles: opts.max_cycles,
     };
     let rows = redlock_w4::w4(&opts.libraries, &params, &opts.fencelock_redlock).await;
-    let measured = W4Measured {
+    let failed = W4Measured {
         instances: opts.w4_instances,
         ..W4Measured::default()
     };
-    rows.into_iter()
-        .map(|(lib, row)| row.unwrap_or_else(|e| W4Row::failed(lib, measured.clone(), e)))
-        .collect()
+    or_failed(rows, &failed)
 }
 
 async fn run_w6(opts: &BenchOptions, report: &mut Report) {

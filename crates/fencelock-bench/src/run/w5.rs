@@ -12,21 +12,19 @@ use crate::workloads;
 /// W5 for every single-server contender but raw-fenced (its renewal is raw's, row for row):
 /// the measured rows in `libraries`' order, then redlock's (it cannot renew) as not applicable.
 pub(super) async fn run_w5(opts: &BenchOptions, libraries: &[Library]) -> Vec<W5Row> {
-    let failed = |lib: Library, error: &dyn std::fmt::Display| {
-        let measured = W5Measured {
-            locks: opts.w5_locks,
-            ..W5Measured::default()
-        };
-        W5Row::failed(lib, measured, error)
+    let failed = W5Measured {
+        locks: opts.w5_locks,
+        ..W5Measured::default()
     };
     let mut measured = Vec::new();
     let mut not_applicable = Vec::new();
     for &lib in libraries {
         match lib {
             Library::RawFenced => {}
-            Library::Redlock => not_applicable.push(failed(
+            Library::Redlock => not_applicable.push(W5Row::failed(
                 lib,
-                &"redlock has no automatic renewal (and no extend): not applicable",
+                failed.clone(),
+                "redlock has no automatic renewal (and no extend): not applicable",
             )),
             _ => measured.push(lib),
         }
@@ -55,10 +53,7 @@ pub(super) async fn run_w5(opts: &BenchOptions, libraries: &[Library]) -> Vec<W5
     )
     .await;
     let merged = workloads::finish_all(runs, |rows| async move { merge_w5(rows) }).await;
-    let mut rows: Vec<W5Row> = merged
-        .into_iter()
-        .map(|(lib, row)| row.unwrap_or_else(|e| failed(lib, &e)))
-        .collect();
+    let mut rows = super::or_failed(merged, &failed);
     rows.extend(not_applicable);
     rows
 }
