@@ -10,6 +10,7 @@
 mod library;
 mod raw;
 
+#[cfg(feature = "peers")]
 use std::sync::Arc;
 use std::time::Duration;
 

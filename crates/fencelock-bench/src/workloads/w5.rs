@@ -2,6 +2,7 @@
 //! renewer), measured on a server of its own.
 
 use std::sync::Arc;
+#[cfg(feature = "peers")]
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
