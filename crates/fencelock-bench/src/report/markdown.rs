@@ -1,10 +1,11 @@
 //! The report as markdown: machine, parameters, one table per workload, the targets, the notes.
-//! Every table goes through [`Table`]: a heading, the header, the alignment row, then rows.
+//! Every table goes through `table::Table`: a heading, the header, the alignment row, then
+//! rows.
 
 use std::fmt::Write as _;
 
-use super::fmt_ratio;
-use super::model::{LibraryRow, Report, W6Report};
+use super::model::{Report, W6Report};
+use super::table::{Table, cell_error, library_table, opt, ratio_cell};
 
 impl Report {
     /// The report as markdown: machine, parameters, one table per workload, the targets.
@@ -331,32 +332,6 @@ impl Report {
     }
 }
 
-/// A table of W1–W5 rows, one a contender: the library first, then what `cells` makes of the
-/// measurements, the ratio to raw last; a row without numbers shows its error.
-fn library_table<M>(
-    md: &mut String,
-    rows: &[LibraryRow<M>],
-    heading: &str,
-    header: &[&str],
-    align: &str,
-    cells: impl Fn(&M) -> Vec<String>,
-) {
-    if rows.is_empty() {
-        return;
-    }
-    let mut table = Table::start(md, heading, header, align);
-    for r in rows {
-        if let Some(e) = &r.error {
-            table.failed(&[&r.library], e);
-            continue;
-        }
-        let mut row = vec![r.library.clone()];
-        row.extend(cells(&r.measured));
-        row.push(ratio_cell(r.ratio_to_raw));
-        table.row(&row);
-    }
-}
-
 fn w6_markdown(w6: &W6Report, md: &mut String) {
     if let Some(e) = &w6.error {
         let _ = writeln!(md, "\n### W6 — the lock family\n\n*{e}*");
@@ -464,58 +439,4 @@ fn w6_contended_markdown(w6: &W6Report, md: &mut String) {
     for r in &w6.contended {
         let _ = writeln!(md, "- {}: {}", r.kind, r.handoff);
     }
-}
-
-/// One markdown table being written: [`Table::start`] writes its heading, header and alignment
-/// row; each row follows.
-struct Table<'a> {
-    md: &'a mut String,
-    columns: usize,
-}
-
-impl<'a> Table<'a> {
-    /// The heading (`### heading`), then the header; `align` has a letter per column, `l` for
-    /// left and `r` for right.
-    fn start(md: &'a mut String, heading: &str, header: &[&str], align: &str) -> Table<'a> {
-        debug_assert_eq!(header.len(), align.len(), "{heading}");
-        let _ = writeln!(md, "\n### {heading}\n");
-        let _ = writeln!(md, "| {} |", header.join(" | "));
-        let separator: String = align
-            .chars()
-            .map(|a| if a == 'r' { "---:|" } else { "---|" })
-            .collect();
-        let _ = writeln!(md, "|{separator}");
-        Table {
-            md,
-            columns: header.len(),
-        }
-    }
-
-    fn row(&mut self, cells: &[String]) {
-        debug_assert_eq!(cells.len(), self.columns);
-        let _ = writeln!(self.md, "| {} |", cells.join(" | "));
-    }
-
-    /// A row without numbers: the cells that name it (`lead`), the error, the rest empty.
-    fn failed(&mut self, lead: &[&str], error: &str) {
-        for cell in lead {
-            let _ = write!(self.md, "| {cell} ");
-        }
-        let _ = write!(self.md, "| {} |", cell_error(error));
-        let empty = self.columns.saturating_sub(lead.len() + 1);
-        let _ = writeln!(self.md, "{}", " |".repeat(empty));
-    }
-}
-
-fn opt(v: Option<f64>, decimals: usize) -> String {
-    v.filter(|x| x.is_finite())
-        .map_or_else(|| "–".into(), |x| format!("{x:.decimals$}"))
-}
-
-fn ratio_cell(r: Option<f64>) -> String {
-    r.map_or_else(|| "–".into(), fmt_ratio)
-}
-
-fn cell_error(e: &str) -> String {
-    format!("*{}*", e.replace('|', "/").replace('\n', " "))
 }

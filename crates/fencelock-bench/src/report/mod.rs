@@ -2,7 +2,7 @@
 //! the target checks and a small SVG chart of the ratios.
 //!
 //! One module per job: `model` (the data, as JSON stores it), `checks` (ratios and target
-//! checks), `markdown` and `svg` (the renderings).
+//! checks), `markdown` and `svg` (the renderings), `table` (the markdown tables).
 
 mod checks;
 mod markdown;
@@ -10,6 +10,7 @@ mod model;
 #[cfg(test)]
 mod pinned;
 mod svg;
+mod table;
 
 pub use model::{
     LibraryRow, Machine, Report, TargetCheck, W1Measured, W1Row, W2Measured, W2Row, W3Measured,
