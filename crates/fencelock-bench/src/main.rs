@@ -1,7 +1,7 @@
 //! `fencelock-bench`: runs the benchmark and prints the markdown report.
 //!
 //! ```text
-//! fencelock-bench                       # the full run (~5 min)
+//! fencelock-bench                       # the full run (several minutes)
 //! fencelock-bench --smoke               # every workload ~0.5 s: does it all work?
 //! fencelock-bench --json bench.json --svg docs/benchmark-ratios.svg
 //! fencelock-bench --from-json bench.json --svg out.svg   # re-render, no run

@@ -10,7 +10,7 @@ use tokio::time::Instant;
 use crate::error::{BenchError, Result};
 use crate::locker::{Library, Locker, RawRedlock};
 use crate::node_redlock::{NodePhase, NodeRedlock};
-use crate::report::{W4Phase, W4Row};
+use crate::report::{W4Measured, W4Phase, W4Row};
 use crate::stats::Samples;
 use crate::workloads::{finish_all, take_turns};
 
@@ -131,14 +131,14 @@ impl W4Run {
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
         drop(self.servers);
-        Ok(W4Row {
-            library: self.library.name().into(),
-            instances: params.instances,
-            healthy: self.healthy.phase(),
-            one_stopped: stopped.phase(),
-            ratio_to_raw: None,
-            error: None,
-        })
+        Ok(W4Row::new(
+            self.library,
+            W4Measured {
+                instances: params.instances,
+                healthy: self.healthy.phase(),
+                one_stopped: stopped.phase(),
+            },
+        ))
     }
 }
 

@@ -9,7 +9,7 @@ use crate::error::{BenchError, Result};
 
 /// User + system CPU time of this whole process (all threads, those that ended included), in
 /// seconds, to the nanosecond: `CLOCK_PROCESS_CPUTIME_ID`. (`/proc/self/stat` counts in 10 ms
-/// ticks, 4–5 % of what a W5 turn uses.)
+/// ticks, too coarse for the CPU a W5 turn uses.)
 pub(crate) fn process_cpu_seconds() -> Result<f64> {
     let t = nix::time::clock_gettime(nix::time::ClockId::CLOCK_PROCESS_CPUTIME_ID)
         .map_err(|e| BenchError::io("reading the process CPU clock", e.into()))?;

@@ -1,10 +1,11 @@
 //! The smoke mode for fencelock and the raw baseline on W1–W3 and a small W5, and for
 //! fencelock's lock family (W6): everything runs and the output is sane. No timing assertions:
 //! the machine may be busy.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test fails by panicking
 
 use std::time::Duration;
 
-use fencelock_bench::{BenchOptions, Library, Workload};
+use fencelock_bench::{BenchOptions, Library, W6Report, Workload};
 
 /// These tests start their own redis-server: without one they cannot run, and must not pass.
 fn require_redis_server() {
@@ -97,6 +98,37 @@ async fn smoke_run_of_the_lock_family() {
     let w6 = &report.w6;
     assert!(w6.error.is_none(), "W6: {:?}", w6.error);
 
+    assert_sane_uncontended(w6);
+    assert_sane_contended(w6);
+    let fair = w6.contended.iter().find(|r| r.kind == "fair").unwrap();
+    assert!(fair.near_ties.is_some(), "W6 {fair:?}");
+    for target in ["W6: every kind keeps its invariant", "W6: the fair lock"] {
+        let check = report
+            .targets
+            .iter()
+            .find(|t| t.target.starts_with(target))
+            .unwrap_or_else(|| panic!("{target} missing from {:?}", report.targets));
+        assert!(check.met.is_some(), "{check:?}");
+    }
+    assert!(report.w1.is_empty() && report.w3.is_empty());
+
+    let md = report.to_markdown();
+    for heading in [
+        "### W6 — the lock family, uncontended",
+        "### W6 — the lock family, contended",
+        "| fair |",
+        "| scripts per grant |",
+        "| fair | 16 workers on 2 clients |",
+    ] {
+        assert!(md.contains(heading), "{heading} missing from\n{md}");
+    }
+    let back = fencelock_bench::Report::from_json(&report.to_json().unwrap()).unwrap();
+    assert_eq!(back.w6.contended.len(), w6.contended.len());
+    assert_eq!(back.w6.uncontended.len(), w6.uncontended.len());
+}
+
+/// W6 uncontended: every kind ran, with sane counts, round trips and ratios.
+fn assert_sane_uncontended(w6: &W6Report) {
     let kinds: Vec<&str> = w6.uncontended.iter().map(|r| r.kind.as_str()).collect();
     assert_eq!(
         kinds,
@@ -132,7 +164,10 @@ async fn smoke_run_of_the_lock_family() {
         assert!(row.ratio_to_plain.is_some(), "W6 {row:?}");
     }
     assert_eq!(w6.uncontended[0].ratio_to_plain, Some(1.0));
+}
 
+/// W6 contended: every kind and crowd ran, keeping its invariants.
+fn assert_sane_contended(w6: &W6Report) {
     let kinds: Vec<&str> = w6.contended.iter().map(|r| r.kind.as_str()).collect();
     assert_eq!(
         kinds,
@@ -173,31 +208,6 @@ async fn smoke_run_of_the_lock_family() {
     assert_eq!(w6.contended[0].ratio_to_plain, Some(1.0));
     // The 16-worker rows compare to the 16-worker plain lock.
     assert_eq!(w6.contended[7].ratio_to_plain, Some(1.0));
-    let fair = w6.contended.iter().find(|r| r.kind == "fair").unwrap();
-    assert!(fair.near_ties.is_some(), "W6 {fair:?}");
-    for target in ["W6: every kind keeps its invariant", "W6: the fair lock"] {
-        let check = report
-            .targets
-            .iter()
-            .find(|t| t.target.starts_with(target))
-            .unwrap_or_else(|| panic!("{target} missing from {:?}", report.targets));
-        assert!(check.met.is_some(), "{check:?}");
-    }
-    assert!(report.w1.is_empty() && report.w3.is_empty());
-
-    let md = report.to_markdown();
-    for heading in [
-        "### W6 — the lock family, uncontended",
-        "### W6 — the lock family, contended",
-        "| fair |",
-        "| scripts per grant |",
-        "| fair | 16 workers on 2 clients |",
-    ] {
-        assert!(md.contains(heading), "{heading} missing from\n{md}");
-    }
-    let back = fencelock_bench::Report::from_json(&report.to_json().unwrap()).unwrap();
-    assert_eq!(back.w6.contended.len(), w6.contended.len());
-    assert_eq!(back.w6.uncontended.len(), w6.uncontended.len());
 }
 
 /// W4 for fencelock and the raw baseline: fencelock's row is measured over its own Redlock

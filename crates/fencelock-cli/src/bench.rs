@@ -15,7 +15,7 @@ which builds and runs it.";
 
 pub const AFTER_HELP: &str = "Examples:\n  \
 fencelock bench --smoke          every workload for about half a second\n  \
-fencelock bench --json out.json  the full run (about 6.5 minutes), also as JSON\n  \
+fencelock bench --json out.json  the full run (several minutes), also as JSON\n  \
 fencelock bench -- --help        the benchmark's own options";
 
 /// The benchmark's arguments, passed on untouched.

@@ -55,7 +55,7 @@ pub(crate) const PERMIT_WORKERS: usize = 6;
 pub(crate) const READERS: usize = 4;
 /// A grant overtook a waiting worker if that worker's request began more than this before the
 /// grantee's. Closer requests are ambiguous: a request reaches Redis some time after the call
-/// begins (a few dozen µs, more on a busy machine), so the one that began first may have been
+/// begins (a short while, longer on a busy machine), so the one that began first may have been
 /// queued second. Such near ties are reported apart.
 pub(crate) const ORDER_TOLERANCE: Duration = Duration::from_millis(1);
 

@@ -1,7 +1,7 @@
 //! The ratios to the baseline (raw for W1–W5, the plain lock for W6) and the checks of the
 //! issue's targets against one run.
 
-use super::model::{Report, TargetCheck, W6Contended, W6Report};
+use super::model::{LibraryRow, Report, TargetCheck, W6Contended, W6Report};
 
 impl W6Report {
     /// Fills in the ratios to the plain lock of the same run.
@@ -40,82 +40,44 @@ fn ratio(value: f64, raw: Option<f64>) -> Option<f64> {
         .filter(|x| x.is_finite())
 }
 
+/// Each row's headline number over raw's (the first raw row without an error), in the rows
+/// without an error.
+fn set_ratios_to_raw<M>(rows: &mut [LibraryRow<M>], headline: fn(&M) -> f64) {
+    let raw = rows
+        .iter()
+        .find(|r| r.library == "raw" && r.error.is_none())
+        .map(|r| headline(&r.measured));
+    for r in rows.iter_mut().filter(|r| r.error.is_none()) {
+        r.ratio_to_raw = ratio(headline(&r.measured), raw);
+    }
+}
+
 impl Report {
     /// Fills in the ratios to the raw baseline and the target checks.
     pub(crate) fn finish(&mut self) {
-        let raw_of = |rows: &[(String, Option<String>, f64)]| {
-            rows.iter()
-                .find(|(l, e, _)| l == "raw" && e.is_none())
-                .map(|(_, _, v)| *v)
-        };
-        let key1: Vec<_> = self
-            .w1
-            .iter()
-            .map(|r| (r.library.clone(), r.error.clone(), r.cycles_per_s))
-            .collect();
-        let raw1 = raw_of(&key1);
-        for r in self.w1.iter_mut().filter(|r| r.error.is_none()) {
-            r.ratio_to_raw = ratio(r.cycles_per_s, raw1);
-        }
-        let key2: Vec<_> = self
-            .w2
-            .iter()
-            .map(|r| (r.library.clone(), r.error.clone(), r.cycles_per_s))
-            .collect();
-        let raw2 = raw_of(&key2);
-        for r in self.w2.iter_mut().filter(|r| r.error.is_none()) {
-            r.ratio_to_raw = ratio(r.cycles_per_s, raw2);
-        }
-        let key3: Vec<_> = self
-            .w3
-            .iter()
-            .map(|r| (r.library.clone(), r.error.clone(), r.acquisitions_per_s))
-            .collect();
-        let raw3 = raw_of(&key3);
-        for r in self.w3.iter_mut().filter(|r| r.error.is_none()) {
-            r.ratio_to_raw = ratio(r.acquisitions_per_s, raw3);
-        }
-        let key4: Vec<_> = self
-            .w4
-            .iter()
-            .map(|r| (r.library.clone(), r.error.clone(), r.healthy.cycles_per_s))
-            .collect();
-        let raw4 = raw_of(&key4);
-        for r in self.w4.iter_mut().filter(|r| r.error.is_none()) {
-            r.ratio_to_raw = ratio(r.healthy.cycles_per_s, raw4);
-        }
-        let key5: Vec<_> = self
-            .w5
-            .iter()
-            .map(|r| {
-                (
-                    r.library.clone(),
-                    r.error.clone(),
-                    r.client_cpu_us_per_renewal,
-                )
-            })
-            .collect();
-        let raw5 = raw_of(&key5);
-        for r in self.w5.iter_mut().filter(|r| r.error.is_none()) {
-            r.ratio_to_raw = ratio(r.client_cpu_us_per_renewal, raw5);
-        }
+        set_ratios_to_raw(&mut self.w1, |m| m.cycles_per_s);
+        set_ratios_to_raw(&mut self.w2, |m| m.cycles_per_s);
+        set_ratios_to_raw(&mut self.w3, |m| m.acquisitions_per_s);
+        set_ratios_to_raw(&mut self.w4, |m| m.healthy.cycles_per_s);
+        set_ratios_to_raw(&mut self.w5, |m| m.client_cpu_us_per_renewal);
         self.w6.set_ratios();
         self.targets = self.check_targets();
     }
 
     pub(super) fn check_targets(&self) -> Vec<TargetCheck> {
         let mut out = Vec::new();
-        let w1 = |lib: &str| {
-            self.w1
-                .iter()
-                .find(|r| r.library == lib && r.error.is_none())
-        };
-        let w2 = |lib: &str| {
-            self.w2
-                .iter()
-                .find(|r| r.library == lib && r.error.is_none())
-        };
-        let (f1, r1) = (w1("fencelock"), w1("raw"));
+        self.check_w1_w2(&mut out);
+        self.check_w3(&mut out);
+        self.check_peers(&mut out);
+        self.check_w4(&mut out);
+        self.check_w5(&mut out);
+        self.check_w6(&mut out);
+        out
+    }
+
+    /// W1 and W2: fencelock's ratio to raw; W2: fencelock above rslock.
+    fn check_w1_w2(&self, out: &mut Vec<TargetCheck>) {
+        let (f1, r1) = (ran(&self.w1, "fencelock"), ran(&self.w1, "raw"));
         if !self.w1.is_empty() {
             out.push(match (f1, r1) {
                 (Some(f), Some(_)) => TargetCheck {
@@ -127,7 +89,11 @@ impl Report {
             });
         }
         if !self.w2.is_empty() {
-            let (f2, r2, s2) = (w2("fencelock"), w2("raw"), w2("rslock"));
+            let (f2, r2, s2) = (
+                ran(&self.w2, "fencelock"),
+                ran(&self.w2, "raw"),
+                ran(&self.w2, "rslock"),
+            );
             out.push(match (f2, r2) {
                 (Some(f), Some(_)) => TargetCheck {
                     target: "W2: fencelock ≥ 0.9× raw cycles/s".into(),
@@ -145,12 +111,13 @@ impl Report {
                 _ => unmeasured("W2: fencelock above rslock"),
             });
         }
-        if let Some(f3) = self
-            .w3
-            .iter()
-            .find(|r| r.library == "fencelock" && r.error.is_none())
-        {
+    }
+
+    /// W3: handoff, waiting and the lock's safety.
+    fn check_w3(&self, out: &mut Vec<TargetCheck>) {
+        if let Some(f3) = ran(&self.w3, "fencelock") {
             // One round trip: half of raw's W1 cycle (two round trips), else fencelock's own.
+            let (f1, r1) = (ran(&self.w1, "fencelock"), ran(&self.w1, "raw"));
             let rtt = r1.or(f1).and_then(|r| r.p50_us).map(|p50| p50 / 2.0);
             out.push(match (f3.handoff_p50_us, rtt) {
                 (Some(h), Some(rtt)) => TargetCheck {
@@ -182,12 +149,13 @@ impl Report {
                 met: Some(f3.violations == 0 && f3.lost_updates == 0),
             });
         }
-        let w1_rates: Vec<(&str, f64)> =
-            ok_rows(&self.w1, |r| (&r.library, &r.error, r.cycles_per_s));
-        let w2_rates: Vec<(&str, f64)> =
-            ok_rows(&self.w2, |r| (&r.library, &r.error, r.cycles_per_s));
-        let w3_rates: Vec<(&str, f64)> =
-            ok_rows(&self.w3, |r| (&r.library, &r.error, r.acquisitions_per_s));
+    }
+
+    /// W1–W3: fencelock ahead of its peers.
+    fn check_peers(&self, out: &mut Vec<TargetCheck>) {
+        let w1_rates: Vec<(&str, f64)> = ok_rows(&self.w1, |m| m.cycles_per_s);
+        let w2_rates: Vec<(&str, f64)> = ok_rows(&self.w2, |m| m.cycles_per_s);
+        let w3_rates: Vec<(&str, f64)> = ok_rows(&self.w3, |m| m.acquisitions_per_s);
         if !self.w1.is_empty() {
             out.push(ahead_of_peers("W1: cycles/s", &w1_rates, PEERS_FENCED));
         }
@@ -197,23 +165,19 @@ impl Report {
         if !self.w3.is_empty() {
             out.push(ahead_of_peers("W3: acquisitions/s", &w3_rates, PEERS_ALL));
         }
-        if let Some(f4) = self
-            .w4
-            .iter()
-            .find(|r| r.library == "fencelock" && r.error.is_none())
-        {
+    }
+
+    /// W4: Redlock against raw and against node-redlock.
+    fn check_w4(&self, out: &mut Vec<TargetCheck>) {
+        if let Some(f4) = ran(&self.w4, "fencelock") {
             out.push(threshold(
                 "W4: Redlock, all up: ≥ 0.93× raw parallel SET NX",
                 f4.ratio_to_raw,
                 |x| (format!("{x:.3}×"), x >= 0.93),
             ));
-            // The goal itself: node-redlock, measured side by side (0.93× raw was its ratio on
-            // the machine the goal was set on).
-            if let Some(node) = self
-                .w4
-                .iter()
-                .find(|r| r.library == "node-redlock" && r.error.is_none())
-            {
+            // The goal itself: node-redlock, measured side by side (the threshold above is its
+            // ratio on the machine the goal was set on; see docs/BENCHMARKS.md).
+            if let Some(node) = ran(&self.w4, "node-redlock") {
                 let measured = f4.healthy.cycles_per_s / node.healthy.cycles_per_s;
                 out.push(threshold(
                     "W4: Redlock, all up: ≥ node-redlock",
@@ -230,11 +194,11 @@ impl Report {
                 ));
             }
         }
-        if let Some(f5) = self
-            .w5
-            .iter()
-            .find(|r| r.library == "fencelock" && r.error.is_none())
-        {
+    }
+
+    /// W5: the client's CPU, batched renewals, every lock kept.
+    fn check_w5(&self, out: &mut Vec<TargetCheck>) {
+        if let Some(f5) = ran(&self.w5, "fencelock") {
             out.push(threshold(
                 "W5: client CPU ≤ 1.5× raw's",
                 f5.ratio_to_raw,
@@ -258,6 +222,10 @@ impl Report {
                 met: Some(f5.still_held == f5.locks && f5.held_in_redis == f5.locks),
             });
         }
+    }
+
+    /// W6: every kind's invariants, and the fair lock's order.
+    fn check_w6(&self, out: &mut Vec<TargetCheck>) {
         let w6 = &self.w6;
         if !w6.uncontended.is_empty() || !w6.contended.is_empty() {
             let checks: u64 = w6.uncontended.iter().map(|r| r.failed_checks).sum();
@@ -300,7 +268,6 @@ impl Report {
                 }
             });
         }
-        out
     }
 }
 
@@ -311,15 +278,17 @@ const PEERS_FENCED: &[&str] = &["raw-fenced", "rslock"];
 const PEERS_ALL: &[&str] = &["raw", "raw-fenced", "rslock", "redlock"];
 
 /// (library, value) of the rows that ran.
-fn ok_rows<'a, R>(
-    rows: &'a [R],
-    key: impl Fn(&'a R) -> (&'a String, &'a Option<String>, f64),
-) -> Vec<(&'a str, f64)> {
+fn ok_rows<M>(rows: &[LibraryRow<M>], value: fn(&M) -> f64) -> Vec<(&str, f64)> {
     rows.iter()
-        .map(key)
-        .filter(|(_, e, _)| e.is_none())
-        .map(|(l, _, v)| (l.as_str(), v))
+        .filter(|r| r.error.is_none())
+        .map(|r| (r.library.as_str(), value(&r.measured)))
         .collect()
+}
+
+/// The first row of `library` that ran.
+fn ran<'a, M>(rows: &'a [LibraryRow<M>], library: &str) -> Option<&'a LibraryRow<M>> {
+    rows.iter()
+        .find(|r| r.library == library && r.error.is_none())
 }
 
 /// fencelock's value at least every peer's of `peers` that ran (and at least one did).

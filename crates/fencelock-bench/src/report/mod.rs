@@ -2,16 +2,20 @@
 //! the target checks and a small SVG chart of the ratios.
 //!
 //! One module per job: `model` (the data, as JSON stores it), `checks` (ratios and target
-//! checks), `markdown` and `svg` (the renderings).
+//! checks), `markdown` and `svg` (the renderings), `table` (the markdown tables).
 
 mod checks;
 mod markdown;
 mod model;
+#[cfg(test)]
+mod pinned;
 mod svg;
+mod table;
 
 pub use model::{
-    Machine, Report, TargetCheck, W1Row, W2Row, W3Row, W4Phase, W4Row, W5Row, W6Contended,
-    W6Report, W6Uncontended, W7Row, W8Row,
+    LibraryRow, Machine, Report, TargetCheck, W1Measured, W1Row, W2Measured, W2Row, W3Measured,
+    W3Row, W4Measured, W4Phase, W4Row, W5Measured, W5Row, W6Contended, W6Report, W6Uncontended,
+    W7Row, W8Row,
 };
 
 use crate::error::{BenchError, Result};

@@ -3,6 +3,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::locker::Library;
+
 /// Where the benchmark ran.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Machine {
@@ -22,11 +24,73 @@ pub struct Machine {
     pub os: String,
 }
 
-/// W1 — uncontended latency.
+/// One contender's row of W1–W5: the part every such row has (the contender, the ratio of its
+/// headline number to raw's, why it has no numbers) around what the workload measured, `M`
+/// ([`W1Measured`] … [`W5Measured`]). JSON keeps the order of the fields: `library`, then the
+/// measurements, then `ratio_to_raw` and `error`. The measurements read as the row's own fields
+/// (`row.cycles_per_s`).
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct W1Row {
+pub struct LibraryRow<M> {
     /// The contender.
     pub library: String,
+    /// What the workload measured.
+    #[serde(flatten)]
+    pub measured: M,
+    /// The headline number / raw's: W1 and W2 `cycles_per_s`, W3 `acquisitions_per_s`, W4 the
+    /// healthy `cycles_per_s`, W5 `client_cpu_us_per_renewal` (lower is better).
+    pub ratio_to_raw: Option<f64>,
+    /// Why the row has no numbers.
+    pub error: Option<String>,
+}
+
+impl<M> LibraryRow<M> {
+    /// A measured row (its ratio to raw is set when the report is finished).
+    pub(crate) fn new(library: Library, measured: M) -> Self {
+        LibraryRow {
+            library: library.name().into(),
+            measured,
+            ratio_to_raw: None,
+            error: None,
+        }
+    }
+
+    /// A row without numbers: `measured` says only what the workload was (tasks, workers, …).
+    pub(crate) fn failed(library: Library, measured: M, error: impl std::fmt::Display) -> Self {
+        LibraryRow {
+            error: Some(error.to_string()),
+            ..LibraryRow::new(library, measured)
+        }
+    }
+}
+
+impl<M> std::ops::Deref for LibraryRow<M> {
+    type Target = M;
+
+    fn deref(&self) -> &M {
+        &self.measured
+    }
+}
+
+impl<M> std::ops::DerefMut for LibraryRow<M> {
+    fn deref_mut(&mut self) -> &mut M {
+        &mut self.measured
+    }
+}
+
+/// W1 — uncontended latency.
+pub type W1Row = LibraryRow<W1Measured>;
+/// W2 — uncontended throughput.
+pub type W2Row = LibraryRow<W2Measured>;
+/// W3 — contended handoff.
+pub type W3Row = LibraryRow<W3Measured>;
+/// W4 — Redlock over several instances.
+pub type W4Row = LibraryRow<W4Measured>;
+/// W5 — keeping many locks alive.
+pub type W5Row = LibraryRow<W5Measured>;
+
+/// What W1 (uncontended latency) measured of one contender.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct W1Measured {
     /// Median over the repetitions of cycles per second.
     pub cycles_per_s: f64,
     /// Median over the repetitions of the per-cycle p50, in µs.
@@ -52,17 +116,11 @@ pub struct W1Row {
     /// includes the commands it runs.
     #[serde(default)]
     pub command_usec_per_cycle: std::collections::BTreeMap<String, f64>,
-    /// `cycles_per_s` / raw's.
-    pub ratio_to_raw: Option<f64>,
-    /// Why the row has no numbers.
-    pub error: Option<String>,
 }
 
-/// W2 — uncontended throughput.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct W2Row {
-    /// The contender.
-    pub library: String,
+/// What W2 (uncontended throughput) measured of one contender.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct W2Measured {
     /// Concurrent tasks.
     pub tasks: usize,
     /// Cycles per second, all tasks together.
@@ -86,10 +144,6 @@ pub struct W2Row {
     /// request batches it saw.
     #[serde(default)]
     pub reads_per_cycle: Option<f64>,
-    /// `cycles_per_s` / raw's.
-    pub ratio_to_raw: Option<f64>,
-    /// Why the row has no numbers.
-    pub error: Option<String>,
 }
 
 /// W7 — one deployment (a TLS server, a replica with `WAIT`, a cluster), one contender.
@@ -160,11 +214,9 @@ impl W8Row {
     }
 }
 
-/// W3 — contended handoff.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct W3Row {
-    /// The contender.
-    pub library: String,
+/// What W3 (contended handoff) measured of one contender.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct W3Measured {
     /// Workers on the one key.
     pub workers: usize,
     /// Acquisitions per second (granted within the measured window).
@@ -200,10 +252,6 @@ pub struct W3Row {
     pub violations: u64,
     /// Updates lost by the read-then-write counter.
     pub lost_updates: u64,
-    /// `acquisitions_per_s` / raw's.
-    pub ratio_to_raw: Option<f64>,
-    /// Why the row has no numbers.
-    pub error: Option<String>,
 }
 
 /// One phase of W4.
@@ -225,28 +273,20 @@ pub struct W4Phase {
     pub last_error: Option<String>,
 }
 
-/// W4 — Redlock over several instances.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct W4Row {
-    /// The contender.
-    pub library: String,
+/// What W4 (Redlock over several instances) measured of one contender.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct W4Measured {
     /// Instances.
     pub instances: usize,
     /// All instances running.
     pub healthy: W4Phase,
     /// One instance stopped with `SIGSTOP`.
     pub one_stopped: W4Phase,
-    /// Healthy `cycles_per_s` / raw's.
-    pub ratio_to_raw: Option<f64>,
-    /// Why the row has no numbers.
-    pub error: Option<String>,
 }
 
-/// W5 — keeping many locks alive.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct W5Row {
-    /// The contender.
-    pub library: String,
+/// What W5 (keeping many locks alive) measured of one contender.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct W5Measured {
     /// Locks held.
     pub locks: usize,
     /// The measured window, seconds.
@@ -280,10 +320,6 @@ pub struct W5Row {
     /// `NOSCRIPT` replies to `EVALSHA` while the locks were taken and first renewed.
     #[serde(default)]
     pub noscript_replies: u64,
-    /// `client_cpu_us_per_renewal` / raw's (lower is better).
-    pub ratio_to_raw: Option<f64>,
-    /// Why the row has no numbers.
-    pub error: Option<String>,
 }
 
 /// W6 — one lock kind, uncontended: one task, sequential cycles on one name.
