@@ -14,9 +14,9 @@ use crate::engine::guard::LockGuard;
 use crate::engine::memory::FenceMemory;
 use crate::engine::protocol::Hold;
 use crate::engine::release::{self, Abandoned};
-use crate::engine::replicas;
 use crate::engine::request::{LockRequest, WaitPolicy};
-use crate::engine::round::{GiveBack, Place, Round};
+use crate::engine::round::GiveBack;
+use crate::engine::settle::{InFlight, Places, Step, Tries};
 use crate::engine::shared::Shared;
 use crate::engine::watchdog::Renewal;
 use crate::error::{Error, Result};
@@ -98,7 +98,7 @@ impl LockRequest {
             armed: true,
         };
         let result = self
-            .acquire_with(&shared, &name, &mut in_flight, memory.as_deref_mut())
+            .acquire_with(&shared, &mut in_flight, memory.as_deref_mut())
             .await;
         in_flight.armed = false;
         if result.is_err() && !self.place_lasts().is_zero() {
@@ -115,7 +115,7 @@ impl LockRequest {
     }
 
     /// A hold for this request with a fresh token.
-    fn hold(&self, name: &Arc<str>, keys: LockKeys) -> Result<Arc<Hold>> {
+    pub(super) fn hold(&self, name: &Arc<str>, keys: LockKeys) -> Result<Arc<Hold>> {
         Ok(Arc::new(Hold {
             name: name.clone(),
             protocol: self.protocol.clone(),
@@ -127,162 +127,109 @@ impl LockRequest {
     async fn acquire_with(
         &self,
         shared: &Arc<Shared>,
-        name: &Arc<str>,
         in_flight: &mut InFlight<'_>,
         mut memory: Option<&mut Option<FenceMemory>>,
     ) -> Result<LockGuard> {
-        let mut hold = in_flight.hold.clone();
         let started = Instant::now();
-        let give_up_at = match self.wait {
-            WaitPolicy::NoWait => Some(started),
-            WaitPolicy::UpTo(limit) => started.checked_add(limit),
-            WaitPolicy::Until(deadline) => Some(deadline),
-            WaitPolicy::Forever => None,
+        let give_up_at = self.give_up_at(started);
+        let mut tries = Tries {
+            hold: in_flight.hold.clone(),
+            places: Places::default(),
+            retry: crate::backoff::RETRY,
+            retries: 0,
+            started,
+            switch_epoch: 0,
         };
         let mut subscription: Option<Subscriptions> = None;
         // Counts this request in `fencelock_waiters` from its first wait until it returns.
         let mut _counted: Option<crate::observe::Waiting> = None;
-        let mut retries = 0;
-        let mut retry = crate::backoff::RETRY;
-        // The places in line that this token's recent tries left (see `take_pass`).
-        let mut places = Places::default();
         loop {
             // A fair lock's release wakes the next waiter by its token: answer to it before
             // each try, or a release between the try and the wait below would be lost (the
             // waiter would sleep until it refreshes its place).
             if let Some(waiting) = &mut subscription {
-                waiting.answer_to(hold.token.as_str());
+                waiting.answer_to(tries.hold.token.as_str());
             }
-            let switch_epoch = shared.instances.switch_epoch();
-            let (remaining, split) = match self.round(shared, &hold, subscription.is_some()).await?
+            tries.switch_epoch = shared.instances.switch_epoch();
+            let round = self
+                .round(shared, &tries.hold, subscription.is_some())
+                .await?;
+            let (remaining, split) = match self
+                .settle(shared, in_flight, &mut tries, memory.as_deref_mut(), round)
+                .await?
             {
-                Round::Won {
-                    mut fence,
-                    sent_at,
-                    granted,
-                } => {
-                    if let Some(ack) = shared.replica_ack
-                        && let Err(err) =
-                            replicas::confirm(&shared.instances, &hold, &granted, ack).await
-                    {
-                        // Given back at once: the holder never learns of the grant.
-                        let limit = shared.instances.limit(self.ttl);
-                        release::release_on(&shared.instances, &hold, None, None, limit, false)
-                            .await;
-                        return Err(err);
-                    }
-                    let lease = LeaseState::new(sent_at, self.ttl, &shared.drift);
-                    if lease.deadline > Instant::now() {
-                        // Over Redlock, a reentrant grant while the handle's hold is still
-                        // held is a re-entry into that hold and keeps its fence.
-                        if let Some(memory) = memory.as_deref_mut() {
-                            fence = FenceMemory::settle(memory, fence);
-                        }
-                        // Granted by a master the client has left since: checked on the new one
-                        // now, not a third of a lease later.
-                        let moved = switch_epoch != shared.instances.switch_epoch();
-                        let guard =
-                            self.guard(hold, fence, lease, started, moved.then(Instant::now));
-                        if let Some(memory) = memory.as_deref_mut().and_then(Option::as_mut) {
-                            memory.add(guard.lease());
-                        }
-                        return Ok(guard);
-                    }
-                    // The grant came so late that the lease may already be over: useless.
-                    tracing::debug!(lock = %self.name, "grant arrived after its own deadline; giving it back");
-                    self.abandon(&hold, Some(fence), None);
-                    hold = self.hold(name, hold.keys.clone())?;
-                    in_flight.hold = hold.clone();
-                    places.clear();
-                    (Some(Duration::ZERO), true)
-                }
-                Round::Failed {
-                    error,
-                    unreachable,
-                    give_back,
-                } => {
-                    // Unreachable instances may come back at once (a reconnection). The acquire
-                    // is idempotent for one token, so the retry reuses it, and nothing is given
-                    // back in between: a release still in flight could otherwise delete what
-                    // the retry is granted.
-                    if unreachable && retries < 2 {
-                        retries += 1;
-                        tracing::debug!(lock = %self.name, %error, "acquire failed; retrying with the same token");
-                        tokio::time::sleep(retry.next_delay()).await;
-                        continue;
-                    }
-                    self.give_back(shared, &hold, give_back).await;
-                    return Err(error);
-                }
-                Round::Contended {
-                    remaining,
-                    split,
-                    give_back,
-                    place,
-                } => {
-                    if self.give_back(shared, &hold, give_back).await {
-                        // A queued waiter (fair, or a read-write waiter) also left a waiting
-                        // entry under this token on the instances that refused it: take those
-                        // back too, or they hold the others back until they lapse.
-                        if !self.place_lasts().is_zero() {
-                            self.abandon(&hold, None, None);
-                        }
-                        // Releases of this token may still be in flight: never reuse it.
-                        hold = self.hold(name, hold.keys.clone())?;
-                        in_flight.hold = hold.clone();
-                        places.clear();
-                    }
-                    if let Some(place) = place {
-                        places.push(place);
-                    }
-                    (remaining, split)
-                }
+                Step::Granted(guard) => return Ok(guard),
+                Step::Again => continue,
+                Step::Wait { remaining, split } => (remaining, split),
             };
             let now = Instant::now();
             if give_up_at.is_some_and(|at| now >= at) {
-                return Err(match self.wait {
-                    WaitPolicy::NoWait => Error::Busy {
-                        lock: self.name.clone(),
-                        remaining,
-                    },
-                    _ => Error::TimedOut {
-                        lock: self.name.clone(),
-                        waited: now - started,
-                    },
-                });
+                return Err(self.gave_up(remaining, now - started));
             }
             let Some(waiting) = &mut subscription else {
                 // Subscribe, then try again at once: a release between the first try and the
                 // subscription would otherwise go unnoticed.
                 let limit = shared.instances.limit(self.ttl);
                 _counted = Some(crate::observe::Waiting::start(self.protocol.label()));
-                subscription = Some(shared.instances.subscribe(hold.keys.channel(), limit).await);
+                let channel = tries.hold.keys.channel();
+                subscription = Some(shared.instances.subscribe(channel, limit).await);
                 continue;
             };
-            // Sleep until a release message, the holder's lease running out (plus a little
-            // jitter so that waiters of many clients do not all retry at the same instant), or
-            // the caller's limit. After a split vote, retry after a short random delay instead.
-            let mut pause = if split {
-                random_up_to((self.ttl / 10).min(Duration::from_millis(50)))
-            } else {
-                let remaining = remaining.unwrap_or_default();
-                remaining + random_up_to((remaining / 16).min(Duration::from_millis(10)))
-            };
-            // A queued waiter comes back in time to keep its place.
-            let place_lasts = self.place_lasts();
-            if !place_lasts.is_zero() {
-                pause = pause.min(place_lasts / 3);
-            }
+            let pause = self.pause(split, remaining);
             let wake_at = give_up_at.map_or(now + pause, |at| at.min(now + pause));
             let passed = tokio::select! {
                 passed = waiting.released() => passed,
                 () = tokio::time::sleep_until(wake_at) => None,
             };
             if let Some(pass) = passed
-                && let Some(guard) = self.take_pass(shared, &hold, pass, &places, started)
+                && let Some(guard) =
+                    self.take_pass(shared, &tries.hold, pass, &tries.places, started)
             {
                 return Ok(guard);
             }
+        }
+    }
+
+    /// When the caller's wait policy gives up (`None`: never).
+    fn give_up_at(&self, started: Instant) -> Option<Instant> {
+        match self.wait {
+            WaitPolicy::NoWait => Some(started),
+            WaitPolicy::UpTo(limit) => started.checked_add(limit),
+            WaitPolicy::Until(deadline) => Some(deadline),
+            WaitPolicy::Forever => None,
+        }
+    }
+
+    /// The error of a request whose wait ran out: busy for one that did not wait.
+    fn gave_up(&self, remaining: Option<Duration>, waited: Duration) -> Error {
+        match self.wait {
+            WaitPolicy::NoWait => Error::Busy {
+                lock: self.name.clone(),
+                remaining,
+            },
+            _ => Error::TimedOut {
+                lock: self.name.clone(),
+                waited,
+            },
+        }
+    }
+
+    /// How long a waiter sleeps before its next try, unless a release message wakes it: until
+    /// the holder's lease runs out (plus a little jitter, so that waiters of many clients do
+    /// not all retry at the same instant), or after a split vote a short random delay; a
+    /// queued waiter comes back in time to keep its place.
+    fn pause(&self, split: bool, remaining: Option<Duration>) -> Duration {
+        let pause = if split {
+            random_up_to((self.ttl / 10).min(Duration::from_millis(50)))
+        } else {
+            let remaining = remaining.unwrap_or_default();
+            remaining + random_up_to((remaining / 16).min(Duration::from_millis(10)))
+        };
+        let place_lasts = self.place_lasts();
+        if place_lasts.is_zero() {
+            pause
+        } else {
+            pause.min(place_lasts / 3)
         }
     }
 
@@ -359,7 +306,7 @@ impl LockRequest {
 
     /// The guard of a grant. `first_due`: when the watchdog renews it first, if not a third of
     /// a lease after the grant was asked for (see [`Watchdog::renew`](crate::engine::watchdog::Watchdog::renew)).
-    fn guard(
+    pub(super) fn guard(
         &self,
         hold: Arc<Hold>,
         fence: u64,
@@ -386,49 +333,6 @@ impl LockRequest {
         let renewal_id = Some(id);
         tracing::debug!(lock = %hold.name, kind = hold.label(), fence, "lock acquired");
         LockGuard::new(self.shared.clone(), hold, fence, lease, renewal_id)
-    }
-}
-
-/// The token of an acquisition in progress: if the `acquire` future is dropped while armed,
-/// whatever the token may have been granted is released in the background.
-struct InFlight<'a> {
-    request: &'a LockRequest,
-    hold: Arc<Hold>,
-    armed: bool,
-}
-
-impl Drop for InFlight<'_> {
-    fn drop(&mut self) {
-        if self.armed {
-            tracing::debug!(lock = %self.request.name, "acquire cancelled; giving back what it may hold");
-            self.request.abandon(&self.hold, None, None);
-        }
-    }
-}
-
-/// The places in line that a waiting token's last few tries left: a release that passes the lock
-/// names one of them (by when it lapses), usually the last.
-#[derive(Default)]
-struct Places(Vec<Place>);
-
-impl Places {
-    /// More than a waiter's tries within one queue timeout (it tries again every third of it,
-    /// and on release messages addressed to others it is not woken).
-    const KEPT: usize = 8;
-
-    fn push(&mut self, place: Place) {
-        if self.0.len() == Self::KEPT {
-            self.0.remove(0);
-        }
-        self.0.push(place);
-    }
-
-    fn find(&self, lapses: u64) -> Option<Place> {
-        self.0.iter().rev().find(|p| p.lapses == lapses).copied()
-    }
-
-    fn clear(&mut self) {
-        self.0.clear();
     }
 }
 

@@ -20,6 +20,7 @@ mod release;
 mod replicas;
 mod request;
 mod round;
+mod settle;
 mod shared;
 pub(crate) mod watchdog;
 

@@ -12,7 +12,7 @@ use crate::engine::protocol::Attempt;
 use crate::engine::protocol::Hold;
 use crate::engine::request::LockRequest;
 use crate::engine::shared::Shared;
-use crate::error::{Error, Result};
+use crate::error::{Conflict, Error, Result};
 use crate::quorum::Answer;
 
 /// The outcome of one acquisition round over the instances.
@@ -99,96 +99,130 @@ impl LockRequest {
             )
             .await;
 
-        let mut fence = None;
-        let mut granted = 0;
-        let mut refused = 0;
-        let mut remaining: Option<Duration> = None;
-        let mut failed = 0;
-        let mut unreachable = true;
-        let mut foreign = None;
-        let mut conflict = None;
-        let mut conflicts = 0;
-        let mut give_back = GiveBack::default();
-        let mut place = None;
-        for (i, answer) in answers.iter().enumerate() {
-            match answer {
-                Some(Ok(AcquireReply::Granted { fence: f })) => {
-                    granted += 1;
-                    fence = fence.max(Some(*f));
-                    give_back.granted.push(i);
-                }
-                Some(Ok(AcquireReply::Held {
-                    remaining: Some(r),
-                    place: lapses,
-                })) => {
-                    refused += 1;
-                    remaining = Some(remaining.map_or(*r, |m| m.min(*r)));
-                    place = lapses.map(|lapses| Place { lapses, sent_at });
-                }
-                Some(Ok(AcquireReply::Held {
-                    remaining: None, ..
-                })) => {
-                    foreign = Some((
-                        hold.keys.lock().to_owned(),
-                        "a key with no expiry".to_owned(),
-                    ));
-                }
-                Some(Ok(AcquireReply::Refused(c))) => {
-                    conflicts += 1;
-                    conflict.get_or_insert_with(|| c.clone());
-                }
-                Some(Ok(AcquireReply::Foreign { key, found })) => {
-                    foreign = Some((key.clone(), found.clone()));
-                }
-                Some(Err(err)) => {
-                    failed += 1;
-                    unreachable &= is_unreachable(err);
-                    give_back.unknown.push(i);
-                }
-                None => give_back.unknown.push(i),
-            }
-        }
-        if let (true, Some(fence)) = (quorum.reached(granted), fence) {
+        let mut tally = Tally::of(&answers, hold, sent_at);
+        if let (true, Some(fence)) = (quorum.reached(tally.granted), tally.fence) {
             return Ok(Round::Won {
                 fence,
                 sent_at,
-                granted: give_back.granted,
+                granted: tally.give_back.granted,
             });
         }
         // A conflict is the lock's state only where a majority says so. Over Redlock a minority
         // can lag behind (a release of this owner's last hold still on its way there) and
         // answer with a conflict that no longer holds: that counts as a refusal.
-        if let Some(conflict) = conflict.filter(|_| quorum.reached(conflicts)) {
-            self.give_back(shared, hold, give_back).await;
+        if let Some(conflict) = tally.conflict.filter(|_| quorum.reached(tally.conflicts)) {
+            self.give_back(shared, hold, tally.give_back).await;
             return Err(Error::Conflict {
                 lock: self.name.clone(),
                 conflict,
             });
         }
-        refused += conflicts;
-        if let Some((key, found)) = foreign {
-            self.give_back(shared, hold, give_back).await;
+        tally.refused += tally.conflicts;
+        if let Some((key, found)) = tally.foreign {
+            self.give_back(shared, hold, tally.give_back).await;
             return Err(Error::WrongType {
                 lock: self.name.clone(),
                 key,
                 found,
             });
         }
-        if quorum.out_of_reach(failed) {
+        if quorum.out_of_reach(tally.failed) {
+            let (granted, refused) = (tally.granted, tally.refused);
             let error = instances.failure(&self.name, "acquire", answers, granted, refused);
             return Ok(Round::Failed {
                 error,
-                unreachable,
-                give_back,
+                unreachable: tally.unreachable,
+                give_back: tally.give_back,
             });
         }
         Ok(Round::Contended {
-            remaining,
-            split: granted > 0,
-            give_back,
+            remaining: tally.remaining,
+            split: tally.granted > 0,
+            give_back: tally.give_back,
             // Only one server passes a lock (a place is taken nowhere else).
-            place: place.filter(|_| instances.is_single()),
+            place: tally.place.filter(|_| instances.is_single()),
         })
+    }
+}
+
+/// What the instances answered in one round, counted.
+struct Tally {
+    /// The largest fence granted.
+    fence: Option<u64>,
+    granted: usize,
+    refused: usize,
+    /// The shortest remaining lease of a holder.
+    remaining: Option<Duration>,
+    failed: usize,
+    /// Every failure was a server out of reach (a retry may find it back).
+    unreachable: bool,
+    /// A key that is not a lock of fencelock's: the key, and what it holds.
+    foreign: Option<(String, String)>,
+    conflict: Option<Conflict>,
+    conflicts: usize,
+    give_back: GiveBack,
+    /// The place in line the refusing server gave this try.
+    place: Option<Place>,
+}
+
+impl Tally {
+    fn of(answers: &[Answer<AcquireReply>], hold: &Hold, sent_at: Instant) -> Tally {
+        let mut tally = Tally {
+            fence: None,
+            granted: 0,
+            refused: 0,
+            remaining: None,
+            failed: 0,
+            unreachable: true,
+            foreign: None,
+            conflict: None,
+            conflicts: 0,
+            give_back: GiveBack::default(),
+            place: None,
+        };
+        for (i, answer) in answers.iter().enumerate() {
+            tally.add(i, answer, hold, sent_at);
+        }
+        tally
+    }
+
+    fn add(&mut self, i: usize, answer: &Answer<AcquireReply>, hold: &Hold, sent_at: Instant) {
+        match answer {
+            Some(Ok(AcquireReply::Granted { fence })) => {
+                self.granted += 1;
+                self.fence = self.fence.max(Some(*fence));
+                self.give_back.granted.push(i);
+            }
+            Some(Ok(AcquireReply::Held {
+                remaining: Some(r),
+                place: lapses,
+            })) => {
+                self.refused += 1;
+                self.remaining = Some(self.remaining.map_or(*r, |m| m.min(*r)));
+                self.place = lapses.map(|lapses| Place { lapses, sent_at });
+            }
+            Some(Ok(AcquireReply::Held {
+                remaining: None, ..
+            })) => {
+                self.foreign = Some((
+                    hold.keys.lock().to_owned(),
+                    "a key with no expiry".to_owned(),
+                ));
+            }
+            Some(Ok(AcquireReply::Refused(c))) => {
+                self.conflicts += 1;
+                self.conflict.get_or_insert_with(|| c.clone());
+            }
+            Some(Ok(AcquireReply::Foreign { key, found })) => {
+                self.foreign = Some((key.clone(), found.clone()));
+            }
+            Some(Err(err)) => {
+                self.failed += 1;
+                self.unreachable &= is_unreachable(err);
+                self.give_back.unknown.push(i);
+            }
+            None => self.give_back.unknown.push(i),
+        }
     }
 }
 

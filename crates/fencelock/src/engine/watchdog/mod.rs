@@ -236,16 +236,6 @@ async fn renew(instances: &Arc<Instances>, drift: &ClockDrift, shared: &Shared, 
         let Some(entry) = schedule.entries.get_mut(&id) else {
             continue;
         };
-        // This lock's answer from each instance (inline: no allocation per renewal).
-        let answer = |replies: &Answer<Vec<redis::RedisResult<Extended>>>| match replies {
-            Some(Ok(replies)) => match replies.get(position) {
-                Some(Ok(answer)) => Ok(*answer),
-                Some(Err(err)) => Err(err.to_string()),
-                None => Err("no reply for this lock".to_owned()),
-            },
-            Some(Err(err)) => Err(err.to_string()),
-            None => Err("no answer".to_owned()),
-        };
         let usable: SmallVec<[Option<Extended>; 8]> = per_instance
             .iter()
             .map(|replies| match replies {
@@ -268,13 +258,7 @@ async fn renew(instances: &Arc<Instances>, drift: &ClockDrift, shared: &Shared, 
                 .end(&renewal.lease, renewal.fence, Ending::NotOwner);
             schedule.entries.remove(&id);
         } else {
-            let errors: Vec<String> = per_instance
-                .iter()
-                .map(answer)
-                .zip(instances.servers())
-                .filter_map(|(a, server)| a.err().map(|e| format!("{}: {e}", server.addr)))
-                .collect();
-            let error = errors.join("; ");
+            let error = renewal_errors(instances, &per_instance, position);
             tracing::warn!(lock = %entry.renewal.hold.name, %error, "lock renewal failed; retrying until the lease deadline");
             entry.renewal.lease.send_modify(|s| {
                 s.expiry_reason = LostReason::Expired {
@@ -294,6 +278,30 @@ async fn renew(instances: &Arc<Instances>, drift: &ClockDrift, shared: &Shared, 
             }
         }
     }
+}
+
+/// Why the lock at `position` of a renewal batch was not renewed, instance by instance.
+fn renewal_errors(
+    instances: &Instances,
+    per_instance: &[Answer<Vec<redis::RedisResult<Extended>>>],
+    position: usize,
+) -> String {
+    let answer = |replies: &Answer<Vec<redis::RedisResult<Extended>>>| match replies {
+        Some(Ok(replies)) => match replies.get(position) {
+            Some(Ok(_)) => None,
+            Some(Err(err)) => Some(err.to_string()),
+            None => Some("no reply for this lock".to_owned()),
+        },
+        Some(Err(err)) => Some(err.to_string()),
+        None => Some("no answer".to_owned()),
+    };
+    let errors: Vec<String> = per_instance
+        .iter()
+        .map(answer)
+        .zip(instances.servers())
+        .filter_map(|(error, server)| error.map(|e| format!("{}: {e}", server.addr)))
+        .collect();
+    errors.join("; ")
 }
 
 #[cfg(test)]
