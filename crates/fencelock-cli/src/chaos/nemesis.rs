@@ -149,25 +149,35 @@ struct Server {
 
 /// SIGSTOP the server for `short`, then SIGCONT.
 async fn pause_server(stage: &mut Stage, server: &Server, short: Duration) {
-    let fault = Fault::PauseServer;
-    let Server { index, target } = server;
-    record(stage, fault, target, Phase::Start);
-    on_node(stage, *index, fault, target, |node| node.pause());
-    tokio::time::sleep(short).await;
-    on_node(stage, *index, fault, target, |node| node.resume());
-    record(stage, fault, target, Phase::End);
+    let (start, end) = (|n: &mut Node| n.pause(), |n: &mut Node| n.resume());
+    node_fault(stage, server, Fault::PauseServer, start, short, end).await;
 }
 
 /// SIGKILL the server, and start it again, empty, a quarter of `short` later.
 async fn kill_server(stage: &mut Stage, server: &Server, short: Duration) {
-    let fault = Fault::KillServer;
+    let (start, end) = (|n: &mut Node| n.kill(), |n: &mut Node| n.restart());
+    node_fault(stage, server, Fault::KillServer, start, short / 4, end).await;
+}
+
+/// A fault of one node: `start` on it, `held` later `end`, recorded as a start and an end.
+async fn node_fault<E: std::fmt::Display, F: std::fmt::Display>(
+    stage: &mut Stage,
+    server: &Server,
+    fault: Fault,
+    start: impl FnOnce(&mut Node) -> Result<(), E>,
+    held: Duration,
+    end: impl FnOnce(&mut Node) -> Result<(), F>,
+) {
     let Server { index, target } = server;
     record(stage, fault, target, Phase::Start);
-    on_node(stage, *index, fault, target, |node| node.kill());
-    tokio::time::sleep(short / 4).await;
-    on_node(stage, *index, fault, target, |node| node.restart());
+    on_node(stage, *index, fault, target, start);
+    tokio::time::sleep(held).await;
+    on_node(stage, *index, fault, target, end);
     record(stage, fault, target, Phase::End);
 }
+
+/// A node of the deployment.
+type Node = fencelock_testkit::RedisServer;
 
 /// `CLIENT PAUSE` the server for `short`.
 async fn client_pause(stage: &mut Stage, server: &Server, short: Duration) {
