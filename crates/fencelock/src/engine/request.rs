@@ -38,7 +38,7 @@ pub enum WaitPolicy {
     Forever,
 }
 
-/// A request for a lock, built by [`Client::lock`], [`Client::fair_lock`], [`Client::semaphore`],
+/// A request for a lock, built by [`Client::lock`](crate::Client::lock)(crate::Client::lock)(crate::Client::lock)(crate::Client::lock), [`Client::fair_lock`](crate::Client::fair_lock)(crate::Client::fair_lock)(crate::Client::fair_lock)(crate::Client::fair_lock), [`Client::semaphore`](crate::Client::semaphore)(crate::Client::semaphore)(crate::Client::semaphore)(crate::Client::semaphore),
 /// [`ReentrantLock::request`](crate::ReentrantLock::request) or
 /// [`ReadWriteLock::read`](crate::ReadWriteLock::read) / [`write`](crate::ReadWriteLock::write).
 /// Every kind takes the same options and gives the same [`LockGuard`](crate::LockGuard).
@@ -130,7 +130,7 @@ impl LockRequest {
 
     /// Whether the client's watchdog renews the lease while the guard lives (default: yes).
     /// Without renewal the lock is lost when its lease runs out, unless the holder calls
-    /// [`LockGuard::extend`].
+    /// [`LockGuard::extend`](crate::LockGuard::extend).
     pub fn auto_renew(mut self, on: bool) -> Self {
         self.auto_renew = on;
         self

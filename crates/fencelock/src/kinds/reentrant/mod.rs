@@ -99,7 +99,7 @@ impl Protocol for Reentrant {
 /// How many holds one owner may have on a reentrant lock at once, by default.
 pub const DEFAULT_MAX_REENTRY: u32 = 64;
 
-/// An owner of a reentrant lock, from [`Client::reentrant_lock`].
+/// An owner of a reentrant lock, from [`Client::reentrant_lock`](crate::Client::reentrant_lock).
 ///
 /// Clones are the same owner: a clone may re-enter the lock that the original holds. Create
 /// another handle for another owner.

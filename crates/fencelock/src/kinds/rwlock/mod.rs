@@ -120,7 +120,7 @@ impl Protocol for RwSide {
     }
 }
 
-/// An owner of a read-write lock, from [`Client::read_write_lock`]. Clones are the same owner.
+/// An owner of a read-write lock, from [`Client::read_write_lock`](crate::Client::read_write_lock). Clones are the same owner.
 ///
 /// ```no_run
 /// # async fn example(client: fencelock::Client) -> fencelock::Result<()> {
