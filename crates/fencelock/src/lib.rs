@@ -44,6 +44,17 @@
 //! # async fn write_report(_fence: u64) {}
 //! ```
 //!
+//! ## Deployments, kinds and the rest of the crate
+//!
+//! One constructor per deployment, each a [`ClientBuilder`]: [`Client::builder`] (one server;
+//! [`Client::open`] is its shorthand), [`Client::redlock`], `Client::cluster` and
+//! `Client::sentinel` (features `cluster` and `sentinel`, on by default), [`Client::from_redis`].
+//! Every kind of lock starts at the client and gives the same [`LockGuard`]: [`Client::lock`],
+//! [`Client::fair_lock`], [`Client::semaphore`], [`Client::reentrant_lock`],
+//! [`Client::read_write_lock`]. The resource side of fencing is [`fenced`] (and `postgres`,
+//! feature `postgres`); an operator's view of the locks is [`admin`]; programs that are not
+//! async use [`blocking`].
+//!
 //! ## Redlock
 //!
 //! [`Client::redlock`] holds every lock on a majority of N
