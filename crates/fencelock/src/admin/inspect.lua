@@ -48,7 +48,10 @@ elseif kind == 'rw' or kind == 'semaphore' then
         table.insert(reply, names[role] or role)
         table.insert(reply, id)
         table.insert(reply, remaining)
-        table.insert(reply, string.match(all[i + 1], ':(%d+)$') or '')
+        -- A writer's and a permit's value end with their fence; a reader's ends with its
+        -- owner's token, which may be all digits: a reader shows no fence.
+        local fence = role ~= 'r' and string.match(all[i + 1], ':(%d+)$') or ''
+        table.insert(reply, fence)
       end
     end
   end
