@@ -16,7 +16,7 @@ use crate::engine::protocol::Hold;
 use crate::engine::release::{self, Abandoned};
 use crate::engine::request::{LockRequest, WaitPolicy};
 use crate::engine::round::GiveBack;
-use crate::engine::settle::{InFlight, Places, Step, Tries};
+use crate::engine::settle::{InFlight, Places, Step};
 use crate::engine::shared::Shared;
 use crate::engine::watchdog::Renewal;
 use crate::error::{Error, Result};
@@ -92,11 +92,7 @@ impl LockRequest {
             }
             _ => None,
         };
-        let mut in_flight = InFlight {
-            request: &self,
-            hold: self.hold(&name, keys)?,
-            armed: true,
-        };
+        let mut in_flight = InFlight::new(&self, self.hold(&name, keys)?);
         let result = self
             .acquire_with(&shared, &mut in_flight, memory.as_deref_mut())
             .await;
@@ -130,16 +126,8 @@ impl LockRequest {
         in_flight: &mut InFlight<'_>,
         mut memory: Option<&mut Option<FenceMemory>>,
     ) -> Result<LockGuard> {
-        let started = Instant::now();
+        let started = in_flight.started;
         let give_up_at = self.give_up_at(started);
-        let mut tries = Tries {
-            hold: in_flight.hold.clone(),
-            places: Places::default(),
-            retry: crate::backoff::RETRY,
-            retries: 0,
-            started,
-            switch_epoch: 0,
-        };
         let mut subscription: Option<Subscriptions> = None;
         // Counts this request in `fencelock_waiters` from its first wait until it returns.
         let mut _counted: Option<crate::observe::Waiting> = None;
@@ -148,14 +136,14 @@ impl LockRequest {
             // each try, or a release between the try and the wait below would be lost (the
             // waiter would sleep until it refreshes its place).
             if let Some(waiting) = &mut subscription {
-                waiting.answer_to(tries.hold.token.as_str());
+                waiting.answer_to(in_flight.hold.token.as_str());
             }
-            tries.switch_epoch = shared.instances.switch_epoch();
+            in_flight.switch_epoch = shared.instances.switch_epoch();
             let round = self
-                .round(shared, &tries.hold, subscription.is_some())
+                .round(shared, &in_flight.hold, subscription.is_some())
                 .await?;
             let (remaining, split) = match self
-                .settle(shared, in_flight, &mut tries, memory.as_deref_mut(), round)
+                .settle(shared, in_flight, memory.as_deref_mut(), round)
                 .await?
             {
                 Step::Granted(guard) => return Ok(guard),
@@ -171,7 +159,7 @@ impl LockRequest {
                 // subscription would otherwise go unnoticed.
                 let limit = shared.instances.limit(self.ttl);
                 _counted = Some(crate::observe::Waiting::start(self.protocol.label()));
-                let channel = tries.hold.keys.channel();
+                let channel = in_flight.hold.keys.channel();
                 subscription = Some(shared.instances.subscribe(channel, limit).await);
                 continue;
             };
@@ -183,7 +171,7 @@ impl LockRequest {
             };
             if let Some(pass) = passed
                 && let Some(guard) =
-                    self.take_pass(shared, &tries.hold, pass, &tries.places, started)
+                    self.take_pass(shared, &in_flight.hold, pass, &in_flight.places, started)
             {
                 return Ok(guard);
             }

@@ -1,6 +1,6 @@
 //! What one round means for a request: a guard (replicas confirmed, the fence settled with a
-//! reentrant handle's memory), another try at once, or a wait; and the state a request's tries
-//! carry from round to round.
+//! reentrant handle's memory), another try at once, or a wait; and the acquisition in progress
+//! whose tries it settles.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -25,7 +25,6 @@ impl LockRequest {
         &self,
         shared: &Arc<Shared>,
         in_flight: &mut InFlight<'_>,
-        tries: &mut Tries,
         memory: Option<&mut Option<FenceMemory>>,
         round: Round,
     ) -> Result<Step> {
@@ -35,20 +34,14 @@ impl LockRequest {
                 sent_at,
                 granted,
             } => {
-                let won = Won {
-                    fence,
-                    sent_at,
-                    granted,
-                    started: tries.started,
-                    switch_epoch: tries.switch_epoch,
-                };
-                if let Some(guard) = self.on_won(shared, &tries.hold, won, memory).await? {
+                let won = (fence, sent_at, granted.as_slice());
+                if let Some(guard) = self.on_won(shared, in_flight, won, memory).await? {
                     return Ok(Step::Granted(guard));
                 }
                 // The grant came so late that the lease may already be over: useless.
                 tracing::debug!(lock = %self.name, "grant arrived after its own deadline; giving it back");
-                self.abandon(&tries.hold, Some(fence), None);
-                self.fresh_token(in_flight, tries)?;
+                self.abandon(&in_flight.hold, Some(fence), None);
+                self.fresh_token(in_flight)?;
                 Ok(Step::Wait {
                     remaining: Some(Duration::ZERO),
                     split: true,
@@ -63,13 +56,13 @@ impl LockRequest {
                 // idempotent for one token, so the retry reuses it, and nothing is given back
                 // in between: a release still in flight could otherwise delete what the retry
                 // is granted.
-                if unreachable && tries.retries < 2 {
-                    tries.retries += 1;
+                if unreachable && in_flight.retries < 2 {
+                    in_flight.retries += 1;
                     tracing::debug!(lock = %self.name, %error, "acquire failed; retrying with the same token");
-                    tokio::time::sleep(tries.retry.next_delay()).await;
+                    tokio::time::sleep(in_flight.retry.next_delay()).await;
                     return Ok(Step::Again);
                 }
-                self.give_back(shared, &tries.hold, give_back).await;
+                self.give_back(shared, &in_flight.hold, give_back).await;
                 Err(error)
             }
             Round::Contended {
@@ -78,17 +71,17 @@ impl LockRequest {
                 give_back,
                 place,
             } => {
-                if self.give_back(shared, &tries.hold, give_back).await {
+                if self.give_back(shared, &in_flight.hold, give_back).await {
                     // A queued waiter (fair, or a read-write waiter) also left a waiting entry
                     // under this token on the instances that refused it: take those back too,
                     // or they hold the others back until they lapse.
                     if !self.place_lasts().is_zero() {
-                        self.abandon(&tries.hold, None, None);
+                        self.abandon(&in_flight.hold, None, None);
                     }
-                    self.fresh_token(in_flight, tries)?;
+                    self.fresh_token(in_flight)?;
                 }
                 if let Some(place) = place {
-                    tries.places.push(place);
+                    in_flight.places.push(place);
                 }
                 Ok(Step::Wait { remaining, split })
             }
@@ -97,51 +90,51 @@ impl LockRequest {
 
     /// A new token for the next tries: releases of the old one may still be in flight, so it
     /// is never reused; the places in line it left are forgotten.
-    fn fresh_token(&self, in_flight: &mut InFlight<'_>, tries: &mut Tries) -> Result<()> {
-        let hold = self.hold(&tries.hold.name, tries.hold.keys.clone())?;
-        in_flight.hold = hold.clone();
-        tries.hold = hold;
-        tries.places.clear();
+    fn fresh_token(&self, in_flight: &mut InFlight<'_>) -> Result<()> {
+        in_flight.hold = self.hold(&in_flight.hold.name, in_flight.hold.keys.clone())?;
+        in_flight.places.clear();
         Ok(())
     }
 
     /// A won round as a guard: replicas confirmed where asked (else given back, and the
     /// error), the fence settled with the handle's memory over Redlock. `Ok(None)`: the grant
     /// came after its own deadline, and is the caller's to give back.
+    /// `won`: the granted fence, when the winning try was sent, and the instances that granted.
     async fn on_won(
         &self,
         shared: &Arc<Shared>,
-        hold: &Arc<Hold>,
-        won: Won,
+        in_flight: &InFlight<'_>,
+        (fence, sent_at, granted): (u64, Instant, &[usize]),
         memory: Option<&mut Option<FenceMemory>>,
     ) -> Result<Option<LockGuard>> {
+        let hold = &in_flight.hold;
         if let Some(ack) = shared.replica_ack
-            && let Err(err) = replicas::confirm(&shared.instances, hold, &won.granted, ack).await
+            && let Err(err) = replicas::confirm(&shared.instances, hold, granted, ack).await
         {
             // Given back at once: the holder never learns of the grant.
             let limit = shared.instances.limit(self.ttl);
             release::release_on(&shared.instances, hold, None, None, limit, false).await;
             return Err(err);
         }
-        let lease = LeaseState::new(won.sent_at, self.ttl, &shared.drift);
+        let lease = LeaseState::new(sent_at, self.ttl, &shared.drift);
         if lease.deadline <= Instant::now() {
             return Ok(None);
         }
         // Over Redlock, a reentrant grant while the handle's hold is still held is a re-entry
         // into that hold and keeps its fence.
-        let mut fence = won.fence;
+        let mut fence = fence;
         let mut memory = memory;
         if let Some(memory) = memory.as_deref_mut() {
             fence = FenceMemory::settle(memory, fence);
         }
         // Granted by a master the client has left since: checked on the new one now, not a
         // third of a lease later.
-        let moved = won.switch_epoch != shared.instances.switch_epoch();
+        let moved = in_flight.switch_epoch != shared.instances.switch_epoch();
         let guard = self.guard(
             hold.clone(),
             fence,
             lease,
-            won.started,
+            in_flight.started,
             moved.then(Instant::now),
         );
         if let Some(memory) = memory.and_then(Option::as_mut) {
@@ -149,18 +142,6 @@ impl LockRequest {
         }
         Ok(Some(guard))
     }
-}
-
-/// One request's tries: the hold they try with (a fresh token after a give-back), the places
-/// in line they left, the retries of unreachable instances, when the request started, and the
-/// client's master switches as the current round began.
-pub(super) struct Tries {
-    pub(super) hold: Arc<Hold>,
-    pub(super) places: Places,
-    pub(super) retry: crate::backoff::Backoff,
-    pub(super) retries: u32,
-    pub(super) started: Instant,
-    pub(super) switch_epoch: u64,
 }
 
 /// What a round means for the request (see `LockRequest::settle`).
@@ -173,21 +154,35 @@ pub(super) enum Step {
     },
 }
 
-/// A round that won, with what making its guard needs.
-pub(super) struct Won {
-    pub(super) fence: u64,
-    pub(super) sent_at: Instant,
-    pub(super) granted: Vec<usize>,
-    pub(super) started: Instant,
-    pub(super) switch_epoch: u64,
-}
-
-/// The token of an acquisition in progress: if the `acquire` future is dropped while armed,
-/// whatever the token may have been granted is released in the background.
+/// An acquisition in progress, and what its tries carry from round to round: the hold they try
+/// with (a fresh token after a give-back), the places in line it left, the retries of
+/// unreachable instances, when the request started, and the client's master switches as the
+/// current round began. If the `acquire` future is dropped while armed, whatever the hold's
+/// token may have been granted is released in the background.
 pub(super) struct InFlight<'a> {
     pub(super) request: &'a LockRequest,
     pub(super) hold: Arc<Hold>,
     pub(super) armed: bool,
+    pub(super) places: Places,
+    pub(super) retry: crate::backoff::Backoff,
+    pub(super) retries: u32,
+    pub(super) started: Instant,
+    pub(super) switch_epoch: u64,
+}
+
+impl<'a> InFlight<'a> {
+    pub(super) fn new(request: &'a LockRequest, hold: Arc<Hold>) -> Self {
+        InFlight {
+            request,
+            hold,
+            armed: true,
+            places: Places::default(),
+            retry: crate::backoff::RETRY,
+            retries: 0,
+            started: Instant::now(),
+            switch_epoch: 0,
+        }
+    }
 }
 
 impl Drop for InFlight<'_> {
