@@ -1,0 +1,84 @@
+"""fencelock: fenced distributed locks on Redis, from Python.
+
+The same locks as fencelock's Rust library and command-line tool, sharing one wire format
+(``docs/PROTOCOL.md``): a lock taken here excludes a ``fencelock run`` job and a Rust holder,
+and fences grow strictly across all three.
+
+::
+
+    import fencelock
+
+    client = fencelock.Client("redis://127.0.0.1:6379")
+    with client.lock("reports/nightly", ttl=10.0, wait=30.0) as guard:
+        write_report(fence=guard.fence)      # a fence every write can be checked against
+        if guard.lost.is_set():              # the lease was lost: stop
+            ...
+
+For asyncio, see :mod:`fencelock.aio`.
+"""
+
+from . import _native
+from ._sync import (
+    Client,
+    FencedStore,
+    Guard,
+    LockRequest,
+    ReadWriteLock,
+    ReentrantLock,
+)
+from ._writes import Writes
+from .errors import (
+    AuthFailed,
+    Busy,
+    ConfigError,
+    Conflict,
+    Error,
+    Fenced,
+    FencedWrongType,
+    InvalidArgument,
+    NoQuorum,
+    NotHeld,
+    NotReplicated,
+    PermissionDenied,
+    RandomSource,
+    RedisError,
+    TimedOut,
+    TlsError,
+    Unreachable,
+    Unsupported,
+    WrongType,
+)
+
+__version__: str = _native.VERSION
+#: The version of the wire format (docs/PROTOCOL.md) this package speaks.
+PROTOCOL_VERSION: int = _native.PROTOCOL_VERSION
+
+__all__ = [
+    "Client",
+    "FencedStore",
+    "Guard",
+    "LockRequest",
+    "ReadWriteLock",
+    "ReentrantLock",
+    "Writes",
+    "Error",
+    "AuthFailed",
+    "Busy",
+    "ConfigError",
+    "Conflict",
+    "Fenced",
+    "FencedWrongType",
+    "InvalidArgument",
+    "NoQuorum",
+    "NotHeld",
+    "NotReplicated",
+    "PermissionDenied",
+    "RandomSource",
+    "RedisError",
+    "TimedOut",
+    "TlsError",
+    "Unreachable",
+    "Unsupported",
+    "WrongType",
+    "PROTOCOL_VERSION",
+]

@@ -1,0 +1,196 @@
+//! fencelock's errors as Python exceptions: one class per variant (defined in
+//! `fencelock/errors.py`), each carrying the lock name and the variant's fields as attributes.
+
+use fencelock::{Conflict, Error, LostReason};
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+/// The Python exception for a fencelock error.
+pub fn to_py(py: Python<'_>, error: &Error) -> PyErr {
+    match build(py, error) {
+        Ok(exception) => exception,
+        Err(e) => e,
+    }
+}
+
+fn build(py: Python<'_>, error: &Error) -> PyResult<PyErr> {
+    let fields = PyDict::new(py);
+    fields.set_item("lock", error.lock_name())?;
+    let class = describe(error, &fields)?;
+    let module = py.import("fencelock.errors")?;
+    let exception = module
+        .getattr(class)?
+        .call((error.to_string(),), Some(&fields))?;
+    Ok(PyErr::from_value(exception))
+}
+
+/// The class name of `error`, with its fields added to `fields`.
+fn describe(error: &Error, fields: &Bound<'_, PyDict>) -> PyResult<&'static str> {
+    Ok(match error {
+        Error::InvalidArgument { reason, .. } => {
+            fields.set_item("reason", reason)?;
+            "InvalidArgument"
+        }
+        Error::Config { reason } => {
+            fields.set_item("reason", reason)?;
+            "ConfigError"
+        }
+        Error::TimedOut { waited, .. } => {
+            fields.set_item("waited", waited.as_secs_f64())?;
+            "TimedOut"
+        }
+        Error::Busy { remaining, .. } => {
+            fields.set_item("remaining", remaining.map(|d| d.as_secs_f64()))?;
+            "Busy"
+        }
+        Error::NotHeld { reason, .. } => {
+            fields.set_item("reason", lost_code(reason))?;
+            "NotHeld"
+        }
+        Error::Unreachable { server, hint, .. } => {
+            fields.set_item("server", server)?;
+            fields.set_item("hint", *hint)?;
+            "Unreachable"
+        }
+        Error::NoQuorum {
+            command,
+            agreed,
+            needed,
+            total,
+            ..
+        } => {
+            fields.set_item("command", *command)?;
+            fields.set_item("agreed", agreed)?;
+            fields.set_item("needed", needed)?;
+            fields.set_item("total", total)?;
+            "NoQuorum"
+        }
+        Error::Tls { server, .. } => {
+            fields.set_item("server", server)?;
+            "TlsError"
+        }
+        Error::NotReplicated {
+            server,
+            acknowledged,
+            wanted,
+            ..
+        } => {
+            fields.set_item("server", server)?;
+            fields.set_item("acknowledged", acknowledged)?;
+            fields.set_item("wanted", wanted)?;
+            "NotReplicated"
+        }
+        Error::AuthFailed { server, .. } => {
+            fields.set_item("server", server)?;
+            "AuthFailed"
+        }
+        Error::PermissionDenied {
+            server,
+            command,
+            rule,
+            ..
+        } => {
+            fields.set_item("server", server)?;
+            fields.set_item("command", *command)?;
+            fields.set_item("rule", *rule)?;
+            "PermissionDenied"
+        }
+        Error::Redis {
+            server, command, ..
+        } => {
+            fields.set_item("server", server)?;
+            fields.set_item("command", *command)?;
+            "RedisError"
+        }
+        Error::WrongType { key, found, .. } => {
+            fields.set_item("key", key)?;
+            fields.set_item("found", found)?;
+            "WrongType"
+        }
+        Error::Fenced {
+            resource,
+            fence,
+            accepted,
+        } => {
+            fields.set_item("resource", resource)?;
+            fields.set_item("fence", fence)?;
+            fields.set_item("accepted", accepted)?;
+            "Fenced"
+        }
+        Error::FencedWrongType {
+            resource,
+            key,
+            found,
+        } => {
+            fields.set_item("resource", resource)?;
+            fields.set_item("key", key)?;
+            fields.set_item("found", found)?;
+            "FencedWrongType"
+        }
+        Error::Conflict { conflict, .. } => {
+            fields.set_item("conflict", conflict_code(conflict))?;
+            "Conflict"
+        }
+        Error::RandomSource { reason, .. } => {
+            fields.set_item("reason", reason)?;
+            "RandomSource"
+        }
+        Error::Unsupported { reason, .. } => {
+            fields.set_item("reason", reason)?;
+            "Unsupported"
+        }
+        _ => "Error",
+    })
+}
+
+/// A short, stable name for why a lock was lost (`guard.lost_reason`).
+pub fn lost_code(reason: &LostReason) -> &'static str {
+    match reason {
+        LostReason::NotOwner => "not_owner",
+        LostReason::Expired { .. } => "expired",
+        LostReason::MaxHoldReached => "max_hold_reached",
+        LostReason::Released => "released",
+        _ => "unknown",
+    }
+}
+
+fn conflict_code(conflict: &Conflict) -> &'static str {
+    match conflict {
+        Conflict::OtherKind { .. } => "other_kind",
+        Conflict::PermitsMismatch { .. } => "permits_mismatch",
+        Conflict::Upgrade => "upgrade",
+        Conflict::WriteReentry => "write_reentry",
+        Conflict::ReentryLimit { .. } => "reentry_limit",
+        _ => "unknown",
+    }
+}
+
+/// `fencelock.InvalidArgument` for a bad argument of lock `lock` (checked before anything is
+/// sent).
+pub fn invalid(lock: &str, reason: impl Into<String>) -> PyErr {
+    let reason = reason.into();
+    Python::attach(|py| {
+        let make = || -> PyResult<PyErr> {
+            let fields = PyDict::new(py);
+            fields.set_item("lock", lock)?;
+            fields.set_item("reason", &reason)?;
+            let message = format!("invalid argument for lock {lock:?}: {reason}");
+            let module = py.import("fencelock.errors")?;
+            let exception = module
+                .getattr("InvalidArgument")?
+                .call((message,), Some(&fields))?;
+            Ok(PyErr::from_value(exception))
+        };
+        make().unwrap_or_else(|e| e)
+    })
+}
+
+/// Seconds given by Python as a duration, or `InvalidArgument` naming the lock and `what`.
+pub fn seconds(lock: &str, what: &str, value: f64) -> PyResult<std::time::Duration> {
+    std::time::Duration::try_from_secs_f64(value).map_err(|_| {
+        invalid(
+            lock,
+            format!("{what} must be a finite, non-negative number of seconds, not {value}"),
+        )
+    })
+}
