@@ -248,17 +248,12 @@ impl Client {
 }
 
 fn config_error(reason: &str) -> PyErr {
-    Python::attach(|py| {
-        let make = || -> PyResult<PyErr> {
-            let fields = pyo3::types::PyDict::new(py);
-            fields.set_item("lock", py.None())?;
-            fields.set_item("reason", reason)?;
-            let message = format!("invalid fencelock configuration: {reason}");
-            let class = py.import("fencelock.errors")?.getattr("ConfigError")?;
-            Ok(PyErr::from_value(class.call((message,), Some(&fields))?))
-        };
-        make().unwrap_or_else(|e| e)
-    })
+    let message = format!("invalid fencelock configuration: {reason}");
+    crate::errors::python_error(
+        "ConfigError",
+        message,
+        &[("lock", None), ("reason", Some(reason))],
+    )
 }
 
 /// A reentrant lock's handle.

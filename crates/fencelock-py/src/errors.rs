@@ -165,24 +165,43 @@ fn conflict_code(conflict: &Conflict) -> &'static str {
     }
 }
 
-/// `fencelock.InvalidArgument` for a bad argument of lock `lock` (checked before anything is
-/// sent).
-pub fn invalid(lock: &str, reason: impl Into<String>) -> PyErr {
-    let reason = reason.into();
+/// The Python exception `class` (of `fencelock.errors`) with `message` and `fields`, for an
+/// error the Rust library has no value for (it is found before anything reaches it).
+pub fn python_error(class: &str, message: String, fields: &[(&str, Option<&str>)]) -> PyErr {
     Python::attach(|py| {
         let make = || -> PyResult<PyErr> {
-            let fields = PyDict::new(py);
-            fields.set_item("lock", lock)?;
-            fields.set_item("reason", &reason)?;
-            let message = format!("invalid argument for lock {lock:?}: {reason}");
+            let kwargs = PyDict::new(py);
+            for (name, value) in fields {
+                kwargs.set_item(name, value)?;
+            }
             let module = py.import("fencelock.errors")?;
-            let exception = module
-                .getattr("InvalidArgument")?
-                .call((message,), Some(&fields))?;
+            let exception = module.getattr(class)?.call((message,), Some(&kwargs))?;
             Ok(PyErr::from_value(exception))
         };
         make().unwrap_or_else(|e| e)
     })
+}
+
+/// `fencelock.InvalidArgument` for a bad argument of lock `lock` (checked before anything is
+/// sent).
+pub fn invalid(lock: &str, reason: impl Into<String>) -> PyErr {
+    let reason = reason.into();
+    let message = format!("invalid argument for lock {lock:?}: {reason}");
+    python_error(
+        "InvalidArgument",
+        message,
+        &[("lock", Some(lock)), ("reason", Some(&reason))],
+    )
+}
+
+/// `fencelock.NotHeld` for a guard that released its lock already.
+pub fn released(lock: &str) -> PyErr {
+    let message = format!("lock {lock:?} is no longer held: it was released");
+    python_error(
+        "NotHeld",
+        message,
+        &[("lock", Some(lock)), ("reason", Some("released"))],
+    )
 }
 
 /// Seconds given by Python as a duration, or `InvalidArgument` naming the lock and `what`.

@@ -9,7 +9,7 @@ use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use tokio::sync::RwLock;
 
-use crate::errors::{lost_code, seconds, to_py};
+use crate::errors::{lost_code, released, seconds, to_py};
 use crate::runtime::{self, Owner, Pending};
 
 type Slot = Arc<RwLock<Option<LockGuard>>>;
@@ -172,9 +172,7 @@ impl ExtendError {
     fn into_py(self, py: Python<'_>) -> PyErr {
         match self {
             ExtendError::Lock(e) => to_py(py, &e),
-            ExtendError::Released(name) => PyRuntimeError::new_err(format!(
-                "lock {name:?} was released by this guard; acquire it again"
-            )),
+            ExtendError::Released(name) => released(&name),
         }
     }
 }

@@ -1,0 +1,146 @@
+"""Fixtures: real redis-server (or valkey-server) processes on free loopback ports, started by
+the tests and stopped by their PID, and the paths of the Rust programs the interop tests run.
+
+The server binary is $FENCELOCK_TEST_SERVER, else `redis-server` on PATH; a missing one fails
+the run (it is never skipped)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from typing import Iterator, List, Optional
+
+import pytest
+import redis
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def server_binary() -> str:
+    binary = os.environ.get("FENCELOCK_TEST_SERVER") or shutil.which("redis-server")
+    if not binary or not Path(binary).exists():
+        pytest.fail(
+            "no redis-server: install it (scripts/ensure-redis) or set FENCELOCK_TEST_SERVER",
+            pytrace=False,
+        )
+    return binary
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    """One server process of the test's own."""
+
+    def __init__(self, extra: Optional[List[str]] = None) -> None:
+        self.port = free_port()
+        self.dir = tempfile.mkdtemp(prefix="fencelock-py-")
+        args = [
+            server_binary(),
+            "--port", str(self.port),
+            "--bind", "127.0.0.1",
+            "--save", "",
+            "--appendonly", "no",
+            "--dir", self.dir,
+        ] + (extra or [])
+        self.process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+        self.url = f"redis://127.0.0.1:{self.port}"
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                self.raw(password=self._password(extra)).ping()
+                break
+            except (redis.ConnectionError, redis.BusyLoadingError):
+                if self.process.poll() is not None or time.monotonic() > deadline:
+                    self.stop()
+                    pytest.fail(f"{args[0]} did not start on port {self.port}", pytrace=False)
+                time.sleep(0.02)
+            except redis.AuthenticationError:
+                break
+
+    @staticmethod
+    def _password(extra: Optional[List[str]]) -> Optional[str]:
+        if extra and "--requirepass" in extra:
+            return extra[extra.index("--requirepass") + 1]
+        return None
+
+    def raw(self, password: Optional[str] = None, username: Optional[str] = None) -> redis.Redis:
+        return redis.Redis(port=self.port, password=password, username=username, socket_timeout=5)
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            try:
+                os.kill(self.process.pid, signal.SIGCONT)
+            except ProcessLookupError:
+                pass
+            self.process.terminate()
+            try:
+                self.process.wait(5)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[Server]:
+    s = Server()
+    try:
+        yield s
+    finally:
+        s.stop()
+
+
+@pytest.fixture
+def make_server() -> Iterator:
+    """Starts servers with extra arguments for one test; stops them after it."""
+    started: List[Server] = []
+
+    def make(*extra: str) -> Server:
+        s = Server(list(extra))
+        started.append(s)
+        return s
+
+    try:
+        yield make
+    finally:
+        for s in started:
+            s.stop()
+
+
+_counter = iter(range(1_000_000))
+
+
+@pytest.fixture
+def name(request) -> str:
+    """A lock name of the test's own."""
+    return f"py/{request.node.name}/{next(_counter)}"
+
+
+def rust_program(env: str, default: Path) -> str:
+    path = Path(os.environ.get(env, default))
+    if not path.exists():
+        pytest.fail(
+            f"{path} is missing: build it (cargo build --workspace --all-targets) or set {env}",
+            pytrace=False,
+        )
+    return str(path)
+
+
+@pytest.fixture(scope="session")
+def fencelock_cli() -> str:
+    return rust_program("FENCELOCK_BIN", ROOT / "target" / "debug" / "fencelock")
+
+
+@pytest.fixture(scope="session")
+def rust_holder() -> str:
+    return rust_program("FENCELOCK_HOLD_EXAMPLE", ROOT / "target" / "debug" / "examples" / "hold")
