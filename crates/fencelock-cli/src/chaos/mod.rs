@@ -54,6 +54,11 @@ failure (overlaps just after a server lost its data, or during a Sentinel failov
 replication is asynchronous, are counted apart: no lock survives those); after each fault \
 heals, grants resume within a bound.
 
+With --report FILE.html (also on chaos-check), the history and the verdict are drawn as one \
+self-contained HTML page: per lock a timeline of the holders (a bar per grant), waits, losses \
+and refused writes, the faults shaded and each violation marked and listed with its history \
+lines; and the latency of each request over time.
+
 With --kind semaphore, at most --permits holders may overlap (the fenced store is not used: \
 permits are held together); with --kind fair, grants must also follow the order of requests \
 made at least 50 ms apart with no fault in between.
