@@ -8,12 +8,14 @@
 //! - [`deployment`]: the lock servers (one, Redlock's five, a Cluster, a Sentinel set);
 //! - [`stage`]: everything a run started (the deployment, the store, the worker processes);
 //! - [`run`]: the plan, the schedule, the history file;
-//! - [`check`]: the checker (also `fencelock chaos-check FILE`).
+//! - [`check`]: the checker (also `fencelock chaos-check FILE`);
+//! - [`report`]: the history and the checker's verdict as one HTML page (`--report FILE`).
 
 pub mod check;
 pub mod deployment;
 pub mod history;
 pub mod nemesis;
+pub mod report;
 pub mod run;
 pub mod stage;
 pub mod worker;
@@ -52,6 +54,11 @@ failure (overlaps just after a server lost its data, or during a Sentinel failov
 replication is asynchronous, are counted apart: no lock survives those); after each fault \
 heals, grants resume within a bound.
 
+With --report FILE.html (also on chaos-check), the history and the verdict are drawn as one \
+self-contained HTML page: per lock a timeline of the holders (a bar per grant), waits, losses \
+and refused writes, the faults shaded and each violation marked and listed with its history \
+lines; and the latency of each request over time.
+
 With --kind semaphore, at most --permits holders may overlap (the fenced store is not used: \
 permits are held together); with --kind fair, grants must also follow the order of requests \
 made at least 50 ms apart with no fault in between.
@@ -64,7 +71,9 @@ Examples:
   fencelock chaos --duration 60s                     # one server, every fault
   fencelock chaos --topology redlock --duration 5m --seed 42
   fencelock chaos --faults pause-worker,kill-server --history run.jsonl
-  fencelock chaos-check run.jsonl                    # check a history again";
+  fencelock chaos --duration 30s --report run.html   # and a page: timeline, latency, violations
+  fencelock chaos-check run.jsonl                    # check a history again
+  fencelock chaos-check run.jsonl --report run.html  # and draw it";
 
 /// The deployments a run can start.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -174,6 +183,11 @@ pub struct ChaosArgs {
     /// The history file (default: fencelock-chaos-SEED.jsonl in the current directory)
     #[arg(long)]
     pub history: Option<PathBuf>,
+    /// Also write the history and the checker's verdict as one self-contained HTML page: a
+    /// timeline of each lock's holders with the faults and violations, and the latency of each
+    /// request
+    #[arg(long, value_name = "FILE.html")]
+    pub report: Option<PathBuf>,
     /// Deliberate bugs that the checker must report (for its own tests): unfenced-store,
     /// never-lost, release-any
     #[arg(long, value_delimiter = ',', hide = true)]
@@ -188,6 +202,10 @@ pub struct CheckArgs {
     /// The longest time from a fault's end to the next grant before it counts as a violation
     #[arg(long, default_value = "15s", value_parser = parse_duration)]
     pub resume_bound: Duration,
+    /// Also write the history and the verdict as one self-contained HTML page (timeline,
+    /// latency, violations with their history lines)
+    #[arg(long, value_name = "FILE.html")]
+    pub report: Option<PathBuf>,
 }
 
 /// Deliberate bugs, each of which the checker must find.

@@ -15,6 +15,7 @@ use super::check::{Bounds, check, render};
 use super::deployment::{Deployment, blocking};
 use super::history::{self, Entry, What};
 use super::nemesis::{Fault, inject};
+use super::report;
 use super::stage::{Stage, WorkerSettings};
 use super::{ChaosArgs, CheckArgs, Kind, Mutation, Rng, Topology, counter_key, log_key};
 use crate::duration::format_duration;
@@ -122,6 +123,20 @@ impl Plan {
 
 async fn chaos(args: &ChaosArgs, out: &mut Output) -> Result<(), CliError> {
     let plan = Plan::of(args)?;
+    if let Some(report) = &args.report {
+        // A report that cannot be written fails now, not after the run.
+        let dir = report
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        if !dir.is_dir() {
+            return Err(CliError::Usage(format!(
+                "--report {}: no directory {}",
+                report.display(),
+                dir.display()
+            )));
+        }
+    }
     let deployment = Deployment::start(args.topology).await?;
     let store = blocking(RedisServer::start)
         .map_err(|e| CliError::RedisServerStart(format!("the store's redis-server: {e}")))?;
@@ -169,7 +184,8 @@ async fn chaos(args: &ChaosArgs, out: &mut Output) -> Result<(), CliError> {
     writer
         .await
         .map_err(|e| CliError::io("the history writer", std::io::Error::other(e)))??;
-    check_file(&plan.path, &Bounds { resume_ms: 15_000 }, out)
+    let bounds = Bounds { resume_ms: 15_000 };
+    check_file(&plan.path, &bounds, args.report.as_deref(), out)
 }
 
 /// The run's first two lines: what runs where, the faults, the history file.
@@ -299,8 +315,14 @@ async fn read_store(url: &str, locks: &[String]) -> redis::RedisResult<Vec<Entry
     Ok(entries)
 }
 
-/// Checks a history file and prints the verdict; `Err` when a violation was found.
-fn check_file(path: &Path, bounds: &Bounds, out: &mut Output) -> Result<(), CliError> {
+/// Checks a history file and prints the verdict, and writes the HTML report if asked; `Err`
+/// when a violation was found.
+fn check_file(
+    path: &Path,
+    bounds: &Bounds,
+    report_path: Option<&Path>,
+    out: &mut Output,
+) -> Result<(), CliError> {
     let file = std::fs::File::open(path)
         .map_err(|e| CliError::io(format!("cannot open {}", path.display()), e))?;
     let entries = history::read(BufReader::new(file))
@@ -308,6 +330,10 @@ fn check_file(path: &Path, bounds: &Bounds, out: &mut Output) -> Result<(), CliE
     let verdict = check(&entries, bounds);
     for line in render(&verdict).lines() {
         out.line(line)?;
+    }
+    if let Some(report_path) = report_path {
+        report::write(report_path, &entries, &verdict)?;
+        out.line(&out.paint(Tone::Dim, &format!("report: {}", report_path.display())))?;
     }
     if verdict.violations.is_empty() {
         Ok(())
@@ -322,5 +348,5 @@ pub fn check_command(args: &CheckArgs) -> Result<(), CliError> {
     let bounds = Bounds {
         resume_ms: u64::try_from(args.resume_bound.as_millis()).unwrap_or(u64::MAX),
     };
-    check_file(&args.file, &bounds, &mut out)
+    check_file(&args.file, &bounds, args.report.as_deref(), &mut out)
 }
