@@ -38,7 +38,11 @@ pub fn runtime() -> PyResult<&'static Runtime> {
     {
         return Ok(runtime);
     }
-    let threads = std::thread::available_parallelism().map_or(2, |n| n.get().clamp(1, 4));
+    let threads = std::env::var("FENCELOCK_THREADS")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+        .filter(|n| (1..=64).contains(n))
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get().clamp(1, 4)));
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(threads)
         .thread_name("fencelock")
