@@ -142,7 +142,7 @@ impl Guard {
             .ok_or_else(|| forked(&self.name, self.lost.pid()))?;
         runtime::runtime()?.spawn(async move {
             let reason = lost.wait().await;
-            runtime::call_back(|py| {
+            runtime::call_back(move |py| {
                 let message = reason.to_string();
                 if let Err(e) = callback.call1(py, (lost_code(&reason), message)) {
                     e.write_unraisable(py, None);

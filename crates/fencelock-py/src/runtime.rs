@@ -71,6 +71,11 @@ where
     F: Future + Send,
     F::Output: Send,
 {
+    if tokio::runtime::Handle::try_current().is_ok() {
+        return Err(PyRuntimeError::new_err(
+            "a blocking fencelock call cannot run on fencelock's own threads (from one of its callbacks); use fencelock.aio or another thread",
+        ));
+    }
     let runtime = runtime()?;
     py.detach(|| {
         runtime.block_on(async {
@@ -126,12 +131,22 @@ where
     })
 }
 
-/// Calls into Python from a runtime thread, unless the interpreter is shutting down.
-pub fn call_back(f: impl FnOnce(Python<'_>)) {
+/// Calls into Python for a task of the runtime. It runs on the runtime's blocking pool, never on
+/// a worker thread: waiting there for the GIL (which a busy Python thread may hold for long)
+/// would stall the renewals that keep every lock of the process alive.
+pub fn call_back(f: impl FnOnce(Python<'_>) + Send + 'static) {
     if SHUTTING_DOWN.load(Ordering::SeqCst) {
         return;
     }
-    Python::attach(f);
+    let call = move || {
+        if !SHUTTING_DOWN.load(Ordering::SeqCst) {
+            Python::attach(f);
+        }
+    };
+    match tokio::runtime::Handle::try_current() {
+        Ok(handle) => drop(handle.spawn_blocking(call)),
+        Err(_) => call(),
+    }
 }
 
 /// Runtime state that belongs to the process that made it.
