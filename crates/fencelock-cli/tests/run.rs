@@ -376,3 +376,71 @@ fn several_urls_hold_the_lock_on_a_majority() {
         assert!(!exists(server, &lock_key("redlocked")));
     }
 }
+
+#[test]
+fn a_killed_holders_lock_delay_holds_the_next_run_back_and_a_release_ends_it() {
+    let server = server();
+    let url = server.url();
+    let holder = Running::start(fencelock(&[
+        "run",
+        "--url",
+        &url,
+        "--ttl",
+        "1s",
+        "--lock-delay",
+        "2s",
+        "jobs/delayed",
+        "--",
+        "sleep",
+        "5",
+    ]));
+    wait_until(Duration::from_secs(10), "the holder took the lock", || {
+        exists(&server, &lock_key("jobs/delayed"))
+    });
+    let killed_at = Instant::now();
+    holder.signal(Signal::SIGKILL);
+    let next = run(&[
+        "run",
+        "--url",
+        &url,
+        "--wait",
+        "20s",
+        "jobs/delayed",
+        "--",
+        "true",
+    ]);
+    let waited = killed_at.elapsed();
+    assert_eq!(next.code, Some(0), "{}", next.explain());
+    // The server keeps the hold for the lease and the delay from the last renewal, at most a
+    // third of the lease before the kill: no sooner than 1 s + 2 s - 1/3 s after it.
+    assert!(
+        waited >= Duration::from_millis(2600),
+        "the next run got the lock {waited:?} after the holder was killed"
+    );
+    drop(holder.finish_within(Duration::from_secs(5)));
+
+    // A run that ends releases: the delay ends with it.
+    let first = run(&[
+        "run",
+        "--url",
+        &url,
+        "--ttl",
+        "1s",
+        "--lock-delay",
+        "20s",
+        "jobs/released",
+        "--",
+        "true",
+    ]);
+    assert_eq!(first.code, Some(0), "{}", first.explain());
+    let next = run(&[
+        "run",
+        "--url",
+        &url,
+        "--no-wait",
+        "jobs/released",
+        "--",
+        "true",
+    ]);
+    assert_eq!(next.code, Some(0), "{}", next.explain());
+}

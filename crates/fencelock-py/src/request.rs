@@ -39,13 +39,14 @@ pub struct Spec {
     wait: Wait,
     queue_timeout: Option<Duration>,
     max_hold: Option<Duration>,
+    lock_delay: Option<Duration>,
     auto_renew: bool,
 }
 
 #[pymethods]
 impl Spec {
     #[new]
-    #[pyo3(signature = (kind, name, *, permits=1, ttl=None, wait=None, queue_timeout=None, max_hold=None, auto_renew=true))]
+    #[pyo3(signature = (kind, name, *, permits=1, ttl=None, wait=None, queue_timeout=None, max_hold=None, auto_renew=true, lock_delay=None))]
     #[allow(clippy::too_many_arguments)] // Python's keyword arguments, one per option
     fn new(
         kind: &str,
@@ -56,6 +57,7 @@ impl Spec {
         queue_timeout: Option<f64>,
         max_hold: Option<f64>,
         auto_renew: bool,
+        lock_delay: Option<f64>,
     ) -> PyResult<Self> {
         let kind = match kind {
             "lock" => Kind::Lock,
@@ -78,6 +80,7 @@ impl Spec {
             ttl: optional("ttl", ttl)?,
             queue_timeout: optional("queue_timeout", queue_timeout)?,
             max_hold: optional("max_hold", max_hold)?,
+            lock_delay: optional("lock_delay", lock_delay)?,
             kind,
             permits,
             wait,
@@ -125,6 +128,9 @@ impl Spec {
         }
         if let Some(limit) = self.max_hold {
             request = request.max_hold(limit);
+        }
+        if let Some(delay) = self.lock_delay {
+            request = request.lock_delay(delay);
         }
         match self.wait {
             Wait::Forever => request,

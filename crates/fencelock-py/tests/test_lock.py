@@ -200,3 +200,17 @@ def test_fenced_store(server, name):
     assert (caught.value.resource, caught.value.fence, caught.value.accepted) == (name, old_fence, new.fence)
     assert server.raw().get(f"{name}:value") == b"\x00\xff new"
     new.release()
+
+
+def test_lock_delay_after_a_lease_runs_out_but_not_after_a_release(server, name):
+    client = fencelock.Client(server.url)
+    started = time.monotonic()
+    vanished = client.lock(name, ttl=1.0, lock_delay=1.5, auto_renew=False).acquire()
+    # As a crashed holder: no renewal, no release (the guard lives to the end of the test).
+    again = client.lock(name, wait=10.0).acquire()
+    assert time.monotonic() - started >= 2.5
+    again.release()
+    delayed = client.lock(name, ttl=1.0, lock_delay=20.0).acquire()
+    delayed.release()
+    client.lock(name, wait=0).acquire().release()
+    assert not vanished.is_held()

@@ -254,6 +254,11 @@ impl LockRequest {
         self.inner = self.inner.auto_renew(on);
         self
     }
+    /// See [`crate::LockRequest::lock_delay`].
+    pub fn lock_delay(mut self, delay: Duration) -> Self {
+        self.inner = self.inner.lock_delay(delay);
+        self
+    }
     /// See [`crate::LockRequest::max_hold`].
     pub fn max_hold(mut self, limit: Duration) -> Self {
         self.inner = self.inner.max_hold(limit);

@@ -21,7 +21,8 @@ pub(super) async fn acquire(
         Some(permits) => client.semaphore(args.name.clone(), permits),
         None => client.lock(args.name.clone()),
     }
-    .ttl(args.ttl);
+    .ttl(args.ttl)
+    .lock_delay(args.lock_delay.unwrap_or_default());
     request = match (args.no_wait, args.wait) {
         (true, _) => request.no_wait(),
         (false, Some(limit)) => request.wait_up_to(limit),

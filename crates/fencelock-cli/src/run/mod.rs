@@ -103,6 +103,13 @@ pub struct RunArgs {
     #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
     ttl: Duration,
 
+    /// A lock-delay: if this fencelock dies or freezes and its lease runs out without a
+    /// release, NAME is not granted again for this long after (time for a resource that cannot
+    /// check fences to notice). A release, including the one after the command ends, ends the
+    /// delay at once
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    lock_delay: Option<Duration>,
+
     /// Wait at most this long for the lock, then exit with 73 [default: wait as long as it takes]
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, conflicts_with = "no_wait")]
     wait: Option<Duration>,

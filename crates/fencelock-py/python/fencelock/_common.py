@@ -31,6 +31,7 @@ def spec(
     auto_renew: bool = True,
     queue_timeout: Optional[float] = None,
     permits: int = 1,
+    lock_delay: Optional[float] = None,
 ) -> Any:
     return _native.Spec(
         kind,
@@ -41,6 +42,7 @@ def spec(
         queue_timeout=queue_timeout,
         max_hold=max_hold,
         auto_renew=auto_renew,
+        lock_delay=lock_delay,
     )
 
 

@@ -21,6 +21,7 @@ class Spec:
         queue_timeout: Optional[float] = None,
         max_hold: Optional[float] = None,
         auto_renew: bool = True,
+        lock_delay: Optional[float] = None,
     ) -> None: ...
 
 class Pending:

@@ -259,14 +259,19 @@ class Client:
         wait: Optional[float] = None,
         max_hold: Optional[float] = None,
         auto_renew: bool = True,
+        lock_delay: Optional[float] = None,
     ) -> LockRequest:
         """A request for the exclusive lock ``name``.
 
         ``ttl``: the lease in seconds (default 30), renewed in the background while held
         unless ``auto_renew=False``. ``wait``: seconds to wait (``None``, the default: as long
         as it takes; ``0``: not at all). ``max_hold``: stop renewing after this long.
+        ``lock_delay``: if this holder's lease runs out without a release, the lock is not
+        granted again for this many seconds after (a release ends it at once).
         """
-        spec = _common.spec("lock", name, ttl=ttl, wait=wait, max_hold=max_hold, auto_renew=auto_renew)
+        spec = _common.spec(
+            "lock", name, ttl=ttl, wait=wait, max_hold=max_hold, auto_renew=auto_renew, lock_delay=lock_delay
+        )
         return LockRequest(self._native, spec)
 
     def fair_lock(self, name: str, *, queue_timeout: Optional[float] = None, **options: Any) -> LockRequest:

@@ -280,9 +280,12 @@ class Client:
         wait: Optional[float] = None,
         max_hold: Optional[float] = None,
         auto_renew: bool = True,
+        lock_delay: Optional[float] = None,
     ) -> LockRequest:
         """A request for the exclusive lock ``name`` (options as :meth:`fencelock.Client.lock`)."""
-        spec = _common.spec("lock", name, ttl=ttl, wait=wait, max_hold=max_hold, auto_renew=auto_renew)
+        spec = _common.spec(
+            "lock", name, ttl=ttl, wait=wait, max_hold=max_hold, auto_renew=auto_renew, lock_delay=lock_delay
+        )
         return LockRequest(self._native, spec)
 
     def fair_lock(self, name: str, *, queue_timeout: Optional[float] = None, **options: Any) -> LockRequest:

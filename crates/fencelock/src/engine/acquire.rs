@@ -117,6 +117,7 @@ impl LockRequest {
             protocol: self.protocol.clone(),
             keys,
             token: OwnerToken::for_lock(&self.name)?,
+            linger: self.lock_delay,
         }))
     }
 

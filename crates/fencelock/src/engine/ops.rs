@@ -298,6 +298,7 @@ mod tests {
             protocol: Arc::new(Plain),
             keys: keys.clone(),
             token: OwnerToken::generate().unwrap(),
+            linger: Duration::ZERO,
         })
     }
 
@@ -392,6 +393,7 @@ mod tests {
             protocol: Arc::new(Permit { permits: 2 }),
             keys: LockKeys::new("fencelock", "sem"),
             token: OwnerToken::generate().unwrap(),
+            linger: Duration::ZERO,
         });
         for hold in [&held, &permit] {
             let reply = acquire(

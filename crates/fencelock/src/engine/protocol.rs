@@ -146,6 +146,10 @@ pub(crate) struct Hold {
     pub(crate) keys: LockKeys,
     /// The token of this acquisition (each hold has its own, also under a shared owner).
     pub(crate) token: OwnerToken,
+    /// The lock-delay: how much longer than the lease the server keeps the hold. A holder that
+    /// stops renewing leaves the name taken this long after its lease ran out; a release ends
+    /// it at once. Zero by default.
+    pub(crate) linger: Duration,
 }
 
 impl Hold {
@@ -178,7 +182,16 @@ impl Hold {
         lease::end(lease, lock, fence, ending)
     }
 
+    /// The time the server keeps a hold of lease `ttl`: the lease and the lock-delay.
+    fn on_server(&self, ttl: Duration) -> Duration {
+        ttl.saturating_add(self.linger)
+    }
+
     pub(crate) fn acquire_call(&self, attempt: Attempt) -> Call<'_> {
+        let attempt = Attempt {
+            ttl: self.on_server(attempt.ttl),
+            ..attempt
+        };
         self.protocol.acquire(self, attempt)
     }
 
@@ -187,10 +200,10 @@ impl Hold {
     }
 
     pub(crate) fn extend_call(&self, ttl: Duration) -> Call<'_> {
-        self.protocol.extend(self, ttl)
+        self.protocol.extend(self, self.on_server(ttl))
     }
 
     pub(crate) fn reassert_call(&self, fence: u64, ttl: Duration) -> Option<Call<'_>> {
-        self.protocol.reassert(self, fence, ttl)
+        self.protocol.reassert(self, fence, self.on_server(ttl))
     }
 }

@@ -65,6 +65,8 @@ pub struct LockRequest {
     pub(crate) auto_renew: bool,
     pub(crate) max_hold: Option<Duration>,
     pub(crate) queue_timeout: Duration,
+    /// The lock-delay ([`LockRequest::lock_delay`]).
+    pub(crate) lock_delay: Duration,
     /// The OS random source failed when the handle this request came from was made.
     pub(crate) owner_error: Option<getrandom::Error>,
 }
@@ -80,6 +82,7 @@ impl LockRequest {
             auto_renew: true,
             max_hold: None,
             queue_timeout: DEFAULT_QUEUE_TIMEOUT,
+            lock_delay: Duration::ZERO,
             owner_error: None,
         }
     }
@@ -143,6 +146,32 @@ impl LockRequest {
         self
     }
 
+    /// A lock-delay, as Consul's and Chubby's: if this holder's lease runs out without a
+    /// release (it crashed, froze or was cut off), the lock is not granted again for `delay`
+    /// after that, so that a resource that cannot check fences has time to notice the holder
+    /// is gone before the next one starts. A release (also the background release of a dropped
+    /// guard) ends the delay at once. Default: none.
+    ///
+    /// The server keeps the hold for the lease plus the delay (`fencelock status` shows that
+    /// time); the holder's own deadline, and when it reports a loss, still follow the lease.
+    /// The lease and the delay together may not exceed [`MAX_TTL`].
+    ///
+    /// ```no_run
+    /// # async fn example(client: fencelock::Client) -> fencelock::Result<()> {
+    /// use std::time::Duration;
+    /// let guard = client
+    ///     .lock("printer")
+    ///     .ttl(Duration::from_secs(10))
+    ///     .lock_delay(Duration::from_secs(15)) // after a crash: free again 10 + 15 s on
+    ///     .acquire()
+    ///     .await?;
+    /// # guard.release().await?; Ok(()) }
+    /// ```
+    pub fn lock_delay(mut self, delay: Duration) -> Self {
+        self.lock_delay = delay;
+        self
+    }
+
     /// For a fair lock, a read lock, a write lock, and a plain lock on one server (where a
     /// release passes the lock to a waiter in line): how long a waiter's place in the queue
     /// lasts without a refresh (default [`DEFAULT_QUEUE_TIMEOUT`]). A waiting request refreshes
@@ -182,6 +211,15 @@ impl LockRequest {
             });
         }
         validate_ttl(&self.name, self.ttl)?;
+        if self.ttl.saturating_add(self.lock_delay) > MAX_TTL {
+            return Err(Error::invalid(
+                &self.name,
+                format!(
+                    "the lease {:?} and the lock-delay {:?} together are longer than the maximum of {MAX_TTL:?}",
+                    self.ttl, self.lock_delay
+                ),
+            ));
+        }
         let queue_timeout = self.queue_timeout;
         if self.takes_place() && queue_timeout < MIN_QUEUE_TIMEOUT {
             return Err(Error::invalid(

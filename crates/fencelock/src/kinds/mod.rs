@@ -82,6 +82,7 @@ mod tests {
             protocol,
             keys: LockKeys::new("fencelock", "kinds"),
             token: OwnerToken::generate().unwrap(),
+            linger: Duration::ZERO,
         }
     }
 

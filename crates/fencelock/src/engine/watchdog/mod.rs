@@ -321,6 +321,7 @@ mod tests {
                     protocol: Arc::new(Plain),
                     keys: LockKeys::new("fencelock", "due"),
                     token: OwnerToken::generate().unwrap(),
+                    linger: Duration::ZERO,
                 }),
                 fence: 1,
                 lease: tokio::sync::watch::channel(state).0,
