@@ -376,21 +376,6 @@ fn passed(payload: &str) -> (String, u64) {
     }
 }
 
-/// The server's clock (`TIME`) in milliseconds.
-fn server_ms(redis: &RedisServer) -> u64 {
-    match cmd(redis, &["TIME"]) {
-        redis::Value::Array(parts) if parts.len() == 2 => {
-            let part = |i: usize| -> u64 {
-                text(parts[i].clone(), "TIME")
-                    .parse()
-                    .unwrap_or_else(|e| panic!("TIME: {e}"))
-            };
-            part(0) * 1000 + part(1) / 1000
-        }
-        other => panic!("TIME: {other:?}"),
-    }
-}
-
 fn get(redis: &RedisServer, key: &str) -> String {
     text(cmd(redis, &["GET", key]), "GET")
 }
@@ -486,7 +471,7 @@ async fn the_fair_lock_writes_what_the_document_shows() {
     let redis = server();
     let (a, b) = (client(&redis), client(&redis));
     let held = take(a.fair_lock("reports")).await;
-    let before = server_ms(&redis);
+    let before = common::server_ms(&redis);
     let waiter = tokio::spawn(patient(b.fair_lock("reports")).acquire());
     until("a place in the queue", || {
         cardinality(&redis, "fencelock:{reports}:alive") == 1
@@ -510,7 +495,7 @@ async fn the_fair_lock_writes_what_the_document_shows() {
         other => panic!("ZRANGE: {other:?}"),
     };
     assert!(
-        (before..=server_ms(&redis)).contains(&ticket),
+        (before..=common::server_ms(&redis)).contains(&ticket),
         "ticket {ticket}, not the arrival's server ms (after {before})"
     );
 
