@@ -6,6 +6,7 @@
 
 use std::time::Duration;
 
+use fencelock::admin::{Side, Waiter};
 use serde_json::{Map, Value, json};
 
 use crate::error::CliError;
@@ -18,8 +19,13 @@ Prints the state (free or held, and the kind of lock: lock, reentrant lock, read
 semaphore), the first 8 hex digits of the holder's owner token (enough to tell holders apart, \
 too little to impersonate one), what is left of the holder's lease, the holder's fence and the \
 last fence handed out for the name; for a read-write lock the writer or each reader, for a \
-semaphore each permit held, and how many wait in a queue. Over several --url (Redlock), a \
-holder counts when it is found on a majority of the servers. Nothing is changed.";
+semaphore each permit held; then who waits, in line order: a lock's line of waiters (in the \
+order a release passes the lock on, which changes as waiters refresh their places), a fair \
+lock's queue (arrival order), a read-write lock's waiting readers and writers (arrival order), \
+each with its place, its token's first 8 hex digits and how long it has waited where that is \
+known (a semaphore's and a reentrant lock's waiters keep no place in Redis and are not seen). Over several --url \
+(Redlock), a holder or a waiter counts when it is found on a majority of the servers. Nothing \
+is changed.";
 
 pub const STATUS_AFTER_HELP: &str = "\
 Exit status:
@@ -38,7 +44,11 @@ JSON (--json), one object with these fields, in this order:
   kind          \"lock\", \"reentrant\", \"read-write\" or \"semaphore\"; null when free
   permits       number (a semaphore's N), else null
   shared        [{holder, remaining_ms, fence}] (readers, or semaphore permits)
-  waiting       number (fair-lock waiters, or a read-write lock's waiting readers and writers)
+  waiting       number (how many wait: the length of waiters)
+  waiters       [{place, waiter, waited_ms, side}] in line order: place 1, 2, ... (null: no
+                order), waiter the first 8 hex digits of its token, waited_ms null when not
+                known (a lock's line keeps no arrival time), side \"reader\" or \"writer\"
+                (read-write lock) else null
   servers       [string] (host:port)
   prefix        string
 
@@ -65,7 +75,7 @@ Exit status:
 
 JSON (--json), one object: {\"servers\": [string], \"prefix\": string, \"pattern\": string,
 \"locks\": [lock, ...]}, each lock with the fields of `fencelock status --json` from `name` to
-`waiting`, sorted by name.
+`waiters`, sorted by name.
 
 Examples:
   fencelock list
@@ -149,6 +159,9 @@ pub async fn status(args: StatusArgs) -> Result<(), CliError> {
     }
     if info.waiting > 0 {
         lines.push(format!("  waiting:    {}", info.waiting));
+    }
+    for waiter in &info.waiters {
+        lines.push(format!("    {}", waiter_text(waiter)));
     }
     lines.push(format!("  last fence: {last_fence}"));
     lines.push(format!(
@@ -258,6 +271,18 @@ pub(crate) fn lock_fields(info: &fencelock::admin::LockInfo) -> Map<String, Valu
         Some(_) => Some("other"),
     };
     let permits = info.permits;
+    let waiters: Vec<Value> = info
+        .waiters
+        .iter()
+        .map(|w| {
+            json!({
+                "place": w.place,
+                "waiter": w.token_prefix,
+                "waited_ms": millis(w.waited),
+                "side": side_label(w.side),
+            })
+        })
+        .collect();
     let fields = json!({
         "name": info.name,
         "held": info.is_held(),
@@ -269,6 +294,7 @@ pub(crate) fn lock_fields(info: &fencelock::admin::LockInfo) -> Map<String, Valu
         "permits": permits,
         "shared": shared,
         "waiting": info.waiting,
+        "waiters": waiters,
     });
     match fields {
         Value::Object(fields) => fields,
@@ -283,6 +309,33 @@ pub(crate) fn remaining(d: Option<Duration>) -> String {
         Some(d) if d >= Duration::from_secs(1) => format!("{:.1}s", d.as_secs_f64()),
         Some(d) => format!("{}ms", d.as_millis()),
     }
+}
+
+/// What a read-write lock's waiter waits for: `reader`, `writer` (`None` for other kinds).
+fn side_label(side: Option<Side>) -> Option<&'static str> {
+    match side {
+        None => None,
+        Some(Side::Reader) => Some("reader"),
+        Some(Side::Writer) => Some("writer"),
+        Some(_) => Some("other"),
+    }
+}
+
+/// One waiter for people: `1. 5f3e9a01 (writer), waited 1.2s`; `-` for no place, nothing
+/// about the wait when it is not known.
+pub(crate) fn waiter_text(waiter: &Waiter) -> String {
+    let mut text = waiter
+        .place
+        .map_or_else(|| "-".to_owned(), |p| format!("{p}."));
+    text.push(' ');
+    text.push_str(&waiter.token_prefix);
+    if let Some(side) = side_label(waiter.side) {
+        text.push_str(&format!(" ({side})"));
+    }
+    if let Some(waited) = waiter.waited {
+        text.push_str(&format!(", waited {}", remaining(Some(waited))));
+    }
+    text
 }
 
 fn optional(n: Option<u64>) -> String {
@@ -340,6 +393,28 @@ mod tests {
         assert_eq!(remaining(Some(Duration::from_millis(27_431))), "27.4s");
         assert_eq!(remaining(Some(Duration::from_millis(850))), "850ms");
         assert_eq!(remaining(None), "no expiry");
+    }
+
+    #[test]
+    fn waiters_read_well() {
+        let info = |place, waited, side| {
+            let mut waiter = fencelock::admin::Waiter::default();
+            waiter.place = place;
+            waiter.waited = waited;
+            waiter.side = side;
+            waiter.token_prefix = "5f3e9a01".to_owned();
+            waiter_text(&waiter)
+        };
+        assert_eq!(
+            info(
+                Some(1),
+                Some(Duration::from_millis(1200)),
+                Some(Side::Writer)
+            ),
+            "1. 5f3e9a01 (writer), waited 1.2s"
+        );
+        assert_eq!(info(Some(2), None, None), "2. 5f3e9a01");
+        assert_eq!(info(None, None, None), "- 5f3e9a01");
     }
 
     #[test]

@@ -8,7 +8,7 @@ use futures_util::StreamExt;
 use serde_json::{Value, json};
 
 use crate::error::CliError;
-use crate::inspect::{lock_fields, remaining};
+use crate::inspect::{lock_fields, remaining, waiter_text};
 use crate::servers::ServerArgs;
 
 pub const ABOUT: &str = "\
@@ -16,7 +16,7 @@ Watch one lock: who holds it, its fence, the lease left, who waits.
 
 Reads the lock at every release message and at least once a second (nothing is changed), and \
 prints a line (or, with --json, one JSON object) each time the holder, the fence, the kind or \
-the number of waiters changes. Ends cleanly on Ctrl-C or SIGTERM.";
+the line of waiters (who waits, in which order) changes. Ends cleanly on Ctrl-C or SIGTERM.";
 
 pub const AFTER_HELP: &str = "\
 Exit status:
@@ -26,7 +26,7 @@ Exit status:
   1   any other error
 
 JSON (--json): one object per change, with the fields of `fencelock status --json` from `name`
-to `waiting`, plus `at` (milliseconds since the Unix epoch).
+to `waiters`, plus `at` (milliseconds since the Unix epoch).
 
 Examples:
   fencelock watch nightly-report
@@ -50,14 +50,17 @@ pub struct WatchArgs {
     name: String,
 }
 
-/// What counts as a change: everything `status --json` says but the remaining leases.
+/// What counts as a change: everything `status --json` says but the remaining leases and how
+/// long the waiters have waited.
 fn identity(fields: &serde_json::Map<String, Value>) -> Value {
     let mut fields = fields.clone();
     fields.remove("remaining_ms");
-    if let Some(Value::Array(shared)) = fields.get_mut("shared") {
-        for holder in shared {
-            if let Value::Object(holder) = holder {
-                holder.remove("remaining_ms");
+    for (list, clock) in [("shared", "remaining_ms"), ("waiters", "waited_ms")] {
+        if let Some(Value::Array(entries)) = fields.get_mut(list) {
+            for entry in entries {
+                if let Value::Object(entry) = entry {
+                    entry.remove(clock);
+                }
             }
         }
     }
@@ -93,6 +96,10 @@ fn line(info: &fencelock::admin::LockInfo) -> String {
     };
     if info.waiting > 0 {
         out.push_str(&format!(", {} waiting", info.waiting));
+    }
+    if !info.waiters.is_empty() {
+        let line: Vec<String> = info.waiters.iter().map(waiter_text).collect();
+        out.push_str(&format!(" ({})", line.join("; ")));
     }
     if let Some(last) = info.last_fence {
         out.push_str(&format!(" (last fence {last})"));

@@ -333,3 +333,67 @@ fn a_forced_release_wakes_a_waiter_at_once() {
     let old = holder.finish_within(Duration::from_secs(15));
     assert_eq!(old.code, Some(74), "{}", old.explain());
 }
+
+/// The tokens in lock `name`'s line of waiters, in the order a release passes the lock on.
+fn line_of(server: &fencelock_testkit::RedisServer, name: &str) -> Vec<String> {
+    let line = format!("fencelock:{{{name}}}:waiters");
+    let reply = server
+        .cmd(&["ZRANGE", &line, "0", "-1"])
+        .unwrap_or_else(|e| panic!("ZRANGE {line}: {e}"));
+    redis::from_redis_value(reply).unwrap_or_else(|e| panic!("{line}: {e}"))
+}
+
+#[test]
+fn status_shows_a_locks_line_of_waiters_in_order() {
+    let server = server();
+    let url = server.url();
+    let dir = scratch();
+    let holder = hold(&url, "queued", dir.path(), &["--ttl", "20s"], Some(0));
+    let mut waiters = Vec::new();
+    for i in 0..2 {
+        waiters.push(Running::start(fencelock(&[
+            "run", "--url", &url, "--wait", "30s", "queued", "--", "true",
+        ])));
+        wait_until(LIMIT, "a place in line", || {
+            line_of(&server, "queued").len() == i + 1
+        });
+    }
+    // A waiter refreshes its place every few seconds, which moves it to the back of the line:
+    // the status is compared with a line that stayed the same around it.
+    let (line, json, text) = loop {
+        let before = line_of(&server, "queued");
+        let json = run(&["status", "--url", &url, "--json", "queued"]);
+        let text = run(&["status", "--url", &url, "queued"]);
+        if line_of(&server, "queued") == before {
+            break (before, json, text);
+        }
+    };
+    assert_eq!(json.code, Some(0), "{}", json.explain());
+    let status: serde_json::Value = serde_json::from_str(json.stdout.trim()).unwrap();
+    assert_eq!(status["waiting"], 2, "{status}");
+    let shown = status["waiters"].as_array().expect("a waiters array");
+    assert_eq!(shown.len(), 2, "{status}");
+    for (i, (waiter, token)) in shown.iter().zip(&line).enumerate() {
+        assert_eq!(waiter["place"], i + 1, "{status}");
+        assert_eq!(waiter["waiter"], token[..8], "{status}");
+        // A lock's line records no arrival; only a read-write lock's waiters have a side.
+        assert!(waiter["waited_ms"].is_null(), "{status}");
+        assert!(waiter["side"].is_null(), "{status}");
+    }
+    assert!(
+        text.stdout.contains("  waiting:    2\n"),
+        "{}",
+        text.explain()
+    );
+    for (i, token) in line.iter().enumerate() {
+        let shown = format!("    {}. {}\n", i + 1, &token[..8]);
+        assert!(text.stdout.contains(&shown), "{}", text.explain());
+    }
+
+    holder.signal(Signal::SIGTERM);
+    assert_eq!(holder.finish().code, Some(0));
+    for waiter in waiters {
+        let done = waiter.finish_within(Duration::from_secs(20));
+        assert_eq!(done.code, Some(0), "{}", done.explain());
+    }
+}

@@ -64,7 +64,7 @@ impl LockKeys {
         self.all.get(self.fence_end..).unwrap_or_default()
     }
 
-    /// A fair lock's queue: waiter token -> ticket.
+    /// A fair lock's queue: waiter token -> ticket (arrival order, the server ms it arrived at).
     pub(crate) fn queue(&self) -> String {
         format!("{}:queue", self.lock())
     }
@@ -72,6 +72,12 @@ impl LockKeys {
     /// A fair lock's waiter liveness: waiter token -> when its place lapses.
     pub(crate) fn alive(&self) -> String {
         format!("{}:alive", self.lock())
+    }
+
+    /// A plain lock's line of waiters: waiter token -> when its place lapses (its scripts name
+    /// it from the lock key; the operator's inspection declares it).
+    pub(crate) fn waiters(&self) -> String {
+        format!("{}:waiters", self.lock())
     }
 }
 

@@ -329,3 +329,17 @@ pub fn script_calls(line: &str) -> Vec<Vec<String>> {
         _ => vec![owned(args)],
     }
 }
+
+/// The server's clock (`TIME`) in milliseconds.
+pub fn server_ms(redis: &RedisServer) -> u64 {
+    match redis.cmd(&["TIME"]) {
+        Ok(redis::Value::Array(parts)) if parts.len() == 2 => {
+            let part = |i: usize| -> u64 {
+                redis::from_redis_value::<u64>(parts[i].clone())
+                    .unwrap_or_else(|e| panic!("TIME: {e}"))
+            };
+            part(0) * 1000 + part(1) / 1000
+        }
+        other => panic!("TIME: {other:?}"),
+    }
+}

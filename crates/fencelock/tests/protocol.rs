@@ -471,12 +471,33 @@ async fn the_fair_lock_writes_what_the_document_shows() {
     let redis = server();
     let (a, b) = (client(&redis), client(&redis));
     let held = take(a.fair_lock("reports")).await;
+    let before = common::server_ms(&redis);
     let waiter = tokio::spawn(patient(b.fair_lock("reports")).acquire());
     until("a place in the queue", || {
         cardinality(&redis, "fencelock:{reports}:alive") == 1
     })
     .await;
     assert_example(&redis, "fair-waited", None);
+    // The ticket, `max(last + 1, server ms)`, of the first in the queue: when it arrived.
+    let ticket = match cmd(
+        &redis,
+        &[
+            "ZRANGE",
+            "fencelock:{reports}:queue",
+            "0",
+            "0",
+            "WITHSCORES",
+        ],
+    ) {
+        redis::Value::Array(reply) if reply.len() == 2 => text(reply[1].clone(), "ZRANGE")
+            .parse::<u64>()
+            .unwrap_or_else(|e| panic!("the ticket: {e}")),
+        other => panic!("ZRANGE: {other:?}"),
+    };
+    assert!(
+        (before..=common::server_ms(&redis)).contains(&ticket),
+        "ticket {ticket}, not the arrival's server ms (after {before})"
+    );
 
     let mut released = Released::subscribe(&redis, "reports").await;
     assert!(held.release().await.unwrap());

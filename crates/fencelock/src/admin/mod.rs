@@ -10,6 +10,9 @@
 //! if let Some(holder) = &info.holder {
 //!     println!("held by {}… with fence {:?}", holder.token_prefix, holder.fence);
 //! }
+//! if let Some(next) = info.waiters.first() {
+//!     println!("{} waiting, {}… first in line", info.waiting, next.token_prefix);
+//! }
 //! # Ok(()) }
 //! ```
 
@@ -54,9 +57,15 @@ pub struct LockInfo {
     /// The shared holders: the readers of a read-write lock (one entry per read hold, with its
     /// owner), or the permits of a semaphore (one entry per permit).
     pub shared: Vec<Holder>,
-    /// How many wait in a queue: fair-lock waiters, or a read-write lock's waiting readers and
-    /// writers.
+    /// How many wait for it: `waiters.len()`.
     pub waiting: u64,
+    /// Who waits for it, in line order (place 1 first): a plain lock's line (on one server), a
+    /// fair lock's queue, a read-write lock's waiting readers and writers. Only requests that
+    /// keep a place in Redis are seen: a semaphore's and a reentrant lock's waiters keep none
+    /// (they wait for a release message), nor does a request that does not wait, or any request
+    /// of a plain lock over Redlock. Over Redlock, a waiter counts when a majority of the
+    /// instances have its place.
+    pub waiters: Vec<Waiter>,
     /// The last fence handed out for this name (the current holder's, if held).
     pub last_fence: Option<u64>,
 }
@@ -81,6 +90,56 @@ pub struct Holder {
     pub remaining: Option<Duration>,
     /// How many times the owner of a reentrant lock holds it (`None` for other kinds).
     pub holds: Option<u32>,
+}
+
+/// A request waiting for a lock, as far as it is safe to show (from [`LockInfo::waiters`]).
+///
+/// ```no_run
+/// # async fn example(client: fencelock::Client) -> fencelock::Result<()> {
+/// use fencelock::admin::Side;
+///
+/// let info = client.inspect("reports/nightly").await?;
+/// for waiter in &info.waiters {
+///     let place = waiter.place.map_or_else(|| "-".to_owned(), |p| p.to_string());
+///     let side = match waiter.side {
+///         Some(Side::Writer) => " (to write)",
+///         Some(Side::Reader) => " (to read)",
+///         _ => "",
+///     };
+///     let waited = waiter.waited.map(|d| d.as_millis());
+///     println!("{place}. {}…{side}, waited {waited:?} ms", waiter.token_prefix);
+/// }
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Waiter {
+    /// Its place in line, 1 for the first (`None`: the kind keeps no order). A plain lock's
+    /// line is in the order a release passes the lock on: the place that lapses soonest first
+    /// (each waiter refreshes its place every third of its duration, so the order follows the
+    /// refreshes rather than arrival). A fair lock's queue is in arrival order, place 1 being
+    /// the head, the only waiter that may take the lock. A read-write lock's waiters are in
+    /// arrival order, and take turns a phase at a time: the readers in a row go in together.
+    pub place: Option<u32>,
+    /// How long it has waited, since it took its place (on the server's clock): known for a
+    /// fair lock's waiter and a read-write lock's; `None` for a plain lock's, whose line keeps
+    /// no arrival time (or a place written by an implementation that records none).
+    pub waited: Option<Duration>,
+    /// The first 8 hex digits of the waiting request's token (a read-write lock's waiter: its
+    /// hold token, as for readers), never the whole token.
+    pub token_prefix: String,
+    /// What a read-write lock's waiter waits for (`None` for other kinds).
+    pub side: Option<Side>,
+}
+
+/// What a read-write lock's waiter waits for ([`Waiter::side`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Side {
+    /// A read lock.
+    Reader,
+    /// The write lock.
+    Writer,
 }
 
 impl Client {
@@ -240,13 +299,63 @@ fn merge_inspected(name: &str, states: &[StoredLock], quorum: crate::quorum::Quo
     let permits = held_as
         .filter(|s| s.kind == "semaphore")
         .map(|s| s.detail.unwrap_or(0));
+    let waiters = merge_waiters(states, quorum);
     LockInfo {
         name: name.to_owned(),
         kind,
         permits,
         holder,
         shared,
-        waiting: states.iter().map(|s| s.waiting).max().unwrap_or(0),
+        waiting: u64::try_from(waiters.len()).unwrap_or(u64::MAX),
+        waiters,
         last_fence: states.iter().filter_map(|s| s.last_fence).max(),
     }
+}
+
+/// The waiters that a majority (`quorum`) of the instances have, in line order: by their
+/// best place on any instance (ties in the order first seen), numbered again from 1; each with
+/// the longest wait seen.
+fn merge_waiters(states: &[StoredLock], quorum: crate::quorum::Quorum) -> Vec<Waiter> {
+    // (whole token, waiter, on how many instances)
+    let mut seen: Vec<(&str, Waiter, usize)> = Vec::new();
+    for state in states {
+        for stored in &state.waiters {
+            let this = Waiter {
+                place: stored.place,
+                waited: u64::try_from(stored.waited_ms)
+                    .ok()
+                    .map(Duration::from_millis),
+                token_prefix: stored.token.chars().take(8).collect(),
+                side: stored.side,
+            };
+            match seen
+                .iter_mut()
+                .find(|(token, w, _)| *token == stored.token && w.side == this.side)
+            {
+                Some((_, waiter, count)) => {
+                    *count += 1;
+                    waiter.place = match (waiter.place, this.place) {
+                        (Some(a), Some(b)) => Some(a.min(b)),
+                        (a, b) => a.or(b),
+                    };
+                    waiter.waited = waiter.waited.max(this.waited);
+                }
+                None => seen.push((&stored.token, this, 1)),
+            }
+        }
+    }
+    let mut waiters: Vec<Waiter> = seen
+        .into_iter()
+        .filter(|(_, _, count)| quorum.reached(*count))
+        .map(|(_, waiter, _)| waiter)
+        .collect();
+    waiters.sort_by_key(|w| w.place.unwrap_or(u32::MAX));
+    let mut next = 0;
+    for waiter in &mut waiters {
+        if waiter.place.is_some() {
+            next += 1;
+            waiter.place = Some(next);
+        }
+    }
+    waiters
 }

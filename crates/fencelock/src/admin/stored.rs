@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use redis::Value;
 
-use super::{FORCE_RELEASE, INSPECT};
+use super::{FORCE_RELEASE, INSPECT, Side};
 use crate::connection::Server;
 use crate::keys::LockKeys;
 use crate::script::reply::{as_string, describe_type, unexpected};
@@ -26,9 +26,10 @@ pub(crate) struct StoredLock {
     pub(crate) last_fence: Option<u64>,
     /// A reentrant lock's hold count, a semaphore's N.
     pub(crate) detail: Option<u32>,
-    /// Queued fair-lock waiters, or a read-write lock's waiting readers and writers.
-    pub(crate) waiting: u64,
     pub(crate) entries: Vec<StoredEntry>,
+    /// The waiters, in line order: a plain lock's line, a fair lock's queue, a read-write
+    /// lock's waiting readers and writers.
+    pub(crate) waiters: Vec<StoredWaiter>,
 }
 
 /// One holder of a stored lock.
@@ -43,13 +44,30 @@ pub(crate) struct StoredEntry {
     pub(crate) fence: Option<u64>,
 }
 
+/// One waiter of a stored lock.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct StoredWaiter {
+    /// A read-write lock's waiter: what it waits for (`None` for other kinds).
+    pub(crate) side: Option<Side>,
+    /// The waiter's token (for a read-write lock, its hold token).
+    pub(crate) token: String,
+    /// Milliseconds since it arrived (-1: not known).
+    pub(crate) waited_ms: i64,
+    /// Its place in line on this instance, 1 first (`None`: the kind keeps no order).
+    pub(crate) place: Option<u32>,
+}
+
 pub(crate) async fn inspect(
     server: Server,
     keys: Arc<LockKeys>,
     limit: Duration,
 ) -> redis::RedisResult<StoredState> {
-    let queue = keys.queue();
-    let call = Call::new(&INSPECT, &[keys.lock(), keys.fence(), &queue], Args::new());
+    let (queue, alive, waiters) = (keys.queue(), keys.alive(), keys.waiters());
+    let call = Call::new(
+        &INSPECT,
+        &[keys.lock(), keys.fence(), &queue, &alive, &waiters],
+        Args::new(),
+    );
     let reply: Vec<Value> = server.run_script(&call, limit).await?;
     match reply.as_slice() {
         [
@@ -61,23 +79,42 @@ pub(crate) async fn inspect(
             rest @ ..,
         ] => {
             let mut entries = Vec::new();
+            let mut waiters = Vec::new();
             for chunk in rest.chunks(4) {
-                let [role, token, Value::Int(remaining_ms), fence] = chunk else {
+                let [role, token, Value::Int(ms), last] = chunk else {
                     return Err(unexpected("inspect", &reply));
                 };
-                entries.push(StoredEntry {
-                    role: as_string(role)?,
-                    token: as_string(token)?,
-                    remaining_ms: *remaining_ms,
-                    fence: as_string(fence)?.parse().ok(),
+                let (role, token) = (as_string(role)?, as_string(token)?);
+                let side = match role.as_str() {
+                    "wait" => None,
+                    "wait-reader" => Some(Side::Reader),
+                    "wait-writer" => Some(Side::Writer),
+                    _ => {
+                        entries.push(StoredEntry {
+                            role,
+                            token,
+                            remaining_ms: *ms,
+                            fence: as_string(last)?.parse().ok(),
+                        });
+                        continue;
+                    }
+                };
+                waiters.push(StoredWaiter {
+                    side,
+                    token,
+                    waited_ms: *ms,
+                    place: as_string(last)?.parse().ok(),
                 });
+            }
+            if usize::try_from(*waiting).ok() != Some(waiters.len()) {
+                return Err(unexpected("inspect", &reply));
             }
             Ok(StoredState::Lock(StoredLock {
                 kind: as_string(kind)?,
                 last_fence: as_string(fence)?.parse().ok(),
                 detail: as_string(detail)?.parse().ok(),
-                waiting: u64::try_from(*waiting).unwrap_or(0),
                 entries,
+                waiters,
             }))
         }
         [Value::Int(-1), key, found] => Ok(StoredState::Foreign {

@@ -1,6 +1,6 @@
 -- Take the fair lock in request order. The lock key is the plain lock's ('<token>:<fence>' with
 -- the lease as TTL); waiters queue in two sorted sets next to it:
---   KEYS[3] queue: token -> ticket (arrival order)
+--   KEYS[3] queue: token -> ticket (arrival order: max(last ticket + 1, server ms on arrival))
 --   KEYS[4] alive: token -> the instant (server ms) its place lapses unless refreshed
 -- Each attempt refreshes the caller's place (a caller that finds the lock free and nobody queued
 -- takes it without one); a waiter that dies stops refreshing and leaves the queue after the
@@ -59,12 +59,14 @@ if tonumber(ARGV[3]) <= 0 then
   return {0, math.max(tonumber(redis.call('zscore', KEYS[4], head)) - now, 1)}
 end
 if not redis.call('zscore', KEYS[3], ARGV[1]) then
+  -- The ticket is max(last + 1, now): arrival order, and (as the fence rule does with the
+  -- clock) the server ms the waiter arrived at, which the operator's view shows as its wait.
   local tail = redis.call('zrange', KEYS[3], -1, -1, 'withscores')
-  local ticket = 1
+  local ticket = now
   if #tail > 0 then
-    ticket = tonumber(tail[2]) + 1
+    ticket = math.max(tonumber(tail[2]) + 1, now)
   end
-  redis.call('zadd', KEYS[3], ticket, ARGV[1])
+  redis.call('zadd', KEYS[3], int(ticket), ARGV[1])
 end
 local head = live_head(KEYS[3], KEYS[4], ARGV[1])
 if not value and head == ARGV[1] then
