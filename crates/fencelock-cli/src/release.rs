@@ -1,11 +1,19 @@
 //! `fencelock release --force NAME`: the operator's tool for a lock whose holder is gone or
 //! stuck. It deletes the lock whoever holds it, on every server, and wakes its waiters.
+//! `fencelock release --ask NAME` asks a live holder to let go, and takes nothing.
 
 use crate::error::CliError;
 use crate::servers::ServerArgs;
 
 pub const ABOUT: &str = "\
-Force-release a lock, whoever holds it (an operator's action; needs --force).
+Ask the holder of a lock to release it (--ask), or force-release it whoever holds it (--force).
+
+--ask is polite revocation: the holder is asked and keeps the lock until it lets go. A \
+`fencelock run` holding it passes the request on to its command (SIGTERM, or --on-request), \
+waits --grace for it to end, and releases. A Rust holder hears it through \
+`LockGuard::release_requested`. Nothing is taken from a holder that does not listen.
+
+--force is for holders that are gone: it takes the lock (an operator's action).
 
 Deletes the lock on every server and wakes the processes waiting for it; its fence counter is \
 kept, so the next holder still gets a larger fence. The holder is not asked: if it is alive, it \
@@ -22,6 +30,7 @@ Exit status:
 
 Examples:
   fencelock status nightly-report            # who holds it, and for how long
+  fencelock release --ask nightly-report     # ask the holder to let go
   fencelock release --force nightly-report";
 
 /// Arguments of `fencelock release`.
@@ -30,9 +39,13 @@ pub struct ReleaseArgs {
     #[command(flatten)]
     servers: ServerArgs,
 
-    /// Release the lock whoever holds it (required: the holder is not asked)
-    #[arg(long)]
+    /// Release the lock whoever holds it (the holder is not asked)
+    #[arg(long, conflicts_with = "ask")]
     force: bool,
+
+    /// Ask the holder to release the lock; it keeps the lock until it lets go
+    #[arg(long)]
+    ask: bool,
 
     /// The lock's name
     #[arg(value_name = "NAME")]
@@ -41,14 +54,17 @@ pub struct ReleaseArgs {
 
 /// Runs `fencelock release`.
 pub async fn release(args: ReleaseArgs) -> Result<(), CliError> {
+    if args.ask {
+        return ask(args).await;
+    }
     if !args.force {
         return Err(CliError::Usage(format!(
             "refusing to release lock {name:?} without --force. Releasing a lock you do not hold \
              is an operator's action: whoever holds it loses it while it may still be working \
              (a `fencelock run` holding it stops its command and exits with 74), and a waiter \
              can take it at once. A `fencelock run` releases its own lock when its command \
-             ends. If the holder is known to be gone or stuck, run: fencelock release --force \
-             {name:?}",
+             ends. To ask a live holder to let go: fencelock release --ask {name:?}. If the \
+             holder is known to be gone or stuck, run: fencelock release --force {name:?}",
             name = args.name
         )));
     }
@@ -75,6 +91,26 @@ pub async fn release(args: ReleaseArgs) -> Result<(), CliError> {
     } else {
         println!(
             "lock {:?} was not held on {}; nothing to release",
+            args.name,
+            servers.describe()
+        );
+    }
+    Ok(())
+}
+
+/// `fencelock release --ask`: asks the holders, takes nothing.
+async fn ask(args: ReleaseArgs) -> Result<(), CliError> {
+    let servers = args.servers.resolve()?;
+    let client = servers.client()?;
+    if client.request_release(&args.name).await? {
+        println!(
+            "asked the holder of lock {:?} on {} to release it; it keeps the lock until it does",
+            args.name,
+            servers.describe()
+        );
+    } else {
+        println!(
+            "lock {:?} was not held on {}; nobody to ask",
             args.name,
             servers.describe()
         );

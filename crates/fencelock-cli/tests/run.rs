@@ -444,3 +444,56 @@ fn a_killed_holders_lock_delay_holds_the_next_run_back_and_a_release_ends_it() {
     ]);
     assert_eq!(next.code, Some(0), "{}", next.explain());
 }
+
+#[test]
+fn a_release_request_is_passed_on_and_the_lock_released_when_the_command_ends() {
+    let server = server();
+    let url = server.url();
+    let dir = scratch();
+    // The command ends with 3 on SIGTERM (the default signal of --on-request).
+    let holder = hold(&url, "jobs/asked", dir.path(), &["--grace", "5s"], Some(3));
+    let asked = run(&["release", "--url", &url, "--ask", "jobs/asked"]);
+    assert_eq!(asked.code, Some(0), "{}", asked.explain());
+    assert!(
+        asked.stdout.contains("asked the holder"),
+        "{}",
+        asked.explain()
+    );
+    let done = holder.finish_within(Duration::from_secs(10));
+    assert_eq!(done.code, Some(3), "{}", done.explain());
+    assert!(
+        path(dir.path(), "jobs_asked.term").exists(),
+        "the command got no SIGTERM"
+    );
+    assert!(
+        !exists(&server, &lock_key("jobs/asked")),
+        "the lock was not released"
+    );
+
+    // A command that ignores the request gets SIGKILL after --grace, and the lock goes back.
+    let stubborn = hold(
+        &url,
+        "jobs/stubborn",
+        dir.path(),
+        &["--grace", "500ms"],
+        None,
+    );
+    let asked_at = Instant::now();
+    assert_eq!(
+        run(&["release", "--url", &url, "--ask", "jobs/stubborn"]).code,
+        Some(0)
+    );
+    let done = stubborn.finish_within(Duration::from_secs(10));
+    assert_eq!(done.code, Some(137), "{}", done.explain());
+    assert!(asked_at.elapsed() >= Duration::from_millis(500));
+    assert!(!exists(&server, &lock_key("jobs/stubborn")));
+
+    // Nobody holds it: nothing to ask, nothing changes.
+    let nobody = run(&["release", "--url", &url, "--ask", "jobs/free"]);
+    assert_eq!(nobody.code, Some(0), "{}", nobody.explain());
+    assert!(
+        nobody.stdout.contains("nobody to ask"),
+        "{}",
+        nobody.explain()
+    );
+}

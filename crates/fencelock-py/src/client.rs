@@ -126,6 +126,26 @@ impl Client {
         runtime::spawn(acquire(request, try_only), convert_guard, done)
     }
 
+    /// Asks the holders of lock `name` to release it; `True` if it was held.
+    fn request_release(&self, py: Python<'_>, name: String) -> PyResult<bool> {
+        let client = self.client()?;
+        runtime::wait(py, async move { client.request_release(name).await })?
+            .map_err(|e| to_py(py, &e))
+    }
+
+    /// `request_release`, answering `done`.
+    fn request_release_async(&self, name: String, done: Py<PyAny>) -> PyResult<Pending> {
+        let client = self.client()?;
+        runtime::spawn(
+            async move { client.request_release(name).await },
+            |py, result| match result {
+                Ok(held) => Ok(held.into_pyobject(py)?.to_owned().into_any().unbind()),
+                Err(e) => Err(to_py(py, &e)),
+            },
+            done,
+        )
+    }
+
     /// A reentrant lock's handle: the acquisitions made through it share one owner.
     #[pyo3(signature = (name, max_reentry=None))]
     fn reentrant(&self, name: String, max_reentry: Option<u32>) -> PyResult<Reentrant> {

@@ -132,6 +132,29 @@ impl Guard {
         })
     }
 
+    /// Calls `callback()` once, from a runtime thread, when someone asks for this lock
+    /// (`request_release`) while it is held.
+    fn on_release_requested(&self, callback: Py<PyAny>) -> PyResult<()> {
+        let slot = self.slot()?;
+        // The future owns what it needs: the guard is borrowed only to make it.
+        let requested = match slot.try_read() {
+            Ok(guard) => guard.as_ref().map(LockGuard::release_requested),
+            Err(_) => None, // being released
+        };
+        let Some(requested) = requested else {
+            return Ok(());
+        };
+        runtime::runtime()?.spawn(async move {
+            requested.await;
+            runtime::call_back(move |py| {
+                if let Err(e) = callback.call0(py) {
+                    e.write_unraisable(py, None);
+                }
+            });
+        });
+        Ok(())
+    }
+
     /// Calls `callback(code, message)` once, from a runtime thread, when the lock is lost or
     /// released (`code`: `not_owner`, `expired`, `max_hold_reached` or `released`).
     fn on_lost(&self, callback: Py<PyAny>) -> PyResult<()> {

@@ -116,3 +116,18 @@ def test_the_event_loop_keeps_running_during_a_wait(server, name):
         return ticks
 
     assert run(main()) >= 20
+
+
+def test_a_release_request_is_awaited(server, name):
+    async def main():
+        client = fencelock.aio.Client(server.url)
+        guard = await client.lock(name, ttl=10.0).acquire()
+        heard = asyncio.create_task(guard.release_requested())
+        await asyncio.sleep(0.2)
+        assert not heard.done()
+        assert await client.request_release(name) is True
+        await asyncio.wait_for(heard, 5.0)
+        assert guard.is_held()
+        assert await guard.release() is True
+
+    run(main())

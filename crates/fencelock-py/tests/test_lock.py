@@ -214,3 +214,16 @@ def test_lock_delay_after_a_lease_runs_out_but_not_after_a_release(server, name)
     delayed.release()
     client.lock(name, wait=0).acquire().release()
     assert not vanished.is_held()
+
+
+def test_a_release_request_reaches_the_holder_and_takes_nothing(server, name):
+    holder = fencelock.Client(server.url)
+    other = fencelock.Client(server.url)
+    guard = holder.lock(name, ttl=10.0).acquire()
+    requested = guard.release_requested
+    assert not requested.wait(0.3)
+    assert other.request_release(name) is True
+    assert requested.wait(5.0), "the holder was not told"
+    assert guard.is_held() and other.lock(name).try_acquire() is None
+    assert guard.release() is True
+    assert other.request_release(name) is False

@@ -151,6 +151,15 @@ impl Client {
         self.runtime.block_on(self.inner.force_release(name))
     }
 
+    /// See [`crate::Client::request_release`].
+    ///
+    /// # Errors
+    ///
+    /// As [`crate::Client::request_release`].
+    pub fn request_release(&self, name: impl Into<String>) -> Result<bool> {
+        self.runtime.block_on(self.inner.request_release(name))
+    }
+
     /// See [`crate::Client::wait_idle`].
     pub fn wait_idle(&self, limit: Duration) -> bool {
         self.runtime.block_on(self.inner.wait_idle(limit))

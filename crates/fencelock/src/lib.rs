@@ -99,6 +99,7 @@ mod observe;
 pub mod postgres;
 mod quorum;
 mod redact;
+mod revoke;
 mod script;
 mod token;
 

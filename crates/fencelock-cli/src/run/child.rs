@@ -34,6 +34,8 @@ pub(super) struct Command {
 pub(super) enum Outcome {
     Exited(std::io::Result<ExitStatus>),
     Lost(fencelock::LostReason),
+    /// Someone asked the holder to release the lock (`fencelock release --ask`).
+    Requested,
 }
 
 /// Starts `program` with `args` in a process group of its own, with `FENCELOCK_NAME`,
@@ -70,25 +72,48 @@ pub(super) fn start(
     })
 }
 
-/// Waits until the command exits or the lock is lost, passing on the signals `fencelock`
-/// receives meanwhile.
+/// Waits until the command exits, the lock is lost or a release is requested, passing on the
+/// signals `fencelock` receives meanwhile.
 pub(super) async fn watch(
     command: &mut Command,
     lost: fencelock::LostSignal,
+    requested: impl std::future::Future<Output = ()>,
     signals: &mut Signals,
 ) -> Outcome {
     let mut lost = lost.into_future();
+    let mut requested = std::pin::pin!(requested);
     loop {
         tokio::select! {
             biased;
             status = command.child.wait() => return Outcome::Exited(status),
             reason = &mut lost => return Outcome::Lost(reason),
+            () = &mut requested => return Outcome::Requested,
             signal = signals.recv() => {
                 tracing::debug!(signal = signal.as_str(), group = %command.group, "forwarding");
                 forward(command.group, signal);
             }
         }
     }
+}
+
+/// Passes a release request on to the command: `signal` to its process group, then `grace`
+/// for it to end, then SIGKILL to what is left of the group. Returns the command's exit code.
+pub(super) async fn pass_on_request(command: &mut Command, signal: Signal, grace: Duration) -> u8 {
+    forward(command.group, signal);
+    forward(command.group, Signal::SIGCONT);
+    let status = match tokio::time::timeout(grace, command.child.wait()).await {
+        Ok(status) => status.ok(),
+        Err(_) => {
+            forward(command.group, Signal::SIGKILL);
+            tokio::time::timeout(REAP_LIMIT, command.child.wait())
+                .await
+                .ok()
+                .and_then(Result::ok)
+        }
+    };
+    // Whatever else the command left in its group goes too: the lock is about to be released.
+    forward(command.group, Signal::SIGKILL);
+    status.map_or(EXIT_FAILURE, exit_code_of)
 }
 
 /// Sends `signal` to the command's process group (it may already be gone).

@@ -55,6 +55,10 @@ released when the command has ended. It should not read from the terminal (it is
 terminal's foreground process group). While fencelock is still waiting for the lock, SIGINT, \
 SIGTERM and SIGHUP stop the wait at once (exit 130, 143, 129) with nothing held.
 
+Asked to let go (`fencelock release --ask NAME`), fencelock passes the request on to the \
+command's process group (SIGTERM, or --on-request SIGNAL), gives it --grace to end, sends SIGKILL \
+to what is left after that, releases the lock and exits with the command's code.
+
 With --permits N, NAME is a semaphore of N permits instead of a lock: up to N commands run at \
 once under it, each holding one permit (a lease of its own, renewed and lost like a lock) with a \
 fence of its own, and FENCELOCK_PERMITS=N in its environment. Every user of NAME must pass the \
@@ -117,6 +121,16 @@ pub struct RunArgs {
     /// Do not wait: exit with 73 at once if the lock is held
     #[arg(long)]
     no_wait: bool,
+
+    /// When someone asks for the lock (`fencelock release --ask NAME`): the signal passed on to
+    /// the command's process group. The lock is released when the command ends
+    #[arg(long, value_name = "SIGNAL", default_value = "TERM", value_parser = parse_signal)]
+    on_request: Signal,
+
+    /// When someone asks for the lock: how long the command has to end after --on-request's
+    /// signal before it gets SIGKILL and the lock is released
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
+    grace: Duration,
 
     /// When the lock is lost: how long the command has between SIGTERM and SIGKILL
     #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
@@ -204,7 +218,13 @@ impl UnderLock<'_> {
             }
         };
         tracing::debug!(lock = %args.name, fence, group = %command.group, "command started");
-        let outcome = child::watch(&mut command, guard.lost(), signals).await;
+        let outcome = child::watch(
+            &mut command,
+            guard.lost(),
+            guard.release_requested(),
+            signals,
+        )
+        .await;
         match outcome {
             Outcome::Exited(Err(err)) => {
                 // Cannot happen in practice (the child is ours); the lock still goes back.
@@ -217,6 +237,18 @@ impl UnderLock<'_> {
             }
             Outcome::Exited(Ok(status)) => self.exited(guard, child::exit_code_of(status)).await,
             Outcome::Lost(reason) => self.lost(guard, &mut command, &reason).await,
+            Outcome::Requested => {
+                eprintln!(
+                    "fencelock: asked to release {}; sending {} to {} and releasing when it \
+                     ends (SIGKILL after {})",
+                    self.held(),
+                    args.on_request.as_str(),
+                    show(self.program),
+                    format_duration(args.grace)
+                );
+                let code = child::pass_on_request(&mut command, args.on_request, args.grace).await;
+                self.exited(guard, code).await
+            }
         }
     }
 
@@ -284,6 +316,26 @@ impl UnderLock<'_> {
             code: EXIT_LOCK_LOST,
         })
     }
+}
+
+/// `--on-request`: a signal by name (`TERM`, `SIGTERM`, `usr1`) or number.
+fn parse_signal(text: &str) -> Result<Signal, String> {
+    let upper = text.trim().to_ascii_uppercase();
+    let named = if upper.starts_with("SIG") {
+        upper
+    } else {
+        format!("SIG{upper}")
+    };
+    if let Ok(signal) = named.parse::<Signal>() {
+        return Ok(signal);
+    }
+    text.trim()
+        .parse::<i32>()
+        .ok()
+        .and_then(|n| Signal::try_from(n).ok())
+        .ok_or_else(|| {
+            format!("{text:?} is not a signal: write a name such as TERM or USR1, or a number")
+        })
 }
 
 /// `--permits`: a number of permits, at least 1.

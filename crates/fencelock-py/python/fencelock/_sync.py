@@ -22,11 +22,12 @@ class Guard:
         fence: the fencing token, strictly larger than every earlier fence of the name.
     """
 
-    __slots__ = ("_native", "_lost", "__weakref__")
+    __slots__ = ("_native", "_lost", "_requested", "__weakref__")
 
     def __init__(self, native: Any) -> None:
         self._native = native
         self._lost = _common.LostState()
+        self._requested: Optional[threading.Event] = None
 
     @property
     def name(self) -> str:
@@ -56,6 +57,17 @@ class Guard:
         ``released``."""
         now = self._native.lost_now()
         return None if now is None else now[0]
+
+    @property
+    def release_requested(self) -> threading.Event:
+        """Set when someone asks for this lock (:meth:`Client.request_release`, ``fencelock
+        release --ask``). The guard still holds it: release it at a point where the work can
+        stop."""
+        if self._requested is None:
+            event = threading.Event()
+            self._native.on_release_requested(event.set)
+            self._requested = event
+        return self._requested
 
     def extend(self, ttl: float) -> None:
         """Re-arms the lease to ``ttl`` seconds from now.
@@ -293,6 +305,11 @@ class Client:
     def fenced_store(self, resource: str) -> FencedStore:
         """Fenced writes to ``resource``."""
         return FencedStore(self._native, resource)
+
+    def request_release(self, name: str) -> bool:
+        """Asks the holders of lock ``name`` to release it (polite revocation); takes nothing.
+        ``True`` if it was held."""
+        return self._native.request_release(name)
 
     def __repr__(self) -> str:
         return repr(self._native)

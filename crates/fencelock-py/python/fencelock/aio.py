@@ -108,6 +108,18 @@ class Guard:
         self._native.on_lost(done)
         return await future
 
+    async def release_requested(self) -> None:
+        """Returns when someone asks for this lock (:meth:`Client.request_release`); the guard
+        still holds it."""
+        loop = asyncio.get_running_loop()
+        future = loop.create_future()
+
+        def done() -> None:
+            loop.call_soon_threadsafe(_settle, future, True, None)
+
+        self._native.on_release_requested(done)
+        await future
+
     async def extend(self, ttl: float) -> None:
         """Re-arms the lease to ``ttl`` seconds from now."""
         await _call(lambda done: self._native.extend_async(ttl, done))
@@ -302,6 +314,10 @@ class Client:
 
     def fenced_store(self, resource: str) -> FencedStore:
         return FencedStore(self._native, resource)
+
+    async def request_release(self, name: str) -> bool:
+        """Asks the holders of lock ``name`` to release it; ``True`` if it was held."""
+        return await _call(lambda done: self._native.request_release_async(name, done))
 
     def __repr__(self) -> str:
         return repr(self._native)

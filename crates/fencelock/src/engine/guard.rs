@@ -75,6 +75,16 @@ impl LockGuard {
         &self.lease
     }
 
+    /// The client this guard's lock belongs to.
+    pub(crate) fn shared(&self) -> &Arc<Shared> {
+        &self.shared
+    }
+
+    /// This acquisition's hold.
+    pub(crate) fn hold(&self) -> &Hold {
+        &self.hold
+    }
+
     /// The lock's name.
     pub fn name(&self) -> &str {
         &self.hold.name
