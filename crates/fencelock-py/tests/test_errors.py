@@ -135,3 +135,65 @@ def test_exceptions_pickle_with_their_fields(server, name):
     copy = pickle.loads(pickle.dumps(busy.value))
     assert type(copy) is fencelock.Busy and copy.lock == name and str(copy) == str(busy.value)
     holder.release()
+
+
+def test_fenced_wrong_type_writes_nothing(server, name):
+    client = fencelock.Client(server.url)
+    server.raw().rpush(f"{name}:h", "a list")
+    with pytest.raises(fencelock.FencedWrongType) as caught:
+        client.fenced_store(name).apply(5, fencelock.Writes().set(f"{name}:s", "v").hset(f"{name}:h", "f", "v"))
+    assert caught.value.resource == name and caught.value.key == f"{name}:h"
+    assert server.raw().exists(f"{name}:s") == 0
+
+
+def test_unsupported_semaphore_over_redlock(make_server, name):
+    servers = [make_server() for _ in range(3)]
+    client = fencelock.Client.redlock([s.url for s in servers])
+    with pytest.raises(fencelock.Unsupported) as caught:
+        client.semaphore(name, 2).acquire()
+    assert caught.value.lock == name
+    assert all(s.raw().keys("*") == [] for s in servers)
+
+
+def test_redis_error_names_the_refusal(make_server, server, name):
+    replica = make_server("--replicaof", "127.0.0.1", str(server.port))
+    client = fencelock.Client(replica.url)
+    with pytest.raises(fencelock.RedisError) as caught:
+        client.lock(name, wait=0).acquire()
+    assert caught.value.lock == name and caught.value.server == f"127.0.0.1:{replica.port}"
+    assert "read only replica" in str(caught.value)
+
+
+def _certificates(tmp_path):
+    """A CA and a server certificate for 127.0.0.1 signed by it (openssl)."""
+    import subprocess
+
+    def openssl(*args):
+        made = subprocess.run(["openssl", *args], capture_output=True, cwd=tmp_path)
+        assert made.returncode == 0, made.stderr
+
+    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=fencelock test CA",
+            "-keyout", "ca.key", "-out", "ca.crt")
+    openssl("req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=127.0.0.1", "-keyout", "server.key",
+            "-out", "server.csr")
+    (tmp_path / "san.ext").write_text("subjectAltName=IP:127.0.0.1\n")
+    openssl("x509", "-req", "-in", "server.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial",
+            "-days", "1", "-extfile", "san.ext", "-out", "server.crt")
+    return tmp_path / "ca.crt", tmp_path / "server.crt", tmp_path / "server.key"
+
+
+def test_tls_error_for_an_untrusted_server(make_server, name, tmp_path):
+    from conftest import free_port
+
+    ca, cert, key = _certificates(tmp_path)
+    tls_port = free_port()
+    make_server("--tls-port", str(tls_port), "--tls-cert-file", str(cert), "--tls-key-file", str(key),
+                "--tls-ca-cert-file", str(ca), "--tls-auth-clients", "no")
+    untrusting = fencelock.Client(f"rediss://127.0.0.1:{tls_port}", command_timeout=2.0)
+    with pytest.raises(fencelock.TlsError) as caught:
+        untrusting.lock(name, wait=0).acquire()
+    assert caught.value.lock == name and caught.value.server == f"127.0.0.1:{tls_port}"
+    # With the CA trusted, the same server grants the lock.
+    trusting = fencelock.Client(f"rediss://127.0.0.1:{tls_port}", tls_ca_file=str(ca))
+    guard = trusting.lock(name, wait=0).acquire()
+    assert guard.release() is True

@@ -727,3 +727,23 @@ async fn wait_until_gives_up_at_the_instant_and_a_past_instant_tries_once() {
     assert!(granted.fence() > fence);
     assert!(granted.release().await.unwrap());
 }
+
+#[tokio::test]
+async fn a_read_only_replica_refuses_with_its_own_error_and_nothing_is_written() {
+    let primary = server();
+    let port = primary.port().to_string();
+    let replica =
+        fencelock_testkit::RedisServer::start_with_args(&["--replicaof", "127.0.0.1", &port])
+            .unwrap();
+    let err = client(&replica.url())
+        .lock("on-a-replica")
+        .no_wait()
+        .acquire()
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, Error::Redis { lock, .. } if lock == "on-a-replica")
+            && err.to_string().contains("read only replica"),
+        "{err}"
+    );
+}

@@ -84,6 +84,11 @@ end
 -- (An error reply is a table with `err`; `.err` of a string is nil, through the string
 -- library, and costs less than `type`, which makes a string on every call.)
 if value.err then
+  if string.sub(value.err, 1, 9) ~= 'WRONGTYPE' then
+    -- Refused for another reason than the key (a read-only replica, a server out of memory):
+    -- the server's own error, as it gave it. Nothing was written.
+    return value
+  end
   -- Not a string: nothing was written.
   return refuse_other_kind(KEYS[1], 'lock')
 end
