@@ -308,7 +308,13 @@ mod tests {
             Announcement::parse(b"resigned:17"),
             Some(Announcement::Resigned(17))
         );
-        for junk in [&b"one"[..], b"leader:x:5:v", b"leader:17", b"resigned:", b"\xff"] {
+        for junk in [
+            &b"one"[..],
+            b"leader:x:5:v",
+            b"leader:17",
+            b"resigned:",
+            b"\xff",
+        ] {
             assert_eq!(Announcement::parse(junk), None);
         }
     }

@@ -106,17 +106,15 @@ impl Election {
             in_gap: false,
         };
         let first = observer.seen(current, true);
-        let inner = futures_util::stream::unfold(
-            (observer, first),
-            |(mut observer, first)| async move {
+        let inner =
+            futures_util::stream::unfold((observer, first), |(mut observer, first)| async move {
                 if let Some(first) = first {
                     return Some((first, (observer, None)));
                 }
                 let next = observer.next().await;
                 Some((next, (observer, None)))
-            },
-        )
-        .boxed();
+            })
+            .boxed();
         Ok(Observe { inner })
     }
 }

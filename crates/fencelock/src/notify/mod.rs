@@ -36,8 +36,8 @@ use tokio::sync::{Semaphore, broadcast, mpsc, oneshot, watch};
 pub(crate) use feed::Feed;
 use feed::{Opener, Source};
 use listener::Listener;
-pub(crate) use registry::{Heard, Pass};
 use registry::{Channel, HEARD_BACKLOG, Personal, Registry, lock};
+pub(crate) use registry::{Heard, Pass};
 
 enum Request {
     Subscribe {
