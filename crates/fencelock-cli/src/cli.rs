@@ -7,7 +7,7 @@ use std::time::Duration;
 use clap::{ArgAction, Parser, Subcommand};
 
 use crate::error::CliError;
-use crate::{bench, inspect, release, run, watch};
+use crate::{bench, inspect, leader, release, run, watch};
 use crate::{chaos, demo};
 
 const ABOUT: &str = "Fenced distributed locks on Redis, from the command line";
@@ -64,6 +64,12 @@ pub enum Command {
     /// Run a command while holding a lock; stop it if the lock is lost
     #[command(long_about = run::LONG_ABOUT, after_help = run::AFTER_HELP)]
     Run(run::RunArgs),
+    /// Run a command while leading an election; stop it if the leadership is lost
+    #[command(long_about = run::elect::LONG_ABOUT, after_help = run::elect::AFTER_HELP)]
+    Elect(run::elect::ElectArgs),
+    /// Show the leader of an election, or follow it with --watch
+    #[command(long_about = leader::LONG_ABOUT, after_help = leader::AFTER_HELP)]
+    Leader(leader::LeaderArgs),
 
     /// Show whether a lock is held, by whom, for how long, and its fences
     #[command(long_about = inspect::STATUS_ABOUT, after_help = inspect::STATUS_AFTER_HELP)]
@@ -144,6 +150,8 @@ pub fn main() -> ExitCode {
     let result = runtime.block_on(async move {
         match cli.command {
             Command::Run(args) => run::run(args).await,
+            Command::Elect(args) => run::elect::elect(args).await,
+            Command::Leader(args) => leader::leader(args).await,
             Command::Status(args) => inspect::status(args).await,
             Command::List(args) => inspect::list(args).await,
             Command::Watch(args) => watch::watch(args).await,

@@ -9,6 +9,7 @@ mod demo;
 mod duration;
 mod error;
 mod inspect;
+mod leader;
 mod output;
 mod process;
 mod redis_url;

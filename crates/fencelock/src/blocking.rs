@@ -16,12 +16,15 @@
 //! It offers what the async client does, with one exception: following a lock's releases
 //! ([`crate::Client::releases`], a `Stream`) has no blocking twin, since a watch is a loop over
 //! events that an async program (or [`Client::as_async`] inside a runtime of your own) expresses
-//! better than a blocking iterator. Every deployment is reached through
+//! better than a blocking iterator. An election's leaders ([`Election::observe`]) are a blocking
+//! iterator all the same, since an observer that is not async has no other way to follow them.
+//! Every deployment is reached through
 //! [`Client::from_builder`].
 
 use std::sync::Arc;
 use std::time::Duration;
 
+pub use crate::election::blocking::{Campaign, Election, Leadership, Observer};
 use crate::engine::WaitPolicy;
 use crate::error::{Error, LostReason, Result};
 
@@ -113,6 +116,11 @@ impl Client {
     /// A request for the fair lock `name`; see [`crate::Client::fair_lock`].
     pub fn fair_lock(&self, name: impl Into<String>) -> LockRequest {
         self.request(self.inner.fair_lock(name))
+    }
+
+    /// The election `name`; see [`crate::Client::election`].
+    pub fn election(&self, name: impl Into<String>) -> Election {
+        Election::new(self.runtime.clone(), self.inner.election(name))
     }
 
     fn request(&self, inner: crate::LockRequest) -> LockRequest {

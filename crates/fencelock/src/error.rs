@@ -56,6 +56,20 @@ pub enum Error {
         reason: LostReason,
     },
 
+    /// A leadership of an election was refused an announcement (a
+    /// [`Leadership::proclaim`](crate::election::Leadership::proclaim), or the announcement of
+    /// a campaign just won): the election's lock is no longer held with this term (its lease ran
+    /// out, or a newer leader holds it). Nothing was written.
+    #[error("election {election:?}: term {term} is no longer the leader's{}", fmt_current(*current))]
+    NotLeader {
+        /// The election.
+        election: String,
+        /// The refused leadership's term.
+        term: u64,
+        /// The term of the election's lock now, if it is held.
+        current: Option<u64>,
+    },
+
     /// Redis did not answer in time, or the connection failed.
     #[error("Redis at {server} is unreachable for lock {lock:?}: {source}{}", fmt_hint(*hint))]
     Unreachable {
@@ -322,6 +336,13 @@ fn fmt_hint(hint: Option<&str>) -> String {
     }
 }
 
+fn fmt_current(current: Option<u64>) -> String {
+    match current {
+        Some(term) => format!(" (the leader's term is {term})"),
+        None => " (nobody leads it)".to_owned(),
+    }
+}
+
 fn fmt_remaining(remaining: Option<Duration>) -> String {
     match remaining {
         Some(d) => format!(" (its lease has {d:?} left)"),
@@ -330,7 +351,8 @@ fn fmt_remaining(remaining: Option<Duration>) -> String {
 }
 
 impl Error {
-    /// The lock (or, for a fenced write, the resource) this error is about, if any.
+    /// The lock (or, for a fenced write, the resource; for an election, the election, which is
+    /// also its lock's name) this error is about, if any.
     pub fn lock_name(&self) -> Option<&str> {
         match self {
             Error::InvalidArgument { lock, .. }
@@ -348,6 +370,7 @@ impl Error {
             | Error::Conflict { lock, .. }
             | Error::RandomSource { lock, .. }
             | Error::Unsupported { lock, .. } => Some(lock),
+            Error::NotLeader { election, .. } => Some(election),
             Error::Fenced { resource, .. } | Error::FencedWrongType { resource, .. } => {
                 Some(resource)
             }

@@ -86,6 +86,7 @@ pub mod admin;
 mod backoff;
 mod client;
 mod connection;
+pub mod election;
 mod engine;
 mod error;
 pub mod fenced;

@@ -392,6 +392,11 @@ fn describe(err: &redis::RedisError) -> String {
 pub(crate) struct Subscriptions(Vec<Subscription>);
 
 impl Subscriptions {
+    /// One subscription per instance, in the instances' order.
+    pub(crate) fn into_inner(self) -> Vec<Subscription> {
+        self.0
+    }
+
     /// Makes messages addressed to `token` (the owner token of the current request) wake this
     /// waiter.
     pub(crate) fn answer_to(&mut self, token: &str) {

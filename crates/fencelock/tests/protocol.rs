@@ -19,7 +19,7 @@ use futures_util::StreamExt;
 use common::server;
 
 /// Every example this file checks, by the name after `example:` in the document.
-const CHECKED: [&str; 13] = [
+const CHECKED: [&str; 15] = [
     "lock",
     "lock-waited",
     "lock-passed",
@@ -33,6 +33,8 @@ const CHECKED: [&str; 13] = [
     "semaphore",
     "semaphore-released",
     "fenced",
+    "election",
+    "election-resigned",
 ];
 
 /// Long enough that nothing lapses on a loaded machine while a test looks.
@@ -273,9 +275,15 @@ fn assert_example(redis: &RedisServer, name: &str, message: Option<&str>) {
     match (&example.publish, message) {
         (None, None) => {}
         (Some((channel, pattern)), Some(payload)) => {
+            // An election announces on a channel of its own; every lock publishes releases.
+            let suffix = if name.starts_with("election") {
+                "announce"
+            } else {
+                "released"
+            };
             assert_eq!(
                 channel,
-                &format!("fencelock:{{{}}}:released", lock_name(&example.keys)),
+                &format!("fencelock:{{{}}}:{suffix}", lock_name(&example.keys)),
                 "{name}: the channel"
             );
             assert!(
@@ -307,14 +315,17 @@ struct Released(redis::aio::PubSub);
 
 impl Released {
     async fn subscribe(redis: &RedisServer, name: &str) -> Self {
+        Self::on(redis, &format!("fencelock:{{{name}}}:released")).await
+    }
+
+    async fn on(redis: &RedisServer, channel: &str) -> Self {
         let client = redis::Client::open(redis.url()).unwrap_or_else(|e| panic!("{e}"));
         let mut pubsub = client
             .get_async_pubsub()
             .await
             .unwrap_or_else(|e| panic!("pub/sub connection: {e}"));
-        let channel = format!("fencelock:{{{name}}}:released");
         pubsub
-            .subscribe(&channel)
+            .subscribe(channel)
             .await
             .unwrap_or_else(|e| panic!("SUBSCRIBE {channel}: {e}"));
         Released(pubsub)
@@ -594,4 +605,18 @@ async fn the_fenced_store_writes_what_the_document_shows() {
         get(&redis, "fencelock:fenced:{ledger}"),
         guard.fence().to_string()
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_election_writes_what_the_document_shows() {
+    let redis = server();
+    let election = client(&redis).election("scheduler");
+    let mut announced = Released::on(&redis, "fencelock:{scheduler}:announce").await;
+    let leadership = election.campaign("node-a").ttl(LONG).await.unwrap();
+    assert_example(&redis, "election", Some(&announced.next().await));
+    let term = leadership.term();
+    assert!(leadership.resign().await.unwrap());
+    let message = announced.next().await;
+    assert_eq!(message, format!("resigned:{term}"));
+    assert_example(&redis, "election-resigned", Some(&message));
 }

@@ -40,7 +40,11 @@ pub(super) async fn acquire(
 
 /// The error of a failed acquisition, with the servers named where the library does not, and
 /// what to do about a semaphore's refusals in the tool's own terms.
-fn acquire_error(err: fencelock::Error, servers: &Servers, permits: Option<u32>) -> CliError {
+pub(super) fn acquire_error(
+    err: fencelock::Error,
+    servers: &Servers,
+    permits: Option<u32>,
+) -> CliError {
     use fencelock::{Conflict, Error, LockKind};
 
     let code = crate::error::lock_error_code(&err);

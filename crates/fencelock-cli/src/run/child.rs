@@ -15,6 +15,7 @@ use tokio::process::Child;
 use tokio::time::Instant;
 
 use super::PERMITS_ENV;
+use super::elect::TERM_ENV;
 use super::signals::Signals;
 use crate::duration::format_duration;
 use crate::error::{CliError, EXIT_CANNOT_EXECUTE, EXIT_FAILURE, EXIT_NOT_FOUND};
@@ -38,25 +39,22 @@ pub(super) enum Outcome {
     Requested,
 }
 
-/// Starts `program` with `args` in a process group of its own, with `FENCELOCK_NAME`,
-/// `FENCELOCK_FENCE` and (for a semaphore) `FENCELOCK_PERMITS` in its environment.
+/// Starts `program` with `args` in a process group of its own, with `env` added to its
+/// environment (`FENCELOCK_NAME`, `FENCELOCK_FENCE`, and for a semaphore `FENCELOCK_PERMITS`,
+/// for an election `FENCELOCK_TERM`). Those of the set that `env` leaves out are not
+/// inherited from an outer `fencelock`: they would describe another name.
 pub(super) fn start(
     program: &OsStr,
     args: &[OsString],
-    name: &str,
-    fence: u64,
-    permits: Option<u32>,
+    env: &[(&'static str, String)],
 ) -> Result<Command, CliError> {
     let mut command = tokio::process::Command::new(program);
-    match permits {
-        Some(permits) => command.env(PERMITS_ENV, permits.to_string()),
-        // Not inherited from an outer `fencelock run --permits`: it would describe another name.
-        None => command.env_remove(PERMITS_ENV),
-    };
+    for name in [PERMITS_ENV, TERM_ENV] {
+        command.env_remove(name);
+    }
     command
         .args(args)
-        .env("FENCELOCK_NAME", name)
-        .env("FENCELOCK_FENCE", fence.to_string())
+        .envs(env.iter().map(|(name, value)| (name, value)))
         .process_group(0)
         .kill_on_drop(true);
     let child = command.spawn().map_err(|err| spawn_error(program, &err))?;

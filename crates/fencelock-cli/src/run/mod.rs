@@ -12,9 +12,11 @@
 
 mod acquire;
 mod child;
+pub mod elect;
 mod signals;
 
 use std::ffi::{OsStr, OsString};
+use std::future::Future;
 use std::time::Duration;
 
 use nix::sys::signal::{Signal, killpg};
@@ -191,87 +193,144 @@ impl UnderLock<'_> {
         let guard = acquire::acquire(client, args, self.servers, signals).await?;
         let fence = guard.fence();
         tracing::debug!(lock = %args.name, fence, "acquired");
+        let held = match args.permits {
+            Some(n) => format!("permit of semaphore {:?} ({n} permits)", args.name),
+            None => format!("lock {:?}", args.name),
+        };
+        let mut env = vec![
+            ("FENCELOCK_NAME", args.name.clone()),
+            ("FENCELOCK_FENCE", fence.to_string()),
+        ];
+        if let Some(permits) = args.permits {
+            env.push((PERMITS_ENV, permits.to_string()));
+        }
+        let job = Job {
+            name: &args.name,
+            held,
+            number: "fence",
+            program: self.program,
+            program_args: self.program_args,
+            kill_after: args.kill_after,
+            on_request: (args.on_request, args.grace),
+            env,
+        };
+        job.run(guard, signals).await
+    }
+}
+
+/// What a command runs under: a lock's guard, or an election's leadership.
+trait Held {
+    /// The fence (a leadership's term).
+    fn fence(&self) -> u64;
+    /// Fires when it is lost.
+    fn lost(&self) -> fencelock::LostSignal;
+    /// Gives it back (releases, or resigns); whether it was still held.
+    fn give_back(self) -> impl Future<Output = fencelock::Result<bool>>;
+    /// Resolves when someone asks for it (`fencelock release --ask`); never, where nobody can.
+    fn release_requested(&self) -> impl Future<Output = ()> + 'static {
+        std::future::pending()
+    }
+}
+
+impl Held for fencelock::LockGuard {
+    fn fence(&self) -> u64 {
+        fencelock::LockGuard::fence(self)
+    }
+    fn lost(&self) -> fencelock::LostSignal {
+        fencelock::LockGuard::lost(self)
+    }
+    fn give_back(self) -> impl Future<Output = fencelock::Result<bool>> {
+        self.release()
+    }
+    fn release_requested(&self) -> impl Future<Output = ()> + 'static {
+        fencelock::LockGuard::release_requested(self)
+    }
+}
+
+/// A command to run while something is held, and how to describe it.
+struct Job<'a> {
+    name: &'a str,
+    /// What is held, for messages: `lock "NAME"`, `permit of semaphore "NAME" (N permits)`.
+    held: String,
+    /// What its number is called in messages: `fence`, `term`.
+    number: &'static str,
+    program: &'a OsStr,
+    program_args: &'a [OsString],
+    kill_after: Duration,
+    /// When a release is requested: the signal passed on to the command, and its grace.
+    on_request: (Signal, Duration),
+    /// The command's own environment variables (the rest is inherited).
+    env: Vec<(&'static str, String)>,
+}
+
+impl Job<'_> {
+    /// Runs the command while `held` lasts: stopped when it is lost (exit 74), `held` given
+    /// back when the command ends (exit with the command's code).
+    async fn run<H: Held>(&self, held: H, signals: &mut Signals) -> Result<(), CliError> {
+        let name = self.name;
         // A signal that arrived while the lock was being granted: do not start the command.
         if let Some(signal) = signals.pending().await {
-            release_quietly(guard, &args.name).await;
-            return Err(acquire::interrupted_while_waiting(signal, &args.name));
+            give_back_quietly(held, name).await;
+            return Err(acquire::interrupted_while_waiting(signal, name));
         }
         // Caught before the command starts, so that none of them finds fencelock without a
         // handler (which would end it and leave the command running); one that arrives before
         // the command runs is passed on to it once it does.
         if let Err(err) = signals.catch_forwarded() {
-            release_quietly(guard, &args.name).await;
+            give_back_quietly(held, name).await;
             return Err(err);
         }
-        let started = child::start(
-            self.program,
-            self.program_args,
-            &args.name,
-            fence,
-            args.permits,
-        );
-        let mut command = match started {
+        let mut command = match child::start(self.program, self.program_args, &self.env) {
             Ok(command) => command,
             Err(err) => {
-                release_quietly(guard, &args.name).await;
+                give_back_quietly(held, name).await;
                 return Err(err);
             }
         };
-        tracing::debug!(lock = %args.name, fence, group = %command.group, "command started");
-        let outcome = child::watch(
-            &mut command,
-            guard.lost(),
-            guard.release_requested(),
-            signals,
-        )
-        .await;
+        tracing::debug!(lock = %name, fence = held.fence(), group = %command.group, "command started");
+        let outcome =
+            child::watch(&mut command, held.lost(), held.release_requested(), signals).await;
         match outcome {
             Outcome::Exited(Err(err)) => {
                 // Cannot happen in practice (the child is ours); the lock still goes back.
                 let _ = killpg(command.group, Signal::SIGKILL);
-                release_quietly(guard, &args.name).await;
+                give_back_quietly(held, name).await;
                 Err(CliError::io(
                     format!("cannot wait for {}", show(self.program)),
                     err,
                 ))
             }
-            Outcome::Exited(Ok(status)) => self.exited(guard, child::exit_code_of(status)).await,
-            Outcome::Lost(reason) => self.lost(guard, &mut command, &reason).await,
+            Outcome::Exited(Ok(status)) => self.exited(held, child::exit_code_of(status)).await,
+            Outcome::Lost(reason) => self.lost(held, &mut command, &reason).await,
             Outcome::Requested => {
+                let (signal, grace) = self.on_request;
                 eprintln!(
                     "fencelock: asked to release {}; sending {} to {} and releasing when it \
                      ends (SIGKILL after {})",
-                    self.held(),
-                    args.on_request.as_str(),
+                    self.held,
+                    signal.as_str(),
                     show(self.program),
-                    format_duration(args.grace)
+                    format_duration(grace)
                 );
-                let code = child::pass_on_request(&mut command, args.on_request, args.grace).await;
-                self.exited(guard, code).await
+                let code = child::pass_on_request(&mut command, signal, grace).await;
+                self.exited(held, code).await
             }
         }
     }
 
-    /// What is held, for messages: `lock "NAME"` or `permit of semaphore "NAME" (N permits)`.
-    fn held(&self) -> String {
-        match self.args.permits {
-            Some(n) => format!("permit of semaphore {:?} ({n} permits)", self.args.name),
-            None => format!("lock {:?}", self.args.name),
-        }
-    }
-
-    /// The command ended with `code`: release, and exit with the command's code.
-    async fn exited(&self, guard: fencelock::LockGuard, code: u8) -> Result<(), CliError> {
-        let fence = guard.fence();
-        tracing::debug!(lock = %self.args.name, code, "command ended; releasing");
-        match guard.release().await {
+    /// The command ended with `code`: give back, and exit with the command's code.
+    async fn exited<H: Held>(&self, held: H, code: u8) -> Result<(), CliError> {
+        let fence = held.fence();
+        tracing::debug!(lock = %self.name, code, "command ended; releasing");
+        match held.give_back().await {
             Ok(true) => {}
             Ok(false) => {
                 return Err(CliError::Failed {
                     message: format!(
-                        "{} (fence {fence}) was lost before {} ended (exit status {code}); \
+                        "{} ({} {fence}) was lost before {} ended (exit status {code}); \
                          another holder may have run at the same time",
-                        self.held(),
+                        self.held,
+                        self.number,
                         show(self.program)
                     ),
                     code: EXIT_LOCK_LOST,
@@ -290,28 +349,29 @@ impl UnderLock<'_> {
         }
     }
 
-    /// The lock was lost while the command ran: stop the command, exit with 74.
-    async fn lost(
+    /// It was lost while the command ran: stop the command, exit with 74.
+    async fn lost<H: Held>(
         &self,
-        guard: fencelock::LockGuard,
+        held: H,
         command: &mut Command,
         reason: &fencelock::LostReason,
     ) -> Result<(), CliError> {
         eprintln!(
-            "fencelock: {} (fence {}) was lost while {} ran: {reason}; stopping it (SIGTERM, \
+            "fencelock: {} ({} {}) was lost while {} ran: {reason}; stopping it (SIGTERM, \
              SIGKILL after {})",
-            self.held(),
-            guard.fence(),
+            self.held,
+            self.number,
+            held.fence(),
             show(self.program),
-            format_duration(self.args.kill_after)
+            format_duration(self.kill_after)
         );
-        let how = child::stop_group(&mut command.child, command.group, self.args.kill_after).await;
+        let how = child::stop_group(&mut command.child, command.group, self.kill_after).await;
         // Nothing to give back any more (the hold is gone); this ends the renewal.
-        let _ = guard.release().await;
+        let _ = held.give_back().await;
         Err(CliError::Failed {
             message: format!(
                 "{} was lost while the command ran; the command {how}",
-                self.held()
+                self.held
             ),
             code: EXIT_LOCK_LOST,
         })
@@ -350,9 +410,9 @@ fn parse_permits(text: &str) -> Result<u32, String> {
     }
 }
 
-/// Releases a lock the command never ran under.
-async fn release_quietly(guard: fencelock::LockGuard, name: &str) {
-    if let Err(err) = guard.release().await {
+/// Gives back what the command never ran under.
+async fn give_back_quietly<H: Held>(held: H, name: &str) {
+    if let Err(err) = held.give_back().await {
         tracing::debug!(lock = %name, %err, "release failed; the lease will run out");
     }
 }

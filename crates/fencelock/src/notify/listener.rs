@@ -1,6 +1,7 @@
 //! The listener task: subscribes and unsubscribes channels as waiters come and go, reconnects
 //! with backoff, and hands each release message to the waiters it names.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::mpsc;
@@ -11,7 +12,7 @@ use crate::connection::within;
 
 use super::Request;
 use super::feed::{Event, Source, next_event, sleep_until};
-use super::registry::{LINGER, Registry, Wake, lock};
+use super::registry::{Heard, LINGER, Registry, Wake, lock};
 
 /// The task that owns the pub/sub connection.
 pub(super) struct Listener {
@@ -39,13 +40,14 @@ impl Listener {
                 event = next_event(&mut self.source) => match event {
                     Event::Message { channel, payload } => {
                         if let Ok(channel) = std::str::from_utf8(&channel) {
-                            self.deliver(channel, Wake::of(&payload));
+                            self.deliver(channel, &payload);
                         }
                     }
                     Event::Lost => {
                         tracing::debug!("release listener: pub/sub connection lost");
                         self.disconnected();
                         self.wake_everyone();
+                        self.resubscribe_heard().await;
                     }
                 },
                 () = sleep_until(self.retry_at), if reconnect => {
@@ -82,6 +84,7 @@ impl Listener {
         }
         for entry in lock(&self.registry).values_mut() {
             entry.subscribed = false;
+            entry.tell(Heard::Lost);
         }
         self.retry_at = Some(tokio::time::Instant::now() + self.backoff.next_delay());
     }
@@ -206,6 +209,7 @@ impl Listener {
         for channel in &channels {
             if let Some(entry) = registry.get_mut(channel) {
                 entry.subscribed = true;
+                entry.tell(Heard::Subscribed);
             }
         }
         drop(registry);
@@ -214,13 +218,41 @@ impl Listener {
         true
     }
 
-    /// Wakes one local waiter of the channel that was released, the one addressed, or all.
-    pub(super) fn deliver(&self, channel: &str, wake: Wake<'_>) {
+    /// On Redis Cluster, where the `redis` crate resubscribes a lost node's channels on its
+    /// own and says nothing when it has: subscribes again at once the channels whose payloads
+    /// are read, and tells their readers when the server confirmed (an `SSUBSCRIBE` of a
+    /// channel already subscribed changes nothing). A dedicated connection tells them when it
+    /// is back (`connect_and_resubscribe`).
+    async fn resubscribe_heard(&mut self) {
+        #[cfg(feature = "cluster")]
+        if let Source::Sharded { conn, .. } = &mut self.source {
+            let heard: Vec<String> = lock(&self.registry)
+                .iter()
+                .filter(|(_, entry)| entry.heard.is_some())
+                .map(|(channel, _)| channel.clone())
+                .collect();
+            for channel in heard {
+                let subscribed =
+                    sharded_subscription(conn, &channel, true, self.command_timeout).await;
+                if subscribed.is_ok()
+                    && let Some(entry) = lock(&self.registry).get_mut(&channel)
+                {
+                    entry.subscribed = true;
+                    entry.tell(Heard::Subscribed);
+                }
+            }
+        }
+    }
+
+    /// Hands a message to the payload readers of its channel, and wakes one local waiter of
+    /// the channel that was released, the one addressed, or all.
+    pub(super) fn deliver(&self, channel: &str, payload: &[u8]) {
         let registry = lock(&self.registry);
         let Some(entry) = registry.get(channel) else {
             return;
         };
-        match wake {
+        entry.tell(Heard::Message(Arc::from(payload)));
+        match Wake::of(payload) {
             Wake::One => {
                 if entry.wake_one.available_permits() < entry.subscriptions {
                     entry.wake_one.add_permits(1);

@@ -31,13 +31,13 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::{Semaphore, mpsc, oneshot, watch};
+use tokio::sync::{Semaphore, broadcast, mpsc, oneshot, watch};
 
 pub(crate) use feed::Feed;
 use feed::{Opener, Source};
 use listener::Listener;
-pub(crate) use registry::Pass;
-use registry::{Channel, Personal, Registry, lock};
+use registry::{Channel, HEARD_BACKLOG, Personal, Registry, lock};
+pub(crate) use registry::{Heard, Pass};
 
 enum Request {
     Subscribe {
@@ -116,6 +116,7 @@ impl ReleaseNotifier {
                     addressed: HashMap::new(),
                     subscriptions: 0,
                     subscribed: false,
+                    heard: None,
                 });
             entry.subscriptions += 1;
             (
@@ -155,6 +156,21 @@ impl ReleaseNotifier {
 }
 
 impl Subscription {
+    /// Every message of this channel, and every loss and return of its subscription, from now
+    /// on (see [`Heard`]); a receiver that falls more than `HEARD_BACKLOG` behind is told it
+    /// lagged.
+    pub(crate) fn heard(&self) -> broadcast::Receiver<Heard> {
+        let mut registry = lock(&self.registry);
+        match registry.get_mut(&self.channel) {
+            Some(entry) => entry
+                .heard
+                .get_or_insert_with(|| broadcast::channel(HEARD_BACKLOG).0)
+                .subscribe(),
+            // Cannot happen while this subscription lives; a closed receiver says "lost".
+            None => broadcast::channel(1).1,
+        }
+    }
+
     /// Makes release messages addressed to `token` (the owner token of the waiter's current
     /// request) wake this waiter. Cheap when the token did not change; a new token forgets what
     /// was passed to the old one.

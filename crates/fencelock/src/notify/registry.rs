@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use tokio::sync::{Semaphore, watch};
+use tokio::sync::{Semaphore, broadcast, watch};
 
 /// The waiters of one channel on this client.
 pub(super) struct Channel {
@@ -19,6 +19,33 @@ pub(super) struct Channel {
     pub(super) subscriptions: usize,
     /// The server confirmed the subscription (and the connection has not dropped since).
     pub(super) subscribed: bool,
+    /// Every message of the channel and every loss of its subscription, for the local
+    /// subscribers that read payloads (made by the first of them: waiters never need it).
+    pub(super) heard: Option<broadcast::Sender<Heard>>,
+}
+
+/// What a subscriber that reads payloads hears on a channel: each message, in the order the
+/// server sent them; that the subscription was lost (messages may be missed from here on); that
+/// it is subscribed again (nothing is missed from here on).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Heard {
+    Message(Arc<[u8]>),
+    Lost,
+    Subscribed,
+}
+
+/// How many messages a payload subscriber may fall behind before it is told that it missed
+/// some (a lagging receiver).
+pub(super) const HEARD_BACKLOG: usize = 256;
+
+impl Channel {
+    /// Tells the payload subscribers, if any.
+    pub(super) fn tell(&self, heard: Heard) {
+        if let Some(sender) = &self.heard {
+            // No receiver left: nobody to tell.
+            let _ = sender.send(heard);
+        }
+    }
 }
 
 /// How long a channel stays subscribed after its last local waiter went away.

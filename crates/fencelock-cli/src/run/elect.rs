@@ -1,0 +1,162 @@
+//! `fencelock elect NAME --value V -- COMMAND [ARGS...]`: run a command while leading an
+//! election, as `fencelock run` runs one under a lock (the same child handling, signals and exit
+//! codes), with the term in its environment; resign when it ends.
+
+use std::ffi::OsString;
+use std::future::Future;
+use std::time::Duration;
+
+use super::signals::Signals;
+use super::{FINISH_LIMIT, Held, Job, acquire, child};
+use crate::duration::parse_duration;
+use crate::error::{CliError, EXIT_USAGE};
+use crate::servers::{ServerArgs, Servers};
+
+/// The command's environment variable with the leader's term (the same number as
+/// `FENCELOCK_FENCE`).
+pub(super) const TERM_ENV: &str = "FENCELOCK_TERM";
+
+pub const LONG_ABOUT: &str = "\
+Run a command while leading an election: campaign, lead, resign.
+
+fencelock campaigns for the election NAME with --value (what `fencelock leader NAME` shows about \
+the leader: an address, a host name), waiting as long as it takes (or up to --wait, or not at \
+all with --no-wait). Once it leads, it runs COMMAND (no shell) with FENCELOCK_NAME, \
+FENCELOCK_TERM and FENCELOCK_FENCE (the term, the same number: larger than every earlier \
+leader's) in its environment. The leadership is a lock on NAME with the lease --ttl, renewed \
+while the command runs; when the command ends, fencelock resigns (observers are told at once) \
+and exits with the command's exit code.
+
+If the leadership is lost while the command runs (the lease could not be renewed in time, or \
+this process was stopped past its lease and another leader took over), the command's process \
+group gets SIGTERM, then SIGKILL after --kill-after, and fencelock exits with 74, exactly as \
+`fencelock run` does when its lock is lost. Pass $FENCELOCK_TERM to what the leader writes to, \
+so that a deposed leader's late writes can be refused.
+
+An election needs one Redis server, a cluster or sentinels; several --url (Redlock) are refused \
+(exit 2).";
+
+pub const AFTER_HELP: &str = "\
+Exit status: as `fencelock run` (0-255 the command's own; 2 usage; 69 Redis; 73 not leading \
+with --no-wait or --wait; 74 the leadership was lost while the command ran; 126, 127; 129, \
+130, 143 a signal while campaigning).
+
+Examples:
+  fencelock elect scheduler --value \"$(hostname)\" -- ./scheduler --term-from-env
+  fencelock elect --ttl 5s --no-wait primary --value 10.0.0.7:5432 -- ./promote.sh";
+
+/// Arguments of `fencelock elect`.
+#[derive(Debug, clap::Args)]
+pub struct ElectArgs {
+    #[command(flatten)]
+    servers: ServerArgs,
+
+    /// What the leader announces about itself (shown by `fencelock leader`)
+    #[arg(long, value_name = "VALUE")]
+    value: String,
+
+    /// The leadership's lease: how long it outlives a fencelock that stops renewing it
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
+    ttl: Duration,
+
+    /// Campaign at most this long, then exit with 73 [default: as long as it takes]
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, conflicts_with = "no_wait")]
+    wait: Option<Duration>,
+
+    /// Do not wait: exit with 73 at once if another leads
+    #[arg(long)]
+    no_wait: bool,
+
+    /// When the leadership is lost: how long the command has between SIGTERM and SIGKILL
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
+    kill_after: Duration,
+
+    /// The election's name (no braces, no control characters); also its lock's
+    #[arg(value_name = "NAME")]
+    name: String,
+
+    /// The command to run while leading, and its arguments, after `--`
+    #[arg(value_name = "COMMAND", last = true, required = true, num_args = 1..)]
+    command: Vec<OsString>,
+}
+
+impl Held for fencelock::election::Leadership {
+    fn fence(&self) -> u64 {
+        self.term()
+    }
+    fn lost(&self) -> fencelock::LostSignal {
+        fencelock::election::Leadership::lost(self)
+    }
+    fn give_back(self) -> impl Future<Output = fencelock::Result<bool>> {
+        self.resign()
+    }
+}
+
+/// Runs `fencelock elect`.
+pub async fn elect(args: ElectArgs) -> Result<(), CliError> {
+    let servers = args.servers.resolve()?;
+    let Some((program, program_args)) = args.command.split_first() else {
+        return Err(CliError::Usage(
+            "no command to run was given after --".into(),
+        ));
+    };
+    child::check_command(program)?;
+    let mut signals = Signals::new()?;
+    let client = servers.client()?;
+    let outcome = async {
+        let leadership = campaign(&client, &args, &servers, &mut signals).await?;
+        let term = leadership.term();
+        tracing::debug!(election = %args.name, term, "leading");
+        let job = Job {
+            name: &args.name,
+            held: format!("leadership of election {:?}", args.name),
+            number: "term",
+            program,
+            program_args,
+            kill_after: args.kill_after,
+            // A leadership hears no release requests: it never resolves them.
+            on_request: (nix::sys::signal::Signal::SIGTERM, args.kill_after),
+            env: vec![
+                ("FENCELOCK_NAME", args.name.clone()),
+                ("FENCELOCK_FENCE", term.to_string()),
+                (TERM_ENV, term.to_string()),
+            ],
+        };
+        job.run(leadership, &mut signals).await
+    }
+    .await;
+    client.wait_idle(FINISH_LIMIT).await;
+    outcome
+}
+
+/// Campaigns as `args` asks; a signal ends the wait with nothing held.
+async fn campaign(
+    client: &fencelock::Client,
+    args: &ElectArgs,
+    servers: &Servers,
+    signals: &mut Signals,
+) -> Result<fencelock::election::Leadership, CliError> {
+    let mut campaign = client
+        .election(args.name.clone())
+        .campaign(args.value.clone())
+        .ttl(args.ttl);
+    campaign = match (args.no_wait, args.wait) {
+        (true, _) => campaign.no_wait(),
+        (false, Some(limit)) => campaign.wait_up_to(limit),
+        (false, None) => campaign.wait(fencelock::WaitPolicy::Forever),
+    };
+    tokio::select! {
+        biased;
+        signal = signals.recv() => Err(acquire::interrupted_while_waiting(signal, &args.name)),
+        won = campaign.campaign() => won.map_err(|err| match err {
+            fencelock::Error::Unsupported { .. } => CliError::Failed {
+                message: format!(
+                    "{err} (on {}); nothing was sent and nothing was run",
+                    servers.describe()
+                ),
+                code: EXIT_USAGE,
+            },
+            err => acquire::acquire_error(err, servers, None),
+        }),
+    }
+}

@@ -1,0 +1,345 @@
+//! Leader election against real servers: terms grow across leaders, proclaim is seen and a
+//! deposed leader's refused, observers see every leader in term order and a gap when their
+//! subscription is killed; Cluster and Sentinel; Redlock refused.
+
+mod common;
+
+use std::time::Duration;
+
+use fencelock::election::{Election, Leader, Observation, Observe};
+use fencelock::{Client, Error};
+use fencelock_testkit::{RedisCluster, SENTINEL_MASTER, SentinelSet};
+use futures_util::StreamExt;
+
+use common::server;
+
+/// Long enough for anything a loaded machine does in a step.
+const STEP: Duration = Duration::from_secs(10);
+
+async fn next(observer: &mut Observe) -> Observation {
+    match tokio::time::timeout(STEP, observer.next()).await {
+        Ok(Some(seen)) => seen,
+        Ok(None) => panic!("the observer ended"),
+        Err(_) => panic!("no observation within {STEP:?}"),
+    }
+}
+
+/// Asserts that nothing more is observed for a moment.
+async fn nothing_more(observer: &mut Observe) {
+    if let Ok(seen) = tokio::time::timeout(Duration::from_millis(300), observer.next()).await {
+        panic!("unexpected observation {seen:?}");
+    }
+}
+
+fn leader_of(seen: Observation) -> Leader {
+    match seen {
+        Observation::Leader(leader) => leader,
+        other => panic!("expected a leader, saw {other:?}"),
+    }
+}
+
+async fn observe(election: &Election) -> Observe {
+    election
+        .observe()
+        .await
+        .unwrap_or_else(|e| panic!("observe: {e}"))
+}
+
+async fn current(election: &Election) -> Option<Leader> {
+    election
+        .leader()
+        .await
+        .unwrap_or_else(|e| panic!("leader: {e}"))
+}
+
+#[tokio::test]
+async fn terms_strictly_increase_across_successive_leaders() {
+    let redis = server();
+    let clients: Vec<Client> = (0..3).map(|_| common::client(&redis.url())).collect();
+    let mut terms = Vec::new();
+    for round in 0..6 {
+        let election = clients[round % 3].election("scheduler");
+        let leadership = election
+            .campaign(format!("node-{round}"))
+            .ttl(Duration::from_millis(500))
+            .wait_up_to(STEP)
+            .await
+            .unwrap_or_else(|e| panic!("campaign {round}: {e}"));
+        let seen = current(&election)
+            .await
+            .unwrap_or_else(|| panic!("no leader"));
+        assert_eq!(
+            (seen.term, seen.value.as_str()),
+            (leadership.term(), format!("node-{round}").as_str())
+        );
+        terms.push(leadership.term());
+        if round % 2 == 0 {
+            assert!(leadership.resign().await.unwrap_or_else(|e| panic!("{e}")));
+            assert_eq!(current(&election).await, None);
+        } else {
+            // A leader dropped without resigning: its lock is released in the background,
+            // unannounced; the next campaign still gets a larger term.
+            drop(leadership);
+            clients[0].wait_idle(STEP).await;
+        }
+    }
+    assert!(
+        terms.windows(2).all(|w| w[0] < w[1]),
+        "terms must grow: {terms:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_deposed_leaders_proclaim_and_resignation_are_refused() {
+    let redis = server();
+    let (a, b) = (common::client(&redis.url()), common::client(&redis.url()));
+    let mut first = a
+        .election("jobs")
+        .campaign("a")
+        .ttl(Duration::from_secs(30))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let busy = b.election("jobs").campaign("b").no_wait().await;
+    assert!(matches!(busy, Err(Error::Busy { .. })), "{busy:?}");
+    // An operator clears the leader's lock (as a lease running out would): another takes over.
+    assert!(
+        b.force_release("jobs")
+            .await
+            .unwrap_or_else(|e| panic!("{e}"))
+    );
+    let second = b
+        .election("jobs")
+        .campaign("b")
+        .wait_up_to(STEP)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(second.term() > first.term());
+    let refused = first.proclaim("a-again").await;
+    match refused {
+        Err(Error::NotLeader {
+            election,
+            term,
+            current,
+        }) => {
+            assert_eq!(election, "jobs");
+            assert_eq!(term, first.term());
+            assert_eq!(current, Some(second.term()));
+        }
+        other => panic!("a deposed leader's proclaim must be refused, got {other:?}"),
+    }
+    assert_eq!(first.value(), "a");
+    let seen = current(&b.election("jobs")).await;
+    assert_eq!(
+        seen.map(|l| (l.term, l.value)),
+        Some((second.term(), "b".into()))
+    );
+    // Its resignation changes nothing either: it is no longer the leader.
+    assert!(!first.resign().await.unwrap_or_else(|e| panic!("{e}")));
+    let seen = current(&b.election("jobs")).await;
+    assert_eq!(seen.map(|l| l.term), Some(second.term()));
+}
+
+#[tokio::test]
+async fn proclaim_is_seen_by_leader_and_by_observers() {
+    let redis = server();
+    let client = common::client(&redis.url());
+    let election = client.election("api");
+    let mut observer = observe(&election).await;
+    assert_eq!(next(&mut observer).await, Observation::Vacant);
+    let mut leadership = election
+        .campaign("10.0.0.1:80")
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let elected = leader_of(next(&mut observer).await);
+    assert_eq!(
+        (elected.term, elected.value.as_str()),
+        (leadership.term(), "10.0.0.1:80")
+    );
+    leadership
+        .proclaim("10.0.0.2:80")
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let proclaimed = leader_of(next(&mut observer).await);
+    assert_eq!(
+        (proclaimed.term, proclaimed.value.as_str(), proclaimed.since),
+        (elected.term, "10.0.0.2:80", elected.since),
+        "a proclaim keeps the term and its start"
+    );
+    assert_eq!(current(&election).await, Some(proclaimed));
+    assert!(leadership.resign().await.unwrap_or_else(|e| panic!("{e}")));
+    assert_eq!(next(&mut observer).await, Observation::Vacant);
+    nothing_more(&mut observer).await;
+}
+
+#[tokio::test]
+async fn observers_see_every_leader_in_term_order() {
+    let redis = server();
+    let clients: Vec<Client> = (0..2).map(|_| common::client(&redis.url())).collect();
+    let first = clients[0]
+        .election("ring")
+        .campaign("first")
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut observer = observe(&clients[1].election("ring")).await;
+    let mut expected = vec![Observation::Leader(Leader::clone(
+        &current(&clients[0].election("ring"))
+            .await
+            .unwrap_or_else(|| panic!("no leader")),
+    ))];
+    assert!(first.resign().await.unwrap_or_else(|e| panic!("{e}")));
+    expected.push(Observation::Vacant);
+    // Leaders in quick succession, from both clients: every one is seen, in order.
+    for round in 0..8 {
+        let election = clients[round % 2].election("ring");
+        let mut leadership = election
+            .campaign(format!("leader-{round}"))
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        expected.push(Observation::Leader(
+            current(&election)
+                .await
+                .unwrap_or_else(|| panic!("no leader")),
+        ));
+        leadership
+            .proclaim(format!("leader-{round}-b"))
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        expected.push(Observation::Leader(
+            current(&election)
+                .await
+                .unwrap_or_else(|| panic!("no leader")),
+        ));
+        assert!(leadership.resign().await.unwrap_or_else(|e| panic!("{e}")));
+        expected.push(Observation::Vacant);
+    }
+    let mut seen = Vec::new();
+    for _ in 0..expected.len() {
+        seen.push(next(&mut observer).await);
+    }
+    assert_eq!(seen, expected);
+    nothing_more(&mut observer).await;
+}
+
+#[tokio::test]
+async fn a_killed_subscription_is_reported_as_a_gap_then_the_current_leader() {
+    let redis = server();
+    let client = common::client(&redis.url());
+    let election = client.election("gap");
+    let leadership = election
+        .campaign("before")
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut observer = observe(&election).await;
+    let before = leader_of(next(&mut observer).await);
+    assert_eq!(before.value, "before");
+    match redis.cmd(&["CLIENT", "KILL", "TYPE", "pubsub"]) {
+        Ok(redis::Value::Int(killed)) => assert!(killed >= 1, "no pub/sub client killed"),
+        other => panic!("CLIENT KILL: {other:?}"),
+    }
+    assert_eq!(next(&mut observer).await, Observation::Gap);
+    // Once subscribed again, the then-current leader (the same one) is given.
+    assert_eq!(
+        next(&mut observer).await,
+        Observation::Leader(before.clone())
+    );
+    // Announcements are heard again.
+    assert!(leadership.resign().await.unwrap_or_else(|e| panic!("{e}")));
+    assert_eq!(next(&mut observer).await, Observation::Vacant);
+    let after = election
+        .campaign("after")
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let seen = leader_of(next(&mut observer).await);
+    assert_eq!((seen.term, seen.value.as_str()), (after.term(), "after"));
+    assert!(seen.term > before.term);
+}
+
+#[tokio::test]
+async fn elections_are_refused_over_redlock_before_anything_is_sent() {
+    let (_servers, urls) = common::redlock_servers(3);
+    let client = common::redlock_client(&urls, Duration::from_millis(200));
+    let election = client.election("quorum");
+    let campaign = election.campaign("x").no_wait().await;
+    let leader = election.leader().await;
+    let observed = election.observe().await;
+    for err in [campaign.err(), leader.err(), observed.err()] {
+        match err {
+            Some(Error::Unsupported { lock, reason }) => {
+                assert_eq!(lock, "quorum");
+                assert!(reason.contains("election \"quorum\""), "{reason}");
+            }
+            other => panic!("expected Unsupported, got {other:?}"),
+        }
+    }
+}
+
+/// Campaign, observe, proclaim and resign on one client of a deployment.
+async fn one_leadership_on(client: &Client, name: &str) {
+    let election = client.election(name);
+    let mut observer = observe(&election).await;
+    assert_eq!(next(&mut observer).await, Observation::Vacant);
+    let mut leadership = election
+        .campaign("one")
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(leader_of(next(&mut observer).await).term, leadership.term());
+    leadership
+        .proclaim("two")
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(leader_of(next(&mut observer).await).value, "two");
+    assert_eq!(
+        current(&election).await.map(|l| l.value),
+        Some("two".into())
+    );
+    assert!(leadership.resign().await.unwrap_or_else(|e| panic!("{e}")));
+    assert_eq!(next(&mut observer).await, Observation::Vacant);
+}
+
+#[tokio::test]
+async fn an_election_works_on_redis_cluster() {
+    let cluster = RedisCluster::start(3, 0).unwrap_or_else(|e| panic!("cluster: {e}"));
+    let client = Client::cluster(cluster.urls())
+        .build()
+        .unwrap_or_else(|e| panic!("{e}"));
+    for name in ["alpha", "beta", "gamma"] {
+        one_leadership_on(&client, name).await;
+    }
+}
+
+#[tokio::test]
+async fn an_election_works_with_sentinel() {
+    let set = SentinelSet::start(1, 1).unwrap_or_else(|e| panic!("sentinel: {e}"));
+    let client = Client::sentinel(set.sentinel_urls(), SENTINEL_MASTER)
+        .build()
+        .unwrap_or_else(|e| panic!("{e}"));
+    one_leadership_on(&client, "followed").await;
+}
+
+#[test]
+fn the_blocking_election_campaigns_observes_and_resigns() {
+    let redis = server();
+    let client = fencelock::blocking::Client::open(&redis.url()).unwrap_or_else(|e| panic!("{e}"));
+    let election = client.election("blocking");
+    let mut observer = election.observe().unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(observer.next_within(STEP), Some(Observation::Vacant));
+    let mut leadership = election
+        .campaign("x")
+        .ttl(Duration::from_secs(5))
+        .campaign()
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(leadership.is_held());
+    leadership.proclaim("y").unwrap_or_else(|e| panic!("{e}"));
+    let term = leadership.term();
+    assert_eq!(
+        election.leader().ok().flatten().map(|l| (l.term, l.value)),
+        Some((term, "y".into()))
+    );
+    drop(leadership); // resigns
+    let seen: Vec<Observation> = (0..3).filter_map(|_| observer.next_within(STEP)).collect();
+    assert!(
+        matches!(&seen[..], [Observation::Leader(x), Observation::Leader(y), Observation::Vacant] if x.value == "x" && y.value == "y"),
+        "{seen:?}"
+    );
+    assert_eq!(election.leader().ok().flatten(), None);
+}
