@@ -8,6 +8,7 @@ use fencelock::{ClientBuilder, LockGuard, ReentrantLock};
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 
+use crate::election::{Leadership, Observer};
 use crate::errors::{seconds, to_py};
 use crate::guard::Guard;
 use crate::request::Spec;
@@ -144,6 +145,61 @@ impl Client {
             },
             done,
         )
+    }
+
+    /// Campaigns in election `name` with `value`, waiting as `wait` says; the leadership.
+    #[pyo3(signature = (name, value, ttl=None, wait=None))]
+    fn campaign(
+        &self,
+        py: Python<'_>,
+        name: String,
+        value: String,
+        ttl: Option<f64>,
+        wait: Option<f64>,
+    ) -> PyResult<Leadership> {
+        let election = self.client()?.election(name);
+        let campaign = crate::election::campaign(&election, value, ttl, wait)?;
+        runtime::wait(py, campaign.campaign())?
+            .map(Leadership::new)
+            .map_err(|e| to_py(py, &e))
+    }
+
+    /// `campaign`, answering `done`.
+    #[pyo3(signature = (name, value, done, ttl=None, wait=None))]
+    fn campaign_async(
+        &self,
+        name: String,
+        value: String,
+        done: Py<PyAny>,
+        ttl: Option<f64>,
+        wait: Option<f64>,
+    ) -> PyResult<Pending> {
+        let election = self.client()?.election(name);
+        let campaign = crate::election::campaign(&election, value, ttl, wait)?;
+        runtime::spawn(
+            campaign.campaign(),
+            |py, result| match result {
+                Ok(leadership) => Ok(Py::new(py, Leadership::new(leadership))?.into_any()),
+                Err(e) => Err(to_py(py, &e)),
+            },
+            done,
+        )
+    }
+
+    /// The leader of election `name`: `(value, term, since)`, or `None`.
+    fn leader(&self, py: Python<'_>, name: String) -> PyResult<Option<(String, u64, f64)>> {
+        let election = self.client()?.election(name);
+        let leader = runtime::wait(py, async move { election.leader().await })?
+            .map_err(|e| to_py(py, &e))?;
+        Ok(leader.as_ref().map(crate::election::leader_tuple))
+    }
+
+    /// An observer of election `name`'s leaders.
+    fn observe(&self, py: Python<'_>, name: String) -> PyResult<Observer> {
+        let election = self.client()?.election(name);
+        runtime::wait(py, async move { election.observe().await })?
+            .map(Observer::new)
+            .map_err(|e| to_py(py, &e))
     }
 
     /// A reentrant lock's handle: the acquisitions made through it share one owner.

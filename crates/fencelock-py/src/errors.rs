@@ -127,6 +127,16 @@ fn describe(error: &Error, fields: &Bound<'_, PyDict>) -> PyResult<&'static str>
             fields.set_item("found", found)?;
             "FencedWrongType"
         }
+        Error::NotLeader {
+            election,
+            term,
+            current,
+        } => {
+            fields.set_item("election", election)?;
+            fields.set_item("term", term)?;
+            fields.set_item("current", current)?;
+            "NotLeader"
+        }
         Error::Conflict { conflict, .. } => {
             fields.set_item("conflict", conflict_code(conflict))?;
             "Conflict"

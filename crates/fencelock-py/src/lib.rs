@@ -5,6 +5,7 @@
 //! the process's runtime and answer a callback. See `python/fencelock/` for the API users see.
 
 mod client;
+mod election;
 mod errors;
 mod fenced;
 mod guard;
@@ -18,6 +19,8 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<client::Client>()?;
     module.add_class::<client::Reentrant>()?;
     module.add_class::<guard::Guard>()?;
+    module.add_class::<election::Leadership>()?;
+    module.add_class::<election::Observer>()?;
     module.add_class::<request::Spec>()?;
     module.add_class::<runtime::Pending>()?;
     module.add_function(wrap_pyfunction!(runtime::_shutdown, module)?)?;

@@ -26,6 +26,7 @@ from ._sync import (
     ReadWriteLock,
     ReentrantLock,
 )
+from ._election import Election, Gap, Leader, Leadership, Vacant
 from ._writes import Writes
 from .errors import (
     AuthFailed,
@@ -38,6 +39,7 @@ from .errors import (
     InvalidArgument,
     NoQuorum,
     NotHeld,
+    NotLeader,
     NotReplicated,
     PermissionDenied,
     RandomSource,
@@ -61,6 +63,12 @@ __all__ = [
     "ReadWriteLock",
     "ReentrantLock",
     "Writes",
+    "Election",
+    "Leadership",
+    "Leader",
+    "Vacant",
+    "Gap",
+    "NotLeader",
     "Error",
     "AuthFailed",
     "Busy",

@@ -7,7 +7,7 @@ import threading
 from types import TracebackType
 from typing import Any, Dict, List, Optional, Type
 
-from . import _common
+from . import _common, _election
 from ._writes import Writes
 
 
@@ -305,6 +305,10 @@ class Client:
     def fenced_store(self, resource: str) -> FencedStore:
         """Fenced writes to ``resource``."""
         return FencedStore(self._native, resource)
+
+    def election(self, name: str) -> "_election.Election":
+        """The election ``name`` (its leadership is the plain lock ``name``)."""
+        return _election.Election(self._native, name)
 
     def request_release(self, name: str) -> bool:
         """Asks the holders of lock ``name`` to release it (polite revocation); takes nothing.

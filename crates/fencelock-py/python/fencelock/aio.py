@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import asyncio
 from types import TracebackType
-from typing import Any, Callable, Dict, List, Optional, Type
+from typing import Any, AsyncIterator, Callable, Dict, List, Optional, Type
 
-from . import _common
+from . import _common, _election
 from ._writes import Writes
 from .errors import (  # noqa: F401  (the exceptions, for `from fencelock.aio import ...`)
     Busy,
@@ -34,6 +34,8 @@ __all__ = [
     "ReadWriteLock",
     "FencedStore",
     "Writes",
+    "Election",
+    "Leadership",
 ]
 
 
@@ -315,9 +317,93 @@ class Client:
     def fenced_store(self, resource: str) -> FencedStore:
         return FencedStore(self._native, resource)
 
+    def election(self, name: str) -> "Election":
+        """The election ``name``, awaited."""
+        return Election(self._native, name)
+
     async def request_release(self, name: str) -> bool:
         """Asks the holders of lock ``name`` to release it; ``True`` if it was held."""
         return await _call(lambda done: self._native.request_release_async(name, done))
 
     def __repr__(self) -> str:
         return repr(self._native)
+
+
+class Leadership:
+    """A leadership (see :class:`fencelock.Leadership`); ``proclaim``, ``resign`` and
+    ``lost`` are awaited, and ``async with`` resigns on leaving."""
+
+    __slots__ = ("_native",)
+
+    def __init__(self, native: Any) -> None:
+        self._native = native
+
+    @property
+    def election(self) -> str:
+        return self._native.election
+
+    @property
+    def term(self) -> int:
+        return self._native.term
+
+    @property
+    def since(self) -> float:
+        return self._native.since
+
+    @property
+    def value(self) -> str:
+        return self._native.value()
+
+    def is_held(self) -> bool:
+        return self._native.is_held()
+
+    async def lost(self) -> str:
+        loop = asyncio.get_running_loop()
+        future = loop.create_future()
+
+        def done(reason: str, message: str) -> None:
+            loop.call_soon_threadsafe(_settle, future, True, reason)
+
+        self._native.on_lost(done)
+        return await future
+
+    async def proclaim(self, value: str) -> None:
+        await _call(lambda done: self._native.proclaim_async(value, done))
+
+    async def resign(self) -> bool:
+        return await _call(self._native.resign_async)
+
+    async def __aenter__(self) -> "Leadership":
+        return self
+
+    async def __aexit__(self, kind: Any, value: Any, traceback: Any) -> None:
+        await self.resign()
+
+
+class Election:
+    """One election, awaited (see :class:`fencelock.Election`)."""
+
+    __slots__ = ("_client", "name")
+
+    def __init__(self, client: Any, name: str) -> None:
+        self._client = client
+        self.name = name
+
+    async def campaign(self, value: str, *, ttl: Optional[float] = None, wait: Optional[float] = None) -> Leadership:
+        native = await _call(lambda done: self._client.campaign_async(self.name, value, done, ttl, wait))
+        return Leadership(native)
+
+    async def leader(self) -> Optional[_election.Leader]:
+        loop = asyncio.get_running_loop()
+        found = await loop.run_in_executor(None, self._client.leader, self.name)
+        return None if found is None else _election.Leader(*found)
+
+    async def observe(self) -> AsyncIterator[_election.Observation]:
+        loop = asyncio.get_running_loop()
+        observer = await loop.run_in_executor(None, self._client.observe, self.name)
+        while True:
+            seen = await _call(observer.next_async)
+            if seen is None:
+                return
+            yield _election.observation(seen)
+

@@ -19,6 +19,7 @@ __all__ = [
     "TimedOut",
     "Busy",
     "NotHeld",
+    "NotLeader",
     "Unreachable",
     "NoQuorum",
     "TlsError",
@@ -86,6 +87,13 @@ class NotHeld(Error):
 
     Attributes: ``reason``: ``not_owner``, ``expired``, ``max_hold_reached`` or
     ``released``."""
+
+
+class NotLeader(Error):
+    """This process no longer leads the election (a proclaim after losing it).
+
+    Attributes: ``election``, ``term`` (the refused leadership's), ``current`` (the election's
+    term now, if someone leads)."""
 
 
 class Unreachable(Error, ConnectionError):
