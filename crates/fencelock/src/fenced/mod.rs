@@ -41,6 +41,7 @@ mod script;
 pub use script::FencedScript;
 
 static WRITE: std::sync::LazyLock<Lua> = lua!("check.lua", "write.lua");
+static SET_ONE: std::sync::LazyLock<Lua> = lua!("check.lua", "set_one.lua");
 
 /// One write of a fenced call.
 #[derive(Debug, Clone)]
@@ -235,6 +236,29 @@ impl FencedStore {
                 "a fenced write needs a fence (> 0) and at least one write",
             ));
         }
+        let call = match writes.writes.as_slice() {
+            // One plain SET (the most common fenced write): a script without the generic
+            // writes' decoding.
+            [Write { command, key, args }]
+                if *command == "set" && args.len() == 1 && *key != self.fence_key =>
+            {
+                let args = Args::from_iter([Arg::Int(fence), Arg::Bytes(&args[0])]);
+                Call::new(&SET_ONE, &[&self.fence_key, key.as_str()], args)
+            }
+            _ => self.generic_call(fence, writes),
+        };
+        let reply: Vec<Value> = self
+            .server
+            .run_script(&call, self.timeout)
+            .await
+            .map_err(|e| self.server.error(&self.resource, "fenced write", e))?;
+        self.decode(fence, &reply)
+            .map_err(|e| self.server.error(&self.resource, "fenced write", e))?
+    }
+
+    /// The call of `write.lua` for any writes: each as its command, its key's index and its
+    /// arguments.
+    fn generic_call<'a>(&'a self, fence: u64, writes: &'a Writes) -> Call<'a> {
         let mut keys: Vec<&str> = vec![&self.fence_key];
         let mut args: Args = Args::new();
         args.push(Arg::Int(fence));
@@ -255,14 +279,7 @@ impl FencedStore {
                 args.push(Arg::Bytes(arg));
             }
         }
-        let call = Call::new(&WRITE, &keys, args);
-        let reply: Vec<Value> = self
-            .server
-            .run_script(&call, self.timeout)
-            .await
-            .map_err(|e| self.server.error(&self.resource, "fenced write", e))?;
-        self.decode(fence, &reply)
-            .map_err(|e| self.server.error(&self.resource, "fenced write", e))?
+        Call::new(&WRITE, &keys, args)
     }
 
     fn decode(&self, fence: u64, reply: &[Value]) -> redis::RedisResult<Result<u64>> {
