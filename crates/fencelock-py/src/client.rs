@@ -113,11 +113,7 @@ impl Client {
     /// Acquires the lock `spec` describes; with `try_only`, `None` if it is held.
     #[pyo3(signature = (spec, try_only=false))]
     fn acquire(&self, py: Python<'_>, spec: &Spec, try_only: bool) -> PyResult<Option<Guard>> {
-        let request = spec.request(&self.client()?)?;
-        let result = runtime::wait(py, acquire(request, try_only))?;
-        result
-            .map(|held| held.map(Guard::new))
-            .map_err(|e| to_py(py, &e))
+        acquire_blocking(py, spec.request(&self.client()?)?, try_only)
     }
 
     /// `acquire`, answering `done(True, guard or None)` or `done(False, exception)`.
@@ -359,11 +355,7 @@ impl Reentrant {
     /// owner holds it.
     #[pyo3(signature = (spec, try_only=false))]
     fn acquire(&self, py: Python<'_>, spec: &Spec, try_only: bool) -> PyResult<Option<Guard>> {
-        let request = self.request(spec)?;
-        let result = runtime::wait(py, acquire(request, try_only))?;
-        result
-            .map(|held| held.map(Guard::new))
-            .map_err(|e| to_py(py, &e))
+        acquire_blocking(py, self.request(spec)?, try_only)
     }
 
     /// `acquire`, answering `done`.
@@ -372,6 +364,18 @@ impl Reentrant {
         let request = self.request(spec)?;
         runtime::spawn(acquire(request, try_only), convert_guard, done)
     }
+}
+
+/// Waits for `request` with the GIL released.
+fn acquire_blocking(
+    py: Python<'_>,
+    request: fencelock::LockRequest,
+    try_only: bool,
+) -> PyResult<Option<Guard>> {
+    let result = runtime::wait(py, acquire(request, try_only))?;
+    result
+        .map(|held| held.map(Guard::new))
+        .map_err(|e| to_py(py, &e))
 }
 
 async fn acquire(

@@ -41,11 +41,11 @@ def free_port() -> int:
 class Server:
     """One server process of the test's own."""
 
-    def __init__(self, extra: Optional[List[str]] = None) -> None:
+    def __init__(self, extra: Optional[List[str]] = None, binary: Optional[str] = None) -> None:
         self.port = free_port()
         self.dir = tempfile.mkdtemp(prefix="fencelock-py-")
         args = [
-            server_binary(),
+            binary or server_binary(),
             "--port", str(self.port),
             "--bind", "127.0.0.1",
             "--save", "",
@@ -105,8 +105,8 @@ def make_server() -> Iterator:
     """Starts servers with extra arguments for one test; stops them after it."""
     started: List[Server] = []
 
-    def make(*extra: str) -> Server:
-        s = Server(list(extra))
+    def make(*extra: str, binary: Optional[str] = None) -> Server:
+        s = Server(list(extra), binary)
         started.append(s)
         return s
 
@@ -124,6 +124,14 @@ _counter = iter(range(1_000_000))
 def name(request) -> str:
     """A lock name of the test's own."""
     return f"py/{request.node.name}/{next(_counter)}"
+
+
+def redis_server() -> str:
+    """Debian's redis-server, built with TLS (the Valkey binary of the second pass is not)."""
+    binary = shutil.which("redis-server")
+    if not binary:
+        pytest.fail("no redis-server on PATH: scripts/ensure-redis installs it", pytrace=False)
+    return binary
 
 
 def rust_program(env: str, default: Path) -> str:

@@ -183,12 +183,13 @@ def _certificates(tmp_path):
 
 
 def test_tls_error_for_an_untrusted_server(make_server, name, tmp_path):
-    from conftest import free_port
+    from conftest import free_port, redis_server
 
     ca, cert, key = _certificates(tmp_path)
     tls_port = free_port()
+    # Always redis-server: the Valkey binary of the second pass has no TLS.
     make_server("--tls-port", str(tls_port), "--tls-cert-file", str(cert), "--tls-key-file", str(key),
-                "--tls-ca-cert-file", str(ca), "--tls-auth-clients", "no")
+                "--tls-ca-cert-file", str(ca), "--tls-auth-clients", "no", binary=redis_server())
     untrusting = fencelock.Client(f"rediss://127.0.0.1:{tls_port}", command_timeout=2.0)
     with pytest.raises(fencelock.TlsError) as caught:
         untrusting.lock(name, wait=0).acquire()

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import atexit
 import threading
-from typing import Any, Dict, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Optional, Sequence, Tuple, Type, TypeVar, Union
 
 from . import _native
 from .errors import NotHeld
@@ -79,3 +79,44 @@ def not_held(name: str, lost: Optional[Tuple[str, str]]) -> NotHeld:
     ``lost_now()`` just before its release)."""
     reason, text = lost if lost is not None else ("not_owner", "Redis says another owner has it, or the key was deleted")
     return NotHeld(f"lock {name!r} was lost before the block ended: {text}", lock=name, reason=reason)
+
+
+C = TypeVar("C", bound="ClientBase")
+
+
+class ClientBase:
+    """What both clients share: how they are made, and the server they talk to."""
+
+    __slots__ = ("_native",)
+
+    def __init__(self, url: str, **options: Any) -> None:
+        self._native = native_client("server", url, None, options)
+
+    @classmethod
+    def _make(cls: Type[C], topology: str, urls: Urls, master: Optional[str], options: Dict[str, Any]) -> C:
+        client = cls.__new__(cls)
+        client._native = native_client(topology, urls, master, options)
+        return client
+
+    @classmethod
+    def redlock(cls: Type[C], urls: Urls, **options: Any) -> C:
+        """A client for Redlock over independent servers (a majority must agree)."""
+        return cls._make("redlock", urls, None, options)
+
+    @classmethod
+    def cluster(cls: Type[C], urls: Urls, **options: Any) -> C:
+        """A client for a Redis Cluster, from one or more seed URLs."""
+        return cls._make("cluster", urls, None, options)
+
+    @classmethod
+    def sentinel(cls: Type[C], sentinels: Urls, master: str, **options: Any) -> C:
+        """A client for the master that Sentinel names ``master``."""
+        return cls._make("sentinel", sentinels, master, options)
+
+    @property
+    def server(self) -> str:
+        """The server(s) this client talks to, without any password."""
+        return self._native.server()
+
+    def __repr__(self) -> str:
+        return repr(self._native)

@@ -220,7 +220,7 @@ class FencedStore:
         return self._client.fenced_accepted(self.resource)
 
 
-class Client:
+class Client(_common.ClientBase):
     """A fencelock client for one Redis server (``redis://`` or ``rediss://`` URL).
 
     Other deployments: :meth:`redlock`, :meth:`cluster`, :meth:`sentinel`. Options (keywords):
@@ -232,36 +232,7 @@ class Client:
     afresh; the parent's locks stay the parent's.
     """
 
-    __slots__ = ("_native",)
-
-    def __init__(self, url: str, **options: Any) -> None:
-        self._native = _common.native_client("server", url, None, options)
-
-    @classmethod
-    def _make(cls, topology: str, urls: _common.Urls, master: Optional[str], options: Dict[str, Any]) -> "Client":
-        client = cls.__new__(cls)
-        client._native = _common.native_client(topology, urls, master, options)
-        return client
-
-    @classmethod
-    def redlock(cls, urls: _common.Urls, **options: Any) -> "Client":
-        """A client for Redlock over independent servers (a majority must agree)."""
-        return cls._make("redlock", urls, None, options)
-
-    @classmethod
-    def cluster(cls, urls: _common.Urls, **options: Any) -> "Client":
-        """A client for a Redis Cluster, from one or more seed URLs."""
-        return cls._make("cluster", urls, None, options)
-
-    @classmethod
-    def sentinel(cls, sentinels: _common.Urls, master: str, **options: Any) -> "Client":
-        """A client for the master that Sentinel names ``master``."""
-        return cls._make("sentinel", sentinels, master, options)
-
-    @property
-    def server(self) -> str:
-        """The server(s) this client talks to, without any password."""
-        return self._native.server()
+    __slots__ = ()
 
     def lock(
         self,
@@ -314,6 +285,3 @@ class Client:
         """Asks the holders of lock ``name`` to release it (polite revocation); takes nothing.
         ``True`` if it was held."""
         return self._native.request_release(name)
-
-    def __repr__(self) -> str:
-        return repr(self._native)

@@ -256,35 +256,10 @@ class FencedStore:
         return await loop.run_in_executor(None, self._client.fenced_accepted, self.resource)
 
 
-class Client:
+class Client(_common.ClientBase):
     """An asyncio fencelock client; made and configured as :class:`fencelock.Client`."""
 
-    __slots__ = ("_native",)
-
-    def __init__(self, url: str, **options: Any) -> None:
-        self._native = _common.native_client("server", url, None, options)
-
-    @classmethod
-    def _make(cls, topology: str, urls: _common.Urls, master: Optional[str], options: Dict[str, Any]) -> "Client":
-        client = cls.__new__(cls)
-        client._native = _common.native_client(topology, urls, master, options)
-        return client
-
-    @classmethod
-    def redlock(cls, urls: _common.Urls, **options: Any) -> "Client":
-        return cls._make("redlock", urls, None, options)
-
-    @classmethod
-    def cluster(cls, urls: _common.Urls, **options: Any) -> "Client":
-        return cls._make("cluster", urls, None, options)
-
-    @classmethod
-    def sentinel(cls, sentinels: _common.Urls, master: str, **options: Any) -> "Client":
-        return cls._make("sentinel", sentinels, master, options)
-
-    @property
-    def server(self) -> str:
-        return self._native.server()
+    __slots__ = ()
 
     def lock(
         self,
@@ -325,8 +300,6 @@ class Client:
         """Asks the holders of lock ``name`` to release it; ``True`` if it was held."""
         return await _call(lambda done: self._native.request_release_async(name, done))
 
-    def __repr__(self) -> str:
-        return repr(self._native)
 
 
 class Leadership:
