@@ -20,6 +20,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use futures_util::StreamExt;
+use futures_util::future::Either;
 use futures_util::stream::FuturesUnordered;
 
 #[cfg(feature = "sentinel")]
@@ -241,7 +242,40 @@ impl Instances {
         &self,
         only: Option<&[usize]>,
         op: F,
+        decided: impl FnMut(&[Answer<T>]) -> bool,
+    ) -> Vec<Answer<T>>
+    where
+        F: Fn(&Server) -> Fut,
+        Fut: Future<Output = redis::RedisResult<T>> + Send + 'static,
+        T: Send + 'static,
+    {
+        self.on_all_of(only, op, decided, false).await
+    }
+
+    /// [`on_all`](Self::on_all) for an acquisition: over Redlock, an instance that let its last
+    /// call time out is asked only by one acquisition at a time until it answers
+    /// (`connection/health.rs`); for the others it counts as unanswered at once. Only
+    /// acquisitions skip: every hold an instance was asked for still gets its renewals and its
+    /// release there, in order.
+    pub(crate) async fn acquire_on_all<T, F, Fut>(
+        &self,
+        op: F,
+        decided: impl FnMut(&[Answer<T>]) -> bool,
+    ) -> Vec<Answer<T>>
+    where
+        F: Fn(&Server) -> Fut,
+        Fut: Future<Output = redis::RedisResult<T>> + Send + 'static,
+        T: Send + 'static,
+    {
+        self.on_all_of(None, op, decided, true).await
+    }
+
+    async fn on_all_of<T, F, Fut>(
+        &self,
+        only: Option<&[usize]>,
+        op: F,
         mut decided: impl FnMut(&[Answer<T>]) -> bool,
+        skip_suspects: bool,
     ) -> Vec<Answer<T>>
     where
         F: Fn(&Server) -> Fut,
@@ -263,11 +297,20 @@ impl Instances {
         // One future polls every instance's call: no task per call. Calls not answered when
         // the outcome is decided (or when this future is dropped) run on in one task, so every
         // instance still gets the request.
+        // An instance that let its last call time out gets one call at a time until it answers
+        // (`connection/health.rs`); the others count as unanswered at once.
         let mut calls = Stragglers {
             pending: selected
-                .map(|(i, server)| {
-                    let call = op(server);
-                    async move { (i, call.await) }
+                .map(|(i, server)| match server.admit(skip_suspects) {
+                    Some(admission) => {
+                        let call = op(server);
+                        Either::Left(async move {
+                            let answer = call.await;
+                            drop(admission);
+                            (i, answer)
+                        })
+                    }
+                    None => Either::Right(std::future::ready((i, Err(skipped(server))))),
                 })
                 .collect(),
             running: Some(Running::start(&self.background)),
@@ -373,6 +416,18 @@ impl Instances {
             details: details.join(", "),
         }
     }
+}
+
+/// The answer of an instance a call was not sent to: it let its last call time out, and a probe
+/// to it is on its way.
+fn skipped(server: &Server) -> redis::RedisError {
+    redis::RedisError::from(std::io::Error::new(
+        std::io::ErrorKind::TimedOut,
+        format!(
+            "not asked: {} let its last call time out, and a call to it is still on its way",
+            server.addr
+        ),
+    ))
 }
 
 /// A short description of why one instance failed.

@@ -223,6 +223,63 @@ async fn a_slow_instance_hears_each_clients_calls_in_the_order_they_were_made() 
     assert!(held.is_empty(), "left held on the slow instance: {held:?}");
 }
 
+/// A stopped instance is asked for new holds by one acquisition at a time (a probe) until it
+/// answers: the others count it as unanswered at once instead of each leaving a call on its
+/// connection. Releases still reach it, after its acquires: it is left holding nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stopped_instance_is_asked_for_new_holds_by_one_acquisition_at_a_time() {
+    const CYCLES: usize = 1000;
+    let (servers, urls) = common::redlock_servers(3);
+    let client = redlock(&urls);
+    common::warm_up(&client).await;
+    assert!(client.wait_idle(Duration::from_secs(2)).await);
+    let stopped = &servers[0];
+    let monitor = redis::Client::open(stopped.url())
+        .unwrap()
+        .get_async_monitor()
+        .await
+        .unwrap();
+    let mut heard = Box::pin(monitor.into_on_message::<String>());
+    stopped.pause().unwrap();
+    let started = Instant::now();
+    for i in 0..CYCLES {
+        let guard = client
+            .lock(format!("probe-{i}"))
+            .ttl(Duration::from_secs(30))
+            .no_wait()
+            .acquire()
+            .await
+            .unwrap();
+        assert!(guard.release().await.unwrap());
+    }
+    let elapsed = started.elapsed();
+    stopped.resume().unwrap();
+    assert!(client.wait_idle(Duration::from_secs(5)).await);
+    let mut acquires = 0u128;
+    while let Ok(Some(line)) = tokio::time::timeout(Duration::from_millis(500), heard.next()).await
+    {
+        // An acquire sends the token and the 30 s lease.
+        acquires += common::script_calls(&line)
+            .iter()
+            .filter(|args| args.get(1).is_some_and(|a| a == "30000"))
+            .count() as u128;
+    }
+    // Every acquisition until its first call timed out (one instance timeout in), then one
+    // probe at a time: far fewer than one per hold.
+    assert!(
+        acquires < CYCLES as u128 / 4,
+        "the stopped instance was asked for {acquires} of {CYCLES} holds in {elapsed:?}"
+    );
+    let held: Vec<String> = common::keys(stopped)
+        .into_iter()
+        .filter(|k| !k.ends_with(":fence"))
+        .collect();
+    assert!(
+        held.is_empty(),
+        "left held on the stopped instance: {held:?}"
+    );
+}
+
 #[tokio::test]
 async fn three_stopped_instances_give_a_clean_no_quorum_error() {
     let (servers, urls) = common::redlock_servers(5);

@@ -11,6 +11,7 @@
 mod cluster;
 mod coalesce;
 mod errors;
+mod health;
 #[cfg(feature = "sentinel")]
 mod sentinel;
 mod switches;
@@ -85,6 +86,8 @@ pub(crate) struct Server {
     coalescer: Arc<coalesce::Coalescer>,
     /// Whether script calls may be sent together (`coalesce.rs`); off for Redlock instances.
     coalesce: bool,
+    /// Whether it answers (`health.rs`): what a Redlock set sends it depends on it.
+    health: Arc<health::Health>,
 }
 
 impl std::fmt::Debug for Server {
@@ -129,6 +132,7 @@ impl Server {
             tls,
             coalescer: Arc::default(),
             coalesce: true,
+            health: Arc::default(),
         })
     }
 
@@ -141,6 +145,7 @@ impl Server {
             tls: seeds.tls(),
             coalescer: Arc::default(),
             coalesce: true,
+            health: Arc::default(),
         }
     }
 
@@ -153,6 +158,7 @@ impl Server {
             link: Link::Sentinel(followed),
             coalescer: Arc::default(),
             coalesce: true,
+            health: Arc::default(),
         }
     }
 
@@ -254,7 +260,7 @@ impl Server {
         command: impl Fn(bool) -> redis::Cmd,
         limit: Duration,
     ) -> redis::RedisResult<T> {
-        within(limit, async {
+        let result = within(limit, async {
             match self.send(&command(false)).await {
                 Err(err)
                     if err.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) =>
@@ -264,7 +270,19 @@ impl Server {
                 other => other,
             }
         })
-        .await
+        .await;
+        self.health.record(&result);
+        result
+    }
+
+    /// Leave to send this server a call now (see `health.rs`): with `skip_suspect`, `None`
+    /// while it is suspect and another call to it is on its way.
+    pub(crate) fn admit(&self, skip_suspect: bool) -> Option<health::Admission> {
+        if skip_suspect {
+            self.health.admit()
+        } else {
+            Some(health::Admission::always())
+        }
     }
 
     /// Sends a pipeline within `limit`. On Redis Cluster every command with a key must be in
@@ -308,7 +326,9 @@ impl Server {
         cmd: &redis::Cmd,
         limit: Duration,
     ) -> redis::RedisResult<T> {
-        within(limit, self.send(cmd)).await
+        let result = within(limit, self.send(cmd)).await;
+        self.health.record(&result);
+        result
     }
 
     /// Sends one command without a key of its own (`WAIT`) to the node that serves `key`,
@@ -373,6 +393,7 @@ impl Server {
                 },
                 coalescer: Arc::default(),
                 coalesce: false,
+                health: Arc::default(),
             })
             .collect())
     }

@@ -85,8 +85,7 @@ impl LockRequest {
         let queues = !attempt.queue_timeout.is_zero();
         let sent_at = Instant::now();
         let answers = instances
-            .on_all(
-                None,
+            .acquire_on_all(
                 |server| ops::acquire(server.clone(), hold.clone(), attempt, limit),
                 |answers| {
                     let granted = answers.iter().filter(|a| is_grant(a)).count();
