@@ -148,7 +148,9 @@ pub(crate) fn end(lease: &Lease, lock: Lock<'_>, fence: u64, ending: Ending) -> 
         };
         ended = Some(reason.clone());
         s.lost = Some(reason);
-        true
+        // Nobody to wake when nobody subscribed (an uncontended release, with no `lost()`):
+        // the state changes without the notification. One who subscribes later reads it.
+        lease.receiver_count() > 0
     });
     // Reported outside the channel's lock: a subscriber may take its time.
     if let Some(reason) = &ended {
