@@ -63,11 +63,17 @@ impl LockRequest {
     pub async fn acquire(self) -> Result<LockGuard> {
         let kind = self.protocol.label();
         let span = tracing::debug_span!("fencelock.acquire", lock = %self.name, kind = %kind, fence = tracing::field::Empty);
-        let started = std::time::Instant::now();
+        let started = crate::observe::Started::now();
         // On the heap: the request's state machine is a few kilobytes, and a future is moved
         // (copied whole) each time it is wrapped or awaited; boxed, only a pointer moves.
         let inner = Box::pin(self.acquire_inner());
-        let result = tracing::Instrument::instrument(inner, span.clone()).await;
+        // A disabled span (no subscriber, or its level filtered out) is not worth entering and
+        // leaving at every poll.
+        let result = if span.is_disabled() {
+            inner.await
+        } else {
+            tracing::Instrument::instrument(inner, span.clone()).await
+        };
         match &result {
             Ok(guard) => {
                 span.record("fence", guard.fence());
@@ -75,7 +81,7 @@ impl LockRequest {
             }
             Err(err) => tracing::debug!(parent: &span, %err, "not granted"),
         }
-        crate::observe::acquisition(kind, &result, started.elapsed());
+        crate::observe::acquisition(kind, &result, started);
         result
     }
 

@@ -215,11 +215,13 @@ impl LockGuard {
             kind = %self.hold.protocol.label(),
             fence = self.fence
         );
-        let answers = tracing::Instrument::instrument(
-            release::release_on(instances, &self.hold, Some(self.fence), None, limit, true),
-            span,
-        )
-        .await;
+        let releasing =
+            release::release_on(instances, &self.hold, Some(self.fence), None, limit, true);
+        let answers = if span.is_disabled() {
+            releasing.await
+        } else {
+            tracing::Instrument::instrument(releasing, span).await
+        };
         self.hold
             .end(&self.lease, self.fence, Ending::Released(sent_at));
         let released = release::released(&answers);
