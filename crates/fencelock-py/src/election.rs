@@ -10,7 +10,7 @@ use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use tokio::sync::Mutex;
 
-use crate::errors::{lost_code, released, seconds, to_py};
+use crate::errors::{HandleError, lost_code, seconds, to_py};
 use crate::runtime::{self, Owner, Pending};
 
 type Slot = Arc<Mutex<Option<RustLeadership>>>;
@@ -158,29 +158,11 @@ impl Leadership {
     }
 }
 
-/// Why a proclaim failed: fencelock's error, or the leadership was resigned already.
-enum ProclaimError {
-    Election(fencelock::Error),
-    Resigned,
-}
-
-impl ProclaimError {
-    fn into_py(self, py: Python<'_>, election: &str) -> PyErr {
-        match self {
-            ProclaimError::Election(e) => to_py(py, &e),
-            ProclaimError::Resigned => released(election),
-        }
-    }
-}
-
-async fn proclaim(slot: Slot, value: String) -> Result<(), ProclaimError> {
+async fn proclaim(slot: Slot, value: String) -> Result<(), HandleError> {
     let mut leadership = slot.lock().await;
     match leadership.as_mut() {
-        Some(leadership) => leadership
-            .proclaim(value)
-            .await
-            .map_err(ProclaimError::Election),
-        None => Err(ProclaimError::Resigned),
+        Some(leadership) => leadership.proclaim(value).await.map_err(HandleError::Lock),
+        None => Err(HandleError::GivenBack),
     }
 }
 

@@ -223,3 +223,20 @@ pub fn seconds(lock: &str, what: &str, value: f64) -> PyResult<std::time::Durati
         )
     })
 }
+
+/// Why a call on a guard or a leadership failed: the library's error, or the handle gave its
+/// lock back already (a release, a resignation).
+pub enum HandleError {
+    Lock(fencelock::Error),
+    GivenBack,
+}
+
+impl HandleError {
+    /// The Python exception, naming `lock` (the lock or the election).
+    pub fn into_py(self, py: Python<'_>, lock: &str) -> PyErr {
+        match self {
+            HandleError::Lock(e) => to_py(py, &e),
+            HandleError::GivenBack => released(lock),
+        }
+    }
+}

@@ -9,7 +9,7 @@ use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use tokio::sync::RwLock;
 
-use crate::errors::{lost_code, released, seconds, to_py};
+use crate::errors::{HandleError, lost_code, seconds, to_py};
 use crate::runtime::{self, Owner, Pending};
 
 type Slot = Arc<RwLock<Option<LockGuard>>>;
@@ -75,8 +75,8 @@ impl Guard {
         let ttl = seconds(&self.name, "ttl", ttl)?;
         let slot = self.slot()?;
         let name = self.name.clone();
-        runtime::wait(py, async move { extend(&slot, &name, ttl).await })?
-            .map_err(|e| e.into_py(py))
+        runtime::wait(py, async move { extend(&slot, ttl).await })?
+            .map_err(|e| e.into_py(py, &name))
     }
 
     /// `extend`, answering `done`.
@@ -85,10 +85,10 @@ impl Guard {
         let slot = self.slot()?;
         let name = self.name.clone();
         runtime::spawn(
-            async move { extend(&slot, &name, ttl).await },
-            |py, result| match result {
+            async move { extend(&slot, ttl).await },
+            move |py, result| match result {
                 Ok(()) => Ok(py.None()),
-                Err(e) => Err(e.into_py(py)),
+                Err(e) => Err(e.into_py(py, &name)),
             },
             done,
         )
@@ -185,26 +185,11 @@ impl Guard {
     }
 }
 
-/// Why an extend failed: fencelock's error, or the guard was released already.
-enum ExtendError {
-    Lock(fencelock::Error),
-    Released(String),
-}
-
-impl ExtendError {
-    fn into_py(self, py: Python<'_>) -> PyErr {
-        match self {
-            ExtendError::Lock(e) => to_py(py, &e),
-            ExtendError::Released(name) => released(&name),
-        }
-    }
-}
-
-async fn extend(slot: &Slot, name: &str, ttl: std::time::Duration) -> Result<(), ExtendError> {
+async fn extend(slot: &Slot, ttl: std::time::Duration) -> Result<(), HandleError> {
     let guard = slot.read().await;
     match guard.as_ref() {
-        Some(guard) => guard.extend(ttl).await.map_err(ExtendError::Lock),
-        None => Err(ExtendError::Released(name.to_owned())),
+        Some(guard) => guard.extend(ttl).await.map_err(HandleError::Lock),
+        None => Err(HandleError::GivenBack),
     }
 }
 

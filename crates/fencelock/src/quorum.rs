@@ -421,12 +421,9 @@ impl Instances {
 /// The answer of an instance a call was not sent to: it let its last call time out, and a probe
 /// to it is on its way.
 fn skipped(server: &Server) -> redis::RedisError {
-    redis::RedisError::from(std::io::Error::new(
-        std::io::ErrorKind::TimedOut,
-        format!(
-            "not asked: {} let its last call time out, and a call to it is still on its way",
-            server.addr
-        ),
+    crate::connection::timed_out(format!(
+        "not asked: {} let its last call time out, and a call to it is still on its way",
+        server.addr
     ))
 }
 

@@ -180,22 +180,8 @@ class ReentrantLock:
         return self.request(**options).try_acquire()
 
 
-class ReadWriteLock:
-    """A read-write lock: many readers, or one writer."""
-
-    __slots__ = ("_client", "name")
-
-    def __init__(self, client: Any, name: str) -> None:
-        self._client = client
-        self.name = name
-
-    def read(self, **options: Any) -> LockRequest:
-        """A request for the read side (options of :meth:`Client.lock`)."""
-        return LockRequest(self._client, _common.spec("read", self.name, **options))
-
-    def write(self, **options: Any) -> LockRequest:
-        """A request for the write side (options of :meth:`Client.lock`)."""
-        return LockRequest(self._client, _common.spec("write", self.name, **options))
+#: A read-write lock whose ``read()`` and ``write()`` make this module's requests.
+ReadWriteLock = _common.ReadWriteLock
 
 
 class FencedStore:
@@ -220,7 +206,7 @@ class FencedStore:
         return self._client.fenced_accepted(self.resource)
 
 
-class Client(_common.ClientBase):
+class Client(_common.ClientBase["LockRequest"]):
     """A fencelock client for one Redis server (``redis://`` or ``rediss://`` URL).
 
     Other deployments: :meth:`redlock`, :meth:`cluster`, :meth:`sentinel`. Options (keywords):
@@ -234,44 +220,12 @@ class Client(_common.ClientBase):
 
     __slots__ = ()
 
-    def lock(
-        self,
-        name: str,
-        *,
-        ttl: Optional[float] = None,
-        wait: Optional[float] = None,
-        max_hold: Optional[float] = None,
-        auto_renew: bool = True,
-        lock_delay: Optional[float] = None,
-    ) -> LockRequest:
-        """A request for the exclusive lock ``name``.
-
-        ``ttl``: the lease in seconds (default 30), renewed in the background while held
-        unless ``auto_renew=False``. ``wait``: seconds to wait (``None``, the default: as long
-        as it takes; ``0``: not at all). ``max_hold``: stop renewing after this long.
-        ``lock_delay``: if this holder's lease runs out without a release, the lock is not
-        granted again for this many seconds after (a release ends it at once).
-        """
-        spec = _common.spec(
-            "lock", name, ttl=ttl, wait=wait, max_hold=max_hold, auto_renew=auto_renew, lock_delay=lock_delay
-        )
-        return LockRequest(self._native, spec)
-
-    def fair_lock(self, name: str, *, queue_timeout: Optional[float] = None, **options: Any) -> LockRequest:
-        """A request for the fair lock ``name``: granted in the order of asking."""
-        return LockRequest(self._native, _common.spec("fair", name, queue_timeout=queue_timeout, **options))
-
-    def semaphore(self, name: str, permits: int, **options: Any) -> LockRequest:
-        """A request for one of ``permits`` permits of the semaphore ``name``."""
-        return LockRequest(self._native, _common.spec("semaphore", name, permits=permits, **options))
+    def _request(self, request_spec: Any) -> LockRequest:
+        return LockRequest(self._native, request_spec)
 
     def reentrant_lock(self, name: str, *, max_reentry: Optional[int] = None) -> ReentrantLock:
         """A handle on the reentrant lock ``name``."""
         return ReentrantLock(self._native.reentrant(name, max_reentry))
-
-    def read_write_lock(self, name: str) -> ReadWriteLock:
-        """The read-write lock ``name``: ``.read()`` / ``.write()`` make requests."""
-        return ReadWriteLock(self._native, name)
 
     def fenced_store(self, resource: str) -> FencedStore:
         """Fenced writes to ``resource``."""

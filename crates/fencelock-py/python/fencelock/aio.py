@@ -221,20 +221,8 @@ class ReentrantLock:
         return await self.request(**options).try_acquire()
 
 
-class ReadWriteLock:
-    """A read-write lock: many readers, or one writer."""
-
-    __slots__ = ("_client", "name")
-
-    def __init__(self, client: Any, name: str) -> None:
-        self._client = client
-        self.name = name
-
-    def read(self, **options: Any) -> LockRequest:
-        return LockRequest(self._client, _common.spec("read", self.name, **options))
-
-    def write(self, **options: Any) -> LockRequest:
-        return LockRequest(self._client, _common.spec("write", self.name, **options))
+#: A read-write lock whose ``read()`` and ``write()`` make this module's requests.
+ReadWriteLock = _common.ReadWriteLock
 
 
 class FencedStore:
@@ -256,38 +244,16 @@ class FencedStore:
         return await loop.run_in_executor(None, self._client.fenced_accepted, self.resource)
 
 
-class Client(_common.ClientBase):
+class Client(_common.ClientBase["LockRequest"]):
     """An asyncio fencelock client; made and configured as :class:`fencelock.Client`."""
 
     __slots__ = ()
 
-    def lock(
-        self,
-        name: str,
-        *,
-        ttl: Optional[float] = None,
-        wait: Optional[float] = None,
-        max_hold: Optional[float] = None,
-        auto_renew: bool = True,
-        lock_delay: Optional[float] = None,
-    ) -> LockRequest:
-        """A request for the exclusive lock ``name`` (options as :meth:`fencelock.Client.lock`)."""
-        spec = _common.spec(
-            "lock", name, ttl=ttl, wait=wait, max_hold=max_hold, auto_renew=auto_renew, lock_delay=lock_delay
-        )
-        return LockRequest(self._native, spec)
-
-    def fair_lock(self, name: str, *, queue_timeout: Optional[float] = None, **options: Any) -> LockRequest:
-        return LockRequest(self._native, _common.spec("fair", name, queue_timeout=queue_timeout, **options))
-
-    def semaphore(self, name: str, permits: int, **options: Any) -> LockRequest:
-        return LockRequest(self._native, _common.spec("semaphore", name, permits=permits, **options))
+    def _request(self, request_spec: Any) -> LockRequest:
+        return LockRequest(self._native, request_spec)
 
     def reentrant_lock(self, name: str, *, max_reentry: Optional[int] = None) -> ReentrantLock:
         return ReentrantLock(self._native.reentrant(name, max_reentry))
-
-    def read_write_lock(self, name: str) -> ReadWriteLock:
-        return ReadWriteLock(self._native, name)
 
     def fenced_store(self, resource: str) -> FencedStore:
         return FencedStore(self._native, resource)

@@ -1,4 +1,5 @@
-//! Whether a server of a Redlock set answers: one that let its last call run out of time is
+//! How long a server may take to answer ([`within`]), and whether a server of a Redlock set
+//! answers: one that let its last call run out of time is
 //! *suspect*, and is asked for new holds by one acquisition at a time (a probe) until it
 //! answers again. The other acquisitions count it as unanswered at once, instead of each
 //! leaving a call, a timer and a task behind it for as long as it is away. Renewals and
@@ -6,6 +7,24 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+/// The error of a call that got no answer in time: an I/O error of kind `TimedOut` (which
+/// `RedisError::is_timeout` and [`Health::record`] recognise).
+pub(crate) fn timed_out(message: String) -> redis::RedisError {
+    redis::RedisError::from(std::io::Error::new(std::io::ErrorKind::TimedOut, message))
+}
+
+/// Runs `fut`, failing with [`timed_out`] after `limit`.
+pub(crate) async fn within<T>(
+    limit: Duration,
+    fut: impl Future<Output = redis::RedisResult<T>>,
+) -> redis::RedisResult<T> {
+    match tokio::time::timeout(limit, fut).await {
+        Ok(result) => result,
+        Err(_) => Err(timed_out(format!("no reply within {limit:?}"))),
+    }
+}
 
 /// One server's recent answers.
 #[derive(Debug, Default)]
@@ -67,10 +86,7 @@ mod tests {
     use super::*;
 
     fn timeout() -> redis::RedisResult<()> {
-        Err(redis::RedisError::from(std::io::Error::new(
-            std::io::ErrorKind::TimedOut,
-            "no reply",
-        )))
+        Err(timed_out("no reply".to_owned()))
     }
 
     #[test]

@@ -29,6 +29,7 @@ pub(crate) use cluster::{ClusterSeeds, Pushes, sharded_subscription};
 pub(crate) use coalesce::Undelivered;
 use errors::is_reset;
 pub(crate) use errors::{is_auth_failure, is_tls_failure, is_unreachable, missing_permission};
+pub(crate) use health::{timed_out, within};
 #[cfg(feature = "sentinel")]
 pub(crate) use sentinel::{Followed, SentinelSet};
 pub(crate) use switches::Switches;
@@ -487,19 +488,5 @@ fn by_address(host: &str, port: u16) -> redis::cluster_routing::SingleNodeRoutin
     redis::cluster_routing::SingleNodeRoutingInfo::ByAddress {
         host: host.to_owned(),
         port,
-    }
-}
-
-/// Runs `fut`, failing with a timeout error (an I/O error of kind `TimedOut`) after `limit`.
-pub(crate) async fn within<T>(
-    limit: Duration,
-    fut: impl Future<Output = redis::RedisResult<T>>,
-) -> redis::RedisResult<T> {
-    match tokio::time::timeout(limit, fut).await {
-        Ok(result) => result,
-        Err(_) => Err(RedisError::from(std::io::Error::new(
-            std::io::ErrorKind::TimedOut,
-            format!("no reply within {limit:?}"),
-        ))),
     }
 }
