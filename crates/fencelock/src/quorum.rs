@@ -27,7 +27,7 @@ use futures_util::stream::FuturesUnordered;
 use crate::connection::Followed;
 use crate::connection::{Endpoint, Server, Switches, is_unreachable};
 use crate::error::Error;
-use crate::notify::{Feed, Pass, ReleaseNotifier, Subscription};
+use crate::notify::{Feed, Pass, Prepared, ReleaseNotifier, Subscription};
 
 /// The servers of one client.
 pub(crate) struct Instances {
@@ -139,6 +139,7 @@ impl Instances {
         let mut servers = Vec::with_capacity(endpoints.len());
         let mut notifiers = Vec::with_capacity(endpoints.len());
         for endpoint in endpoints {
+            let notifier = Prepared::new();
             let (server, feed) = match endpoint {
                 Endpoint::Single(client) => (
                     Server::new(client.clone(), command_timeout)?,
@@ -146,11 +147,8 @@ impl Instances {
                 ),
                 #[cfg(feature = "cluster")]
                 Endpoint::Cluster(seeds) => {
-                    let (conn, pushes) = seeds.connect(command_timeout)?;
-                    (
-                        Server::cluster(conn.clone(), &seeds),
-                        Feed::Sharded(conn, pushes),
-                    )
+                    let conn = seeds.connect(command_timeout, notifier.router())?;
+                    (Server::cluster(conn.clone(), &seeds), Feed::Sharded(conn))
                 }
                 #[cfg(feature = "sentinel")]
                 Endpoint::Sentinel(set) => {
@@ -159,7 +157,7 @@ impl Instances {
                 }
             };
             servers.push(server);
-            notifiers.push(ReleaseNotifier::start(feed, command_timeout));
+            notifiers.push(notifier.start(feed, command_timeout));
         }
         if servers.len() > 1 {
             servers = servers.into_iter().map(Server::in_call_order).collect();

@@ -3,16 +3,12 @@
 //! pub/sub pushes (RESP3) that wake waiters. Every key of a lock shares its hash tag, so every
 //! script of a lock runs on one node.
 
-use redis::PushInfo;
+use redis::aio::AsyncPushSender;
 use redis::cluster::ClusterClientBuilder;
 use redis::cluster_async::ClusterConnection;
-use tokio::sync::mpsc;
 
 use super::within;
 use std::time::Duration;
-
-/// The sharded pub/sub messages (and disconnection notices) of a cluster connection.
-pub(crate) type Pushes = mpsc::UnboundedReceiver<PushInfo>;
 
 /// A cluster's seed nodes, as the builder opened them, and the TLS certificates for every
 /// node (the seeds' and the ones found later).
@@ -32,14 +28,14 @@ impl ClusterSeeds {
         self.nodes.first().is_some_and(super::is_tls)
     }
 
-    /// Prepares the connection (RESP3, with a push channel for sharded pub/sub); the nodes are
-    /// reached in the background, and a cluster that cannot be reached shows up at the first
-    /// command. Must run inside a Tokio runtime.
+    /// Prepares the connection (RESP3, its pushes of sharded pub/sub, and its disconnection
+    /// notices, to `pushes`); the nodes are reached in the background, and a cluster that
+    /// cannot be reached shows up at the first command. Must run inside a Tokio runtime.
     pub(crate) fn connect(
         &self,
         command_timeout: Duration,
-    ) -> redis::RedisResult<(ClusterConnection, Pushes)> {
-        let (sender, pushes) = mpsc::unbounded_channel();
+        pushes: impl AsyncPushSender,
+    ) -> redis::RedisResult<ClusterConnection> {
         let nodes = self.nodes.iter().map(|n| {
             let settings = n
                 .redis_settings()
@@ -50,7 +46,7 @@ impl ClusterSeeds {
         #[cfg_attr(not(feature = "tls-rustls"), allow(unused_mut))]
         let mut builder = ClusterClientBuilder::new(nodes)
             .use_protocol(redis::ProtocolVersion::RESP3)
-            .push_sender(sender)
+            .push_sender(pushes)
             .connection_timeout(command_timeout)
             .response_timeout(command_timeout)
             .retries(3)
@@ -74,10 +70,7 @@ impl ClusterSeeds {
         let config = redis::cluster::ClusterConfig::new()
             .set_connection_timeout(command_timeout)
             .set_response_timeout(command_timeout);
-        Ok((
-            client.get_pending_async_connection_with_config(config),
-            pushes,
-        ))
+        Ok(client.get_pending_async_connection_with_config(config))
     }
 }
 

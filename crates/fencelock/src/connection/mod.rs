@@ -25,7 +25,7 @@ use redis::cluster_async::ClusterConnection;
 use redis::{FromRedisValue, RedisError};
 
 #[cfg(feature = "cluster")]
-pub(crate) use cluster::{ClusterSeeds, Pushes, sharded_subscription};
+pub(crate) use cluster::{ClusterSeeds, sharded_subscription};
 pub(crate) use coalesce::Undelivered;
 use errors::is_reset;
 pub(crate) use errors::{is_auth_failure, is_tls_failure, is_unreachable, missing_permission};

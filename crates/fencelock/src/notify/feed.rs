@@ -1,50 +1,49 @@
-//! Where release messages come from (a dedicated pub/sub connection, or a cluster's sharded
-//! pushes), and the next event of a feed.
+//! Where release messages come from (a dedicated RESP3 connection, or a cluster's sharded
+//! pushes), and the next loss of a feed. The messages themselves never pass through here: the
+//! connection's task hands them to the waiters ([`Router`](super::router::Router)).
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures_util::StreamExt;
-use redis::aio::{PubSubSink, PubSubStream};
+use redis::AsyncConnectionConfig;
+use redis::aio::MultiplexedConnection;
 #[cfg(feature = "cluster")]
 use redis::cluster_async::ClusterConnection;
-use tokio::sync::watch;
+use tokio::sync::{mpsc, watch};
 
 #[cfg(feature = "sentinel")]
 use crate::connection::Followed;
-#[cfg(feature = "cluster")]
-use crate::connection::Pushes;
+
+use super::router::Router;
 
 /// Where release messages come from.
 pub(crate) enum Feed {
-    /// `PUBLISH` on one server: a pub/sub connection of the listener's own.
+    /// `PUBLISH` on one server: a RESP3 connection of the listener's own.
     Client(Box<redis::Client>),
     /// `PUBLISH` on the master the sentinels name, asked again at each reconnection.
     #[cfg(feature = "sentinel")]
     Sentinel(Arc<Followed>),
     /// Redis Cluster: `SSUBSCRIBE` on the cluster connection, whose RESP3 pushes bring the
-    /// messages; the `redis` crate resubscribes each channel on the node that serves its slot
-    /// after a reconnection or a topology change.
+    /// messages (it was made with the listener's [`Router`](super::Prepared::router)); the
+    /// `redis` crate resubscribes each channel on the node that serves its slot after a
+    /// reconnection or a topology change.
     #[cfg(feature = "cluster")]
-    Sharded(ClusterConnection, Pushes),
+    Sharded(ClusterConnection),
 }
 
 /// The listener's end of a feed.
 pub(super) enum Source {
     Dedicated {
         opener: Opener,
-        connection: Option<(PubSubSink, PubSubStream)>,
+        connection: Option<MultiplexedConnection>,
         /// With Sentinel: changes when the client moves to another master.
         switches: Option<watch::Receiver<u64>>,
     },
     #[cfg(feature = "cluster")]
-    Sharded {
-        conn: ClusterConnection,
-        pushes: Pushes,
-    },
+    Sharded { conn: ClusterConnection },
 }
 
-/// Opens a dedicated pub/sub connection.
+/// Opens a dedicated connection for the release messages.
 pub(super) enum Opener {
     Client(Box<redis::Client>),
     #[cfg(feature = "sentinel")]
@@ -52,66 +51,68 @@ pub(super) enum Opener {
 }
 
 impl Opener {
-    pub(super) async fn open(&self) -> redis::RedisResult<redis::aio::PubSub> {
-        match self {
-            Opener::Client(client) => client.get_async_pubsub().await,
+    /// A RESP3 connection whose pushes go to `router`.
+    pub(super) async fn open(
+        &self,
+        router: Router,
+        limit: Duration,
+    ) -> redis::RedisResult<MultiplexedConnection> {
+        let config = AsyncConnectionConfig::new()
+            .set_connection_timeout(Some(limit))
+            .set_response_timeout(Some(limit))
+            .set_push_sender(router);
+        let client = match self {
+            Opener::Client(client) => resp3(client)?,
             #[cfg(feature = "sentinel")]
-            Opener::Sentinel(followed) => followed.refresh().await?.client.get_async_pubsub().await,
-        }
+            Opener::Sentinel(followed) => resp3(&followed.refresh().await?.client)?,
+        };
+        client
+            .get_multiplexed_async_connection_with_config(&config)
+            .await
     }
 }
 
-/// What the feed brought.
-pub(super) enum Event {
-    Message {
-        channel: Vec<u8>,
-        payload: Vec<u8>,
-    },
-    /// The connection was lost: a release may have been missed.
-    Lost,
+/// The same server, user and TLS settings as `client`, over RESP3 (which carries pub/sub
+/// messages as pushes on an ordinary connection).
+fn resp3(client: &redis::Client) -> redis::RedisResult<redis::Client> {
+    let info = client.get_connection_info().clone();
+    let settings = info
+        .redis_settings()
+        .clone()
+        .set_protocol(redis::ProtocolVersion::RESP3);
+    redis::Client::open(info.set_redis_settings(settings))
 }
 
-/// The next message or loss of the feed (never, while there is no connection).
-pub(super) async fn next_event(source: &mut Source) -> Event {
+/// Resolves when the feed's connection is lost (a release may have been missed): its router
+/// reported it (`current`: the number of the connection in use; a report of an earlier one is
+/// old news), or the followed master changed. Never while there is no connection.
+pub(super) async fn lost(
+    source: &mut Source,
+    losses: &mut mpsc::UnboundedReceiver<u64>,
+    current: u64,
+) {
     match source {
         Source::Dedicated {
-            connection: Some((_, stream)),
-            switches,
-            ..
-        } => tokio::select! {
-            message = stream.next() => match message {
-                Some(message) => Event::Message {
-                    channel: message.get_channel_name().as_bytes().to_vec(),
-                    payload: message.get_payload_bytes().to_vec(),
-                },
-                None => Event::Lost,
-            },
+            connection: None, ..
+        } => std::future::pending().await,
+        Source::Dedicated { switches, .. } => tokio::select! {
+            () = reported(losses, current) => {}
             // The client moved to another master: listen there.
-            () = switched(switches) => Event::Lost,
+            () = switched(switches) => {}
         },
-        Source::Dedicated { .. } => std::future::pending().await,
         #[cfg(feature = "cluster")]
-        Source::Sharded { pushes, .. } => loop {
-            let Some(push) = pushes.recv().await else {
-                // The cluster connection is gone with its client: only timers are left.
-                return std::future::pending().await;
-            };
-            match push.kind {
-                redis::PushKind::SMessage | redis::PushKind::Message => {
-                    let mut data = push.data.into_iter();
-                    if let (
-                        Some(redis::Value::BulkString(channel)),
-                        Some(redis::Value::BulkString(payload)),
-                    ) = (data.next(), data.next())
-                    {
-                        return Event::Message { channel, payload };
-                    }
-                }
-                // A node's connection dropped; the `redis` crate reconnects and resubscribes.
-                redis::PushKind::Disconnection => return Event::Lost,
-                _ => {}
-            }
-        },
+        Source::Sharded { .. } => reported(losses, current).await,
+    }
+}
+
+async fn reported(losses: &mut mpsc::UnboundedReceiver<u64>, current: u64) {
+    loop {
+        match losses.recv().await {
+            Some(connection) if connection == current => return,
+            Some(_) => {}
+            // Cannot happen: the listener keeps a sender to make routers with.
+            None => return std::future::pending().await,
+        }
     }
 }
 

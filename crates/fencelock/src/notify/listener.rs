@@ -1,7 +1,7 @@
-//! The listener task: subscribes and unsubscribes channels as waiters come and go, reconnects
-//! with backoff, and hands each release message to the waiters it names.
+//! The listener task: subscribes and unsubscribes channels as waiters come and go, and
+//! reconnects with backoff (the messages go from the connection's task to the waiters, by the
+//! connection's [`Router`]).
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::mpsc;
@@ -11,8 +11,9 @@ use crate::connection::sharded_subscription;
 use crate::connection::within;
 
 use super::Request;
-use super::feed::{Event, Source, next_event, sleep_until};
-use super::registry::{Heard, LINGER, Registry, Wake, lock};
+use super::feed::{Source, lost, sleep_until};
+use super::registry::{Heard, LINGER, Registry, lock, wake_everyone};
+use super::router::Router;
 
 /// The task that owns the pub/sub connection.
 pub(super) struct Listener {
@@ -26,6 +27,11 @@ pub(super) struct Listener {
     /// Channels whose last waiter went away, and when to unsubscribe them unless a new one
     /// came (in that order).
     pub(super) lingering: std::collections::VecDeque<(String, tokio::time::Instant)>,
+    /// Lost connections, reported by their routers.
+    pub(super) losses: mpsc::UnboundedReceiver<u64>,
+    pub(super) report_losses: mpsc::UnboundedSender<u64>,
+    /// The number of the connection in use (of the last one opened).
+    pub(super) connection: u64,
 }
 
 impl Listener {
@@ -37,23 +43,16 @@ impl Listener {
                     let Some(request) = request else { return };
                     self.handle(request).await;
                 }
-                event = next_event(&mut self.source) => match event {
-                    Event::Message { channel, payload } => {
-                        if let Ok(channel) = std::str::from_utf8(&channel) {
-                            self.deliver(channel, &payload);
-                        }
-                    }
-                    Event::Lost => {
-                        tracing::debug!("release listener: pub/sub connection lost");
-                        self.disconnected();
-                        self.wake_everyone();
-                        self.resubscribe_heard().await;
-                    }
-                },
+                () = lost(&mut self.source, &mut self.losses, self.connection) => {
+                    tracing::debug!("release listener: pub/sub connection lost");
+                    self.disconnected();
+                    wake_everyone(&self.registry);
+                    self.resubscribe_heard().await;
+                }
                 () = sleep_until(self.retry_at), if reconnect => {
                     if self.connect_and_resubscribe().await {
                         // Waiters may have missed a release while the connection was down.
-                        self.wake_everyone();
+                        wake_everyone(&self.registry);
                     }
                 }
                 () = sleep_until(self.lingering.front().map(|(_, at)| *at)), if !self.lingering.is_empty() => {
@@ -120,9 +119,9 @@ impl Listener {
         let limit = self.command_timeout;
         let failed = match &mut self.source {
             Source::Dedicated {
-                connection: Some((sink, _)),
+                connection: Some(conn),
                 ..
-            } => within(limit, sink.unsubscribe(&channel)).await.is_err(),
+            } => within(limit, conn.unsubscribe(&channel)).await.is_err(),
             Source::Dedicated { .. } => false,
             #[cfg(feature = "cluster")]
             Source::Sharded { conn, .. } => {
@@ -164,9 +163,9 @@ impl Listener {
                 return self.connect_and_resubscribe().await;
             }
             Source::Dedicated {
-                connection: Some((sink, _)),
+                connection: Some(conn),
                 ..
-            } => within(limit, sink.subscribe(channel)).await,
+            } => within(limit, conn.subscribe(channel)).await,
         };
         match result {
             Ok(()) => true,
@@ -187,9 +186,16 @@ impl Listener {
         else {
             return true;
         };
-        let connected = within(self.command_timeout, opener.open()).await;
-        let (mut sink, stream) = match connected {
-            Ok(pubsub) => pubsub.split(),
+        self.connection = self.connection.wrapping_add(1);
+        let router = Router {
+            registry: self.registry.clone(),
+            losses: self.report_losses.clone(),
+            connection: self.connection,
+        };
+        let limit = self.command_timeout;
+        let connected = within(limit, opener.open(router, limit)).await;
+        let mut conn = match connected {
+            Ok(conn) => conn,
             Err(err) => {
                 tracing::debug!(%err, "release listener: cannot connect");
                 self.disconnected();
@@ -198,13 +204,13 @@ impl Listener {
         };
         let channels: Vec<String> = lock(&self.registry).keys().cloned().collect();
         if !channels.is_empty()
-            && let Err(err) = within(self.command_timeout, sink.subscribe(&channels)).await
+            && let Err(err) = within(limit, conn.subscribe(&channels)).await
         {
             tracing::debug!(%err, "release listener: resubscribe failed");
             self.disconnected();
             return false;
         }
-        *connection = Some((sink, stream));
+        *connection = Some(conn);
         let mut registry = lock(&self.registry);
         for channel in &channels {
             if let Some(entry) = registry.get_mut(channel) {
@@ -241,43 +247,6 @@ impl Listener {
                     entry.tell(Heard::Subscribed);
                 }
             }
-        }
-    }
-
-    /// Hands a message to the payload readers of its channel, and wakes one local waiter of
-    /// the channel that was released, the one addressed, or all.
-    pub(super) fn deliver(&self, channel: &str, payload: &[u8]) {
-        let registry = lock(&self.registry);
-        let Some(entry) = registry.get(channel) else {
-            return;
-        };
-        entry.tell(Heard::Message(Arc::from(payload)));
-        match Wake::of(payload) {
-            Wake::One => {
-                if entry.wake_one.available_permits() < entry.subscriptions {
-                    entry.wake_one.add_permits(1);
-                }
-            }
-            Wake::Token(token, pass) => {
-                let waiter = std::str::from_utf8(token)
-                    .ok()
-                    .and_then(|token| entry.addressed.get(token));
-                if let Some(waiter) = waiter {
-                    if pass.is_some() {
-                        *waiter.passed() = pass;
-                    }
-                    if waiter.wake.available_permits() == 0 {
-                        waiter.wake.add_permits(1);
-                    }
-                }
-            }
-            Wake::All => entry.generation.send_modify(|g| *g = g.wrapping_add(1)),
-        }
-    }
-
-    pub(super) fn wake_everyone(&self) {
-        for entry in lock(&self.registry).values() {
-            entry.generation.send_modify(|g| *g = g.wrapping_add(1));
         }
     }
 }

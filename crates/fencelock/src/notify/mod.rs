@@ -12,20 +12,25 @@
 //! (a plain lock passed to a waiter in line) also tells it that it holds the lock now, with
 //! that fence ([`Pass`]); anything else (a read-write
 //! lock, where many readers may go at once) wakes every local waiter of that channel. Waking
-//! everyone is a generation counter, so a waiter between two waits cannot miss it. When the
-//! pub/sub connection drops, it wakes every waiter (a release may have been missed), reconnects
-//! with backoff and resubscribes. A waiter never depends on a message alone:
+//! everyone is a generation counter, so a waiter between two waits cannot miss it. Messages
+//! come as RESP3 pushes, and the connection's own task wakes the waiter they name: a handoff
+//! crosses no other task. When the connection drops, the listener wakes every waiter (a release
+//! may have been missed), reconnects with backoff and resubscribes. A waiter never depends on a
+//! message alone:
 //! it also wakes when the holder's lease would have run out, so a lost message costs a bounded
 //! delay, never a hang.
 //!
 //! - `mod.rs`: [`ReleaseNotifier`] and a waiter's [`Subscription`];
-//! - `registry.rs`: the waiters of each channel, and what a message says ([`Pass`]);
+//! - `registry.rs`: the waiters of each channel, what a message says ([`Pass`]), and waking
+//!   them;
+//! - `router.rs`: a connection's pushes, handed to the waiters in the connection's task;
 //! - `listener.rs`: the listener task;
-//! - `feed.rs`: where messages come from ([`Feed`]).
+//! - `feed.rs`: where messages come from ([`Feed`]), and how a loss is heard.
 
 mod feed;
 mod listener;
 mod registry;
+mod router;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -38,6 +43,7 @@ use feed::{Opener, Source};
 use listener::Listener;
 use registry::{Channel, HEARD_BACKLOG, Personal, Registry, lock};
 pub(crate) use registry::{Heard, Pass};
+use router::Router;
 
 enum Request {
     Subscribe {
@@ -68,11 +74,43 @@ pub(crate) struct Subscription {
     address: Option<String>,
 }
 
-impl ReleaseNotifier {
+/// A release listener before its task starts: the waiters' registry exists, so that a
+/// connection made first (a cluster's, which the client's commands share) can route its pushes
+/// to it.
+pub(crate) struct Prepared {
+    registry: Registry,
+    report_losses: mpsc::UnboundedSender<u64>,
+    losses: mpsc::UnboundedReceiver<u64>,
+}
+
+impl Prepared {
+    pub(crate) fn new() -> Self {
+        let (report_losses, losses) = mpsc::unbounded_channel();
+        Prepared {
+            registry: Arc::default(),
+            report_losses,
+            losses,
+        }
+    }
+
+    /// The push sender for a connection made before the listener starts.
+    #[cfg_attr(not(feature = "cluster"), allow(dead_code))]
+    pub(crate) fn router(&self) -> impl redis::aio::AsyncPushSender {
+        Router {
+            registry: self.registry.clone(),
+            losses: self.report_losses.clone(),
+            connection: 0,
+        }
+    }
+
     /// Starts the listener task (inside the current Tokio runtime). Nothing is sent until the
     /// first subscription.
-    pub(crate) fn start(feed: Feed, command_timeout: Duration) -> Self {
-        let registry: Registry = Arc::default();
+    pub(crate) fn start(self, feed: Feed, command_timeout: Duration) -> ReleaseNotifier {
+        let Prepared {
+            registry,
+            report_losses,
+            losses,
+        } = self;
         let (requests, rx) = mpsc::unbounded_channel();
         let source = match feed {
             Feed::Client(client) => Source::Dedicated {
@@ -87,7 +125,7 @@ impl ReleaseNotifier {
                 connection: None,
             },
             #[cfg(feature = "cluster")]
-            Feed::Sharded(conn, pushes) => Source::Sharded { conn, pushes },
+            Feed::Sharded(conn) => Source::Sharded { conn },
         };
         let listener = Listener {
             source,
@@ -96,11 +134,16 @@ impl ReleaseNotifier {
             backoff: crate::backoff::RECONNECT,
             retry_at: None,
             lingering: std::collections::VecDeque::new(),
+            losses,
+            report_losses,
+            connection: 0,
         };
         tokio::spawn(listener.run(rx));
         ReleaseNotifier { registry, requests }
     }
+}
 
+impl ReleaseNotifier {
     /// Registers a waiter for `channel` at once, and asks the listener to subscribe it on the
     /// server. The returned receiver says whether the server confirmed the subscription. If it
     /// could not, the interest still counts and is subscribed when the connection comes back;

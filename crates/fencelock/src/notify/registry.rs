@@ -120,6 +120,44 @@ pub(super) fn lock(registry: &Registry) -> std::sync::MutexGuard<'_, HashMap<Str
     registry.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
+/// Hands a message to the payload readers of its channel, and wakes one local waiter of the
+/// channel that was released, the one addressed, or all.
+pub(super) fn deliver(registry: &Registry, channel: &str, payload: &[u8]) {
+    let registry = lock(registry);
+    let Some(entry) = registry.get(channel) else {
+        return;
+    };
+    entry.tell(Heard::Message(Arc::from(payload)));
+    match Wake::of(payload) {
+        Wake::One => {
+            if entry.wake_one.available_permits() < entry.subscriptions {
+                entry.wake_one.add_permits(1);
+            }
+        }
+        Wake::Token(token, pass) => {
+            let waiter = std::str::from_utf8(token)
+                .ok()
+                .and_then(|token| entry.addressed.get(token));
+            if let Some(waiter) = waiter {
+                if pass.is_some() {
+                    *waiter.passed() = pass;
+                }
+                if waiter.wake.available_permits() == 0 {
+                    waiter.wake.add_permits(1);
+                }
+            }
+        }
+        Wake::All => entry.generation.send_modify(|g| *g = g.wrapping_add(1)),
+    }
+}
+
+/// Wakes every waiter of every channel (a release may have been missed).
+pub(super) fn wake_everyone(registry: &Registry) {
+    for entry in lock(registry).values() {
+        entry.generation.send_modify(|g| *g = g.wrapping_add(1));
+    }
+}
+
 use crate::script::{WAKE_ONE, WAKE_TO as WAKE_TOKEN};
 
 #[cfg(test)]
