@@ -10,6 +10,7 @@
 #[cfg(feature = "cluster")]
 mod cluster;
 mod coalesce;
+mod commands;
 mod errors;
 mod health;
 #[cfg(feature = "sentinel")]
@@ -89,6 +90,8 @@ pub(crate) struct Server {
     coalesce: bool,
     /// Whether it answers (`health.rs`): what a Redlock set sends it depends on it.
     health: Arc<health::Health>,
+    /// The lock commands it lacks (`commands.rs`).
+    commands: Arc<commands::Commands>,
 }
 
 impl std::fmt::Debug for Server {
@@ -134,6 +137,7 @@ impl Server {
             coalescer: Arc::default(),
             coalesce: true,
             health: Arc::default(),
+            commands: Arc::default(),
         })
     }
 
@@ -147,6 +151,7 @@ impl Server {
             coalescer: Arc::default(),
             coalesce: true,
             health: Arc::default(),
+            commands: Arc::default(),
         }
     }
 
@@ -160,6 +165,7 @@ impl Server {
             coalescer: Arc::default(),
             coalesce: true,
             health: Arc::default(),
+            commands: Arc::default(),
         }
     }
 
@@ -395,6 +401,7 @@ impl Server {
                 coalescer: Arc::default(),
                 coalesce: false,
                 health: Arc::default(),
+                commands: Arc::default(),
             })
             .collect())
     }

@@ -155,10 +155,12 @@ impl LockGuard {
         let shared = &self.shared;
         let instances = &shared.instances;
         let limit = instances.limit(ttl);
+        // On one server, the value holds the grant's fence (see `native.rs`).
+        let fence = instances.is_single().then_some(self.fence);
         let answers = instances
             .on_all(
                 None,
-                |server| ops::extend(server.clone(), self.hold.clone(), ttl, limit),
+                |server| ops::extend(server.clone(), self.hold.clone(), fence, ttl, limit),
                 |answers| extend::settled(instances, &usable(answers)),
             )
             .await;

@@ -14,6 +14,7 @@ mod acquire;
 mod extend;
 mod guard;
 mod memory;
+mod native;
 mod ops;
 mod protocol;
 mod release;

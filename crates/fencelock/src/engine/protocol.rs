@@ -83,6 +83,14 @@ pub(crate) trait Protocol: fmt::Debug + Send + Sync + 'static {
     /// The extend script: reply 1 extended, 0 gone, -1 taken by someone (or something) else.
     fn extend<'a>(&'a self, hold: &'a Hold, ttl: Duration) -> Call<'a>;
 
+    /// Whether a grant of this kind on one server is the lock key's value `<token>:<fence>`,
+    /// with the lease as the key's TTL and nothing else to re-arm, so that the server's own
+    /// `SET key value IFEQ value PX ttl` extends it where the server has that command
+    /// (`engine/native.rs`). False by default.
+    fn renews_by_value(&self) -> bool {
+        false
+    }
+
     /// Over Redlock, the script that puts a hold back on an instance that lost it while a
     /// majority still has it (reply 1 put back, 0 left as it was). `None`: this kind does not;
     /// a renewal that finds its key gone on a minority goes on with the majority.
@@ -183,7 +191,7 @@ impl Hold {
     }
 
     /// The time the server keeps a hold of lease `ttl`: the lease and the lock-delay.
-    fn on_server(&self, ttl: Duration) -> Duration {
+    pub(crate) fn on_server(&self, ttl: Duration) -> Duration {
         ttl.saturating_add(self.linger)
     }
 

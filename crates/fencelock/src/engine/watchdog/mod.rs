@@ -201,6 +201,7 @@ async fn renew(instances: &Arc<Instances>, drift: &ClockDrift, shared: &Shared, 
         .limit(shortest_ttl)
         .min(earliest_deadline.saturating_duration_since(now))
         .max(Duration::from_millis(1));
+    let single = instances.is_single();
     // (id, ttl, deadline) of each lock, and what to send, in pipeline order.
     let (locks, items): (Vec<_>, Vec<_>) = due
         .into_iter()
@@ -210,6 +211,8 @@ async fn renew(instances: &Arc<Instances>, drift: &ClockDrift, shared: &Shared, 
                 ExtendItem {
                     hold: d.hold,
                     ttl: d.ttl,
+                    // On one server, the value holds the grant's fence (see `native.rs`).
+                    fence: single.then_some(d.fence),
                 },
             )
         })

@@ -156,6 +156,7 @@ impl Schedule {
                     ttl,
                     deadline,
                     hold: entry.renewal.hold.clone(),
+                    fence: entry.renewal.fence,
                 });
             }
         }
@@ -176,6 +177,7 @@ pub(super) struct Due {
     pub(super) ttl: Duration,
     pub(super) deadline: Instant,
     pub(super) hold: Arc<Hold>,
+    pub(super) fence: u64,
 }
 
 /// How early a lock may be renewed so that it can share a batch with others.

@@ -87,6 +87,10 @@ impl Protocol for Plain {
         )
     }
 
+    fn renews_by_value(&self) -> bool {
+        true
+    }
+
     fn queues(&self, single: bool) -> bool {
         single
     }
