@@ -4,6 +4,11 @@
 //! since someone waited, a key gone or taken, a server without the command) is left to the
 //! kind's extend script, which gives the answer; a server that refuses the syntax is asked by
 //! script from then on (`Server::lacks_set_ifeq`).
+//!
+//! Only a lease re-armed alone goes this way (the guard's `extend`, a renewal with no other
+//! due on the server): it costs the server a third of the script's CPU. Many renewals at once
+//! go by the script's batch form, one call for up to 64 locks, which costs the client half the
+//! instructions per lock that a pipeline of `SET`s does (docs/BENCHMARKS.md, lever 1).
 
 use std::time::Duration;
 
@@ -12,28 +17,26 @@ use redis::{ErrorKind, RedisError, RedisResult, Value};
 use crate::connection::Server;
 use crate::engine::protocol::Hold;
 
-/// The native re-arm of `hold`'s lease to `ttl`, if its kind writes `<token>:<fence>` and the
+/// Whether `hold` may be re-armed natively here: its kind writes `<token>:<fence>` and the
 /// server may have the command. `fence`: the grant's fence as its value holds it (one server
 /// only: over Redlock each instance's value has a fence of its own).
-pub(super) fn command(
-    server: &Server,
-    hold: &Hold,
-    fence: Option<u64>,
-    ttl: Duration,
-) -> Option<redis::Cmd> {
-    let fence = fence?;
-    if !hold.protocol.renews_by_value() || !server.may_set_ifeq() {
-        return None;
-    }
-    let value = format!("{}:{fence}", hold.token.as_str());
-    let mut cmd = redis::cmd("SET");
+fn natively(server: &Server, hold: &Hold, fence: Option<u64>) -> Option<u64> {
+    fence.filter(|_| hold.protocol.renews_by_value() && server.may_set_ifeq())
+}
+
+/// Writes `SET key <token>:<fence> IFEQ <token>:<fence> PX ms` into `cmd` (`value`: a buffer
+/// for the value, reused across a batch).
+fn write(cmd: &mut redis::Cmd, hold: &Hold, fence: u64, ttl: Duration, value: &mut String) {
+    use std::fmt::Write as _;
+    value.clear();
+    // Writing to a String cannot fail.
+    let _ = write!(value, "{}:{fence}", hold.token.as_str());
     cmd.arg(hold.keys.lock())
-        .arg(&value)
+        .arg(value.as_str())
         .arg("IFEQ")
-        .arg(&value)
+        .arg(value.as_str())
         .arg("PX")
         .arg(crate::script::lease_millis(hold.on_server(ttl)));
-    Some(cmd)
 }
 
 /// What a native reply settles: `Some(Ok(()))` re-armed, `Some(Err)` the server could not be
@@ -71,36 +74,8 @@ pub(super) async fn extend(
     ttl: Duration,
     limit: Duration,
 ) -> Option<RedisResult<()>> {
-    let cmd = command(server, hold, fence, ttl)?;
+    let fence = natively(server, hold, fence)?;
+    let mut cmd = redis::cmd("SET");
+    write(&mut cmd, hold, fence, ttl, &mut String::new());
     settle(server, server.query::<Value>(&cmd, limit).await)
-}
-
-/// Sends `commands` in one pipeline: an answer for each that settled, `None` for the others
-/// (not sent, or left to the script). Fails as a whole when the pipeline does (the server is
-/// unreachable).
-pub(super) async fn send(
-    server: &Server,
-    commands: &[Option<redis::Cmd>],
-    limit: Duration,
-) -> RedisResult<Vec<Option<RedisResult<()>>>> {
-    let mut answers: Vec<Option<RedisResult<()>>> = commands.iter().map(|_| None).collect();
-    let mut pipe = redis::pipe();
-    let mut sent = Vec::new();
-    for (at, cmd) in commands.iter().enumerate() {
-        if let Some(cmd) = cmd {
-            pipe.add_command(cmd.clone());
-            sent.push(at);
-        }
-    }
-    if sent.is_empty() {
-        return Ok(answers);
-    }
-    pipe.ignore_errors();
-    let replies: Vec<Value> = server.pipeline(&pipe, limit).await?;
-    for (at, reply) in sent.into_iter().zip(replies) {
-        if let Some(answer) = answers.get_mut(at) {
-            *answer = settle(server, Ok(reply));
-        }
-    }
-    Ok(answers)
 }

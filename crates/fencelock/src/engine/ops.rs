@@ -184,76 +184,36 @@ pub(crate) async fn reassert(
 pub(crate) struct ExtendItem {
     pub(crate) hold: Arc<Hold>,
     pub(crate) ttl: Duration,
-    /// The grant's fence as the value on one server holds it (`None` over Redlock).
+    /// The grant's fence as the value on one server holds it (`None` over Redlock): a lease
+    /// re-armed alone may be re-armed natively (`native.rs`).
     pub(crate) fence: Option<u64>,
 }
 
-/// Re-arms many leases (of any kinds) in one round trip: a pipeline of native re-arms where
-/// the kind and the server allow them (`native.rs`), and a pipeline of extend scripts for the
-/// rest; then by script those the native call left undecided. Each item gets its own answer or
-/// error. The whole call fails only when a pipeline itself does (the server is unreachable).
+/// Re-arms many leases (of any kinds) in one round trip: a pipeline of extend scripts, as runs
+/// of their batch forms; a lease alone as [`extend`] does (natively where it can). Each item
+/// gets its own answer or error. The whole call fails only when the pipeline itself does (the
+/// server is unreachable).
 pub(crate) async fn extend_many(
     server: Server,
     items: Arc<[ExtendItem]>,
     limit: Duration,
 ) -> redis::RedisResult<Vec<redis::RedisResult<Extended>>> {
+    if let [item] = &items[..] {
+        let answer = extend(
+            server.clone(),
+            item.hold.clone(),
+            item.fence,
+            item.ttl,
+            limit,
+        );
+        return Ok(vec![Ok(answer.await?)]);
+    }
+    let calls: Vec<Call> = items.iter().map(|i| i.hold.extend_call(i.ttl)).collect();
     #[cfg(feature = "cluster")]
     if server.sharded() {
-        let calls: Vec<Call> = items.iter().map(|i| i.hold.extend_call(i.ttl)).collect();
         return extend_by_slot(&server, &calls, limit).await;
     }
-    let commands: Vec<Option<redis::Cmd>> = items
-        .iter()
-        .map(|i| native::command(&server, &i.hold, i.fence, i.ttl))
-        .collect();
-    let scripted: Vec<usize> = (0..items.len())
-        .filter(|&i| commands.get(i).is_some_and(Option::is_none))
-        .collect();
-    let natively = native::send(&server, &commands, limit);
-    let by_script = extend_some(&server, &items, &scripted, limit);
-    let (natively, by_script) = futures_util::future::join(natively, by_script).await;
-    let mut answers: Vec<Option<redis::RedisResult<Extended>>> = natively?
-        .into_iter()
-        .map(|a| a.map(|r| r.map(|()| Extended::Yes)))
-        .collect();
-    for (at, answer) in scripted.into_iter().zip(by_script?) {
-        if let Some(slot) = answers.get_mut(at) {
-            *slot = Some(answer);
-        }
-    }
-    let undecided: Vec<usize> = (0..items.len())
-        .filter(|&i| answers.get(i).is_some_and(Option::is_none))
-        .collect();
-    for (at, answer) in undecided
-        .iter()
-        .zip(extend_some(&server, &items, &undecided, limit).await?)
-    {
-        if let Some(slot) = answers.get_mut(*at) {
-            *slot = Some(answer);
-        }
-    }
-    Ok(answers
-        .into_iter()
-        .map(|a| a.unwrap_or_else(|| Err(not_sent())))
-        .collect())
-}
-
-/// The extend scripts of the items at `positions`, in one pipeline (nothing sent for none).
-async fn extend_some(
-    server: &Server,
-    items: &[ExtendItem],
-    positions: &[usize],
-    limit: Duration,
-) -> redis::RedisResult<Vec<redis::RedisResult<Extended>>> {
-    if positions.is_empty() {
-        return Ok(Vec::new());
-    }
-    let calls: Vec<Call> = positions
-        .iter()
-        .filter_map(|&i| items.get(i))
-        .map(|i| i.hold.extend_call(i.ttl))
-        .collect();
-    extend_batch(server, &calls, limit).await
+    extend_batch(&server, &calls, limit).await
 }
 
 /// [`extend_many`] on Redis Cluster.
