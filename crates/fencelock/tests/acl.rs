@@ -142,6 +142,42 @@ async fn the_minimal_acl_rules_are_enough_for_every_operation_of_every_kind() {
 }
 
 #[tokio::test]
+async fn the_release_message_reaches_a_waiter_of_a_user_with_the_minimal_rules() {
+    let redis = server();
+    let url = acl_user(&redis, "listener", MINIMAL_RULES);
+    let (a, b) = (client(&url), client(&url));
+    // A lease and a place in line far longer than the wait allowed below (the waiter would
+    // otherwise come back at a third of its place's time to refresh it, and find the lock
+    // passed to it): only the release message (over RESP3, with its HELLO, on a connection of
+    // this user) can wake the waiter in time.
+    let held = a
+        .lock("acl-message")
+        .ttl(Duration::from_secs(30))
+        .acquire()
+        .await
+        .unwrap();
+    let waiter = tokio::spawn(async move {
+        b.lock("acl-message")
+            .ttl(Duration::from_secs(30))
+            .queue_timeout(Duration::from_secs(30))
+            .wait_up_to(Duration::from_secs(20))
+            .acquire()
+            .await
+    });
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(!waiter.is_finished(), "the waiter got a held lock");
+    let released = std::time::Instant::now();
+    assert!(held.release().await.unwrap());
+    let next = tokio::time::timeout(Duration::from_secs(5), waiter)
+        .await
+        .expect("the waiter was not woken by the release message")
+        .unwrap()
+        .unwrap();
+    assert!(released.elapsed() < Duration::from_secs(5));
+    next.release().await.unwrap();
+}
+
+#[tokio::test]
 async fn a_user_that_may_not_publish_is_refused_a_release_and_nothing_changes() {
     let redis = server();
     let without_channels = rules_without_channels();
