@@ -24,19 +24,18 @@ fn natively(server: &Server, hold: &Hold, fence: Option<u64>) -> Option<u64> {
     fence.filter(|_| hold.protocol.renews_by_value() && server.may_set_ifeq())
 }
 
-/// Writes `SET key <token>:<fence> IFEQ <token>:<fence> PX ms` into `cmd` (`value`: a buffer
-/// for the value, reused across a batch).
-fn write(cmd: &mut redis::Cmd, hold: &Hold, fence: u64, ttl: Duration, value: &mut String) {
-    use std::fmt::Write as _;
-    value.clear();
-    // Writing to a String cannot fail.
-    let _ = write!(value, "{}:{fence}", hold.token.as_str());
+/// `SET key <token>:<fence> IFEQ <token>:<fence> PX ms`: the lease re-armed if the value is
+/// still the one the grant wrote.
+fn command(hold: &Hold, fence: u64, ttl: Duration) -> redis::Cmd {
+    let value = format!("{}:{fence}", hold.token.as_str());
+    let mut cmd = redis::cmd("SET");
     cmd.arg(hold.keys.lock())
-        .arg(value.as_str())
+        .arg(&value)
         .arg("IFEQ")
-        .arg(value.as_str())
+        .arg(&value)
         .arg("PX")
         .arg(crate::script::lease_millis(hold.on_server(ttl)));
+    cmd
 }
 
 /// What a native reply settles: `Some(Ok(()))` re-armed, `Some(Err)` the server could not be
@@ -75,7 +74,6 @@ pub(super) async fn extend(
     limit: Duration,
 ) -> Option<RedisResult<()>> {
     let fence = natively(server, hold, fence)?;
-    let mut cmd = redis::cmd("SET");
-    write(&mut cmd, hold, fence, ttl, &mut String::new());
+    let cmd = command(hold, fence, ttl);
     settle(server, server.query::<Value>(&cmd, limit).await)
 }
