@@ -127,7 +127,10 @@ pub(super) fn deliver(registry: &Registry, channel: &str, payload: &[u8]) {
     let Some(entry) = registry.get(channel) else {
         return;
     };
-    entry.tell(Heard::Message(Arc::from(payload)));
+    if let Some(heard) = &entry.heard {
+        // Copied only for a payload reader (nobody left to hear it: nothing to do).
+        let _ = heard.send(Heard::Message(Arc::from(payload)));
+    }
     match Wake::of(payload) {
         Wake::One => {
             if entry.wake_one.available_permits() < entry.subscriptions {

@@ -18,7 +18,7 @@ use crate::connection::Server;
 use crate::engine::LockGuard;
 use crate::error::Result;
 use crate::keys::{self, LockKeys};
-use crate::script::reply::unexpected;
+use crate::script::reply::as_u64;
 use crate::script::{Arg, Args, Call, Lua, lua};
 
 static ASK: LazyLock<Lua> = lua!("ask.lua");
@@ -92,14 +92,7 @@ async fn ask(server: Server, keys: Arc<LockKeys>, limit: Duration) -> redis::Red
 async fn asked_fence(server: Server, key: Arc<str>, limit: Duration) -> redis::RedisResult<u64> {
     let call = Call::new(&ASKED, &[&key], Args::new());
     let reply: Value = server.run_script(&call, limit).await?;
-    match &reply {
-        Value::Int(n) => Ok(u64::try_from(*n).unwrap_or(0)),
-        Value::BulkString(text) => std::str::from_utf8(text)
-            .ok()
-            .and_then(|t| t.parse().ok())
-            .ok_or_else(|| unexpected("asked", std::slice::from_ref(&reply))),
-        _ => Err(unexpected("asked", std::slice::from_ref(&reply))),
-    }
+    as_u64(&reply)
 }
 
 impl LockGuard {
