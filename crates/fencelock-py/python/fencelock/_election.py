@@ -44,16 +44,13 @@ def observation(seen: Any) -> Observation:
     return Vacant() if kind == "vacant" else Gap()
 
 
-class Leadership:
-    """This process leads the election until it resigns or the leadership is lost.
+class LeadershipView:
+    """What both leadership classes (blocking and asyncio) read of the native leadership."""
 
-    Leaving a ``with`` block resigns. ``term`` is a fence: pass it to fenced writes."""
-
-    __slots__ = ("_native", "_lost")
+    __slots__ = ("_native",)
 
     def __init__(self, native: Any) -> None:
         self._native = native
-        self._lost = _common.LostState()
 
     @property
     def election(self) -> str:
@@ -73,6 +70,21 @@ class Leadership:
 
     def is_held(self) -> bool:
         return self._native.is_held()
+
+    def __repr__(self) -> str:
+        return f"<fencelock leadership {self.election!r} term={self.term}>"
+
+
+class Leadership(LeadershipView):
+    """This process leads the election until it resigns or the leadership is lost.
+
+    Leaving a ``with`` block resigns. ``term`` is a fence: pass it to fenced writes."""
+
+    __slots__ = ("_lost",)
+
+    def __init__(self, native: Any) -> None:
+        super().__init__(native)
+        self._lost = _common.LostState()
 
     @property
     def lost(self) -> threading.Event:
@@ -95,9 +107,6 @@ class Leadership:
     def __exit__(self, kind: Optional[Type[BaseException]], value: Optional[BaseException],
                  traceback: Optional[TracebackType]) -> None:
         self.resign()
-
-    def __repr__(self) -> str:
-        return f"<fencelock leadership {self.election!r} term={self.term}>"
 
 
 class Election:

@@ -66,6 +66,18 @@ async def _call(start: Callable[[Callable[[bool, Any], None]], Any]) -> Any:
         raise
 
 
+async def _lost(native: Any) -> str:
+    """Waits until the native guard or leadership is lost (or released); the reason's code."""
+    loop = asyncio.get_running_loop()
+    future = loop.create_future()
+
+    def done(reason: str, message: str) -> None:
+        loop.call_soon_threadsafe(_settle, future, True, reason)
+
+    native.on_lost(done)
+    return await future
+
+
 class Guard:
     """A held lock (see :class:`fencelock.Guard`); ``extend``, ``release`` and ``lost`` are
     awaited."""
@@ -101,14 +113,7 @@ class Guard:
 
     async def lost(self) -> str:
         """Waits until the lock is lost (or released) and returns the reason's code."""
-        loop = asyncio.get_running_loop()
-        future = loop.create_future()
-
-        def done(reason: str, message: str) -> None:
-            loop.call_soon_threadsafe(_settle, future, True, reason)
-
-        self._native.on_lost(done)
-        return await future
+        return await _lost(self._native)
 
     async def release_requested(self) -> None:
         """Returns when someone asks for this lock (:meth:`Client.request_release`); the guard
@@ -268,43 +273,14 @@ class Client(_common.ClientBase["LockRequest"]):
 
 
 
-class Leadership:
+class Leadership(_election.LeadershipView):
     """A leadership (see :class:`fencelock.Leadership`); ``proclaim``, ``resign`` and
     ``lost`` are awaited, and ``async with`` resigns on leaving."""
 
-    __slots__ = ("_native",)
-
-    def __init__(self, native: Any) -> None:
-        self._native = native
-
-    @property
-    def election(self) -> str:
-        return self._native.election
-
-    @property
-    def term(self) -> int:
-        return self._native.term
-
-    @property
-    def since(self) -> float:
-        return self._native.since
-
-    @property
-    def value(self) -> str:
-        return self._native.value()
-
-    def is_held(self) -> bool:
-        return self._native.is_held()
+    __slots__ = ()
 
     async def lost(self) -> str:
-        loop = asyncio.get_running_loop()
-        future = loop.create_future()
-
-        def done(reason: str, message: str) -> None:
-            loop.call_soon_threadsafe(_settle, future, True, reason)
-
-        self._native.on_lost(done)
-        return await future
+        return await _lost(self._native)
 
     async def proclaim(self, value: str) -> None:
         await _call(lambda done: self._native.proclaim_async(value, done))
