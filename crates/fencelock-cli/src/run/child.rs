@@ -191,8 +191,20 @@ pub(super) fn show(program: &OsStr) -> String {
     format!("{:?}", program.to_string_lossy())
 }
 
+/// The command after `--` (the program and its arguments), checked before anything is taken:
+/// a command that cannot run is not worth waiting for.
+pub(super) fn split_checked(command: &[OsString]) -> Result<(&OsString, &[OsString]), CliError> {
+    let Some((program, args)) = command.split_first() else {
+        return Err(CliError::Usage(
+            "no command to run was given after --".into(),
+        ));
+    };
+    check_command(program)?;
+    Ok((program, args))
+}
+
 /// Fails like a shell would (127: not found, 126: not executable) if `program` cannot be run.
-pub(super) fn check_command(program: &OsStr) -> Result<(), CliError> {
+fn check_command(program: &OsStr) -> Result<(), CliError> {
     use std::os::unix::ffi::OsStrExt;
     use std::os::unix::fs::PermissionsExt;
 

@@ -95,12 +95,7 @@ impl Held for fencelock::election::Leadership {
 /// Runs `fencelock elect`.
 pub async fn elect(args: ElectArgs) -> Result<(), CliError> {
     let servers = args.servers.resolve()?;
-    let Some((program, program_args)) = args.command.split_first() else {
-        return Err(CliError::Usage(
-            "no command to run was given after --".into(),
-        ));
-    };
-    child::check_command(program)?;
+    let (program, program_args) = child::split_checked(&args.command)?;
     let mut signals = Signals::new()?;
     let client = servers.client()?;
     let outcome = async {

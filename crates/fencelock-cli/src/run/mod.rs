@@ -157,13 +157,7 @@ pub struct RunArgs {
 /// [`CliError::Reported`].
 pub async fn run(args: RunArgs) -> Result<(), CliError> {
     let servers = args.servers.resolve()?;
-    let Some((program, program_args)) = args.command.split_first() else {
-        return Err(CliError::Usage(
-            "no command to run was given after --".into(),
-        ));
-    };
-    // Before the lock is taken: a command that cannot run is not worth waiting for.
-    child::check_command(program)?;
+    let (program, program_args) = child::split_checked(&args.command)?;
     let mut signals = Signals::new()?;
     let client = servers.client()?;
     let under_lock = UnderLock {
