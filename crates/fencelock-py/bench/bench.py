@@ -28,7 +28,7 @@ import tempfile
 import threading
 import time
 import uuid
-from typing import Callable, Dict, List, Tuple
+from typing import Any, Callable, Dict, List, Tuple
 
 import redis
 import redis_lock
@@ -95,14 +95,16 @@ def fencelock_maker(url: str) -> Callable[[], Cycle]:
     return make
 
 
-def redis_py_maker(url: str, sleep: float) -> Callable[[], Cycle]:
+def redis_maker(url: str, new_lock: Callable[[redis.Redis, str], Any]) -> Callable[[], Cycle]:
+    """A lock on redis-py's client: ``new_lock(client, key)`` makes it (redis-py's ``Lock``,
+    python-redis-lock's ``Lock``: both ``acquire(blocking=True)`` and ``release()``)."""
     pools: Dict[int, redis.Redis] = {}
 
     def make() -> Cycle:
         r = pools.setdefault(os.getpid(), redis.Redis.from_url(url))
 
         def cycle(key: str, hold: float) -> float:
-            lock = r.lock(key, timeout=TTL, sleep=sleep)
+            lock = new_lock(r, key)
             started = time.perf_counter()
             lock.acquire(blocking=True)
             waited = time.perf_counter() - started
@@ -114,27 +116,14 @@ def redis_py_maker(url: str, sleep: float) -> Callable[[], Cycle]:
         return cycle
 
     return make
+
+
+def redis_py_maker(url: str, sleep: float) -> Callable[[], Cycle]:
+    return redis_maker(url, lambda r, key: r.lock(key, timeout=TTL, sleep=sleep))
 
 
 def python_redis_lock_maker(url: str) -> Callable[[], Cycle]:
-    pools: Dict[int, redis.Redis] = {}
-
-    def make() -> Cycle:
-        r = pools.setdefault(os.getpid(), redis.Redis.from_url(url))
-
-        def cycle(key: str, hold: float) -> float:
-            lock = redis_lock.Lock(r, key, expire=TTL)
-            started = time.perf_counter()
-            lock.acquire(blocking=True)
-            waited = time.perf_counter() - started
-            if hold:
-                time.sleep(hold)
-            lock.release()
-            return waited
-
-        return cycle
-
-    return make
+    return redis_maker(url, lambda r, key: redis_lock.Lock(r, key, expire=TTL))
 
 
 def percentile(values: List[float], p: float) -> float:
