@@ -262,14 +262,7 @@ pub(crate) fn lock_fields(info: &fencelock::admin::LockInfo) -> Map<String, Valu
             })
         })
         .collect();
-    let kind = match info.kind {
-        None => None,
-        Some(fencelock::LockKind::Lock) => Some("lock"),
-        Some(fencelock::LockKind::Reentrant) => Some("reentrant"),
-        Some(fencelock::LockKind::ReadWrite) => Some("read-write"),
-        Some(fencelock::LockKind::Semaphore) => Some("semaphore"),
-        Some(_) => Some("other"),
-    };
+    let kind = info.kind.as_ref().map(fencelock::LockKind::code);
     let permits = info.permits;
     let waiters: Vec<Value> = info
         .waiters
@@ -279,7 +272,7 @@ pub(crate) fn lock_fields(info: &fencelock::admin::LockInfo) -> Map<String, Valu
                 "place": w.place,
                 "waiter": w.token_prefix,
                 "waited_ms": millis(w.waited),
-                "side": side_label(w.side),
+                "side": w.side.as_ref().map(Side::code),
             })
         })
         .collect();
@@ -311,16 +304,6 @@ pub(crate) fn remaining(d: Option<Duration>) -> String {
     }
 }
 
-/// What a read-write lock's waiter waits for: `reader`, `writer` (`None` for other kinds).
-fn side_label(side: Option<Side>) -> Option<&'static str> {
-    match side {
-        None => None,
-        Some(Side::Reader) => Some("reader"),
-        Some(Side::Writer) => Some("writer"),
-        Some(_) => Some("other"),
-    }
-}
-
 /// One waiter for people: `1. 5f3e9a01 (writer), waited 1.2s`; `-` for no place, nothing
 /// about the wait when it is not known.
 pub(crate) fn waiter_text(waiter: &Waiter) -> String {
@@ -329,7 +312,7 @@ pub(crate) fn waiter_text(waiter: &Waiter) -> String {
         .map_or_else(|| "-".to_owned(), |p| format!("{p}."));
     text.push(' ');
     text.push_str(&waiter.token_prefix);
-    if let Some(side) = side_label(waiter.side) {
+    if let Some(side) = waiter.side.as_ref().map(Side::code) {
         text.push_str(&format!(" ({side})"));
     }
     if let Some(waited) = waiter.waited {

@@ -97,25 +97,23 @@ fn line(seen: &Observation) -> String {
             "leader {value} (term {term}, since {})",
             humantime::format_rfc3339_millis(*since)
         ),
-        Observation::Vacant => "vacant".to_owned(),
         Observation::Gap => {
             "gap (the subscription was lost; changes may have been missed)".to_owned()
         }
-        _ => "unknown".to_owned(),
+        other => other.code().to_owned(),
     }
 }
 
 fn json_of(name: &str, seen: &Observation) -> Value {
+    let event = seen.code();
     match seen {
         Observation::Leader(leader) => json!({
             "election": name,
-            "event": "leader",
+            "event": event,
             "value": leader.value,
             "term": leader.term,
             "since_ms": millis(leader.since),
         }),
-        Observation::Vacant => json!({"election": name, "event": "vacant"}),
-        Observation::Gap => json!({"election": name, "event": "gap"}),
-        _ => json!({"election": name, "event": "unknown"}),
+        _ => json!({"election": name, "event": event}),
     }
 }

@@ -301,6 +301,29 @@ pub enum Conflict {
     },
 }
 
+impl Conflict {
+    /// Every code [`code`](Self::code) gives, one per variant: its name in snake case (see
+    /// [`Error::CODES`]).
+    pub const CODES: &'static [&'static str] = &[
+        "other_kind",
+        "permits_mismatch",
+        "upgrade",
+        "write_reentry",
+        "reentry_limit",
+    ];
+
+    /// This conflict's stable code, one of [`CODES`](Self::CODES).
+    pub fn code(&self) -> &'static str {
+        match self {
+            Conflict::OtherKind { .. } => "other_kind",
+            Conflict::PermitsMismatch { .. } => "permits_mismatch",
+            Conflict::Upgrade => "upgrade",
+            Conflict::WriteReentry => "write_reentry",
+            Conflict::ReentryLimit { .. } => "reentry_limit",
+        }
+    }
+}
+
 impl fmt::Display for Conflict {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -380,6 +403,68 @@ impl Error {
         }
     }
 
+    /// Every code [`code`](Self::code) gives, one per variant, in the order the variants are
+    /// declared: the variant's name in snake case. The codes are the vocabulary every front
+    /// end shows (the Python package's exception classes, the command's `--json` output):
+    /// they are stable, and a new variant comes with a new code. `sql` exists with the
+    /// feature `postgres` only, and is listed always.
+    pub const CODES: &'static [&'static str] = &[
+        "invalid_argument",
+        "config",
+        "timed_out",
+        "busy",
+        "not_held",
+        "not_leader",
+        "unreachable",
+        "no_quorum",
+        "tls",
+        "not_replicated",
+        "auth_failed",
+        "permission_denied",
+        "redis",
+        "wrong_type",
+        "fenced",
+        "fenced_wrong_type",
+        "sql",
+        "conflict",
+        "random_source",
+        "unsupported",
+    ];
+
+    /// This error's stable code, one of [`CODES`](Self::CODES) (`"timed_out"` for
+    /// [`Error::TimedOut`]): what a program matches on, where the message is for people.
+    ///
+    /// ```
+    /// let err = fencelock::Error::Busy { lock: "jobs".into(), remaining: None };
+    /// assert_eq!(err.code(), "busy");
+    /// assert!(fencelock::Error::CODES.contains(&err.code()));
+    /// ```
+    pub fn code(&self) -> &'static str {
+        match self {
+            Error::InvalidArgument { .. } => "invalid_argument",
+            Error::Config { .. } => "config",
+            Error::TimedOut { .. } => "timed_out",
+            Error::Busy { .. } => "busy",
+            Error::NotHeld { .. } => "not_held",
+            Error::NotLeader { .. } => "not_leader",
+            Error::Unreachable { .. } => "unreachable",
+            Error::NoQuorum { .. } => "no_quorum",
+            Error::Tls { .. } => "tls",
+            Error::NotReplicated { .. } => "not_replicated",
+            Error::AuthFailed { .. } => "auth_failed",
+            Error::PermissionDenied { .. } => "permission_denied",
+            Error::Redis { .. } => "redis",
+            Error::WrongType { .. } => "wrong_type",
+            Error::Fenced { .. } => "fenced",
+            Error::FencedWrongType { .. } => "fenced_wrong_type",
+            #[cfg(feature = "postgres")]
+            Error::Sql { .. } => "sql",
+            Error::Conflict { .. } => "conflict",
+            Error::RandomSource { .. } => "random_source",
+            Error::Unsupported { .. } => "unsupported",
+        }
+    }
+
     pub(crate) fn invalid(lock: &str, reason: impl Into<String>) -> Self {
         Error::InvalidArgument {
             lock: lock.to_owned(),
@@ -410,6 +495,24 @@ pub enum LostReason {
     Released,
 }
 
+impl LostReason {
+    /// Every code [`code`](Self::code) gives, one per variant: its name in snake case (see
+    /// [`Error::CODES`]).
+    pub const CODES: &'static [&'static str] =
+        &["not_owner", "expired", "max_hold_reached", "released"];
+
+    /// This reason's stable code, one of [`CODES`](Self::CODES): the `reason` label of the
+    /// `fencelock_losses_total` counter, the Python guard's `lost_reason`.
+    pub fn code(&self) -> &'static str {
+        match self {
+            LostReason::NotOwner => "not_owner",
+            LostReason::Expired { .. } => "expired",
+            LostReason::MaxHoldReached => "max_hold_reached",
+            LostReason::Released => "released",
+        }
+    }
+}
+
 impl fmt::Display for LostReason {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -424,6 +527,179 @@ impl fmt::Display for LostReason {
             } => write!(f, "the lease ran out before it could be renewed ({e})"),
             LostReason::MaxHoldReached => f.write_str("the maximum hold time was reached"),
             LostReason::Released => f.write_str("it was released"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn redis_error() -> redis::RedisError {
+        redis::RedisError::from(std::io::Error::other("down"))
+    }
+
+    /// One error of each variant (every code must be given by one of them).
+    fn one_of_each() -> Vec<Error> {
+        let lock = || "jobs".to_owned();
+        let server = || "127.0.0.1:6379".to_owned();
+        vec![
+            Error::invalid("jobs", "bad"),
+            Error::Config {
+                reason: "bad".into(),
+            },
+            Error::TimedOut {
+                lock: lock(),
+                waited: Duration::ZERO,
+            },
+            Error::Busy {
+                lock: lock(),
+                remaining: None,
+            },
+            Error::NotHeld {
+                lock: lock(),
+                reason: LostReason::NotOwner,
+            },
+            Error::NotLeader {
+                election: lock(),
+                term: 1,
+                current: None,
+            },
+            Error::Unreachable {
+                lock: lock(),
+                server: server(),
+                source: redis_error(),
+                hint: None,
+            },
+            Error::NoQuorum {
+                lock: lock(),
+                command: "acquire",
+                agreed: 1,
+                needed: 2,
+                total: 3,
+                details: String::new(),
+            },
+            Error::Tls {
+                lock: lock(),
+                server: server(),
+                source: redis_error(),
+            },
+            Error::NotReplicated {
+                lock: lock(),
+                server: server(),
+                acknowledged: 0,
+                wanted: 1,
+            },
+            Error::AuthFailed {
+                lock: lock(),
+                server: server(),
+                source: redis_error(),
+            },
+            Error::PermissionDenied {
+                lock: lock(),
+                server: server(),
+                command: "acquire",
+                rule: "+evalsha",
+                source: redis_error(),
+            },
+            Error::Redis {
+                lock: lock(),
+                server: server(),
+                command: "acquire",
+                source: redis_error(),
+            },
+            Error::WrongType {
+                lock: lock(),
+                key: "k".into(),
+                found: "list".into(),
+            },
+            Error::Fenced {
+                resource: lock(),
+                fence: 1,
+                accepted: 2,
+            },
+            Error::FencedWrongType {
+                resource: lock(),
+                key: "k".into(),
+                found: "list".into(),
+            },
+            Error::Conflict {
+                lock: lock(),
+                conflict: Conflict::Upgrade,
+            },
+            Error::RandomSource {
+                lock: lock(),
+                reason: "no".into(),
+            },
+            Error::Unsupported {
+                lock: lock(),
+                reason: "no".into(),
+            },
+        ]
+    }
+
+    #[test]
+    fn every_error_has_one_listed_code_and_every_code_an_error() {
+        let mut given: Vec<&str> = one_of_each().iter().map(Error::code).collect();
+        // `Sql` needs a PostgreSQL error to be made; its code is listed with the others.
+        given.insert(16, "sql");
+        assert_eq!(given, Error::CODES);
+    }
+
+    #[test]
+    fn every_conflict_and_loss_has_one_listed_code() {
+        let conflicts = [
+            Conflict::OtherKind {
+                found: LockKind::Lock,
+                requested: LockKind::Semaphore,
+            },
+            Conflict::PermitsMismatch {
+                requested: 1,
+                held_with: "2".into(),
+            },
+            Conflict::Upgrade,
+            Conflict::WriteReentry,
+            Conflict::ReentryLimit { limit: 3 },
+        ];
+        let codes: Vec<&str> = conflicts.iter().map(Conflict::code).collect();
+        assert_eq!(codes, Conflict::CODES);
+        let reasons = [
+            LostReason::NotOwner,
+            LostReason::Expired { last_error: None },
+            LostReason::MaxHoldReached,
+            LostReason::Released,
+        ];
+        let codes: Vec<&str> = reasons.iter().map(LostReason::code).collect();
+        assert_eq!(codes, LostReason::CODES);
+    }
+
+    /// A code is the variant's name in snake case: derived, not chosen, so that no front end
+    /// has a reason to name it differently.
+    #[test]
+    fn codes_are_the_variants_names_in_snake_case() {
+        let snake = |debug: String| {
+            let name: String = debug.chars().take_while(|c| c.is_alphanumeric()).collect();
+            let mut out = String::new();
+            for (i, c) in name.chars().enumerate() {
+                if c.is_uppercase() && i > 0 {
+                    out.push('_');
+                }
+                out.push(c.to_ascii_lowercase());
+            }
+            out
+        };
+        for error in one_of_each() {
+            assert_eq!(error.code(), snake(format!("{error:?}")));
+        }
+        for reason in [
+            LostReason::NotOwner,
+            LostReason::MaxHoldReached,
+            LostReason::Released,
+        ] {
+            assert_eq!(reason.code(), snake(format!("{reason:?}")));
+        }
+        for conflict in [Conflict::Upgrade, Conflict::WriteReentry] {
+            assert_eq!(conflict.code(), snake(format!("{conflict:?}")));
         }
     }
 }

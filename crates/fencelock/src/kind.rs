@@ -25,6 +25,23 @@ pub enum LockKind {
 }
 
 impl LockKind {
+    /// Every code [`code`](Self::code) gives.
+    pub const CODES: &'static [&'static str] =
+        &["lock", "reentrant", "read-write", "semaphore", "other"];
+
+    /// The kind's stable code, one of [`CODES`](Self::CODES): `lock` (a plain or fair lock),
+    /// `reentrant`, `read-write`, `semaphore`, or `other` for a kind this version does not know.
+    /// The `kind` of `fencelock status --json` and of the Python package's `LockInfo`.
+    pub fn code(&self) -> &'static str {
+        match self {
+            LockKind::Lock => "lock",
+            LockKind::Reentrant => "reentrant",
+            LockKind::ReadWrite => "read-write",
+            LockKind::Semaphore => "semaphore",
+            LockKind::Unknown(_) => "other",
+        }
+    }
+
     /// The kind as the scripts name it (`lock`, `reentrant`, `rw`, `semaphore`).
     pub(crate) fn from_script(kind: &str) -> Self {
         match kind {
@@ -64,5 +81,14 @@ mod tests {
             LockKind::Unknown("election".to_owned())
         );
         assert_eq!(LockKind::Semaphore.to_string(), "a semaphore");
+        let kinds = [
+            LockKind::Lock,
+            LockKind::Reentrant,
+            LockKind::ReadWrite,
+            LockKind::Semaphore,
+            LockKind::Unknown("election".to_owned()),
+        ];
+        let codes: Vec<&str> = kinds.iter().map(LockKind::code).collect();
+        assert_eq!(codes, LockKind::CODES);
     }
 }

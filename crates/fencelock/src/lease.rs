@@ -194,6 +194,18 @@ impl LostSignal {
         self.rx.borrow().lost_at(Instant::now()).is_some()
     }
 
+    /// Why the lock is lost (or released), if it is, judged now; `None` while it is held.
+    pub fn reason(&self) -> Option<LostReason> {
+        let lost = self.rx.borrow().lost_at(Instant::now());
+        // The guard and the watchdog gone: the lock was released.
+        lost.or_else(|| {
+            self.rx
+                .has_changed()
+                .is_err()
+                .then_some(LostReason::Released)
+        })
+    }
+
     /// Waits until the lock is lost and says why.
     pub async fn wait(&self) -> LostReason {
         let mut rx = self.rx.clone();
@@ -385,7 +397,7 @@ mod tests {
             counted,
             vec![
                 ("expired".to_owned(), 1),
-                ("max_hold".to_owned(), 1),
+                ("max_hold_reached".to_owned(), 1),
                 ("not_owner".to_owned(), 1)
             ]
         );

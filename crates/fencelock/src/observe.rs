@@ -9,7 +9,7 @@
 //! | `fencelock_wait_seconds` | histogram | `kind`: from the request to its outcome |
 //! | `fencelock_hold_seconds` | histogram | `kind`: from the grant to the release or loss |
 //! | `fencelock_renewals_total` | counter | `outcome` (`ok`, `failed`) |
-//! | `fencelock_losses_total` | counter | `reason` (`not_owner`, `expired`, `max_hold`) |
+//! | `fencelock_losses_total` | counter | `reason` (`not_owner`, `expired`, `max_hold_reached`: [`LostReason::code`](crate::LostReason::code)) |
 //! | `fencelock_held` | gauge | `kind`: locks held by this process now |
 //! | `fencelock_waiters` | gauge | `kind`: requests of this process waiting now |
 //!
@@ -27,8 +27,7 @@ use crate::error::{Error, LostReason};
 fn outcome<T>(result: &Result<T, Error>) -> &'static str {
     match result {
         Ok(_) => "granted",
-        Err(Error::Busy { .. }) => "busy",
-        Err(Error::TimedOut { .. }) => "timed_out",
+        Err(e @ (Error::Busy { .. } | Error::TimedOut { .. })) => e.code(),
         Err(_) => "failed",
     }
 }
@@ -78,12 +77,10 @@ pub(crate) fn renewal(ok: bool) {
 /// release is not a loss: nothing is reported. Called by [`crate::lease::end`] only, once per
 /// lease.
 pub(crate) fn lost(lock: &str, kind: &'static str, fence: u64, reason: &LostReason) {
-    let label = match reason {
-        LostReason::NotOwner => "not_owner",
-        LostReason::Expired { .. } => "expired",
-        LostReason::MaxHoldReached => "max_hold",
-        LostReason::Released => return,
-    };
+    if *reason == LostReason::Released {
+        return;
+    }
+    let label = reason.code();
     #[cfg(feature = "metrics")]
     metrics::counter!("fencelock_losses_total", "reason" => label).increment(1);
     #[cfg(not(feature = "metrics"))]

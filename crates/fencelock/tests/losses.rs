@@ -136,7 +136,7 @@ impl Observed {
         [
             self.losses("not_owner"),
             self.losses("expired"),
-            self.losses("max_hold"),
+            self.losses("max_hold_reached"),
         ]
     }
 

@@ -144,8 +144,7 @@ impl<'a> Worker<'a> {
             Ok(guard) => guard,
             Err(err) => {
                 let outcome = match &err {
-                    fencelock::Error::Busy { .. } => "busy",
-                    fencelock::Error::TimedOut { .. } => "timed_out",
+                    fencelock::Error::Busy { .. } | fencelock::Error::TimedOut { .. } => err.code(),
                     _ => "error",
                 };
                 let error = (outcome == "error").then(|| err.to_string());

@@ -142,6 +142,17 @@ pub enum Side {
     Writer,
 }
 
+impl Side {
+    /// The side's stable code: `reader` or `writer` (`fencelock status --json`, the Python
+    /// package's `Waiter.side`).
+    pub fn code(&self) -> &'static str {
+        match self {
+            Side::Reader => "reader",
+            Side::Writer => "writer",
+        }
+    }
+}
+
 impl Client {
     /// Reads the state of lock `name` (of any kind) without changing it. Over Redlock, a
     /// holder is reported when it is found on a majority of the instances.

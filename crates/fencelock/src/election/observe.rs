@@ -27,6 +27,22 @@ pub enum Observation {
     Gap,
 }
 
+impl Observation {
+    /// Every code [`code`](Self::code) gives, one per variant: its name in snake case (see
+    /// [`Error::CODES`](crate::Error::CODES)).
+    pub const CODES: &'static [&'static str] = &["leader", "vacant", "gap"];
+
+    /// This observation's stable code, one of [`CODES`](Self::CODES): the `event` of
+    /// `fencelock leader --watch --json`, the kind of the Python package's observations.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Observation::Leader(_) => "leader",
+            Observation::Vacant => "vacant",
+            Observation::Gap => "gap",
+        }
+    }
+}
+
 /// The leaders of an election as a [`Stream`] (see [`Election::observe`]). It never ends while
 /// the client lives.
 #[must_use = "a stream does nothing unless polled"]

@@ -224,8 +224,6 @@ impl LockGuard {
         } else {
             tracing::Instrument::instrument(releasing, span).await
         };
-        self.hold
-            .end(&self.lease, self.fence, Ending::Released(sent_at));
         let released = release::released(&answers);
         // Instances that failed get another try in the background. Those not waited for (a
         // majority had answered) need none: their release is on its way already.
@@ -241,13 +239,22 @@ impl LockGuard {
             self.release_in_background(None, Some(failed.clone()));
         }
         let quorum = instances.quorum();
-        if quorum.reached(released) {
+        let outcome = if quorum.reached(released) {
             Ok(true)
         } else if quorum.out_of_reach(failed.len() + unanswered) {
             Err(instances.failure(&self.hold.name, "release", answers, released, 0))
         } else {
             Ok(false)
-        }
+        };
+        // A release that found the lock in other hands (or gone) ends the lease as lost, unless
+        // its loss was known already: the lost signal then says why, not just "released".
+        // (Past its deadline, the lease had run out: that is the loss `Released` reports.)
+        let ending = match outcome {
+            Ok(false) if sent_at < self.deadline() => Ending::NotOwner,
+            _ => Ending::Released(sent_at),
+        };
+        self.hold.end(&self.lease, self.fence, ending);
+        outcome
     }
 
     fn not_held(&self, reason: LostReason) -> Error {
