@@ -27,7 +27,7 @@ use futures_util::stream::FuturesUnordered;
 use crate::connection::Followed;
 use crate::connection::{Endpoint, Server, Switches, is_unreachable};
 use crate::error::Error;
-use crate::notify::{Feed, Pass, Prepared, ReleaseNotifier, Subscription};
+use crate::notify::{Addressed, Feed, Prepared, ReleaseNotifier, Subscription};
 
 /// The servers of one client.
 pub(crate) struct Instances {
@@ -455,9 +455,10 @@ impl Subscriptions {
         }
     }
 
-    /// Resolves at a release message from any instance, with the lock if a release passed it
-    /// to this waiter (on one server only: nobody takes a place in line over Redlock).
-    pub(crate) async fn released(&mut self) -> Option<Pass> {
+    /// Resolves at a release message from any instance, with what it said to this waiter: the
+    /// lock passed to it, or to the waiter ahead of it (on one server only: nobody takes a place
+    /// in line over Redlock).
+    pub(crate) async fn released(&mut self) -> Option<Addressed> {
         let waits = self.0.iter_mut().map(|s| Box::pin(s.released()));
         futures_util::future::select_all(waits).await.0
     }

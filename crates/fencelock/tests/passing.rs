@@ -226,6 +226,103 @@ async fn a_lock_passed_to_a_waiter_that_died_lapses_with_its_place() {
     assert!(guard.release().await.unwrap());
 }
 
+/// A waiter that died just after refreshing its place (5 s, the default) is passed the lock for
+/// the claim only (1 s), and the live waiter behind it, named in the message, takes the lock
+/// once the claim has run out: the lock is idle for the claim, not for the dead waiter's place.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dead_waiter_passed_the_lock_keeps_it_for_the_claim_only() {
+    let redis = server();
+    let a = client(&redis.url());
+    let b = client(&redis.url());
+    let name = "dead-waiter-claim";
+    let held = a
+        .lock(name)
+        .ttl(Duration::from_secs(30))
+        .acquire()
+        .await
+        .unwrap();
+    let dead = "deadbeefdeadbeefdeadbeefdeadbeef";
+    let lapses = (server_ms(&redis) as u64 + 5000).to_string();
+    redis
+        .cmd(&[
+            "ZADD",
+            &format!("fencelock:{{{name}}}:waiters"),
+            &lapses,
+            dead,
+        ])
+        .unwrap();
+    let waiter = tokio::spawn(b.lock(name).wait_up_to(Duration::from_secs(20)).acquire());
+    common::wait_for_count("places in line", 2, Duration::from_secs(5), || {
+        in_line(&redis, name)
+    })
+    .await;
+    let released_at = std::time::Instant::now();
+    assert!(held.release().await.unwrap());
+    let passed = value(&redis, name).expect("the lock was not passed");
+    assert!(
+        passed.starts_with(dead),
+        "passed to {passed}, not first in line"
+    );
+    let pttl = integer_reply(&redis, &["PTTL", &format!("fencelock:{{{name}}}")]);
+    assert!(
+        (1..=1000).contains(&pttl),
+        "the passed lease is {pttl} ms, not the claim"
+    );
+    let guard = tokio::time::timeout(Duration::from_secs(15), waiter)
+        .await
+        .expect("the live waiter never got the lock")
+        .unwrap()
+        .unwrap();
+    let idle = released_at.elapsed();
+    // The claim (1 s), and the live waiter's try once it ran out; without the claim, the dead
+    // waiter's place (5 s). Generous: the machine may be loaded.
+    assert!(
+        idle < Duration::from_millis(3500),
+        "idle for {idle:?} after the pass"
+    );
+    assert!(
+        idle >= Duration::from_millis(900),
+        "taken after {idle:?}, inside the claim"
+    );
+    assert!(guard.release().await.unwrap());
+}
+
+/// A live waiter passed the lock confirms its full lease within the claim: it still holds the
+/// lock well past the claim, with the lease it asked for.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_live_waiter_passed_the_lock_keeps_it_past_the_claim() {
+    let redis = server();
+    let a = client(&redis.url());
+    let b = client(&redis.url());
+    let name = "live-claim";
+    let held = a
+        .lock(name)
+        .ttl(Duration::from_secs(30))
+        .acquire()
+        .await
+        .unwrap();
+    let waiter = tokio::spawn(
+        b.lock(name)
+            .ttl(Duration::from_secs(20))
+            .wait_up_to(Duration::from_secs(20))
+            .acquire(),
+    );
+    common::wait_for_count("places in line", 1, Duration::from_secs(5), || {
+        in_line(&redis, name)
+    })
+    .await;
+    // The pass comes well after the waiter's last refresh, so that its deadline is counted over
+    // the gap between the two.
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    assert!(held.release().await.unwrap());
+    let guard = waiter.await.unwrap().unwrap();
+    tokio::time::sleep(Duration::from_millis(2000)).await;
+    assert!(guard.is_held(), "lost after the claim");
+    let pttl = integer_reply(&redis, &["PTTL", &format!("fencelock:{{{name}}}")]);
+    assert!(pttl > 15_000, "the lease is {pttl} ms: not confirmed");
+    assert!(guard.release().await.unwrap());
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_passed_lock_is_confirmed_for_its_full_lease_before_its_place_lapses() {
     let redis = server();

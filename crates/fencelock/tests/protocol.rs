@@ -375,14 +375,22 @@ fn has_field_starting(redis: &RedisServer, key: &str, prefix: &str) -> bool {
     !common::fields_starting(redis, key, prefix).is_empty()
 }
 
-/// The token and fence of a passed lock's message `to:<token>:<fence>:<ms>`.
-fn passed(payload: &str) -> (String, u64) {
+/// The token and fence of a passed lock's message `to:<token>:<fence>:<ms>:<ends>`, after
+/// checking that the claim ends no later than the place would have lapsed, and at most the
+/// claim (1000 ms) after `released_at` (the server's ms just before the release).
+fn passed(payload: &str, released_at: u64) -> (String, u64) {
     let parts: Vec<&str> = payload.split(':').collect();
+    let number = |part: &str| -> u64 { part.parse().unwrap_or_else(|e| panic!("{payload}: {e}")) };
     match parts.as_slice() {
-        ["to", token, fence, _] => (
-            (*token).to_owned(),
-            fence.parse().unwrap_or_else(|e| panic!("{payload}: {e}")),
-        ),
+        ["to", token, fence, lapses, ends] => {
+            let (lapses, ends) = (number(lapses), number(ends));
+            assert!(ends <= lapses, "{payload}: the claim outlasts the place");
+            assert!(
+                ends <= released_at + 1000 + 50,
+                "{payload}: a claim longer than 1000 ms after {released_at}"
+            );
+            ((*token).to_owned(), number(fence))
+        }
         _ => panic!("not a pass: {payload}"),
     }
 }
@@ -417,8 +425,8 @@ fn placeholders_match_values_of_their_shape_only() {
     assert!(!matches("<fence>", "017"));
     assert!(!matches("<ms>", ""));
     assert!(matches(
-        "to:<token>:<fence>:<ms>",
-        &format!("to:{token}:5:6")
+        "to:<token>:<fence>:<ms>:<ms>",
+        &format!("to:{token}:5:6:7")
     ));
     assert!(matches("1", "1") && !matches("1", "2"));
     let pairs = |p: &[(&str, &str)]| -> Vec<(String, String)> {
@@ -460,12 +468,13 @@ async fn the_plain_lock_writes_what_the_document_shows() {
     assert_example(&redis, "lock-waited", None);
 
     let mut released = Released::subscribe(&redis, "jobs").await;
+    let released_at = common::server_ms(&redis);
     assert!(held.release().await.unwrap());
     let message = released.next().await;
     let next = waiter.await.unwrap().unwrap();
     assert_example(&redis, "lock-passed", Some(&message));
     // The message names the new holder and its fence, as the lock's value does.
-    let (token, fence) = passed(&message);
+    let (token, fence) = passed(&message, released_at);
     assert_eq!(fence, next.fence());
     assert_eq!(get(&redis, "fencelock:{jobs}"), format!("{token}:{fence}"));
 
@@ -511,11 +520,12 @@ async fn the_fair_lock_writes_what_the_document_shows() {
     );
 
     let mut released = Released::subscribe(&redis, "reports").await;
+    let released_at = common::server_ms(&redis);
     assert!(held.release().await.unwrap());
     let message = released.next().await;
     let next = waiter.await.unwrap().unwrap();
     assert_example(&redis, "fair-passed", Some(&message));
-    let (token, fence) = passed(&message);
+    let (token, fence) = passed(&message, released_at);
     assert_eq!(fence, next.fence());
     assert_eq!(
         get(&redis, "fencelock:{reports}"),

@@ -22,8 +22,9 @@ use crate::engine::watchdog::Renewal;
 use crate::error::{Error, Result};
 use crate::keys::LockKeys;
 use crate::lease::{Lease, LeaseState};
-use crate::notify::Pass;
+use crate::notify::{Addressed, Pass};
 use crate::quorum::Subscriptions;
+use crate::script::PASS_CLAIM;
 use crate::token::OwnerToken;
 
 impl LockRequest {
@@ -171,10 +172,18 @@ impl LockRequest {
                 continue;
             };
             let pause = self.pause(split, remaining);
-            let wake_at = give_up_at.map_or(now + pause, |at| at.min(now + pause));
-            let passed = tokio::select! {
-                passed = waiting.released() => passed,
-                () = tokio::time::sleep_until(wake_at) => None,
+            let mut wake_at = give_up_at.map_or(now + pause, |at| at.min(now + pause));
+            let passed = loop {
+                tokio::select! {
+                    woken = waiting.released() => match woken {
+                        Some(Addressed::Passed(pass)) => break Some(pass),
+                        // Passed to the waiter ahead: try when its claim runs out, if that is
+                        // sooner than planned.
+                        Some(Addressed::Behind(at)) => wake_at = wake_at.min(at),
+                        None => break None,
+                    },
+                    () = tokio::time::sleep_until(wake_at) => break None,
+                }
             };
             if let Some(pass) = passed
                 && let Some(guard) =
@@ -228,12 +237,13 @@ impl LockRequest {
         }
     }
 
-    /// The lock a release passed to this waiter, as a guard at once. The passed lease ends when
-    /// the place the release read would have lapsed, and that place was set by one of this
-    /// token's tries (the one whose reply named the same instant), so the lease began at the
-    /// latest when that try was sent: the conservative deadline counts from there, over the
-    /// queue timeout. The watchdog confirms the full lease a third of that lease after the try
-    /// (as it renews any lease), so a lock held briefly costs no confirmation.
+    /// The lock a release passed to this waiter, as a guard at once. The passed lease is a
+    /// claim that ends at a server millisecond the message names, at the latest when the place
+    /// the release read would have lapsed; that place was set by one of this token's tries (the
+    /// one whose reply named the same instant), which ran at a known server millisecond and was
+    /// sent before it ran: the conservative deadline counts from its send time. The watchdog
+    /// confirms the full lease a third of the way into the claim, so a lock held briefly costs
+    /// no confirmation, and a waiter that died costs no more than the claim.
     ///
     /// `None` leaves the grant to the next try, which finds the lock held by this token and
     /// confirms it (acquire is idempotent): a place this request does not know (a try whose
@@ -252,7 +262,13 @@ impl LockRequest {
             return None;
         }
         let place = places.find(pass.lapses)?;
-        let passed_for = self.place_lasts();
+        // The try that set the place was sent at `sent_at` and ran at the server millisecond
+        // `lapses - place_lasts`: the passed lease, which ends at `ends` (the claim; when the
+        // place lapses without one), lasts this long from `sent_at` at the least.
+        let cut = pass.ends.map_or(0, |ends| pass.lapses.saturating_sub(ends));
+        let passed_for = self
+            .place_lasts()
+            .saturating_sub(Duration::from_millis(cut));
         let mut lease = LeaseState::new(place.sent_at, passed_for, &shared.drift);
         // The watchdog renews with the lease the request asked for.
         lease.ttl = self.ttl;
@@ -260,7 +276,13 @@ impl LockRequest {
             return None;
         }
         tracing::debug!(lock = %self.name, fence = pass.fence, "passed the lock by its release");
-        let first_due = place.sent_at.checked_add(passed_for.min(self.ttl) / 3)?;
+        // The full lease is confirmed once a third of the claim has passed (a hold that ends
+        // sooner costs no confirmation), at once if that is behind us.
+        let claim = passed_for.min(PASS_CLAIM).min(self.ttl);
+        let first_due = place
+            .sent_at
+            .checked_add(passed_for)?
+            .checked_sub(claim * 2 / 3)?;
         Some(self.guard(hold.clone(), pass.fence, lease, started, Some(first_due)))
     }
 

@@ -41,8 +41,8 @@ use tokio::sync::{Semaphore, broadcast, mpsc, oneshot, watch};
 pub(crate) use feed::Feed;
 use feed::{Opener, Source};
 use listener::Listener;
+pub(crate) use registry::{Addressed, Heard, Pass};
 use registry::{Channel, HEARD_BACKLOG, Personal, Registry, lock};
-pub(crate) use registry::{Heard, Pass};
 use router::Router;
 
 enum Request {
@@ -221,7 +221,7 @@ impl Subscription {
         if self.address.as_deref() == Some(token) {
             return;
         }
-        *self.personal.passed() = None;
+        *self.personal.addressed() = None;
         let mut registry = lock(&self.registry);
         let Some(entry) = registry.get_mut(&self.channel) else {
             return;
@@ -236,9 +236,10 @@ impl Subscription {
     }
 
     /// Resolves at the next release message for this channel that wakes this waiter (at once if
-    /// one arrived since the last call), or when the pub/sub connection was lost; with the lock
-    /// when a release passed it to this waiter's token.
-    pub(crate) async fn released(&mut self) -> Option<Pass> {
+    /// one arrived since the last call), or when the pub/sub connection was lost; with what the
+    /// message said to this waiter's token, if anything (the lock passed to it, or passed to the
+    /// waiter ahead of it).
+    pub(crate) async fn released(&mut self) -> Option<Addressed> {
         tokio::select! {
             permit = self.wake_one.acquire() => match permit {
                 Ok(permit) => permit.forget(),
@@ -247,7 +248,7 @@ impl Subscription {
             permit = self.personal.wake.acquire() => match permit {
                 Ok(permit) => {
                     permit.forget();
-                    return self.personal.passed().take();
+                    return self.personal.addressed().take();
                 }
                 Err(_) => std::future::pending::<()>().await,
             },

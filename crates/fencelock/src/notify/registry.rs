@@ -51,21 +51,24 @@ impl Channel {
 /// How long a channel stays subscribed after its last local waiter went away.
 pub(super) const LINGER: Duration = Duration::from_secs(1);
 
-/// A lock that a release passed to a waiter in line: its fence, and the server millisecond at
-/// which the waiter's place would have lapsed (the passed lease ends then; the waiter matches it
-/// against the replies of its tries to know when its lease began at the latest).
+/// A lock that a release passed to a waiter in line: its fence, the server millisecond at which
+/// the waiter's place would have lapsed (the waiter matches it against the replies of its tries
+/// to know when its lease began at the latest), and the one at which the passed lease ends
+/// (`None`: when the place would have lapsed, as a release of protocol 1 without a claim said).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Pass {
     pub(crate) fence: u64,
     pub(crate) lapses: u64,
+    pub(crate) ends: Option<u64>,
 }
 
 /// Whom a release message wakes.
 #[derive(Debug, PartialEq)]
 pub(super) enum Wake<'a> {
     One,
-    /// The waiter with this owner token, and what was passed to it, if anything.
-    Token(&'a [u8], Option<Pass>),
+    /// The waiter with this owner token, what was passed to it, if anything, and the token of
+    /// the waiter next in line behind it, if a pass named one.
+    Token(&'a [u8], Option<Pass>, Option<&'a [u8]>),
     All,
 }
 
@@ -74,43 +77,72 @@ impl<'a> Wake<'a> {
         if payload == WAKE_ONE.as_bytes() {
             Wake::One
         } else if let Some(addressed) = payload.strip_prefix(WAKE_TOKEN.as_bytes()) {
-            let mut parts = addressed.splitn(3, |b| *b == b':');
+            // `<token>`, or `<token>:<fence>:<lapses>`, then `:<ends>`, then `:<next token>`.
+            let mut parts = addressed.splitn(5, |b| *b == b':');
             let token = parts.next().unwrap_or_default();
             let number = |part: Option<&[u8]>| {
                 std::str::from_utf8(part?)
                     .ok()
                     .and_then(|s| s.parse::<u64>().ok())
             };
-            let pass = match (number(parts.next()), number(parts.next())) {
-                (Some(fence), Some(lapses)) => Some(Pass { fence, lapses }),
-                _ => None,
+            let (fence, lapses) = (number(parts.next()), number(parts.next()));
+            let ends = parts.next().map(|part| number(Some(part)));
+            let pass = match (fence, lapses, ends) {
+                // A claim that is not a number passes nothing: the waiter tries.
+                (Some(_), Some(_), Some(None)) | (None, _, _) | (_, None, _) => None,
+                (Some(fence), Some(lapses), ends) => Some(Pass {
+                    fence,
+                    lapses,
+                    ends: ends.flatten(),
+                }),
             };
-            Wake::Token(token, pass)
+            let behind = parts
+                .next()
+                .filter(|next| pass.is_some() && !next.is_empty());
+            Wake::Token(token, pass, behind)
         } else {
             Wake::All
         }
     }
 }
 
-/// What wakes one waiter alone: a permit per message addressed to its token, and the lock
-/// passed to it, if the message said so.
+/// What a message addressed to one waiter told it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Addressed {
+    /// The lock is passed to it.
+    Passed(Pass),
+    /// The lock was passed to the waiter ahead of it in line: it tries again at this instant,
+    /// when that waiter's claim has run out (unless it was confirmed, or passed on to this one).
+    Behind(tokio::time::Instant),
+}
+
+/// What wakes one waiter alone: a permit per message addressed to its token, and what the
+/// message said, if more than "wake up".
 pub(super) struct Personal {
     pub(super) wake: Semaphore,
-    pub(super) passed: Mutex<Option<Pass>>,
+    pub(super) addressed: Mutex<Option<Addressed>>,
 }
 
 impl Default for Personal {
     fn default() -> Self {
         Personal {
             wake: Semaphore::new(0),
-            passed: Mutex::new(None),
+            addressed: Mutex::new(None),
         }
     }
 }
 
 impl Personal {
-    pub(super) fn passed(&self) -> std::sync::MutexGuard<'_, Option<Pass>> {
-        self.passed.lock().unwrap_or_else(PoisonError::into_inner)
+    pub(super) fn addressed(&self) -> std::sync::MutexGuard<'_, Option<Addressed>> {
+        self.addressed
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn wake(&self) {
+        if self.wake.available_permits() == 0 {
+            self.wake.add_permits(1);
+        }
     }
 }
 
@@ -137,16 +169,25 @@ pub(super) fn deliver(registry: &Registry, channel: &str, payload: &[u8]) {
                 entry.wake_one.add_permits(1);
             }
         }
-        Wake::Token(token, pass) => {
-            let waiter = std::str::from_utf8(token)
-                .ok()
-                .and_then(|token| entry.addressed.get(token));
-            if let Some(waiter) = waiter {
-                if pass.is_some() {
-                    *waiter.passed() = pass;
+        Wake::Token(token, pass, behind) => {
+            let waiter = |token: &[u8]| {
+                std::str::from_utf8(token)
+                    .ok()
+                    .and_then(|token| entry.addressed.get(token))
+            };
+            if let Some(waiter) = waiter(token) {
+                if let Some(pass) = pass {
+                    *waiter.addressed() = Some(Addressed::Passed(pass));
                 }
-                if waiter.wake.available_permits() == 0 {
-                    waiter.wake.add_permits(1);
+                waiter.wake();
+            }
+            if let Some(waiter) = behind.and_then(waiter) {
+                let mut addressed = waiter.addressed();
+                // A pass to it that it has not taken yet stays.
+                if !matches!(*addressed, Some(Addressed::Passed(_))) {
+                    *addressed = Some(Addressed::Behind(tokio::time::Instant::now() + BEHIND));
+                    drop(addressed);
+                    waiter.wake();
                 }
             }
         }
@@ -161,7 +202,11 @@ pub(super) fn wake_everyone(registry: &Registry) {
     }
 }
 
-use crate::script::{WAKE_ONE, WAKE_TO as WAKE_TOKEN};
+use crate::script::{PASS_CLAIM, WAKE_ONE, WAKE_TO as WAKE_TOKEN};
+
+/// When the waiter behind a pass tries again: once the claim has run out, measured from the
+/// message (sent after the claim began), with room for the clocks' rates to differ.
+const BEHIND: Duration = PASS_CLAIM.saturating_add(Duration::from_millis(15));
 
 #[cfg(test)]
 mod tests {
@@ -171,20 +216,36 @@ mod tests {
     #[test]
     fn release_payloads_say_whom_to_wake() {
         assert_eq!(Wake::of(WAKE_ONE.as_bytes()), Wake::One);
-        assert_eq!(Wake::of(b"to:ab12"), Wake::Token(b"ab12", None));
+        assert_eq!(Wake::of(b"to:ab12"), Wake::Token(b"ab12", None, None));
+        let pass = |ends| Pass {
+            fence: 1_764_000_000_123_456,
+            lapses: 1_764_000_005_123,
+            ends,
+        };
+        // Protocol 1 without a claim: the lease ends when the place lapses.
         assert_eq!(
             Wake::of(b"to:ab12:1764000000123456:1764000005123"),
+            Wake::Token(b"ab12", Some(pass(None)), None)
+        );
+        assert_eq!(
+            Wake::of(b"to:ab12:1764000000123456:1764000005123:1764000001000"),
+            Wake::Token(b"ab12", Some(pass(Some(1_764_000_001_000))), None)
+        );
+        assert_eq!(
+            Wake::of(b"to:ab12:1764000000123456:1764000005123:1764000001000:cd34"),
             Wake::Token(
                 b"ab12",
-                Some(Pass {
-                    fence: 1_764_000_000_123_456,
-                    lapses: 1_764_000_005_123
-                })
+                Some(pass(Some(1_764_000_001_000))),
+                Some(&b"cd34"[..])
             )
         );
-        // A malformed pass wakes the waiter, and passes nothing.
-        assert_eq!(Wake::of(b"to:ab12:x:5"), Wake::Token(b"ab12", None));
-        assert_eq!(Wake::of(b"to:ab12:7"), Wake::Token(b"ab12", None));
+        // A malformed pass wakes the waiter, and passes nothing (nor names the next).
+        assert_eq!(Wake::of(b"to:ab12:x:5"), Wake::Token(b"ab12", None, None));
+        assert_eq!(Wake::of(b"to:ab12:7"), Wake::Token(b"ab12", None, None));
+        assert_eq!(
+            Wake::of(b"to:ab12:7:8:x:cd34"),
+            Wake::Token(b"ab12", None, None)
+        );
         assert_eq!(Wake::of(WAKE_ALL.as_bytes()), Wake::All);
         assert_eq!(Wake::of(b""), Wake::All);
     }

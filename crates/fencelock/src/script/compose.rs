@@ -215,6 +215,7 @@ macro_rules! lua {
                     "local WAKE_ONE = '", $crate::script::wake_one!(), "'\n",
                     "local WAKE_ALL = '", $crate::script::wake_all!(), "'\n",
                     "local WAKE_TO = '", $crate::script::wake_to!(), "'\n",
+                    "local PASS_CLAIM_MS = ", $crate::script::pass_claim_ms!(), "\n",
                 ),
                 include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/script/prelude.lua")),
                 &[$(include_str!($file)),+],

@@ -42,7 +42,19 @@ macro_rules! wake_to {
     };
 }
 
-pub(crate) use {wake_all, wake_one, wake_to};
+/// How long a lock passed to a waiter in line is its own before it confirms it, in milliseconds:
+/// the passed lease (or less, if the waiter's place lapses sooner). A waiter that died since its
+/// last refresh keeps the lock idle no longer than this. Defined once for Rust and Lua.
+macro_rules! pass_claim_ms {
+    () => {
+        "1000"
+    };
+}
+
+pub(crate) use {pass_claim_ms, wake_all, wake_one, wake_to};
+
+/// See [`pass_claim_ms!`].
+pub(crate) const PASS_CLAIM: std::time::Duration = std::time::Duration::from_millis(1000);
 
 /// See [`wake_one!`].
 pub(crate) const WAKE_ONE: &str = wake_one!();

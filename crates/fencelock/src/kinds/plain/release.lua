@@ -1,9 +1,11 @@
 -- Release the lock only if this owner holds it. If someone waited for it (the value's mark,
 -- value.lua), pass it to the waiter first in line: the one whose place lapses first among those
--- that have not lapsed, with a fence of its own and a lease that ends when its place would have
--- lapsed (a waiter that died since its last refresh costs no more than its place; a live one
--- confirms the full lease), marked as waited for while others are still in line, and told with
--- `to:<token>:<fence>:<lapses>`. With nobody in line, wake one waiter of each client.
+-- that have not lapsed, with a fence of its own and a short lease, the claim (PASS_CLAIM_MS, or
+-- until its place would have lapsed if that is sooner: a live waiter confirms the full lease
+-- within it, a waiter that died since its last refresh costs no more), marked as waited for
+-- while others are still in line, and told with `to:<token>:<fence>:<lapses>:<ends>`, followed
+-- by `:<token>` of the next in line if there is one (it tries again when the claim ends). With
+-- nobody in line, wake one waiter of each client.
 -- KEYS[1] the lock key; ARGV[1] on one server the value the owner's grant wrote,
 -- `<token>:<fence>`, otherwise (over Redlock, where each instance's value has a fence of its own,
 -- and for a grant given back unseen) the owner token alone; ARGV[2] (over Redlock only) the
@@ -83,13 +85,20 @@ if last then
     -- The next fence: max(last + 1, clock), as every grant's.
     local fence = string.format('%.0f', math.max(last + 1, clock_us))
     redis.call('set', fence_key, fence)
-    local mark = ''
+    local mark, behind = '', ''
     if #line > 2 then
-      -- Someone else is in line (a place that lapses meanwhile costs one wake-up at most).
+      -- Someone else is in line (a place that lapses meanwhile costs one wake-up at most): it
+      -- is named, so that it tries again when the claim below runs out.
       mark = '+'
+      behind = ':' .. line[3]
     end
-    redis.call('set', KEYS[1], token .. ':' .. fence .. mark, 'PX', lapses - now)
-    if try_publish(channel, WAKE_TO .. token .. ':' .. fence .. ':' .. string.format('%.0f', lapses)) then
+    -- The passed lease is a claim: PASS_CLAIM_MS, or less if the place lapses sooner. A live
+    -- waiter confirms its full lease within it; one that died since its last refresh keeps
+    -- the lock idle no longer than that.
+    local ends = math.min(lapses, now + PASS_CLAIM_MS)
+    redis.call('set', KEYS[1], token .. ':' .. fence .. mark, 'PX', ends - now)
+    if try_publish(channel, WAKE_TO .. token .. ':' .. fence .. ':' .. string.format('%.0f', lapses)
+        .. ':' .. string.format('%.0f', ends) .. behind) then
       return 1
     end
     return 2
