@@ -1,18 +1,21 @@
-//! The client, for Python: how to reach Redis (kept, so that a forked child can connect
-//! afresh), and the acquisitions.
+//! The client, for Python: how to reach Redis (kept, so that a forked child can connect afresh),
+//! and every call, each one an [`Operation`].
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use fencelock::{ClientBuilder, LockGuard, ReentrantLock};
+use fencelock::{ClientBuilder, LockGuard, ReentrantLock, Shortfall};
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyList};
 
-use crate::election::{Leadership, Observer};
-use crate::errors::{seconds, to_py};
+use crate::admin;
+use crate::election::{self, Observer};
+use crate::errors::{config_error, seconds, to_py};
 use crate::guard::Guard;
+use crate::operation::{Answer, Cancel, Operation, Outcome};
+use crate::process::{Owned, Process, Task};
 use crate::request::Spec;
-use crate::runtime::{self, Owner, Pending};
 
 /// Where the servers are.
 #[derive(Clone)]
@@ -23,16 +26,39 @@ enum Topology {
     Sentinel(Vec<String>, String),
 }
 
+/// TLS material: a file's path, or the PEM itself.
+#[derive(Clone)]
+enum Pem {
+    File(String),
+    Bytes(Vec<u8>),
+}
+
+impl Pem {
+    fn from_py(value: &Bound<'_, PyAny>, what: &str) -> PyResult<Pem> {
+        if let Ok(bytes) = value.cast::<PyBytes>() {
+            return Ok(Pem::Bytes(bytes.as_bytes().to_vec()));
+        }
+        let path = value
+            .py()
+            .import("os")?
+            .call_method1("fspath", (value,))
+            .and_then(|p| p.extract::<String>())
+            .map_err(|_| config_error(&format!("{what} must be a path or the PEM as bytes")))?;
+        Ok(Pem::File(path))
+    }
+}
+
 /// The builder's options, as Python gave them.
 #[derive(Clone, Default)]
 struct Options {
     key_prefix: Option<String>,
     command_timeout: Option<Duration>,
     instance_timeout: Option<Duration>,
-    tls_ca_file: Option<String>,
-    tls_client_cert: Option<(String, String)>,
+    tls_ca: Option<Pem>,
+    tls_client_cert: Option<(Pem, Pem)>,
     master_username: Option<String>,
     master_password: Option<String>,
+    replicas: Option<(u32, Duration, Shortfall)>,
 }
 
 /// A fencelock client. It connects lazily; in a process forked after it was made, it connects
@@ -41,7 +67,8 @@ struct Options {
 pub struct Client {
     topology: Topology,
     options: Options,
-    current: Mutex<Option<Owner<fencelock::Client>>>,
+    /// The Rust client of the process that uses it (locked with the GIL held only).
+    current: Mutex<Option<Owned<Arc<fencelock::Client>>>>,
 }
 
 #[pymethods]
@@ -50,37 +77,69 @@ impl Client {
     /// (one for `server`); `master` the Sentinel master's name.
     #[new]
     #[pyo3(signature = (topology, urls, master=None, *, key_prefix=None, command_timeout=None,
-        instance_timeout=None, tls_ca_file=None, tls_client_cert=None, tls_client_key=None,
-        master_username=None, master_password=None))]
+        instance_timeout=None, tls_ca=None, tls_client_cert=None, tls_client_key=None,
+        master_username=None, master_password=None, wait_for_replicas=None,
+        replica_timeout=None, replica_shortfall=None))]
     #[allow(clippy::too_many_arguments)] // Python's keyword arguments, one per option
     fn new(
+        py: Python<'_>,
         topology: &str,
         urls: Vec<String>,
         master: Option<String>,
         key_prefix: Option<String>,
         command_timeout: Option<f64>,
         instance_timeout: Option<f64>,
-        tls_ca_file: Option<String>,
-        tls_client_cert: Option<String>,
-        tls_client_key: Option<String>,
+        tls_ca: Option<Bound<'_, PyAny>>,
+        tls_client_cert: Option<Bound<'_, PyAny>>,
+        tls_client_key: Option<Bound<'_, PyAny>>,
         master_username: Option<String>,
         master_password: Option<String>,
+        wait_for_replicas: Option<u32>,
+        replica_timeout: Option<f64>,
+        replica_shortfall: Option<String>,
     ) -> PyResult<Self> {
-        let config = |reason: &str| config_error(reason);
         let topology = match (topology, master) {
             ("server", None) => match urls.as_slice() {
                 [url] => Topology::Server(url.clone()),
-                _ => return Err(config("Client takes exactly one URL")),
+                _ => return Err(config_error("Client takes exactly one URL")),
             },
             ("redlock", None) => Topology::Redlock(urls),
             ("cluster", None) => Topology::Cluster(urls),
             ("sentinel", Some(master)) => Topology::Sentinel(urls, master),
-            (other, _) => return Err(config(&format!("unknown deployment {other:?}"))),
+            (other, _) => return Err(config_error(&format!("unknown deployment {other:?}"))),
         };
         let tls_client_cert = match (tls_client_cert, tls_client_key) {
-            (Some(cert), Some(key)) => Some((cert, key)),
+            (Some(cert), Some(key)) => Some((
+                Pem::from_py(&cert, "tls_client_cert")?,
+                Pem::from_py(&key, "tls_client_key")?,
+            )),
             (None, None) => None,
-            _ => return Err(config("tls_client_cert and tls_client_key go together")),
+            _ => {
+                return Err(config_error(
+                    "tls_client_cert and tls_client_key go together",
+                ));
+            }
+        };
+        let replicas = match (wait_for_replicas, replica_timeout, replica_shortfall) {
+            (None, None, None) => None,
+            (Some(replicas), timeout, shortfall) => {
+                let timeout = seconds("", "replica_timeout", timeout.unwrap_or(0.1))?;
+                let shortfall = match shortfall.as_deref() {
+                    None | Some("fail") => Shortfall::Fail,
+                    Some("warn") => Shortfall::Warn,
+                    Some(other) => {
+                        return Err(config_error(&format!(
+                            "replica_shortfall is \"fail\" or \"warn\", not {other:?}"
+                        )));
+                    }
+                };
+                Some((replicas, timeout, shortfall))
+            }
+            _ => {
+                return Err(config_error(
+                    "replica_timeout and replica_shortfall go with wait_for_replicas",
+                ));
+            }
         };
         let options = Options {
             key_prefix,
@@ -90,60 +149,45 @@ impl Client {
             instance_timeout: instance_timeout
                 .map(|s| seconds("", "instance_timeout", s))
                 .transpose()?,
-            tls_ca_file,
+            tls_ca: tls_ca.map(|ca| Pem::from_py(&ca, "tls_ca")).transpose()?,
             tls_client_cert,
             master_username,
             master_password,
+            replicas,
         };
         let client = Client {
             topology,
             options,
             current: Mutex::new(None),
         };
-        // Build once now, so that a bad URL or option is reported here.
-        client.client()?;
+        // Built once now, so that a bad URL or option is reported here.
+        client.client(py)?;
         Ok(client)
     }
 
     /// The server (or servers) this client talks to, without any password.
-    fn server(&self) -> PyResult<String> {
-        Ok(self.client()?.server().to_owned())
+    fn server(&self, py: Python<'_>) -> PyResult<String> {
+        Ok(self.client(py)?.server().to_owned())
     }
 
-    /// Acquires the lock `spec` describes; with `try_only`, `None` if it is held.
+    /// Acquires the lock `spec` describes; with `try_only`, answers `None` if it is held.
     #[pyo3(signature = (spec, try_only=false))]
-    fn acquire(&self, py: Python<'_>, spec: &Spec, try_only: bool) -> PyResult<Option<Guard>> {
-        acquire_blocking(py, spec.request(&self.client()?)?, try_only)
+    fn acquire(&self, py: Python<'_>, spec: &Spec, try_only: bool) -> PyResult<Operation> {
+        let client = self.client(py)?;
+        let request = spec.request(&client)?;
+        acquire(py, client, request, try_only)
     }
 
-    /// `acquire`, answering `done(True, guard or None)` or `done(False, exception)`.
-    #[pyo3(signature = (spec, done, try_only=false))]
-    fn acquire_async(&self, spec: &Spec, done: Py<PyAny>, try_only: bool) -> PyResult<Pending> {
-        let request = spec.request(&self.client()?)?;
-        runtime::spawn(acquire(request, try_only), convert_guard, done)
+    /// Asks the holders of lock `name` to release it; answers `True` if it was held.
+    fn request_release(&self, py: Python<'_>, name: String) -> PyResult<Operation> {
+        self.call(py, Cancel::Abort, move |client| async move {
+            let result = client.request_release(name).await;
+            answer(move |py| Ok(result?.into_pyobject(py)?.to_owned().into_any().unbind()))
+        })
     }
 
-    /// Asks the holders of lock `name` to release it; `True` if it was held.
-    fn request_release(&self, py: Python<'_>, name: String) -> PyResult<bool> {
-        let client = self.client()?;
-        runtime::wait(py, async move { client.request_release(name).await })?
-            .map_err(|e| to_py(py, &e))
-    }
-
-    /// `request_release`, answering `done`.
-    fn request_release_async(&self, name: String, done: Py<PyAny>) -> PyResult<Pending> {
-        let client = self.client()?;
-        runtime::spawn(
-            async move { client.request_release(name).await },
-            |py, result| match result {
-                Ok(held) => Ok(held.into_pyobject(py)?.to_owned().into_any().unbind()),
-                Err(e) => Err(to_py(py, &e)),
-            },
-            done,
-        )
-    }
-
-    /// Campaigns in election `name` with `value`, waiting as `wait` says; the leadership.
+    /// Campaigns in election `name` with `value`, waiting as `wait` says; answers the
+    /// leadership.
     #[pyo3(signature = (name, value, ttl=None, wait=None))]
     fn campaign(
         &self,
@@ -152,62 +196,61 @@ impl Client {
         value: String,
         ttl: Option<f64>,
         wait: Option<f64>,
-    ) -> PyResult<Leadership> {
-        let election = self.client()?.election(name);
-        let campaign = crate::election::campaign(&election, value, ttl, wait)?;
-        runtime::wait(py, campaign.campaign())?
-            .map(Leadership::new)
-            .map_err(|e| to_py(py, &e))
-    }
-
-    /// `campaign`, answering `done`.
-    #[pyo3(signature = (name, value, done, ttl=None, wait=None))]
-    fn campaign_async(
-        &self,
-        name: String,
-        value: String,
-        done: Py<PyAny>,
-        ttl: Option<f64>,
-        wait: Option<f64>,
-    ) -> PyResult<Pending> {
-        let election = self.client()?.election(name);
-        let campaign = crate::election::campaign(&election, value, ttl, wait)?;
-        runtime::spawn(
-            campaign.campaign(),
-            |py, result| match result {
-                Ok(leadership) => Ok(Py::new(py, Leadership::new(leadership))?.into_any()),
-                Err(e) => Err(to_py(py, &e)),
+    ) -> PyResult<Operation> {
+        let client = self.client(py)?;
+        let campaign = election::campaign(&client.election(name), value, ttl, wait)?;
+        let process = Process::get(py)?;
+        let context = Context {
+            process: process.clone(),
+            client: client.clone(),
+        };
+        Ok(Operation::start(
+            &process,
+            Some(client),
+            Cancel::Abort,
+            async move {
+                let result = campaign.campaign().await;
+                Box::new(election::Won { result, context }) as Box<dyn Outcome>
             },
-            done,
-        )
+        ))
     }
 
-    /// The leader of election `name`: `(value, term, since)`, or `None`.
-    fn leader(&self, py: Python<'_>, name: String) -> PyResult<Option<(String, u64, f64)>> {
-        let election = self.client()?.election(name);
-        let leader = runtime::wait(py, async move { election.leader().await })?
-            .map_err(|e| to_py(py, &e))?;
-        Ok(leader.as_ref().map(crate::election::leader_tuple))
+    /// The leader of election `name`: answers `(value, term, since)`, or `None`.
+    fn leader(&self, py: Python<'_>, name: String) -> PyResult<Operation> {
+        self.call(py, Cancel::Abort, move |client| async move {
+            let result = client.election(name).leader().await;
+            answer(move |py| {
+                let leader = result?.as_ref().map(election::leader_tuple);
+                Ok(leader.into_pyobject(py)?.into_any().unbind())
+            })
+        })
     }
 
-    /// An observer of election `name`'s leaders.
-    fn observe(&self, py: Python<'_>, name: String) -> PyResult<Observer> {
-        let election = self.client()?.election(name);
-        runtime::wait(py, async move { election.observe().await })?
-            .map(Observer::new)
-            .map_err(|e| to_py(py, &e))
+    /// Answers an observer of election `name`'s leaders.
+    fn observe(&self, py: Python<'_>, name: String) -> PyResult<Operation> {
+        self.call(py, Cancel::Abort, move |client| async move {
+            let result = client.election(name).observe().await;
+            answer(move |py| Ok(Py::new(py, Observer::new(py, result?)?)?.into_any()))
+        })
     }
 
     /// A reentrant lock's handle: the acquisitions made through it share one owner.
     #[pyo3(signature = (name, max_reentry=None))]
-    fn reentrant(&self, name: String, max_reentry: Option<u32>) -> PyResult<Reentrant> {
-        let mut handle = self.client()?.reentrant_lock(name.clone());
+    fn reentrant(
+        &self,
+        py: Python<'_>,
+        name: String,
+        max_reentry: Option<u32>,
+    ) -> PyResult<Reentrant> {
+        let client = self.client(py)?;
+        let mut handle = client.reentrant_lock(name.clone());
         if let Some(limit) = max_reentry {
             handle = handle.max_reentry(limit);
         }
         Ok(Reentrant {
             name,
-            handle: Owner::new(handle),
+            client: Owned::new(client),
+            handle: Owned::new(handle),
         })
     }
 
@@ -218,78 +261,157 @@ impl Client {
         py: Python<'_>,
         resource: String,
         fence: u64,
-        writes: &Bound<'_, pyo3::types::PyList>,
-    ) -> PyResult<u64> {
+        writes: &Bound<'_, PyList>,
+    ) -> PyResult<Operation> {
         let writes = crate::fenced::writes(&resource, writes)?;
         let store = self
-            .client()?
+            .client(py)?
             .fenced_store(resource)
             .map_err(|e| to_py(py, &e))?;
-        runtime::wait(py, async move { store.apply(fence, &writes).await })?
-            .map_err(|e| to_py(py, &e))
+        self.call(py, Cancel::Abort, move |_| async move {
+            let result = store.apply(fence, &writes).await;
+            answer(move |py| Ok(result?.into_pyobject(py)?.into_any().unbind()))
+        })
     }
 
-    /// `fenced_apply`, answering `done`.
-    fn fenced_apply_async(
-        &self,
-        py: Python<'_>,
-        resource: String,
-        fence: u64,
-        writes: &Bound<'_, pyo3::types::PyList>,
-        done: Py<PyAny>,
-    ) -> PyResult<Pending> {
-        let writes = crate::fenced::writes(&resource, writes)?;
+    /// Answers the fence `resource` accepted last (0: none yet).
+    fn fenced_accepted(&self, py: Python<'_>, resource: String) -> PyResult<Operation> {
         let store = self
-            .client()?
+            .client(py)?
             .fenced_store(resource)
             .map_err(|e| to_py(py, &e))?;
-        runtime::spawn(
-            async move { store.apply(fence, &writes).await },
-            |py, result| match result {
-                Ok(fence) => Ok(fence.into_pyobject(py)?.into_any().unbind()),
-                Err(e) => Err(to_py(py, &e)),
-            },
-            done,
-        )
+        self.call(py, Cancel::Abort, move |_| async move {
+            let result = store.accepted().await;
+            answer(move |py| Ok(result?.into_pyobject(py)?.into_any().unbind()))
+        })
     }
 
-    /// The fence `resource` accepted last (0: none yet).
-    fn fenced_accepted(&self, py: Python<'_>, resource: String) -> PyResult<u64> {
-        let store = self
-            .client()?
-            .fenced_store(resource)
-            .map_err(|e| to_py(py, &e))?;
-        runtime::wait(py, async move { store.accepted().await })?.map_err(|e| to_py(py, &e))
+    /// Answers the state of lock `name` (see `fencelock.LockInfo`).
+    fn inspect(&self, py: Python<'_>, name: String) -> PyResult<Operation> {
+        self.call(py, Cancel::Abort, move |client| async move {
+            let result = client.inspect(name).await;
+            answer(move |py| Ok(admin::info(py, &result?)?))
+        })
     }
 
-    fn __repr__(&self) -> String {
-        match self.client() {
+    /// Answers the held locks whose name matches `pattern`: `(locks, skipped, unanswered)`.
+    fn list(&self, py: Python<'_>, pattern: String) -> PyResult<Operation> {
+        self.call(py, Cancel::Abort, move |client| async move {
+            let result = client.list(&pattern).await;
+            answer(move |py| Ok(admin::listing(py, result?)?))
+        })
+    }
+
+    /// Deletes lock `name` whoever holds it (an operator's tool); answers `True` if it was
+    /// held. Goes on to its end if cancelled.
+    fn force_release(&self, py: Python<'_>, name: String) -> PyResult<Operation> {
+        self.call(py, Cancel::Finish, move |client| async move {
+            let result = client.force_release(name).await;
+            answer(move |py| Ok(result?.into_pyobject(py)?.to_owned().into_any().unbind()))
+        })
+    }
+
+    /// Answers a watch of lock `name`'s releases (subscribed when it answers).
+    fn releases(&self, py: Python<'_>, name: String) -> PyResult<Operation> {
+        self.call(py, Cancel::Abort, move |client| async move {
+            let result = client.releases(name).await;
+            answer(move |py| Ok(Py::new(py, admin::Releases::new(py, result?)?)?.into_any()))
+        })
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> String {
+        match self.client(py) {
             Ok(client) => format!("<fencelock.Client {}>", client.server()),
             Err(_) => "<fencelock.Client>".to_owned(),
         }
     }
 }
 
+/// What a guard or a leadership needs of the process and client that made it.
+#[derive(Clone)]
+pub struct Context {
+    pub process: Arc<Process>,
+    pub client: Arc<fencelock::Client>,
+}
+
+/// An outcome from a library result: its conversion, or the library's error as its Python
+/// exception.
+fn answer<F>(convert: F) -> Box<dyn Outcome>
+where
+    F: FnOnce(Python<'_>) -> Result<Py<PyAny>, Failure> + Send + 'static,
+{
+    Box::new(Answer(move |py: Python<'_>| {
+        convert(py).map_err(|e| e.into_py(py))
+    }))
+}
+
+/// Why an answer could not be given: the library's error, or Python's.
+pub enum Failure {
+    Lock(fencelock::Error),
+    Python(PyErr),
+}
+
+impl Failure {
+    fn into_py(self, py: Python<'_>) -> PyErr {
+        match self {
+            Failure::Lock(e) => to_py(py, &e),
+            Failure::Python(e) => e,
+        }
+    }
+}
+
+impl From<fencelock::Error> for Failure {
+    fn from(e: fencelock::Error) -> Self {
+        Failure::Lock(e)
+    }
+}
+
+impl From<std::convert::Infallible> for Failure {
+    fn from(never: std::convert::Infallible) -> Self {
+        match never {}
+    }
+}
+
+impl From<PyErr> for Failure {
+    fn from(e: PyErr) -> Self {
+        Failure::Python(e)
+    }
+}
+
 impl Client {
     /// The Rust client of this process (built afresh in a forked child).
-    fn client(&self) -> PyResult<fencelock::Client> {
-        let mut current = self.current.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(client) = current.as_ref().and_then(|owner| owner.get()) {
+    fn client(&self, py: Python<'_>) -> PyResult<Arc<fencelock::Client>> {
+        let mut current = self.current.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(client) = current.as_ref().and_then(|owned| owned.get()) {
             return Ok(client.clone());
         }
-        let runtime = runtime::runtime()?;
+        let process = Process::get(py)?;
         // `build` starts the client's background tasks on the runtime it is called in.
-        let _entered = runtime.enter();
-        let client = self
-            .builder()
-            .build()
-            .map_err(|e| Python::attach(|py| to_py(py, &e)))?;
-        // A client of the parent process is forgotten by `Owner`'s drop, never dropped here.
-        *current = Some(Owner::new(client.clone()));
+        let _entered = process.runtime().enter();
+        let client = Arc::new(self.builder()?.build().map_err(|e| to_py(py, &e))?);
+        process.add_client(&client);
+        // A client of the parent process is forgotten by `Owned`'s drop, never dropped here.
+        *current = Some(Owned::new(client.clone()));
         Ok(client)
     }
 
-    fn builder(&self) -> ClientBuilder {
+    /// Starts `call` with this process's client, as an operation cancelled as `cancel` says.
+    fn call<F, Fut>(&self, py: Python<'_>, cancel: Cancel, call: F) -> PyResult<Operation>
+    where
+        F: FnOnce(Arc<fencelock::Client>) -> Fut,
+        Fut: Future<Output = Box<dyn Outcome>> + Send + 'static,
+    {
+        let client = self.client(py)?;
+        let process = Process::get(py)?;
+        Ok(Operation::start(
+            &process,
+            Some(client.clone()),
+            cancel,
+            call(client),
+        ))
+    }
+
+    fn builder(&self) -> PyResult<ClientBuilder> {
         let mut builder = match &self.topology {
             Topology::Server(url) => fencelock::Client::builder(url),
             Topology::Redlock(urls) => fencelock::Client::redlock(urls),
@@ -306,26 +428,33 @@ impl Client {
         if let Some(timeout) = options.instance_timeout {
             builder = builder.instance_timeout(timeout);
         }
-        if let Some(ca) = &options.tls_ca_file {
-            builder = builder.tls_ca_file(ca);
-        }
-        if let Some((cert, key)) = &options.tls_client_cert {
-            builder = builder.tls_client_cert_files(cert, key);
-        }
+        builder = match &options.tls_ca {
+            Some(Pem::File(path)) => builder.tls_ca_file(path),
+            Some(Pem::Bytes(pem)) => builder.tls_ca_pem(pem.clone()),
+            None => builder,
+        };
+        builder = match &options.tls_client_cert {
+            Some((Pem::File(cert), Pem::File(key))) => builder.tls_client_cert_files(cert, key),
+            Some((cert, key)) => builder.tls_client_cert_pem(read(cert)?, read(key)?),
+            None => builder,
+        };
         if let Some(password) = &options.master_password {
             builder = builder.master_credentials(options.master_username.as_deref(), password);
         }
-        builder
+        if let Some((replicas, timeout, shortfall)) = options.replicas {
+            builder = builder.wait_for_replicas(replicas, timeout, shortfall);
+        }
+        Ok(builder)
     }
 }
 
-fn config_error(reason: &str) -> PyErr {
-    let message = format!("invalid fencelock configuration: {reason}");
-    crate::errors::python_error(
-        "ConfigError",
-        message,
-        &[("lock", None), ("reason", Some(reason))],
-    )
+/// The PEM of `pem`, read from its file if it is one (the builder reads two files itself).
+fn read(pem: &Pem) -> PyResult<Vec<u8>> {
+    match pem {
+        Pem::Bytes(bytes) => Ok(bytes.clone()),
+        Pem::File(path) => std::fs::read(path)
+            .map_err(|e| config_error(&format!("cannot read the TLS file {path:?}: {e}"))),
+    }
 }
 
 /// A reentrant lock's handle.
@@ -333,69 +462,74 @@ fn config_error(reason: &str) -> PyErr {
 pub struct Reentrant {
     #[pyo3(get)]
     name: String,
-    handle: Owner<ReentrantLock>,
-}
-
-impl Reentrant {
-    fn request(&self, spec: &Spec) -> PyResult<fencelock::LockRequest> {
-        let handle = self.handle.get().ok_or_else(|| {
-            PyRuntimeError::new_err(format!(
-                "the reentrant lock {:?} was made by process {} before it forked; make a new one in this process",
-                self.name,
-                self.handle.pid()
-            ))
-        })?;
-        Ok(spec.configure(handle.request()))
-    }
+    client: Owned<Arc<fencelock::Client>>,
+    handle: Owned<ReentrantLock>,
 }
 
 #[pymethods]
 impl Reentrant {
-    /// Acquires the lock (again, if this handle holds it); with `try_only`, `None` if another
-    /// owner holds it.
+    /// Acquires the lock (again, if this handle holds it); with `try_only`, answers `None` if
+    /// another owner holds it.
     #[pyo3(signature = (spec, try_only=false))]
-    fn acquire(&self, py: Python<'_>, spec: &Spec, try_only: bool) -> PyResult<Option<Guard>> {
-        acquire_blocking(py, self.request(spec)?, try_only)
-    }
-
-    /// `acquire`, answering `done`.
-    #[pyo3(signature = (spec, done, try_only=false))]
-    fn acquire_async(&self, spec: &Spec, done: Py<PyAny>, try_only: bool) -> PyResult<Pending> {
-        let request = self.request(spec)?;
-        runtime::spawn(acquire(request, try_only), convert_guard, done)
+    fn acquire(&self, py: Python<'_>, spec: &Spec, try_only: bool) -> PyResult<Operation> {
+        let (Some(handle), Some(client)) = (self.handle.get(), self.client.get()) else {
+            return Err(PyRuntimeError::new_err(format!(
+                "the reentrant lock {:?} was made by this process's parent before it forked; make a new one in this process",
+                self.name
+            )));
+        };
+        let request = spec.configure(handle.request());
+        acquire(py, client.clone(), request, try_only)
     }
 }
 
-/// Waits for `request` with the GIL released.
-fn acquire_blocking(
+/// The acquisition of `request` as an operation whose guard, if Python never takes it, is
+/// released.
+fn acquire(
     py: Python<'_>,
+    client: Arc<fencelock::Client>,
     request: fencelock::LockRequest,
     try_only: bool,
-) -> PyResult<Option<Guard>> {
-    let result = runtime::wait(py, acquire(request, try_only))?;
-    result
-        .map(|held| held.map(Guard::new))
-        .map_err(|e| to_py(py, &e))
+) -> PyResult<Operation> {
+    let process = Process::get(py)?;
+    let context = Context {
+        process: process.clone(),
+        client: client.clone(),
+    };
+    Ok(Operation::start(
+        &process,
+        Some(client),
+        Cancel::Abort,
+        async move {
+            let result = if try_only {
+                request.try_acquire().await
+            } else {
+                request.acquire().await.map(Some)
+            };
+            Box::new(Granted { result, context }) as Box<dyn Outcome>
+        },
+    ))
 }
 
-async fn acquire(
-    request: fencelock::LockRequest,
-    try_only: bool,
-) -> fencelock::Result<Option<LockGuard>> {
-    if try_only {
-        request.try_acquire().await
-    } else {
-        request.acquire().await.map(Some)
-    }
-}
-
-fn convert_guard(
-    py: Python<'_>,
+/// A finished acquisition.
+struct Granted {
     result: fencelock::Result<Option<LockGuard>>,
-) -> PyResult<Py<PyAny>> {
-    match result {
-        Ok(Some(guard)) => Ok(Py::new(py, Guard::new(guard))?.into_any()),
-        Ok(None) => Ok(py.None()),
-        Err(e) => Err(to_py(py, &e)),
+    context: Context,
+}
+
+impl Outcome for Granted {
+    fn into_py(self: Box<Self>, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        match self.result {
+            Ok(Some(guard)) => Ok(Py::new(py, Guard::new(guard, self.context))?.into_any()),
+            Ok(None) => Ok(py.None()),
+            Err(e) => Err(to_py(py, &e)),
+        }
+    }
+
+    fn undo(self: Box<Self>) -> Option<Task> {
+        let guard = self.result.ok().flatten()?;
+        Some(Box::pin(async move {
+            let _ = guard.release().await;
+        }))
     }
 }

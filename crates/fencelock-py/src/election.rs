@@ -1,19 +1,18 @@
-//! Leader election for Python: campaigns (blocking or answering a callback), the leadership,
-//! the leader, and an observer of the leaders.
+//! Leader election for Python: the leadership a campaign wins, and an observer of the leaders.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::{Duration, SystemTime};
 
+use fencelock::LostSignal;
 use fencelock::election::{Leader, Leadership as RustLeadership, Observation, Observe};
 use futures_util::StreamExt;
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
-use tokio::sync::Mutex;
 
-use crate::errors::{HandleError, lost_code, seconds, to_py};
-use crate::runtime::{self, Owner, Pending};
-
-type Slot = Arc<Mutex<Option<RustLeadership>>>;
+use crate::client::Context;
+use crate::errors::{HandleError, lost_pair, seconds, to_py};
+use crate::operation::{Answer, Cancel, Operation, Outcome};
+use crate::process::{EndAtExit, Owned, Task};
 
 /// How a campaign waits: `None` as long as it takes, `0` not at all, else seconds.
 pub fn campaign(
@@ -36,14 +35,67 @@ pub fn campaign(
 
 /// The leader as Python sees it: `(value, term, since)`, `since` in seconds since the epoch.
 pub fn leader_tuple(leader: &Leader) -> (String, u64, f64) {
-    let since = leader
-        .since
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .map_or(0.0, |d| d.as_secs_f64());
-    (leader.value.clone(), leader.term, since)
+    (
+        leader.value.clone(),
+        leader.term,
+        epoch_seconds(leader.since),
+    )
 }
 
-/// A leadership: held until resigned or lost.
+fn epoch_seconds(at: SystemTime) -> f64 {
+    at.duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+}
+
+/// A finished campaign: the leadership, resigned if Python never takes it.
+pub struct Won {
+    pub result: fencelock::Result<RustLeadership>,
+    pub context: Context,
+}
+
+impl Outcome for Won {
+    fn into_py(self: Box<Self>, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        match self.result {
+            Ok(leadership) => {
+                Ok(Py::new(py, Leadership::new(leadership, self.context))?.into_any())
+            }
+            Err(e) => Err(to_py(py, &e)),
+        }
+    }
+
+    fn undo(self: Box<Self>) -> Option<Task> {
+        let leadership = self.result.ok()?;
+        Some(Box::pin(async move {
+            let _ = leadership.resign().await;
+        }))
+    }
+}
+
+/// The leadership, shared by its calls, and resigned at exit if still held.
+struct Held {
+    slot: tokio::sync::Mutex<Option<RustLeadership>>,
+    /// The value announced last: kept through a proclaim in flight and after the resignation.
+    value: Mutex<String>,
+}
+
+impl EndAtExit for Held {
+    fn end(&self) -> Option<Task> {
+        let leadership = self.slot.try_lock().ok()?.take()?;
+        Some(Box::pin(async move {
+            let _ = leadership.resign().await;
+        }))
+    }
+}
+
+struct Live {
+    held: Arc<Held>,
+    lost: LostSignal,
+    context: Context,
+    id: u64,
+}
+
+/// A leadership: held until resigned or lost. Dropped unresigned, it is resigned in the
+/// background; the interpreter's exit resigns what still leads.
 #[pyclass(module = "fencelock._native", frozen)]
 pub struct Leadership {
     #[pyo3(get)]
@@ -52,184 +104,212 @@ pub struct Leadership {
     term: u64,
     #[pyo3(get)]
     since: f64,
-    slot: Owner<Slot>,
-    lost: Owner<fencelock::LostSignal>,
+    live: Owned<Live>,
 }
 
 impl Leadership {
-    pub fn new(leadership: RustLeadership) -> Self {
-        let since = leadership
-            .since()
-            .duration_since(SystemTime::UNIX_EPOCH)
-            .map_or(0.0, |d| d.as_secs_f64());
+    pub fn new(leadership: RustLeadership, context: Context) -> Self {
+        let election = leadership.election().name().to_owned();
+        let term = leadership.term();
+        let since = epoch_seconds(leadership.since());
+        let lost = leadership.lost();
+        let held = Arc::new(Held {
+            value: Mutex::new(leadership.value().to_owned()),
+            slot: tokio::sync::Mutex::new(Some(leadership)),
+        });
+        let weak: Weak<dyn EndAtExit> = Arc::downgrade(&held) as Weak<dyn EndAtExit>;
+        let id = context.process.add_held(weak);
         Leadership {
-            election: leadership.election().name().to_owned(),
-            term: leadership.term(),
+            election,
+            term,
             since,
-            lost: Owner::new(leadership.lost()),
-            slot: Owner::new(Arc::new(Mutex::new(Some(leadership)))),
+            live: Owned::new(Live {
+                held,
+                lost,
+                context,
+                id,
+            }),
         }
     }
 
-    fn slot(&self) -> PyResult<Slot> {
-        self.slot.get().cloned().ok_or_else(|| {
+    fn live(&self) -> PyResult<&Live> {
+        self.live.get().ok_or_else(|| {
             PyRuntimeError::new_err(format!(
-                "the leadership of {:?} was won by process {} before it forked; it belongs to that process",
-                self.election,
-                self.slot.pid()
+                "the leadership of {:?} was won by this process's parent before it forked; it belongs to that process",
+                self.election
             ))
+        })
+    }
+
+    fn start<F>(
+        &self,
+        cancel: Cancel,
+        call: impl FnOnce(Arc<Held>, LostSignal) -> F,
+    ) -> PyResult<Operation>
+    where
+        F: Future<Output = Box<dyn Outcome>> + Send + 'static,
+    {
+        let live = self.live()?;
+        let Context { process, client } = &live.context;
+        Ok(Operation::start(
+            process,
+            Some(client.clone()),
+            cancel,
+            call(live.held.clone(), live.lost.clone()),
+        ))
+    }
+}
+
+#[pymethods]
+impl Leadership {
+    /// The value announced last in this term (through a proclaim in flight, and after the
+    /// resignation).
+    fn value(&self) -> String {
+        self.live.get().map_or_else(String::new, |live| {
+            live.held
+                .value
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .clone()
+        })
+    }
+
+    /// Whether this process still leads, as far as it can tell now.
+    fn is_held(&self) -> bool {
+        self.live.get().is_some_and(|live| !live.lost.is_lost())
+    }
+
+    /// `(code, message)` if the leadership is lost (or resigned) now, else `None`.
+    fn lost_now(&self) -> Option<(&'static str, String)> {
+        self.live.get().and_then(|live| lost_pair(&live.lost))
+    }
+
+    /// Answers `(code, message)` when the leadership is lost or resigned.
+    fn lost(&self) -> PyResult<Operation> {
+        self.start(Cancel::Abort, |_, lost| async move {
+            let reason = lost.wait().await;
+            Box::new(Answer(move |py: Python<'_>| {
+                Ok((reason.code(), reason.to_string())
+                    .into_pyobject(py)?
+                    .into_any()
+                    .unbind())
+            })) as Box<dyn Outcome>
+        })
+    }
+
+    /// Announces a new value for this term.
+    fn proclaim(&self, value: String) -> PyResult<Operation> {
+        let election = self.election.clone();
+        self.start(Cancel::Abort, move |held, _| async move {
+            let result = {
+                let mut leadership = held.slot.lock().await;
+                match leadership.as_mut() {
+                    Some(leadership) => {
+                        let result = leadership.proclaim(value).await.map_err(HandleError::Lock);
+                        if result.is_ok() {
+                            leadership.value().clone_into(
+                                &mut held.value.lock().unwrap_or_else(PoisonError::into_inner),
+                            );
+                        }
+                        result
+                    }
+                    None => Err(HandleError::GivenBack),
+                }
+            };
+            Box::new(Answer(move |py: Python<'_>| match result {
+                Ok(()) => Ok(py.None()),
+                Err(e) => Err(e.into_py(py, &election)),
+            })) as Box<dyn Outcome>
+        })
+    }
+
+    /// Resigns: answers `True` if this process still led. A cancelled resignation goes on to
+    /// its end.
+    fn resign(&self) -> PyResult<Operation> {
+        self.start(Cancel::Finish, |held, _| async move {
+            let leadership = held.slot.lock().await.take();
+            let result = match leadership {
+                Some(leadership) => leadership.resign().await,
+                None => Ok(false),
+            };
+            Box::new(Answer(move |py: Python<'_>| match result {
+                Ok(led) => Ok(led.into_pyobject(py)?.to_owned().into_any().unbind()),
+                Err(e) => Err(to_py(py, &e)),
+            })) as Box<dyn Outcome>
+        })
+    }
+}
+
+impl Drop for Leadership {
+    fn drop(&mut self) {
+        let Some(live) = self.live.get() else {
+            return;
+        };
+        live.context.process.forget_held(live.id);
+        if let Some(task) = live.held.end() {
+            live.context.process.background(task);
+        }
+    }
+}
+
+/// `(code, leader)`: `("leader", (value, term, since))`, `("vacant", None)`, `("gap", None)`.
+type Seen = (&'static str, Option<(String, u64, f64)>);
+
+fn seen(observation: &Observation) -> Seen {
+    let leader = match observation {
+        Observation::Leader(leader) => Some(leader_tuple(leader)),
+        _ => None,
+    };
+    (observation.code(), leader)
+}
+
+/// The leaders of an election, one observation at a time.
+#[pyclass(module = "fencelock._native", frozen)]
+pub struct Observer {
+    stream: Owned<(
+        Arc<tokio::sync::Mutex<Observe>>,
+        Arc<crate::process::Process>,
+    )>,
+}
+
+impl Observer {
+    pub fn new(py: Python<'_>, stream: Observe) -> PyResult<Self> {
+        Ok(Observer {
+            stream: Owned::new((
+                Arc::new(tokio::sync::Mutex::new(stream)),
+                crate::process::Process::get(py)?,
+            )),
         })
     }
 }
 
 #[pymethods]
-impl Leadership {
-    /// The value the leader announced last.
-    fn value(&self) -> String {
-        self.slot
-            .get()
-            .and_then(|slot| {
-                slot.try_lock()
-                    .ok()
-                    .and_then(|l| l.as_ref().map(|l| l.value().to_owned()))
-            })
-            .unwrap_or_default()
-    }
-
-    /// Whether this process still leads, as far as it can tell now.
-    fn is_held(&self) -> bool {
-        self.lost.get().is_some_and(|lost| !lost.is_lost())
-    }
-
-    /// Calls `callback(code, message)` once when the leadership is lost (or resigned).
-    fn on_lost(&self, callback: Py<PyAny>) -> PyResult<()> {
-        let Some(lost) = self.lost.get().cloned() else {
-            return Ok(());
-        };
-        runtime::runtime()?.spawn(async move {
-            let reason = lost.wait().await;
-            runtime::call_back(move |py| {
-                if let Err(e) = callback.call1(py, (lost_code(&reason), reason.to_string())) {
-                    e.write_unraisable(py, None);
-                }
-            });
-        });
-        Ok(())
-    }
-
-    /// Announces a new value for this term.
-    fn proclaim(&self, py: Python<'_>, value: String) -> PyResult<()> {
-        let slot = self.slot()?;
-        let election = self.election.clone();
-        runtime::wait(py, proclaim(slot, value))?.map_err(|e| e.into_py(py, &election))
-    }
-
-    /// `proclaim`, answering `done`.
-    fn proclaim_async(&self, value: String, done: Py<PyAny>) -> PyResult<Pending> {
-        let slot = self.slot()?;
-        let election = self.election.clone();
-        runtime::spawn(
-            proclaim(slot, value),
-            move |py, result| match result {
-                Ok(()) => Ok(py.None()),
-                Err(e) => Err(e.into_py(py, &election)),
-            },
-            done,
-        )
-    }
-
-    /// Resigns: `True` if this process still led.
-    fn resign(&self, py: Python<'_>) -> PyResult<bool> {
-        let slot = self.slot()?;
-        runtime::wait(py, resign(slot))?.map_err(|e| to_py(py, &e))
-    }
-
-    /// `resign`, answering `done`.
-    fn resign_async(&self, done: Py<PyAny>) -> PyResult<Pending> {
-        let slot = self.slot()?;
-        runtime::spawn(
-            resign(slot),
-            |py, result| match result {
-                Ok(led) => Ok(led.into_pyobject(py)?.to_owned().into_any().unbind()),
-                Err(e) => Err(to_py(py, &e)),
-            },
-            done,
-        )
-    }
-}
-
-async fn proclaim(slot: Slot, value: String) -> Result<(), HandleError> {
-    let mut leadership = slot.lock().await;
-    match leadership.as_mut() {
-        Some(leadership) => leadership.proclaim(value).await.map_err(HandleError::Lock),
-        None => Err(HandleError::GivenBack),
-    }
-}
-
-async fn resign(slot: Slot) -> fencelock::Result<bool> {
-    let leadership = slot.lock().await.take();
-    match leadership {
-        Some(leadership) => leadership.resign().await,
-        None => Ok(false),
-    }
-}
-
-/// The leaders of an election, one observation at a time: `("leader", (value, term, since))`,
-/// `("vacant", None)` or `("gap", None)`.
-#[pyclass(module = "fencelock._native", frozen)]
-pub struct Observer {
-    stream: Owner<Arc<Mutex<Observe>>>,
-}
-
 impl Observer {
-    pub fn new(stream: Observe) -> Self {
-        Observer {
-            stream: Owner::new(Arc::new(Mutex::new(stream))),
-        }
-    }
-}
-
-type Seen = (&'static str, Option<(String, u64, f64)>);
-
-async fn next(stream: Arc<Mutex<Observe>>, limit: Option<Duration>) -> Option<Seen> {
-    let mut stream = stream.lock().await;
-    let next = match limit {
-        Some(limit) => tokio::time::timeout(limit, stream.next()).await.ok()?,
-        None => stream.next().await,
-    };
-    Some(match next? {
-        Observation::Leader(leader) => ("leader", Some(leader_tuple(&leader))),
-        Observation::Vacant => ("vacant", None),
-        _ => ("gap", None),
-    })
-}
-
-#[pymethods]
-impl Observer {
-    /// The next observation, waiting at most `timeout` seconds (`None`: as long as it takes);
-    /// `None` when the time ran out.
+    /// Answers the next observation, waiting at most `timeout` seconds (`None`: as long as it
+    /// takes); `None` when the time ran out.
     #[pyo3(signature = (timeout=None))]
-    fn next(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<Option<Seen>> {
-        let limit = timeout.map(|t| seconds("", "timeout", t)).transpose()?;
-        let stream = self
+    fn next(&self, timeout: Option<f64>) -> PyResult<Operation> {
+        let limit: Option<Duration> = timeout.map(|t| seconds("", "timeout", t)).transpose()?;
+        let (stream, process) = self
             .stream
             .get()
-            .cloned()
             .ok_or_else(|| PyRuntimeError::new_err("this observer was made before a fork"))?;
-        runtime::wait(py, next(stream, limit))
-    }
-
-    /// `next()` without a limit, answering `done`.
-    fn next_async(&self, done: Py<PyAny>) -> PyResult<Pending> {
-        let stream = self
-            .stream
-            .get()
-            .cloned()
-            .ok_or_else(|| PyRuntimeError::new_err("this observer was made before a fork"))?;
-        runtime::spawn(
-            next(stream, None),
-            |py, seen| Ok(seen.into_pyobject(py)?.into_any().unbind()),
-            done,
-        )
+        let stream = stream.clone();
+        Ok(Operation::start(process, None, Cancel::Abort, async move {
+            let next = {
+                let mut stream = stream.lock().await;
+                match limit {
+                    Some(limit) => tokio::time::timeout(limit, stream.next())
+                        .await
+                        .ok()
+                        .flatten(),
+                    None => stream.next().await,
+                }
+            };
+            let next = next.as_ref().map(seen);
+            Box::new(Answer(move |py: Python<'_>| {
+                Ok(next.into_pyobject(py)?.into_any().unbind())
+            })) as Box<dyn Outcome>
+        }))
     }
 }

@@ -1,11 +1,12 @@
 //! fencelock's errors as Python exceptions: one class per variant (defined in
 //! `fencelock/errors.py`), each carrying the lock name and the variant's fields as attributes.
 
-use fencelock::{Conflict, Error, LostReason};
+use fencelock::Error;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-/// The Python exception for a fencelock error.
+/// The Python exception for a fencelock error: the class of `fencelock.errors` whose `code` is
+/// the error's ([`fencelock::Error::code`]), with the lock's name and the variant's fields.
 pub fn to_py(py: Python<'_>, error: &Error) -> PyErr {
     match build(py, error) {
         Ok(exception) => exception,
@@ -16,41 +17,38 @@ pub fn to_py(py: Python<'_>, error: &Error) -> PyErr {
 fn build(py: Python<'_>, error: &Error) -> PyResult<PyErr> {
     let fields = PyDict::new(py);
     fields.set_item("lock", error.lock_name())?;
-    let class = describe(error, &fields)?;
+    add_fields(error, &fields)?;
     let module = py.import("fencelock.errors")?;
-    let exception = module
-        .getattr(class)?
-        .call((error.to_string(),), Some(&fields))?;
+    // A code this package's Python does not know yet: its base class, with the code.
+    let class = module
+        .getattr("_BY_CODE")?
+        .call_method1("get", (error.code(), module.getattr("Error")?))?;
+    fields.set_item("code", error.code())?;
+    let exception = class.call((error.to_string(),), Some(&fields))?;
     Ok(PyErr::from_value(exception))
 }
 
-/// The class name of `error`, with its fields added to `fields`.
-fn describe(error: &Error, fields: &Bound<'_, PyDict>) -> PyResult<&'static str> {
-    Ok(match error {
+/// Adds the fields of `error`'s variant to `fields`.
+fn add_fields(error: &Error, fields: &Bound<'_, PyDict>) -> PyResult<()> {
+    match error {
         Error::InvalidArgument { reason, .. } => {
             fields.set_item("reason", reason)?;
-            "InvalidArgument"
         }
         Error::Config { reason } => {
             fields.set_item("reason", reason)?;
-            "ConfigError"
         }
         Error::TimedOut { waited, .. } => {
             fields.set_item("waited", waited.as_secs_f64())?;
-            "TimedOut"
         }
         Error::Busy { remaining, .. } => {
             fields.set_item("remaining", remaining.map(|d| d.as_secs_f64()))?;
-            "Busy"
         }
         Error::NotHeld { reason, .. } => {
-            fields.set_item("reason", lost_code(reason))?;
-            "NotHeld"
+            fields.set_item("reason", reason.code())?;
         }
         Error::Unreachable { server, hint, .. } => {
             fields.set_item("server", server)?;
             fields.set_item("hint", *hint)?;
-            "Unreachable"
         }
         Error::NoQuorum {
             command,
@@ -63,11 +61,9 @@ fn describe(error: &Error, fields: &Bound<'_, PyDict>) -> PyResult<&'static str>
             fields.set_item("agreed", agreed)?;
             fields.set_item("needed", needed)?;
             fields.set_item("total", total)?;
-            "NoQuorum"
         }
         Error::Tls { server, .. } => {
             fields.set_item("server", server)?;
-            "TlsError"
         }
         Error::NotReplicated {
             server,
@@ -78,11 +74,9 @@ fn describe(error: &Error, fields: &Bound<'_, PyDict>) -> PyResult<&'static str>
             fields.set_item("server", server)?;
             fields.set_item("acknowledged", acknowledged)?;
             fields.set_item("wanted", wanted)?;
-            "NotReplicated"
         }
         Error::AuthFailed { server, .. } => {
             fields.set_item("server", server)?;
-            "AuthFailed"
         }
         Error::PermissionDenied {
             server,
@@ -93,19 +87,16 @@ fn describe(error: &Error, fields: &Bound<'_, PyDict>) -> PyResult<&'static str>
             fields.set_item("server", server)?;
             fields.set_item("command", *command)?;
             fields.set_item("rule", *rule)?;
-            "PermissionDenied"
         }
         Error::Redis {
             server, command, ..
         } => {
             fields.set_item("server", server)?;
             fields.set_item("command", *command)?;
-            "RedisError"
         }
         Error::WrongType { key, found, .. } => {
             fields.set_item("key", key)?;
             fields.set_item("found", found)?;
-            "WrongType"
         }
         Error::Fenced {
             resource,
@@ -115,7 +106,6 @@ fn describe(error: &Error, fields: &Bound<'_, PyDict>) -> PyResult<&'static str>
             fields.set_item("resource", resource)?;
             fields.set_item("fence", fence)?;
             fields.set_item("accepted", accepted)?;
-            "Fenced"
         }
         Error::FencedWrongType {
             resource,
@@ -125,7 +115,6 @@ fn describe(error: &Error, fields: &Bound<'_, PyDict>) -> PyResult<&'static str>
             fields.set_item("resource", resource)?;
             fields.set_item("key", key)?;
             fields.set_item("found", found)?;
-            "FencedWrongType"
         }
         Error::NotLeader {
             election,
@@ -135,44 +124,25 @@ fn describe(error: &Error, fields: &Bound<'_, PyDict>) -> PyResult<&'static str>
             fields.set_item("election", election)?;
             fields.set_item("term", term)?;
             fields.set_item("current", current)?;
-            "NotLeader"
         }
         Error::Conflict { conflict, .. } => {
-            fields.set_item("conflict", conflict_code(conflict))?;
-            "Conflict"
+            fields.set_item("conflict", conflict.code())?;
         }
         Error::RandomSource { reason, .. } => {
             fields.set_item("reason", reason)?;
-            "RandomSource"
         }
         Error::Unsupported { reason, .. } => {
             fields.set_item("reason", reason)?;
-            "Unsupported"
         }
-        _ => "Error",
-    })
+        _ => {}
+    }
+    Ok(())
 }
 
-/// A short, stable name for why a lock was lost (`guard.lost_reason`).
-pub fn lost_code(reason: &LostReason) -> &'static str {
-    match reason {
-        LostReason::NotOwner => "not_owner",
-        LostReason::Expired { .. } => "expired",
-        LostReason::MaxHoldReached => "max_hold_reached",
-        LostReason::Released => "released",
-        _ => "unknown",
-    }
-}
-
-fn conflict_code(conflict: &Conflict) -> &'static str {
-    match conflict {
-        Conflict::OtherKind { .. } => "other_kind",
-        Conflict::PermitsMismatch { .. } => "permits_mismatch",
-        Conflict::Upgrade => "upgrade",
-        Conflict::WriteReentry => "write_reentry",
-        Conflict::ReentryLimit { .. } => "reentry_limit",
-        _ => "unknown",
-    }
+/// `(code, message)` of a lost signal that fired (lost or released), else `None`.
+pub fn lost_pair(lost: &fencelock::LostSignal) -> Option<(&'static str, String)> {
+    let reason = lost.reason()?;
+    Some((reason.code(), reason.to_string()))
 }
 
 /// The Python exception `class` (of `fencelock.errors`) with `message` and `fields`, for an
@@ -190,6 +160,16 @@ pub fn python_error(class: &str, message: String, fields: &[(&str, Option<&str>)
         };
         make().unwrap_or_else(|e| e)
     })
+}
+
+/// `fencelock.ConfigError` for a bad client configuration, found before the library sees it.
+pub fn config_error(reason: &str) -> PyErr {
+    let message = format!("invalid fencelock configuration: {reason}");
+    python_error(
+        "ConfigError",
+        message,
+        &[("lock", None), ("reason", Some(reason))],
+    )
 }
 
 /// `fencelock.InvalidArgument` for a bad argument of lock `lock` (checked before anything is

@@ -14,19 +14,22 @@ and fences grow strictly across all three.
         if guard.lost.is_set():              # the lease was lost: stop
             ...
 
-For asyncio, see :mod:`fencelock.aio`.
+For asyncio, see :mod:`fencelock.aio`. The library's events go to Python's :mod:`logging`,
+under the ``fencelock`` logger (set its level to see them: ``WARNING`` shows lost locks).
 """
 
 from . import _native
 from ._sync import (
     Client,
+    Election,
     FencedStore,
     Guard,
+    Leadership,
     LockRequest,
     ReadWriteLock,
     ReentrantLock,
 )
-from ._election import Election, Gap, Leader, Leadership, Vacant
+from ._values import Gap, Holder, Leader, Listing, LockInfo, Vacant, Waiter
 from ._writes import Writes
 from .errors import (
     AuthFailed,
@@ -44,6 +47,7 @@ from .errors import (
     PermissionDenied,
     RandomSource,
     RedisError,
+    SqlError,
     TimedOut,
     TlsError,
     Unreachable,
@@ -68,6 +72,10 @@ __all__ = [
     "Leader",
     "Vacant",
     "Gap",
+    "LockInfo",
+    "Holder",
+    "Waiter",
+    "Listing",
     "NotLeader",
     "Error",
     "AuthFailed",
@@ -83,6 +91,7 @@ __all__ = [
     "PermissionDenied",
     "RandomSource",
     "RedisError",
+    "SqlError",
     "TimedOut",
     "TlsError",
     "Unreachable",

@@ -1,7 +1,8 @@
 """fencelock's exceptions: one class per kind of failure, each with the lock's name.
 
-Every exception is a :class:`fencelock.Error` and carries ``lock`` (the lock's name, or
-``None`` for a configuration error) and the fields of its kind as attributes. Messages name
+Every exception is a :class:`fencelock.Error` and carries ``code`` (the library's stable code
+for the kind: ``busy``, ``timed_out``, ...), ``lock`` (the lock's name, or ``None`` for a
+configuration error) and the fields of its kind as attributes. Messages name
 the server where one is involved, never a password. Where a built-in exception means the same,
 the class is also one of those: :class:`TimedOut` is a :class:`TimeoutError`,
 :class:`Unreachable` a :class:`ConnectionError`, :class:`InvalidArgument` a
@@ -32,6 +33,7 @@ __all__ = [
     "FencedWrongType",
     "Conflict",
     "RandomSource",
+    "SqlError",
     "Unsupported",
 ]
 
@@ -44,6 +46,8 @@ class Error(Exception):
     """
 
     lock: Optional[str]
+    #: The error's stable code (the library's ``Error::code``): what a program matches on.
+    code: str = "error"
 
     def __new__(cls, message: str, **fields: Any) -> "Error":
         return super().__new__(cls, message)
@@ -51,6 +55,9 @@ class Error(Exception):
     def __init__(self, message: str, **fields: Any) -> None:
         super().__init__(message)
         self.lock = fields.pop("lock", None)
+        code = fields.pop("code", None)
+        if code is not None and code != type(self).code:
+            self.code = code
         for name, value in fields.items():
             setattr(self, name, value)
 
@@ -67,13 +74,19 @@ class InvalidArgument(Error, ValueError):
 
     Attributes: ``reason``."""
 
+    code = "invalid_argument"
+
 
 class ConfigError(Error, ValueError):
     """A bad client configuration (a URL, a TLS file, an option). Attributes: ``reason``."""
 
+    code = "config"
+
 
 class TimedOut(Error, TimeoutError):
     """The wait for the lock ran out. Attributes: ``waited`` (seconds)."""
+
+    code = "timed_out"
 
 
 class Busy(Error):
@@ -81,12 +94,16 @@ class Busy(Error):
 
     Attributes: ``remaining`` (seconds left on the holder's lease, if known)."""
 
+    code = "busy"
+
 
 class NotHeld(Error):
     """The lock is no longer held by this guard.
 
     Attributes: ``reason``: ``not_owner``, ``expired``, ``max_hold_reached`` or
-    ``released``."""
+    ``released`` (the library's ``LostReason::code``)."""
+
+    code = "not_held"
 
 
 class NotLeader(Error):
@@ -95,20 +112,28 @@ class NotLeader(Error):
     Attributes: ``election``, ``term`` (the refused leadership's), ``current`` (the election's
     term now, if someone leads)."""
 
+    code = "not_leader"
+
 
 class Unreachable(Error, ConnectionError):
     """Redis could not be reached, or did not answer in time.
 
     Attributes: ``server``, ``hint`` (what to check, when fencelock can tell)."""
 
+    code = "unreachable"
+
 
 class NoQuorum(Error):
     """Redlock: too few instances agreed. Attributes: ``command``, ``agreed``, ``needed``,
     ``total``."""
 
+    code = "no_quorum"
+
 
 class TlsError(Error, ConnectionError):
     """The TLS handshake with Redis failed. Attributes: ``server``."""
+
+    code = "tls"
 
 
 class NotReplicated(Error):
@@ -116,9 +141,13 @@ class NotReplicated(Error):
 
     Attributes: ``server``, ``acknowledged``, ``wanted``."""
 
+    code = "not_replicated"
+
 
 class AuthFailed(Error):
     """Redis refused the credentials. Attributes: ``server``."""
+
+    code = "auth_failed"
 
 
 class PermissionDenied(Error):
@@ -126,9 +155,13 @@ class PermissionDenied(Error):
 
     Attributes: ``server``, ``command``, ``rule`` (the ACL rule that would allow it)."""
 
+    code = "permission_denied"
+
 
 class RedisError(Error):
     """Redis refused a command. Attributes: ``server``, ``command``."""
+
+    code = "redis"
 
 
 class WrongType(Error):
@@ -136,17 +169,23 @@ class WrongType(Error):
 
     Attributes: ``key``, ``found``."""
 
+    code = "wrong_type"
+
 
 class Fenced(Error):
     """A fenced write was refused: a newer fence was accepted by the resource.
 
     Attributes: ``resource``, ``fence`` (the refused one), ``accepted`` (the newer one)."""
 
+    code = "fenced"
+
 
 class FencedWrongType(Error):
     """A fenced write's key holds another type; nothing was written.
 
     Attributes: ``resource``, ``key``, ``found``."""
+
+    code = "fenced_wrong_type"
 
 
 class Conflict(Error):
@@ -156,12 +195,38 @@ class Conflict(Error):
     ``permits_mismatch``, ``upgrade`` (read to write), ``write_reentry`` or
     ``reentry_limit``."""
 
+    code = "conflict"
+
 
 class RandomSource(Error):
     """The operating system's random source failed; no owner token could be made.
 
     Attributes: ``reason``."""
 
+    code = "random_source"
+
+
+class SqlError(Error):
+    """PostgreSQL refused a fence check (the Rust library's ``postgres`` feature; the Python
+    package does not raise it). Attributes: ``resource``."""
+
+    code = "sql"
+
 
 class Unsupported(Error):
     """The deployment cannot do what was asked. Attributes: ``reason``."""
+
+    code = "unsupported"
+
+
+def _by_code() -> dict:
+    classes = {}
+    for name in __all__:
+        cls = globals()[name]
+        if cls is not Error:
+            classes[cls.code] = cls
+    return classes
+
+
+#: Each code of the library's vocabulary (``_native.ERROR_CODES``) to its class.
+_BY_CODE = _by_code()

@@ -1,0 +1,561 @@
+"""The concepts of fencelock's Python API, each written once: the client, a request, a guard,
+a reentrant lock, a read-write lock, a fenced store, an election and its leadership, the
+operator's calls.
+
+Every native call is one operation (``_native.Operation``) that a *runner* turns into a
+result: the blocking runner waits for it (``fencelock``), the asyncio runner awaits it
+(``fencelock.aio``). The classes here take their runner from the client that made them; the
+two public modules only add what differs in shape (``with`` or ``async with``, a
+``threading.Event`` or an awaitable), and their type declarations.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import os
+import threading
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
+
+from . import _native
+from ._values import Gap, Holder, Leader, LockInfo, Listing, Vacant, Waiter
+from ._writes import Writes
+from .errors import Error, NotHeld
+
+atexit.register(_native._shutdown)
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_native._forked)
+
+Urls = Union[str, Sequence[str]]
+
+# ---------------------------------------------------------------------------------------------
+# Runners
+
+
+def wait(call: Callable[..., Any], *args: Any, then: Optional[Callable[[Any], Any]] = None) -> Any:
+    """The blocking runner: starts the native ``call(*args)`` and waits for its operation
+    (Ctrl-C gives it up, after its clean-up)."""
+    value = call(*args).wait()
+    return value if then is None else then(value)
+
+
+def _wake(future: "asyncio.Future[None]") -> None:
+    if not future.done():
+        future.set_result(None)
+
+
+async def _over(op: Any) -> None:
+    """Waits until ``op`` is over, without taking its result."""
+    loop = asyncio.get_running_loop()
+    future = loop.create_future()
+
+    def done() -> None:
+        try:
+            loop.call_soon_threadsafe(_wake, future)
+        except RuntimeError:
+            pass  # the loop is closed: nobody waits
+
+    op.on_done(done)
+    await future
+
+
+async def awaited(call: Callable[..., Any], *args: Any, then: Optional[Callable[[Any], Any]] = None) -> Any:
+    """The asyncio runner: starts the native ``call(*args)`` when awaited (not before) and
+    gives its result; cancelling the awaiting task gives the call up."""
+    op = call(*args)
+    try:
+        await _over(op)
+    except asyncio.CancelledError:
+        # Given up: a wait is stopped, a release goes on; a result that raced the
+        # cancellation is undone. The clean-up is waited for (at most 2 s); a second
+        # cancellation stops the wait, not the clean-up.
+        clean_up = op.cancel()
+        try:
+            await _over(clean_up)
+        except asyncio.CancelledError:
+            pass
+        raise
+    value = op.take()
+    return value if then is None else then(value)
+
+
+Runner = Callable[..., Any]
+
+
+def _watch(op: Any, on_value: Callable[[Any], None]) -> None:
+    """Calls ``on_value(result)`` when ``op`` succeeds (from fencelock's answering thread);
+    nothing when it fails (the watched hold ended)."""
+
+    def done() -> None:
+        try:
+            value = op.take()
+        except (Error, RuntimeError):
+            return
+        on_value(value)
+
+    op.on_done(done)
+
+
+# ---------------------------------------------------------------------------------------------
+# Requests
+
+
+def spec(
+    kind: str,
+    name: str,
+    *,
+    ttl: Optional[float] = None,
+    wait: Optional[float] = None,
+    max_hold: Optional[float] = None,
+    auto_renew: bool = True,
+    queue_timeout: Optional[float] = None,
+    permits: int = 1,
+    lock_delay: Optional[float] = None,
+) -> Any:
+    return _native.Spec(
+        kind,
+        name,
+        permits=permits,
+        ttl=ttl,
+        wait=wait,
+        queue_timeout=queue_timeout,
+        max_hold=max_hold,
+        auto_renew=auto_renew,
+        lock_delay=lock_delay,
+    )
+
+
+def not_held(guard: "Guard", lost: Optional[Tuple[str, str]]) -> NotHeld:
+    """``NotHeld`` for a block that ended after its lock was lost: the reason the guard knew
+    before its release, or the one the release found."""
+    found = lost or guard._native.lost_now() or ("not_owner", "it was no longer held")
+    reason, text = found
+    return NotHeld(f"lock {guard.name!r} was lost before the block ended: {text}", lock=guard.name, reason=reason)
+
+
+class _Watched:
+    """A guard or a leadership: its events (``threading.Event``) are fed by operations that end
+    with its hold."""
+
+    __slots__ = ()
+    _watches: Dict[str, Any]
+
+    def _event(self, kind: str, start: Callable[[], Any], record: Callable[[Any], None]) -> threading.Event:
+        watch = self._watches.get(kind)
+        if watch is None:
+            event = threading.Event()
+            op = start()
+
+            def on_value(value: Any) -> None:
+                record(value)
+                event.set()
+
+            _watch(op, on_value)
+            watch = self._watches[kind] = (event, op)
+        return watch[0]
+
+
+class Guard(_Watched):
+    """A held lock (see :class:`fencelock.Guard`)."""
+
+    __slots__ = ("_native", "_run", "_watches", "__weakref__")
+
+    def __init__(self, native: Any, run: Runner) -> None:
+        self._native = native
+        self._run = run
+        #: The operations that feed this guard's events; they end with the hold.
+        self._watches: Dict[str, Any] = {}
+
+    @property
+    def name(self) -> str:
+        return self._native.name
+
+    @property
+    def fence(self) -> int:
+        """The fencing token: strictly larger than every earlier fence of the name."""
+        return self._native.fence
+
+    def is_held(self) -> bool:
+        """Whether the lock is still held, as far as this process can tell now."""
+        return self._native.is_held()
+
+    def remaining(self) -> float:
+        """Seconds until the lease's deadline (0 once passed or released)."""
+        return self._native.remaining()
+
+    @property
+    def lost_reason(self) -> Optional[str]:
+        """``None`` while held; then ``not_owner``, ``expired``, ``max_hold_reached`` or
+        ``released``."""
+        now = self._native.lost_now()
+        return None if now is None else now[0]
+
+    def extend(self, ttl: float) -> Any:
+        """Re-arms the lease to ``ttl`` seconds from now. Raises :class:`fencelock.NotHeld`
+        if the lock was lost."""
+        return self._run(self._native.extend, ttl)
+
+    def release(self) -> Any:
+        """Releases the lock: ``True`` if it was still held (``False``: it had been lost, or
+        was released already). A cancelled release still releases."""
+        return self._run(self._native.release)
+
+    def __repr__(self) -> str:
+        return repr(self._native)
+
+
+class LockRequest:
+    """A request for a lock (see :class:`fencelock.LockRequest`)."""
+
+    __slots__ = ("_acquirer", "_spec", "_run", "_held")
+
+    #: Set by each flavour: the class of its guards.
+    _guard_class: Any
+
+    def __init__(self, acquirer: Any, spec: Any, run: Runner) -> None:
+        self._acquirer = acquirer
+        self._spec = spec
+        self._run = run
+        #: The guards of `with` blocks, per thread (or task).
+        self._held: Dict[Any, List[Guard]] = {}
+
+    @property
+    def name(self) -> str:
+        return self._spec.name
+
+    def _make(self, native: Any) -> Optional[Guard]:
+        return None if native is None else self._guard_class(native, self._run)
+
+    def acquire(self) -> Any:
+        """Waits for the lock (as the request's ``wait`` says) and gives its guard.
+
+        Raises :class:`fencelock.TimedOut` when the wait runs out, :class:`fencelock.Busy`
+        with ``wait=0``, or another :class:`fencelock.Error`. A cancelled or interrupted wait
+        holds nothing and has left its place in line when it raises."""
+        return self._run(self._acquirer.acquire, self._spec, then=self._make)
+
+    def try_acquire(self) -> Any:
+        """One try: the guard, or ``None`` if another owner holds the lock."""
+        return self._run(self._acquirer.acquire, self._spec, True, then=self._make)
+
+    def _push(self, key: Any, guard: Guard) -> Guard:
+        self._held.setdefault(key, []).append(guard)
+        return guard
+
+    def _pop(self, key: Any) -> Guard:
+        stack = self._held[key]
+        guard = stack.pop()
+        if not stack:
+            del self._held[key]
+        return guard
+
+    def __repr__(self) -> str:
+        return f"<fencelock request {self.name!r}>"
+
+
+class ReentrantLock:
+    """A reentrant lock: the acquisitions made through one handle share one owner, so the
+    holder can take it again (each acquisition is released on its own)."""
+
+    __slots__ = ("_native", "_client")
+
+    def __init__(self, native: Any, client: "ClientBase") -> None:
+        self._native = native
+        self._client = client
+
+    @property
+    def name(self) -> str:
+        return self._native.name
+
+    def request(self, **options: Any) -> Any:
+        """A request with the options of :meth:`Client.lock`."""
+        return self._client._request_class(self._native, spec("reentrant", self.name, **options), self._client._run)
+
+    def acquire(self, **options: Any) -> Any:
+        """Acquires the lock (again); see :meth:`LockRequest.acquire`."""
+        return self.request(**options).acquire()
+
+    def try_acquire(self, **options: Any) -> Any:
+        """One try; ``None`` if another owner holds it."""
+        return self.request(**options).try_acquire()
+
+
+class ReadWriteLock:
+    """A read-write lock: many readers, or one writer."""
+
+    __slots__ = ("_client", "name")
+
+    def __init__(self, client: "ClientBase", name: str) -> None:
+        self._client = client
+        self.name = name
+
+    def read(self, **options: Any) -> Any:
+        """A request for the read side (the options of ``Client.lock``)."""
+        return self._client._request(spec("read", self.name, **options))
+
+    def write(self, **options: Any) -> Any:
+        """A request for the write side (the options of ``Client.lock``)."""
+        return self._client._request(spec("write", self.name, **options))
+
+
+class FencedStore:
+    """Writes to Redis keys that only go through with a fence at least as new as the last one
+    the resource accepted."""
+
+    __slots__ = ("_native", "_run", "resource")
+
+    def __init__(self, native: Any, run: Runner, resource: str) -> None:
+        self._native = native
+        self._run = run
+        self.resource = resource
+
+    def apply(self, fence: int, writes: Writes) -> Any:
+        """Applies ``writes`` atomically if ``fence`` is not older than the resource's; gives
+        the fence now accepted. Raises :class:`fencelock.Fenced` (nothing written) when a newer
+        fence was accepted."""
+        return self._run(self._native.fenced_apply, self.resource, fence, writes._ops)
+
+    def accepted(self) -> Any:
+        """The fence the resource accepted last (0: none yet)."""
+        return self._run(self._native.fenced_accepted, self.resource)
+
+
+# ---------------------------------------------------------------------------------------------
+# Election
+
+
+def observation(seen: Any) -> Union[Leader, Vacant, Gap]:
+    code, leader = seen
+    if code == Leader.code:
+        return Leader(*leader)
+    return Vacant() if code == Vacant.code else Gap()
+
+
+class Leadership(_Watched):
+    """This process leads an election until it resigns or the leadership is lost (see
+    :class:`fencelock.Leadership`)."""
+
+    __slots__ = ("_native", "_run", "_watches", "__weakref__")
+
+    def __init__(self, native: Any, run: Runner) -> None:
+        self._native = native
+        self._run = run
+        self._watches: Dict[str, Any] = {}
+
+    @property
+    def election(self) -> str:
+        return self._native.election
+
+    @property
+    def term(self) -> int:
+        """The term: a fence, strictly larger than every earlier leader's."""
+        return self._native.term
+
+    @property
+    def since(self) -> float:
+        """When the term began, in seconds since the epoch (the server's clock)."""
+        return self._native.since
+
+    @property
+    def value(self) -> str:
+        """The value announced last in this term."""
+        return self._native.value()
+
+    @property
+    def lost_reason(self) -> Optional[str]:
+        now = self._native.lost_now()
+        return None if now is None else now[0]
+
+    def is_held(self) -> bool:
+        return self._native.is_held()
+
+    def proclaim(self, value: str) -> Any:
+        """Announces a new value in this term. Raises :class:`fencelock.NotLeader` if this
+        process no longer leads."""
+        return self._run(self._native.proclaim, value)
+
+    def resign(self) -> Any:
+        """Steps down: ``True`` if this process still led. A cancelled resignation still
+        resigns."""
+        return self._run(self._native.resign)
+
+    def __repr__(self) -> str:
+        return f"<fencelock leadership {self.election!r} term={self.term}>"
+
+
+class Election:
+    """One election (see :meth:`Client.election`)."""
+
+    __slots__ = ("_client", "name")
+
+    def __init__(self, client: "ClientBase", name: str) -> None:
+        self._client = client
+        self.name = name
+
+    def campaign(self, value: str, *, ttl: Optional[float] = None, wait: Optional[float] = None) -> Any:
+        """Waits to lead (``wait``: ``None`` as long as it takes, 0 not at all, else seconds)
+        and gives the leadership. Raises :class:`fencelock.Busy` or
+        :class:`fencelock.TimedOut` when someone else leads and the wait is over."""
+        client = self._client
+        return client._run(
+            client._native.campaign,
+            self.name,
+            value,
+            ttl,
+            wait,
+            then=lambda native: client._leadership_class(native, client._run),
+        )
+
+    def leader(self) -> Any:
+        """The current leader (:class:`fencelock.Leader`), or ``None``."""
+        return self._client._run(
+            self._client._native.leader, self.name, then=lambda found: None if found is None else Leader(*found)
+        )
+
+
+# ---------------------------------------------------------------------------------------------
+# The client
+
+
+def _info(value: Dict[str, Any]) -> LockInfo:
+    holder = value["holder"]
+    return LockInfo(
+        name=value["name"],
+        kind=value["kind"],
+        permits=value["permits"],
+        holder=None if holder is None else Holder(**holder),
+        shared=[Holder(**h) for h in value["shared"]],
+        waiting=value["waiting"],
+        waiters=[Waiter(**w) for w in value["waiters"]],
+        last_fence=value["last_fence"],
+    )
+
+
+def _listing(value: Tuple[List[Dict[str, Any]], List[Error], List[str]]) -> Listing:
+    locks, skipped, unanswered = value
+    return Listing(locks=[_info(lock) for lock in locks], skipped=list(skipped), unanswered=list(unanswered))
+
+
+class ClientBase:
+    """What both clients share: how they are made, and every call, run by the client's
+    runner."""
+
+    __slots__ = ("_native",)
+
+    #: Set by each client class: its runner and the classes it makes.
+    _run: Runner
+    _request_class: Any
+    _guard_class: Any
+    _leadership_class: Any
+
+    def __init__(self, url: str, **options: Any) -> None:
+        self._native = _native_client("server", url, None, options)
+
+    @classmethod
+    def _make(cls, topology: str, urls: Urls, master: Optional[str], options: Dict[str, Any]) -> Any:
+        client = cls.__new__(cls)
+        client._native = _native_client(topology, urls, master, options)
+        return client
+
+    @classmethod
+    def redlock(cls, urls: Urls, **options: Any) -> Any:
+        """A client for Redlock over independent servers (a majority must agree)."""
+        return cls._make("redlock", urls, None, options)
+
+    @classmethod
+    def cluster(cls, urls: Urls, **options: Any) -> Any:
+        """A client for a Redis Cluster, from one or more seed URLs."""
+        return cls._make("cluster", urls, None, options)
+
+    @classmethod
+    def sentinel(cls, sentinels: Urls, master: str, **options: Any) -> Any:
+        """A client for the master that Sentinel names ``master``."""
+        return cls._make("sentinel", sentinels, master, options)
+
+    @property
+    def server(self) -> str:
+        """The server(s) this client talks to, without any password."""
+        return self._native.server()
+
+    def _request(self, request_spec: Any) -> Any:
+        return self._request_class(self._native, request_spec, self._run)
+
+    def lock(
+        self,
+        name: str,
+        *,
+        ttl: Optional[float] = None,
+        wait: Optional[float] = None,
+        max_hold: Optional[float] = None,
+        auto_renew: bool = True,
+        lock_delay: Optional[float] = None,
+    ) -> Any:
+        """A request for the exclusive lock ``name``.
+
+        ``ttl``: the lease in seconds (default 30), renewed in the background while held
+        unless ``auto_renew=False``. ``wait``: seconds to wait (``None``, the default: as long
+        as it takes; ``0``: not at all). ``max_hold``: stop renewing after this long.
+        ``lock_delay``: if this holder's lease runs out without a release, the lock is not
+        granted again for this many seconds after (a release ends it at once).
+        """
+        return self._request(
+            spec("lock", name, ttl=ttl, wait=wait, max_hold=max_hold, auto_renew=auto_renew, lock_delay=lock_delay)
+        )
+
+    def fair_lock(self, name: str, *, queue_timeout: Optional[float] = None, **options: Any) -> Any:
+        """A request for the fair lock ``name``: granted in the order of asking."""
+        return self._request(spec("fair", name, queue_timeout=queue_timeout, **options))
+
+    def semaphore(self, name: str, permits: int, **options: Any) -> Any:
+        """A request for one of ``permits`` permits of the semaphore ``name``."""
+        return self._request(spec("semaphore", name, permits=permits, **options))
+
+    def read_write_lock(self, name: str) -> ReadWriteLock:
+        """The read-write lock ``name``: ``.read()`` / ``.write()`` make requests."""
+        return ReadWriteLock(self, name)
+
+    def reentrant_lock(self, name: str, *, max_reentry: Optional[int] = None) -> ReentrantLock:
+        """A handle on the reentrant lock ``name``."""
+        return ReentrantLock(self._native.reentrant(name, max_reentry), self)
+
+    def fenced_store(self, resource: str) -> FencedStore:
+        """Fenced writes to ``resource``."""
+        return FencedStore(self._native, self._run, resource)
+
+    def election(self, name: str) -> Election:
+        """The election ``name`` (its leadership is the plain lock ``name``)."""
+        return Election(self, name)
+
+    def request_release(self, name: str) -> Any:
+        """Asks the holders of lock ``name`` to release it (polite revocation); takes nothing.
+        ``True`` if it was held."""
+        return self._run(self._native.request_release, name)
+
+    # The operator's calls.
+
+    def inspect(self, name: str) -> Any:
+        """The state of lock ``name`` as Redis has it (:class:`fencelock.LockInfo`): its
+        holders and its line of waiters. Reads only."""
+        return self._run(self._native.inspect, name, then=_info)
+
+    def list(self, pattern: str = "*") -> Any:
+        """The held locks whose name matches ``pattern`` (a Redis glob), found with ``SCAN``
+        (:class:`fencelock.Listing`). Reads only."""
+        return self._run(self._native.list, pattern, then=_listing)
+
+    def force_release(self, name: str) -> Any:
+        """Deletes lock ``name``, whoever holds it, and wakes its waiters: an operator's tool
+        for a holder that is gone. ``True`` if it was held. Its holder learns it has lost the
+        lock at its next renewal."""
+        return self._run(self._native.force_release, name)
+
+    def __repr__(self) -> str:
+        return repr(self._native)
+
+
+def _native_client(topology: str, urls: Urls, master: Optional[str], options: Dict[str, Any]) -> Any:
+    if isinstance(urls, str):
+        urls = [urls]
+    if "tls_ca_file" in options:  # the name before TLS material could be given as bytes
+        options["tls_ca"] = options.pop("tls_ca_file")
+    return _native.Client(topology, list(urls), master, **options)

@@ -1,0 +1,387 @@
+//! One native call, one handle: an [`Operation`] runs on the process's runtime and is waited on
+//! (blocking, answering Ctrl-C on the main thread) or awaited (asyncio, through a callback). Its
+//! result stays in Rust until Python takes it, so that a cancellation that races the result
+//! undoes it here, in one place: a lock granted to a request that was cancelled is released, a
+//! leadership resigned. A cancelled call's clean-up (the place in line it leaves, the result it
+//! undoes) is itself an operation, which the caller waits for, at most [`FLUSH`].
+
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use pyo3::exceptions::PyRuntimeError;
+use pyo3::prelude::*;
+
+use crate::process::{FLUSH, Owned, Process, Task};
+
+/// How often a blocking wait on the main thread takes the GIL back to let Python run its signal
+/// handlers (Ctrl-C gives the wait up). Other threads never run signal handlers: they wait
+/// without waking.
+const SIGNAL_CHECK: Duration = Duration::from_millis(50);
+
+/// What a finished call gives Python, or undoes if Python never takes it.
+pub trait Outcome: Send + 'static {
+    /// The Python value (or exception) of the call.
+    fn into_py(self: Box<Self>, py: Python<'_>) -> PyResult<Py<PyAny>>;
+
+    /// What undoes it, if Python never takes it (a grant to a cancelled request).
+    fn undo(self: Box<Self>) -> Option<Task> {
+        None
+    }
+}
+
+/// An outcome that needs no undoing: its conversion to Python.
+pub struct Answer<F>(pub F);
+
+impl<F> Outcome for Answer<F>
+where
+    F: FnOnce(Python<'_>) -> PyResult<Py<PyAny>> + Send + 'static,
+{
+    fn into_py(self: Box<Self>, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        (self.0)(py)
+    }
+}
+
+/// How a call is cancelled.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Cancel {
+    /// Its future is dropped (a wait, a read): cancel-safe in the library.
+    Abort,
+    /// It runs to its end in the background (a release, a resignation): a release is never
+    /// cancelled halfway.
+    Finish,
+}
+
+enum Phase {
+    Running,
+    Ready(Box<dyn Outcome>),
+    Taken,
+    Cancelled,
+}
+
+struct Inner {
+    phase: Phase,
+    /// Called (by the answering thread) once the call is over.
+    callback: Option<Py<PyAny>>,
+    task: Option<tokio::task::JoinHandle<()>>,
+}
+
+struct State {
+    inner: Mutex<Inner>,
+    over: Condvar,
+    cancel: Cancel,
+    process: Arc<Process>,
+    /// The client whose background work a cancelled call waits for.
+    client: Option<Arc<fencelock::Client>>,
+}
+
+impl State {
+    fn inner(&self) -> MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// A call running on fencelock's runtime: wait for it (`wait`), or be told when it is over
+/// (`on_done`) and take its result (`take`); `cancel` gives it up.
+#[pyclass(module = "fencelock._native", frozen)]
+pub struct Operation {
+    state: Owned<Arc<State>>,
+}
+
+impl Operation {
+    /// Starts `call` on `process`'s runtime. `client`: the client whose background work a
+    /// cancellation waits for.
+    pub fn start<F>(
+        process: &Arc<Process>,
+        client: Option<Arc<fencelock::Client>>,
+        cancel: Cancel,
+        call: F,
+    ) -> Operation
+    where
+        F: Future<Output = Box<dyn Outcome>> + Send + 'static,
+    {
+        let state = Arc::new(State {
+            inner: Mutex::new(Inner {
+                phase: Phase::Running,
+                callback: None,
+                task: None,
+            }),
+            over: Condvar::new(),
+            cancel,
+            process: process.clone(),
+            client,
+        });
+        let finished = state.clone();
+        // A call that runs to its end whatever happens is background work that exit waits for.
+        let busy = (cancel == Cancel::Finish).then(|| process.busy());
+        let task = process.runtime().spawn(async move {
+            let outcome = call.await;
+            finish(&finished, outcome);
+            drop(busy);
+        });
+        state.inner().task = Some(task);
+        Operation {
+            state: Owned::new(state),
+        }
+    }
+
+    /// An operation that is over already, with `outcome`.
+    pub fn ready(process: &Arc<Process>, outcome: Box<dyn Outcome>) -> Operation {
+        let state = Arc::new(State {
+            inner: Mutex::new(Inner {
+                phase: Phase::Ready(outcome),
+                callback: None,
+                task: None,
+            }),
+            over: Condvar::new(),
+            cancel: Cancel::Abort,
+            process: process.clone(),
+            client: None,
+        });
+        Operation {
+            state: Owned::new(state),
+        }
+    }
+
+    fn state(&self) -> PyResult<&Arc<State>> {
+        self.state.get().ok_or_else(|| {
+            PyRuntimeError::new_err(
+                "this fencelock call was started by the process before it forked; it belongs to that process",
+            )
+        })
+    }
+
+    /// The clean-up of a cancellation, as a future: the call stopped (or, for a release, over),
+    /// its result undone if Python never took it, and the client's background work (a place in
+    /// line given back) done, within [`FLUSH`].
+    fn clean_up(state: &Arc<State>) -> Task {
+        let (task, undo) = {
+            let mut inner = state.inner();
+            let undo = match std::mem::replace(&mut inner.phase, Phase::Cancelled) {
+                Phase::Ready(outcome) => outcome.undo(),
+                Phase::Running | Phase::Cancelled => None,
+                Phase::Taken => {
+                    inner.phase = Phase::Taken;
+                    None
+                }
+            };
+            (inner.task.take(), undo)
+        };
+        let cancel = state.cancel;
+        let client = state.client.clone();
+        let process = state.process.clone();
+        Box::pin(async move {
+            let deadline = tokio::time::Instant::now() + FLUSH;
+            if let Some(task) = task {
+                if cancel == Cancel::Abort {
+                    task.abort();
+                }
+                // Over when its future is dropped (whatever it held handed to the client's
+                // background work) or done (a result it made is undone by `finish`).
+                let _ = tokio::time::timeout_at(deadline, task).await;
+            }
+            // Counted as the process's background work, which the wait below includes (and
+            // exit waits for, if this wait is given up).
+            if let Some(undo) = undo {
+                process.background(undo);
+            }
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            let clients: Vec<_> = client.into_iter().collect();
+            process.idle(&clients, left).await;
+        })
+    }
+}
+
+/// Records the call's outcome (or undoes it, if the call was cancelled meanwhile) and tells the
+/// callback.
+fn finish(state: &Arc<State>, outcome: Box<dyn Outcome>) {
+    let (callback, undo) = {
+        let mut inner = state.inner();
+        match inner.phase {
+            Phase::Running => {
+                inner.phase = Phase::Ready(outcome);
+                (inner.callback.take(), None)
+            }
+            _ => (None, outcome.undo()),
+        }
+    };
+    state.over.notify_all();
+    if let Some(undo) = undo {
+        state.process.background(undo);
+    }
+    if let Some(callback) = callback {
+        state.process.deliver(move |py| call(py, &callback));
+    }
+}
+
+fn call(py: Python<'_>, callback: &Py<PyAny>) {
+    if let Err(e) = callback.call0(py) {
+        // The event loop may be closed already; nobody waits for this answer then.
+        e.write_unraisable(py, None);
+    }
+}
+
+thread_local! {
+    /// Whether this thread is the interpreter's main thread (the only one that runs signal
+    /// handlers), once asked.
+    static MAIN: std::cell::Cell<Option<bool>> = const { std::cell::Cell::new(None) };
+}
+
+fn on_main_thread(py: Python<'_>) -> bool {
+    if let Some(main) = MAIN.get() {
+        return main;
+    }
+    let main = (|| -> PyResult<bool> {
+        let threading = py.import("threading")?;
+        let main = threading.call_method0("main_thread")?.getattr("ident")?;
+        let this = threading.call_method0("get_ident")?;
+        main.eq(this)
+    })()
+    .unwrap_or(false);
+    MAIN.set(Some(main));
+    main
+}
+
+#[pymethods]
+impl Operation {
+    /// Whether the call is over.
+    fn done(&self) -> PyResult<bool> {
+        Ok(!matches!(self.state()?.inner().phase, Phase::Running))
+    }
+
+    /// Waits for the call with the GIL released and returns its result (or raises its
+    /// error). On the main thread, Ctrl-C (any exception a signal handler raises) cancels the
+    /// call, waits for its clean-up (at most 2 s: whatever it holds given back, its place in
+    /// line left) and raises.
+    fn wait(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        let state = self.state()?.clone();
+        if tokio::runtime::Handle::try_current().is_ok() {
+            return Err(PyRuntimeError::new_err(
+                "a blocking fencelock call cannot run on fencelock's own threads (from one of its callbacks); use fencelock.aio or another thread",
+            ));
+        }
+        let main = on_main_thread(py);
+        loop {
+            let interrupted = py.detach(|| {
+                let mut inner = state.inner();
+                while matches!(inner.phase, Phase::Running) {
+                    if main {
+                        let (next, _) = state
+                            .over
+                            .wait_timeout(inner, SIGNAL_CHECK)
+                            .unwrap_or_else(PoisonError::into_inner);
+                        inner = next;
+                        if matches!(inner.phase, Phase::Running) {
+                            return true;
+                        }
+                    } else {
+                        inner = state
+                            .over
+                            .wait(inner)
+                            .unwrap_or_else(PoisonError::into_inner);
+                    }
+                }
+                false
+            });
+            if !interrupted {
+                return self.take(py);
+            }
+            if let Err(signal) = py.check_signals() {
+                let clean_up = Operation::clean_up(&state);
+                let runtime = state.process.runtime();
+                py.detach(|| runtime.block_on(clean_up));
+                return Err(signal);
+            }
+        }
+    }
+
+    /// The result of a call that is over (raises its error); once.
+    fn take(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        let outcome = {
+            let mut inner = self.state()?.inner();
+            match std::mem::replace(&mut inner.phase, Phase::Taken) {
+                Phase::Ready(outcome) => outcome,
+                other => {
+                    let why = match other {
+                        Phase::Running => "is still running",
+                        Phase::Cancelled => "was cancelled",
+                        _ => "was taken already",
+                    };
+                    inner.phase = other;
+                    return Err(PyRuntimeError::new_err(format!(
+                        "this fencelock call's result cannot be taken: the call {why}"
+                    )));
+                }
+            }
+        };
+        outcome.into_py(py)
+    }
+
+    /// Calls `callback()` once the call is over (from fencelock's answering thread; at once,
+    /// from this thread, if it is over already).
+    fn on_done(&self, py: Python<'_>, callback: Py<PyAny>) -> PyResult<()> {
+        let state = self.state()?;
+        let now = {
+            let mut inner = state.inner();
+            if matches!(inner.phase, Phase::Running) {
+                inner.callback = Some(callback);
+                None
+            } else {
+                Some(callback)
+            }
+        };
+        if let Some(callback) = now {
+            call(py, &callback);
+        }
+        Ok(())
+    }
+
+    /// Gives the call up: a wait or a read is stopped, a release or a resignation goes on to
+    /// its end. A result Python has not taken is undone. Returns the clean-up as an operation
+    /// (over when the call is stopped, its result undone and the client's background work
+    /// done, at most 2 s), for the caller to wait for.
+    fn cancel(&self) -> PyResult<Operation> {
+        let state = self.state()?;
+        let clean_up = Operation::clean_up(state);
+        let process = state.process.clone();
+        // Only a wait: what it waits for goes on if it is given up.
+        Ok(Operation::start(
+            &process,
+            None,
+            Cancel::Abort,
+            async move {
+                clean_up.await;
+                Box::new(Answer(|py: Python<'_>| Ok(py.None()))) as Box<dyn Outcome>
+            },
+        ))
+    }
+}
+
+impl Drop for Operation {
+    fn drop(&mut self) {
+        // A result Python never took (the caller was gone: a garbage-collected call) is
+        // undone; a running call goes on and undoes its own result when it finishes.
+        let Some(state) = self.state.get() else {
+            return;
+        };
+        let (undo, stop) = {
+            let mut inner = state.inner();
+            match std::mem::replace(&mut inner.phase, Phase::Cancelled) {
+                Phase::Ready(outcome) => (outcome.undo(), None),
+                // A wait nobody waits for is stopped; a release goes on. Either way, a result
+                // the task still makes is undone when it finishes.
+                Phase::Running if state.cancel == Cancel::Abort => (None, inner.task.take()),
+                Phase::Running => (None, None),
+                other => {
+                    inner.phase = other;
+                    (None, None)
+                }
+            }
+        };
+        if let Some(task) = stop {
+            task.abort();
+        }
+        if let Some(undo) = undo {
+            state.process.background(undo);
+        }
+    }
+}

@@ -1,0 +1,344 @@
+//! The state fencelock keeps per process: the Tokio runtime, the thread that answers Python,
+//! the background work that exit waits for, and what is still held when the interpreter ends.
+//!
+//! **Fork.** After `os.fork()` the child has none of the parent's threads, so nothing of the
+//! parent's runtime may be used or dropped there (a dropped socket would even take the parent's
+//! registration out of the epoll instance both processes share). `os.register_at_fork` bumps a
+//! generation in the child ([`forked`]); every object that owns runtime state carries the
+//! generation that made it ([`Owned`]), and in a later generation it is refused, and forgotten
+//! rather than dropped. A fresh [`Process`] is made on first use in the child.
+//!
+//! **Locks.** The mutexes here are locked only by threads that hold the GIL, and never across a
+//! release of the GIL: the thread that forks holds the GIL, so no other thread can hold one of
+//! them at the fork, and the child never finds one locked by a thread it does not have.
+//!
+//! **Answers.** A task of the runtime never takes the GIL itself (a Python thread may hold it
+//! for long, and the renewals that keep every lock of the process alive must not wait for it):
+//! it queues the call, and one thread per process, [`deliver`](Process::deliver)'s, takes the
+//! GIL and makes the calls in the order they were queued.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::time::Duration;
+
+use pyo3::exceptions::PyRuntimeError;
+use pyo3::prelude::*;
+use tokio::runtime::Runtime;
+
+/// How long the interpreter's exit, and a cancelled or interrupted call, wait for what they
+/// leave to the background (a waiter leaving its place in line, a release).
+pub const FLUSH: Duration = Duration::from_secs(2);
+
+/// A future that owns what it needs.
+pub type Task = Pin<Box<dyn Future<Output = ()> + Send + 'static>>;
+
+use crate::logging::{self, Job};
+
+/// Bumped in a child process right after `fork()`.
+static GENERATION: AtomicU64 = AtomicU64::new(0);
+
+/// Set at the interpreter's exit, after the background work was waited for: from then on,
+/// nothing calls into Python.
+static SHUTTING_DOWN: AtomicBool = AtomicBool::new(false);
+
+/// The process's state, made on first use in each generation.
+static CURRENT: Mutex<Option<Arc<Process>>> = Mutex::new(None);
+
+/// The generation of the running process (0 in the process that imported fencelock, one more in
+/// each forked child).
+pub fn generation() -> u64 {
+    GENERATION.load(Ordering::SeqCst)
+}
+
+/// Called in a forked child (`os.register_at_fork(after_in_child=...)`): everything made before
+/// belongs to the parent.
+#[pyfunction]
+pub fn _forked() {
+    GENERATION.fetch_add(1, Ordering::SeqCst);
+    SHUTTING_DOWN.store(false, Ordering::SeqCst);
+}
+
+/// Something that a process ends at the interpreter's exit if it is still held then: a guard's
+/// lock (released), a leadership (resigned).
+pub trait EndAtExit: Send + Sync {
+    /// The release, or `None` if there is nothing left to end.
+    fn end(&self) -> Option<Task>;
+}
+
+/// One process's runtime, answering thread and background work.
+pub struct Process {
+    generation: u64,
+    runtime: &'static Runtime,
+    answers: mpsc::Sender<Job>,
+    /// Tasks the package leaves running when it returns to Python: releases of guards dropped
+    /// unreleased, the clean-up of cancelled calls.
+    background: tokio::sync::watch::Sender<usize>,
+    /// Every client made in this process, for their background work at exit.
+    clients: Mutex<Vec<Weak<fencelock::Client>>>,
+    /// What to end at exit, by id.
+    held: Mutex<HashMap<u64, Weak<dyn EndAtExit>>>,
+    next_id: AtomicU64,
+}
+
+impl Process {
+    /// The process's state (made on first use, and again in a forked child).
+    pub fn get(py: Python<'_>) -> PyResult<Arc<Process>> {
+        logging::refresh(py, false);
+        let generation = generation();
+        let mut current = CURRENT.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(process) = current.as_ref()
+            && process.generation == generation
+        {
+            return Ok(process.clone());
+        }
+        let process = Arc::new(Process::start(generation)?);
+        // The state of a parent process is forgotten: its runtime has no threads here.
+        if let Some(parent) = current.replace(process.clone()) {
+            std::mem::forget(parent);
+        }
+        Ok(process)
+    }
+
+    fn start(generation: u64) -> PyResult<Process> {
+        let threads = std::env::var("FENCELOCK_THREADS")
+            .ok()
+            .and_then(|v| v.parse::<usize>().ok())
+            .filter(|n| (1..=64).contains(n))
+            // The runtime only moves bytes and timers; Python's threads are the other half of
+            // the work. Half the cores (one on a 2-core machine, where the benchmark's cycles
+            // are ~10 % faster than with two), at most four.
+            .unwrap_or_else(|| {
+                std::thread::available_parallelism().map_or(1, |n| (n.get() / 2).clamp(1, 4))
+            });
+        let (answers, queue) = mpsc::channel::<Job>();
+        let sink = answers.clone();
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(threads)
+            .thread_name("fencelock")
+            .on_thread_start(move || logging::set_sink(sink.clone()))
+            .enable_all()
+            .build()
+            .map_err(|e| {
+                PyRuntimeError::new_err(format!("fencelock could not start its runtime: {e}"))
+            })?;
+        // Never dropped: a runtime of a parent process has no threads to stop, and this
+        // process's lives as long as the interpreter.
+        let runtime: &'static Runtime = Box::leak(Box::new(runtime));
+        std::thread::Builder::new()
+            .name("fencelock-answers".into())
+            .spawn(move || answer(&queue))
+            .map_err(|e| {
+                PyRuntimeError::new_err(format!("fencelock could not start a thread: {e}"))
+            })?;
+        Ok(Process {
+            generation,
+            runtime,
+            answers,
+            background: tokio::sync::watch::channel(0).0,
+            clients: Mutex::new(Vec::new()),
+            held: Mutex::new(HashMap::new()),
+            next_id: AtomicU64::new(0),
+        })
+    }
+
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    pub fn runtime(&self) -> &'static Runtime {
+        self.runtime
+    }
+
+    /// Queues `job` for the answering thread (from any thread; it never waits).
+    pub fn deliver(&self, job: impl FnOnce(Python<'_>) + Send + 'static) {
+        if !SHUTTING_DOWN.load(Ordering::SeqCst) {
+            // The thread is gone only when the process is: nobody to answer then.
+            let _ = self.answers.send(Box::new(job));
+        }
+    }
+
+    /// Runs `task` on the runtime as background work that exit waits for.
+    pub fn background(self: &Arc<Self>, task: impl Future<Output = ()> + Send + 'static) {
+        let busy = self.busy();
+        self.runtime.spawn(async move {
+            task.await;
+            drop(busy);
+        });
+    }
+
+    /// Counts background work that exit waits for, until the [`Busy`] is dropped.
+    pub fn busy(self: &Arc<Self>) -> Busy {
+        self.background.send_modify(|n| *n += 1);
+        Busy(self.clone())
+    }
+
+    /// Remembers `client` for the exit's wait for its background work.
+    pub fn add_client(&self, client: &Arc<fencelock::Client>) {
+        let mut clients = self.clients.lock().unwrap_or_else(PoisonError::into_inner);
+        clients.retain(|c| c.strong_count() > 0);
+        clients.push(Arc::downgrade(client));
+    }
+
+    /// Remembers `held` to end it at exit (until [`forget_held`](Self::forget_held)); its id.
+    pub fn add_held(&self, held: Weak<dyn EndAtExit>) -> u64 {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        self.held
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(id, held);
+        id
+    }
+
+    pub fn forget_held(&self, id: u64) {
+        self.held
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&id);
+    }
+
+    /// Waits, at most `limit`, until the background work of the package and of `clients` is
+    /// done.
+    pub async fn idle(&self, clients: &[Arc<fencelock::Client>], limit: Duration) -> bool {
+        let deadline = tokio::time::Instant::now() + limit;
+        let mut background = self.background.subscribe();
+        let ours = tokio::time::timeout_at(deadline, background.wait_for(|n| *n == 0))
+            .await
+            .is_ok();
+        let mut theirs = true;
+        for client in clients {
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            theirs &= client.wait_idle(left).await;
+        }
+        ours && theirs
+    }
+
+    /// The interpreter's exit: ends what is still held, then waits for the background work,
+    /// all within [`FLUSH`].
+    fn shut_down(&self, py: Python<'_>) {
+        let ends: Vec<Task> = {
+            let held = self.held.lock().unwrap_or_else(PoisonError::into_inner);
+            held.values()
+                .filter_map(Weak::upgrade)
+                .filter_map(|h| h.end())
+                .collect()
+        };
+        let clients: Vec<Arc<fencelock::Client>> = self
+            .clients
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .filter_map(Weak::upgrade)
+            .collect();
+        let runtime = self.runtime;
+        py.detach(|| {
+            runtime.block_on(async {
+                let deadline = tokio::time::Instant::now() + FLUSH;
+                let _ =
+                    tokio::time::timeout_at(deadline, futures_util::future::join_all(ends)).await;
+                let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+                self.idle(&clients, left).await;
+            });
+        });
+    }
+}
+
+/// Background work in progress (see [`Process::busy`]).
+pub struct Busy(Arc<Process>);
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        self.0.background.send_modify(|n| *n = n.saturating_sub(1));
+    }
+}
+
+/// Whether the answering thread is making calls into Python now (exit waits until it is not,
+/// so that it never holds the GIL while the interpreter finalizes).
+static ANSWERING: AtomicBool = AtomicBool::new(false);
+
+/// The answering thread: takes the GIL for each call, and for the calls queued meanwhile.
+fn answer(queue: &mpsc::Receiver<Job>) {
+    while let Ok(job) = queue.recv() {
+        ANSWERING.store(true, Ordering::SeqCst);
+        if SHUTTING_DOWN.load(Ordering::SeqCst) {
+            ANSWERING.store(false, Ordering::SeqCst);
+            continue;
+        }
+        // Not during the interpreter's finalization: nobody waits for an answer then.
+        let _ = Python::try_attach(|py| {
+            job(py);
+            // What arrived meanwhile, without giving the GIL back in between (a few at most,
+            // so that Python's threads are not kept waiting).
+            for _ in 0..64 {
+                match queue.try_recv() {
+                    Ok(job) => job(py),
+                    Err(_) => break,
+                }
+            }
+        });
+        ANSWERING.store(false, Ordering::SeqCst);
+    }
+}
+
+/// The interpreter's exit (`atexit`): releases what is still held, waits at most [`FLUSH`] for
+/// the background work (a waiter leaving its place, a dropped guard's release), then stops
+/// calling into Python.
+#[pyfunction]
+pub fn _shutdown(py: Python<'_>) {
+    let process = CURRENT
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .clone()
+        .filter(|p| p.generation == generation());
+    if let Some(process) = process {
+        process.shut_down(py);
+    }
+    SHUTTING_DOWN.store(true, Ordering::SeqCst);
+    // The answering thread ends the calls it is making (it needs the GIL for that) and makes
+    // no more.
+    py.detach(|| {
+        let deadline = std::time::Instant::now() + Duration::from_secs(1);
+        while ANSWERING.load(Ordering::SeqCst) && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    });
+}
+
+/// Runtime state that belongs to the generation (the process) that made it.
+///
+/// In a forked child, [`get`](Owned::get) refuses it and dropping it forgets it: the value is
+/// never touched there.
+pub struct Owned<T> {
+    generation: u64,
+    value: Option<T>,
+}
+
+impl<T> Owned<T> {
+    /// Wraps a value made by this process.
+    pub fn new(value: T) -> Self {
+        Owned {
+            generation: generation(),
+            value: Some(value),
+        }
+    }
+
+    /// The value, if this is the process that made it.
+    pub fn get(&self) -> Option<&T> {
+        if self.generation == generation() {
+            self.value.as_ref()
+        } else {
+            None
+        }
+    }
+}
+
+impl<T> Drop for Owned<T> {
+    fn drop(&mut self) {
+        if self.generation != generation() {
+            std::mem::forget(self.value.take());
+        }
+    }
+}
