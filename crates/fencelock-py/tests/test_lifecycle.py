@@ -364,3 +364,34 @@ def test_exits_and_interrupts_under_load_leave_nothing_behind(server, name, busy
         assert place_count(server, lock) == 0, f"interrupt {i}: a ghost in line"
         assert guard.release() is True
         assert_free(client, lock, f"interrupt {i}")
+
+
+def test_a_wait_off_the_main_thread_sleeps_until_its_answer(server, name):
+    """Only the main thread runs signal handlers: a wait on another thread is not woken to
+    check them (each wake-up would take the GIL from the threads doing work)."""
+    import threading
+
+    client = fencelock.Client(server.url)
+    holder = client.lock(name, ttl=30.0).acquire()
+    switches = {}
+
+    def count(tid: int) -> int:
+        with open(f"/proc/{os.getpid()}/task/{tid}/status") as status:
+            for line in status:
+                if line.startswith("voluntary_ctxt_switches:"):
+                    return int(line.split()[1])
+        raise AssertionError("no context switch count")
+
+    def wait() -> None:
+        tid = threading.get_native_id()
+        before = count(tid)
+        with pytest.raises(fencelock.TimedOut):
+            client.lock(name, wait=2.0).acquire()
+        switches["during"] = count(tid) - before
+
+    waiter = threading.Thread(target=wait)
+    waiter.start()
+    waiter.join(30)
+    holder.release()
+    # A handful for the call itself; a wait woken every 50 ms would show 40 or more.
+    assert switches["during"] < 15, switches
