@@ -1,7 +1,7 @@
 //! The native part of fencelock's Python package (`fencelock._native`): the Rust library
 //! behind a small surface that the Python modules (`fencelock`, `fencelock.aio`) wrap.
 //!
-//! Every call is an [`Operation`](operation::Operation) on the process's runtime, waited on
+//! Every call is an `Operation` (`operation.rs`) on the process's runtime, waited on
 //! with the GIL released (answering Ctrl-C) or awaited through a callback; its result stays in
 //! Rust until Python takes it, so that a cancelled call's result is undone in one place. The
 //! codes of errors, losses, conflicts and observations are the library's
