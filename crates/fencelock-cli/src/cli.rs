@@ -109,11 +109,19 @@ pub enum Command {
     /// One worker process of `fencelock chaos` (internal: started by the run itself)
     #[command(hide = true)]
     ChaosWorker(chaos::worker::ChaosWorkerArgs),
+
+    /// The launcher between `run` (or `elect`) and its command (internal: it ends the
+    /// command's process group if its supervisor dies)
+    #[command(name = "__launch", hide = true)]
+    Launch(run::launch::LaunchArgs),
 }
 
 /// Parses the command line, runs the subcommand and turns its outcome into an exit code.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Command::Launch(args) = &cli.command {
+        return run::launch::launch(args);
+    }
     init_tracing(cli.verbose);
     if let Command::Bench(args) = &cli.command {
         return bench::run(args);
@@ -162,8 +170,8 @@ pub fn main() -> ExitCode {
             Command::Chaos(_) => Ok(()),
             Command::ChaosCheck(args) => chaos::run::check_command(&args),
             Command::ChaosWorker(args) => chaos::worker::run(args).await,
-            // Handled above, without a runtime.
-            Command::Bench(_) => Ok(()),
+            // Handled above, without a runtime (the launcher: on one of its own).
+            Command::Bench(_) | Command::Launch(_) => Ok(()),
         }
     });
     // Do not wait for background tasks (a blocking read of stdin, the lock client's tasks).

@@ -150,8 +150,12 @@ pub async fn status(args: StatusArgs) -> Result<(), CliError> {
             Some(fencelock::LockKind::Semaphore) => "permit:    ",
             _ => "reader:    ",
         };
+        let several = match holder.permits {
+            Some(n) if n > 1 => format!("{n} permits, "),
+            _ => String::new(),
+        };
         lines.push(format!(
-            "  {role} {} (remaining {}, fence {})",
+            "  {role} {} ({several}remaining {}, fence {})",
             holder.token_prefix,
             remaining(holder.remaining),
             optional(holder.fence)
@@ -259,6 +263,7 @@ pub(crate) fn lock_fields(info: &fencelock::admin::LockInfo) -> Map<String, Valu
                 "holder": h.token_prefix,
                 "remaining_ms": millis(h.remaining),
                 "fence": h.fence,
+                "permits": h.permits,
             })
         })
         .collect();

@@ -286,6 +286,72 @@ impl Client {
         })
     }
 
+    /// Takes every lock of `names`, or none; answers the `MultiGuard`.
+    #[pyo3(signature = (names, ttl=None, wait=None))]
+    fn multi_acquire(
+        &self,
+        py: Python<'_>,
+        names: Vec<String>,
+        ttl: Option<f64>,
+        wait: Option<f64>,
+    ) -> PyResult<Operation> {
+        let client = self.client(py)?;
+        let first = names.first().cloned().unwrap_or_default();
+        let mut request = client.multi_lock(names);
+        if let Some(ttl) = ttl {
+            request = request.ttl(seconds(&first, "ttl", ttl)?);
+        }
+        request = request.wait(wait_policy(&first, wait)?);
+        let process = Process::get(py)?;
+        let context = Context {
+            process: process.clone(),
+            client: client.clone(),
+        };
+        Ok(Operation::start(
+            &process,
+            Some(client),
+            Cancel::Abort,
+            async move {
+                let result = request.acquire().await;
+                Box::new(crate::recipes::AcquiredAll { result, context }) as Box<dyn Outcome>
+            },
+        ))
+    }
+
+    /// Begins the work to do once under `key` (on the lock `lock`, the key by default): answers
+    /// `(fence, at)` of the record if it was done, else the `OnceRun` holding the lock.
+    #[pyo3(signature = (key, lock=None, ttl=None, wait=None))]
+    fn once_begin(
+        &self,
+        py: Python<'_>,
+        key: String,
+        lock: Option<String>,
+        ttl: Option<f64>,
+        wait: Option<f64>,
+    ) -> PyResult<Operation> {
+        let client = self.client(py)?;
+        let name = lock.unwrap_or_else(|| key.clone());
+        let mut once = client.once(key).lock(name.clone());
+        if let Some(ttl) = ttl {
+            once = once.ttl(seconds(&name, "ttl", ttl)?);
+        }
+        once = once.wait(wait_policy(&name, wait)?);
+        let process = Process::get(py)?;
+        let context = Context {
+            process: process.clone(),
+            client: client.clone(),
+        };
+        Ok(Operation::start(
+            &process,
+            Some(client),
+            Cancel::Abort,
+            async move {
+                let result = once.begin().await;
+                Box::new(crate::recipes::Begin { result, context }) as Box<dyn Outcome>
+            },
+        ))
+    }
+
     /// Answers the state of lock `name` (see `fencelock.LockInfo`).
     fn inspect(&self, py: Python<'_>, name: String) -> PyResult<Operation> {
         self.call(py, Cancel::Abort, move |client| async move {
@@ -455,6 +521,15 @@ fn read(pem: &Pem) -> PyResult<Vec<u8>> {
         Pem::File(path) => std::fs::read(path)
             .map_err(|e| config_error(&format!("cannot read the TLS file {path:?}: {e}"))),
     }
+}
+
+/// `wait` as Python gives it: `None` as long as it takes, `0` not at all, else seconds.
+fn wait_policy(name: &str, wait: Option<f64>) -> PyResult<fencelock::WaitPolicy> {
+    Ok(match wait.map(|w| seconds(name, "wait", w)).transpose()? {
+        None => fencelock::WaitPolicy::Forever,
+        Some(d) if d.is_zero() => fencelock::WaitPolicy::NoWait,
+        Some(d) => fencelock::WaitPolicy::UpTo(d),
+    })
 }
 
 /// A reentrant lock's handle.

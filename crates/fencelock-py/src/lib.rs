@@ -16,6 +16,7 @@ mod guard;
 mod logging;
 mod operation;
 mod process;
+mod recipes;
 mod request;
 
 use pyo3::prelude::*;
@@ -28,6 +29,8 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<election::Leadership>()?;
     module.add_class::<election::Observer>()?;
     module.add_class::<admin::Releases>()?;
+    module.add_class::<recipes::MultiGuard>()?;
+    module.add_class::<recipes::OnceRun>()?;
     module.add_class::<request::Spec>()?;
     module.add_class::<operation::Operation>()?;
     module.add_function(wrap_pyfunction!(process::_shutdown, module)?)?;

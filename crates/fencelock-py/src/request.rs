@@ -35,6 +35,7 @@ pub struct Spec {
     #[pyo3(get)]
     name: String,
     permits: u32,
+    take: u32,
     ttl: Option<Duration>,
     wait: Wait,
     queue_timeout: Option<Duration>,
@@ -46,7 +47,7 @@ pub struct Spec {
 #[pymethods]
 impl Spec {
     #[new]
-    #[pyo3(signature = (kind, name, *, permits=1, ttl=None, wait=None, queue_timeout=None, max_hold=None, auto_renew=true, lock_delay=None))]
+    #[pyo3(signature = (kind, name, *, permits=1, ttl=None, wait=None, queue_timeout=None, max_hold=None, auto_renew=true, lock_delay=None, take=1))]
     #[allow(clippy::too_many_arguments)] // Python's keyword arguments, one per option
     fn new(
         kind: &str,
@@ -58,6 +59,7 @@ impl Spec {
         max_hold: Option<f64>,
         auto_renew: bool,
         lock_delay: Option<f64>,
+        take: u32,
     ) -> PyResult<Self> {
         let kind = match kind {
             "lock" => Kind::Lock,
@@ -68,6 +70,12 @@ impl Spec {
             "reentrant" => Kind::Reentrant,
             other => return Err(invalid(&name, format!("unknown lock kind {other:?}"))),
         };
+        if take != 1 && kind != Kind::Semaphore {
+            return Err(invalid(
+                &name,
+                format!("take={take} is for a semaphore's permits; this lock has none"),
+            ));
+        }
         let optional = |what: &str, value: Option<f64>| -> PyResult<Option<Duration>> {
             value.map(|v| seconds(&name, what, v)).transpose()
         };
@@ -83,6 +91,7 @@ impl Spec {
             lock_delay: optional("lock_delay", lock_delay)?,
             kind,
             permits,
+            take,
             wait,
             auto_renew,
             name,
@@ -104,7 +113,7 @@ impl Spec {
         let request = match self.kind {
             Kind::Lock => client.lock(name),
             Kind::Fair => client.fair_lock(name),
-            Kind::Semaphore => client.semaphore(name, self.permits),
+            Kind::Semaphore => client.semaphore(name, self.permits).take(self.take),
             Kind::Read => client.read_write_lock(name).read(),
             Kind::Write => client.read_write_lock(name).write(),
             Kind::Reentrant => {

@@ -185,8 +185,8 @@ if x == 0:
     # X: a client, a lock held, then a child, Y; X ends.
     client = fencelock.Client(url)
     guard = client.lock(name, ttl=30.0).acquire()
+    xpid = os.getpid()
     if os.fork() == 0:
-        xpid = os.getppid()
         while os.getppid() == xpid:
             time.sleep(0.01)
         # Y: once X is gone, a child of Y with X's pid (the pids of a namespace are its own).

@@ -94,8 +94,10 @@ mod keys;
 mod kind;
 mod kinds;
 mod lease;
+pub mod multi;
 mod notify;
 mod observe;
+pub mod once;
 #[cfg(feature = "postgres")]
 pub mod postgres;
 mod quorum;

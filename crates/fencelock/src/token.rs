@@ -33,8 +33,8 @@ impl OwnerToken {
     }
 
     /// A fresh token for lock `name`, with the OS's failure as an error naming the lock.
-    pub(crate) fn for_lock(name: &str) -> crate::Result<Self> {
-        Self::generate().map_err(|e| crate::Error::RandomSource {
+    pub(crate) fn for_lock(name: &str) -> crate::error::Result<Self> {
+        Self::generate().map_err(|e| crate::error::Error::RandomSource {
             lock: name.to_owned(),
             reason: e.to_string(),
         })

@@ -343,3 +343,188 @@ fn the_blocking_election_campaigns_observes_and_resigns() {
     );
     assert_eq!(election.leader().ok().flatten(), None);
 }
+
+/// The lock's term and the record's term, read together (`MULTI`): a leader holds the lock
+/// without its record being there for it (a gap) when the first is set and differs.
+async fn lock_and_record(
+    conn: &mut redis::aio::MultiplexedConnection,
+    name: &str,
+) -> (Option<u64>, Option<u64>) {
+    let lock = format!("fencelock:{{{name}}}");
+    let record = format!("{lock}:leader");
+    let (value, term): (Option<String>, Option<String>) = redis::pipe()
+        .atomic()
+        .cmd("GET")
+        .arg(&lock)
+        .cmd("HGET")
+        .arg(&record)
+        .arg("term")
+        .query_async(conn)
+        .await
+        .unwrap_or_else(|e| panic!("MULTI: {e}"));
+    let held = value.and_then(|v| {
+        v.trim_end_matches('+')
+            .split_once(':')
+            .and_then(|(_, fence)| fence.parse().ok())
+    });
+    (held, term.and_then(|t| t.parse().ok()))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_held_term_always_has_its_leader_through_campaigns_drops_and_resignations() {
+    let redis = server();
+    let name = "no-gap";
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mut campaigners = Vec::new();
+    for i in 0..4u64 {
+        let client = common::client(&redis.url());
+        let stop = stop.clone();
+        campaigners.push(tokio::spawn(async move {
+            let mut n = 0u64;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                n += 1;
+                let election = client.election(name);
+                let campaign = election
+                    .campaign(format!("node-{i}-{n}"))
+                    .ttl(Duration::from_secs(5))
+                    .wait_up_to(Duration::from_secs(5));
+                // Now and then a campaign is given up while it runs, as a cancelled task is.
+                if n.is_multiple_of(5) {
+                    let _ =
+                        tokio::time::timeout(Duration::from_micros(300), campaign.campaign()).await;
+                    continue;
+                }
+                let Ok(leadership) = campaign.await else {
+                    continue;
+                };
+                tokio::time::sleep(Duration::from_millis(n % 3)).await;
+                // Dropped (resigned in the background) or resigned.
+                if n.is_multiple_of(2) {
+                    drop(leadership);
+                } else {
+                    let _ = leadership.resign().await;
+                }
+            }
+        }));
+    }
+    let reader = common::client(&redis.url());
+    let election = reader.election(name);
+    let mut conn = redis::Client::open(redis.url())
+        .unwrap_or_else(|e| panic!("{e}"))
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut gaps = Vec::new();
+    let mut held_seen = 0;
+    let until = tokio::time::Instant::now() + Duration::from_secs(4);
+    while tokio::time::Instant::now() < until {
+        let (held, recorded) = lock_and_record(&mut conn, name).await;
+        if let Some(term) = held {
+            held_seen += 1;
+            if recorded != Some(term) {
+                gaps.push((term, recorded));
+            }
+        }
+        // `leader()` reads the same two keys in one script: it agrees with the lock.
+        let leader = election.leader().await.unwrap_or_else(|e| panic!("{e}"));
+        let (held_after, _) = lock_and_record(&mut conn, name).await;
+        if leader.is_none() && held.is_some() && held == held_after {
+            gaps.push((held.unwrap_or_default(), None));
+        }
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for campaigner in campaigners {
+        let _ = campaigner.await;
+    }
+    assert!(
+        held_seen > 50,
+        "the leadership was seen held {held_seen} times only"
+    );
+    assert!(gaps.is_empty(), "a term held without its leader: {gaps:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_observer_sees_vacant_within_a_lease_of_a_leader_that_vanished() {
+    let redis = server();
+    let proxy = fencelock_testkit::FaultProxy::start(
+        redis
+            .url()
+            .trim_start_matches("redis://")
+            .parse()
+            .unwrap_or_else(|e| panic!("{e}")),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("proxy: {e}"));
+    // The leader reaches Redis through the proxy, which then swallows everything: it can
+    // neither renew nor resign, as a SIGKILLed or frozen leader.
+    let leader_client = common::client(&proxy.url());
+    let observer_client = common::client(&redis.url());
+    let ttl = Duration::from_secs(2);
+    let leadership = leader_client
+        .election("vanished")
+        .campaign("node-a")
+        .ttl(ttl)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut observer = observer_client
+        .election("vanished")
+        .observe()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        matches!(next(&mut observer).await, Observation::Leader(l) if l.term == leadership.term())
+    );
+    let vanished = tokio::time::Instant::now();
+    proxy.set_blackhole(true);
+    let seen = next(&mut observer).await;
+    let after = vanished.elapsed();
+    assert_eq!(seen, Observation::Vacant, "after {after:?}");
+    // Within one lease of the last renewal the observer saw (and the lease a third renewed).
+    assert!(
+        after <= ttl + Duration::from_millis(1500),
+        "Vacant only after {after:?}"
+    );
+    std::mem::forget(leadership);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resignation_is_one_script_call() {
+    let redis = server();
+    let client = common::client(&redis.url());
+    // The scripts loaded once (a first call of a script is an EVALSHA refused, then its EVAL).
+    let first = client
+        .election("one-call")
+        .campaign("node-0")
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(first.resign().await.unwrap_or_else(|e| panic!("{e}")));
+    let leadership = client
+        .election("one-call")
+        .campaign("node-a")
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut observer = client
+        .election("one-call")
+        .observe()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(matches!(next(&mut observer).await, Observation::Leader(_)));
+    let before = common::calls(&redis, "evalsha") + common::calls(&redis, "eval");
+    assert!(leadership.resign().await.unwrap_or_else(|e| panic!("{e}")));
+    let after = common::calls(&redis, "evalsha") + common::calls(&redis, "eval");
+    assert_eq!(after - before, 1, "calls for one resignation");
+    assert_eq!(next(&mut observer).await, Observation::Vacant);
+    assert_eq!(
+        client.election("one-call").leader().await.ok().flatten(),
+        None
+    );
+    // A dropped leadership resigns too (in the background): observers are told.
+    let dropped = client
+        .election("one-call")
+        .campaign("node-b")
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(matches!(next(&mut observer).await, Observation::Leader(l) if l.value == "node-b"));
+    drop(dropped);
+    assert_eq!(next(&mut observer).await, Observation::Vacant);
+}

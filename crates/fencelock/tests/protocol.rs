@@ -630,3 +630,82 @@ async fn an_election_writes_what_the_document_shows() {
     assert_eq!(message, format!("resigned:{term}"));
     assert_example(&redis, "election-resigned", Some(&message));
 }
+
+/// The notes for implementers, where the answer is in the code.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_notes_for_implementers_hold() {
+    let text = document();
+    let redis = server();
+    let a = client(&redis);
+
+    // A try that does not wait is granted unmarked, even with a live place in line.
+    assert!(text.contains("is granted unmarked even when live"));
+    let lapses = (common::server_ms(&redis) + 60_000).to_string();
+    cmd(
+        &redis,
+        &[
+            "ZADD",
+            "fencelock:{notes}:waiters",
+            &lapses,
+            "0123456789abcdef0123456789abcdef",
+        ],
+    );
+    let guard = a
+        .lock("notes")
+        .no_wait()
+        .acquire()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let value = get(&redis, "fencelock:{notes}");
+    assert!(!value.ends_with('+'), "marked: {value}");
+    assert!(guard.release().await.unwrap_or_else(|e| panic!("{e}")));
+
+    // A held key without expiry: `{0, -1}`, left as it is.
+    assert!(text.contains("reported as `{0, -1}` and left as it is"));
+    let forever = "0123456789abcdef0123456789abcdef:17";
+    cmd(&redis, &["SET", "fencelock:{forever}", forever]);
+    let refused = a
+        .lock("forever")
+        .no_wait()
+        .acquire()
+        .await
+        .map(|_| ())
+        .unwrap_err();
+    assert!(
+        matches!(&refused, fencelock::Error::WrongType { found, .. } if found.contains("no expiry")),
+        "{refused:?}"
+    );
+    assert_eq!(get(&redis, "fencelock:{forever}"), forever);
+    assert_eq!(
+        common::integer_reply(&redis, &["PTTL", "fencelock:{forever}"]),
+        -1
+    );
+
+    // Names: C0, DEL and C1 are control characters.
+    assert!(text.contains("C0 (U+0000 to\n  U+001F), DEL (U+007F) and C1 (U+0080 to U+009F)"));
+    for name in ["a\u{1}b", "a\u{7f}b", "a\u{85}b"] {
+        let refused = a
+            .lock(name)
+            .no_wait()
+            .acquire()
+            .await
+            .map(|_| ())
+            .unwrap_err();
+        assert!(
+            matches!(refused, fencelock::Error::InvalidArgument { .. }),
+            "{name:?}: {refused:?}"
+        );
+    }
+
+    // Fences of 16 digits are written as digits, never as `1.7e+15`.
+    assert!(text.contains("`tostring` of a number above 10^14 gives `1.7e+15`"));
+    cmd(
+        &redis,
+        &["SET", "fencelock:{digits}:fence", "8000000000000000"],
+    );
+    let guard = take(a.lock("digits")).await;
+    assert_eq!(guard.fence(), 8_000_000_000_000_001);
+    assert_eq!(get(&redis, "fencelock:{digits}:fence"), "8000000000000001");
+    assert!(get(&redis, "fencelock:{digits}").ends_with(":8000000000000001"));
+    assert!(guard.release().await.unwrap_or_else(|e| panic!("{e}")));
+}

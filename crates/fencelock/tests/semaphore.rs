@@ -497,3 +497,144 @@ async fn release_says_whether_the_permit_was_still_held_and_loss_is_signalled() 
     assert!(keeper.release().await.unwrap());
     assert_eq!(keys(&redis), vec!["fencelock:{r}:fence"]);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_weighted_hold_takes_k_permits_with_one_lease_and_one_fence() {
+    let redis = server();
+    let a = client(&redis.url());
+    let b = client(&redis.url());
+    let three = a
+        .semaphore("weighted", 5)
+        .take(3)
+        .acquire()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(permit_entries(&redis, "weighted"), 3);
+    let info = b
+        .inspect("weighted")
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let shown: Vec<Option<u32>> = info.shared.iter().map(|h| h.permits).collect();
+    assert_eq!(shown, [Some(3)], "one holder of 3 permits: {info:?}");
+    let fields = snapshot(&redis, "weighted");
+    let values: std::collections::BTreeSet<&String> = fields
+        .iter()
+        .filter(|(k, _)| k.starts_with("p:"))
+        .map(|(_, v)| v)
+        .collect();
+    assert_eq!(values.len(), 1, "one lease and one fence: {fields:?}");
+    assert!(
+        values
+            .iter()
+            .all(|v| v.ends_with(&format!(":{}", three.fence())))
+    );
+    // 2 left: a request for 3 does not fit, one for 2 does.
+    assert!(
+        b.semaphore("weighted", 5)
+            .take(3)
+            .try_acquire()
+            .await
+            .unwrap()
+            .is_none()
+    );
+    let two = b
+        .semaphore("weighted", 5)
+        .take(2)
+        .try_acquire()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"))
+        .unwrap_or_else(|| panic!("2 of the 5 were free"));
+    three
+        .extend(Duration::from_secs(60))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(three.release().await.unwrap_or_else(|e| panic!("{e}")));
+    assert_eq!(permit_entries(&redis, "weighted"), 2);
+    assert!(two.release().await.unwrap_or_else(|e| panic!("{e}")));
+    for (request, why) in [
+        (
+            a.semaphore("weighted", 5).take(6),
+            "more than the semaphore's",
+        ),
+        (a.semaphore("weighted", 5).take(0), "at least 1"),
+        (a.lock("weighted").take(2), "semaphore"),
+    ] {
+        let err = request.acquire().await.map(|_| ()).unwrap_err();
+        assert!(
+            matches!(&err, Error::InvalidArgument { reason, .. } if reason.contains(why)),
+            "{err:?}"
+        );
+    }
+}
+
+/// A stream of small requests, each let in as soon as a permit is free, would keep a request
+/// for all the permits waiting; first come, first served lets it in once the small requests
+/// that were waiting before it have had their turn: none that came after overtakes it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_large_request_is_not_starved_by_a_stream_of_small_ones() {
+    let redis = server();
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let granted_at = Arc::new(Mutex::new(Vec::<Instant>::new()));
+    let mut small = Vec::new();
+    // Three times as many small requests as permits: some always wait, ready to take a permit
+    // given back.
+    const SMALL: usize = 12;
+    for _ in 0..SMALL {
+        let client = client(&redis.url());
+        let (stop, granted_at) = (stop.clone(), granted_at.clone());
+        small.push(tokio::spawn(async move {
+            while !stop.load(Ordering::Relaxed) {
+                let permit = client
+                    .semaphore("stream", 4)
+                    .ttl(Duration::from_secs(10))
+                    .wait_up_to(Duration::from_secs(60))
+                    .acquire()
+                    .await
+                    .unwrap_or_else(|e| panic!("{e}"));
+                granted_at
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push(Instant::now());
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                permit.release().await.unwrap_or_else(|e| panic!("{e}"));
+            }
+        }));
+    }
+    // The stream is flowing: the permits are never all free at once for long.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let large = client(&redis.url());
+    let started = Instant::now();
+    let all = large
+        .semaphore("stream", 4)
+        .take(4)
+        .ttl(Duration::from_secs(10))
+        .wait_up_to(Duration::from_secs(60))
+        .acquire()
+        .await
+        .unwrap_or_else(|e| panic!("the large request: {e}"));
+    let granted = Instant::now();
+    // Once granted, it holds every permit: nobody else is in.
+    assert_eq!(permit_entries(&redis, "stream"), 4);
+    all.release().await.unwrap_or_else(|e| panic!("{e}"));
+    stop.store(true, Ordering::Relaxed);
+    for task in small {
+        task.await.unwrap_or_else(|e| panic!("{e}"));
+    }
+    let grants = granted_at.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    let overtaking = grants
+        .iter()
+        .filter(|t| **t > started && **t < granted)
+        .count();
+    // At most the small requests already waiting when it arrived (each once): none that came
+    // after it.
+    assert!(
+        overtaking <= SMALL,
+        "{overtaking} small requests were let in while it waited {:?}",
+        granted - started
+    );
+    assert!(
+        grants.len() > 20,
+        "the stream let in {} small requests only",
+        grants.len()
+    );
+}

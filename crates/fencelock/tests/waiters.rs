@@ -249,7 +249,7 @@ async fn over_redlock_a_waiter_on_a_majority_is_shown_once() {
 /// A semaphore's and a reentrant lock's waiters keep no place in Redis (they wait for a
 /// release message): the view shows none, and says so with a count of 0.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn kinds_whose_waiters_keep_no_place_show_none() {
+async fn a_reentrant_waiter_keeps_no_place_and_a_semaphore_waiter_shows_its_place() {
     let redis = server();
     let (a, b) = (client(&redis.url()), client(&redis.url()));
     let permit = patient(a.semaphore("permits", 1)).acquire().await.unwrap();
@@ -273,11 +273,16 @@ async fn kinds_whose_waiters_keep_no_place_show_none() {
         })
         .await;
     }
-    for name in ["permits", "nested"] {
-        let info = inspect(&a, name).await;
-        assert!(info.is_held(), "{info:#?}");
-        assert_eq!((info.waiting, info.waiters.len()), (0, 0), "{info:#?}");
-    }
+    // A reentrant lock's waiter keeps no place; a semaphore's does (first come, first served),
+    // and is shown with how long it has waited.
+    let info = inspect(&a, "nested").await;
+    assert!(info.is_held(), "{info:#?}");
+    assert_eq!((info.waiting, info.waiters.len()), (0, 0), "{info:#?}");
+    let info = inspect(&a, "permits").await;
+    assert!(info.is_held(), "{info:#?}");
+    assert_eq!((info.waiting, info.waiters.len()), (1, 1), "{info:#?}");
+    assert_eq!(info.waiters[0].place, Some(1), "{info:#?}");
+    assert!(info.waiters[0].waited.is_some(), "{info:#?}");
     assert!(permit.release().await.unwrap());
     assert!(held.release().await.unwrap());
     for waiter in waiters {

@@ -1,40 +1,90 @@
-//! Taking the lock (or a permit) for `fencelock run`: the request built from the options, the
-//! wait that a signal can end, and the errors in the tool's own terms.
+//! Taking what `fencelock run` runs under (a lock, permits, several locks, a run-once's lock):
+//! the request built from the options, the wait that a signal can end, and the errors in the
+//! tool's own terms.
 
 use nix::sys::signal::Signal;
 
 use super::RunArgs;
-use super::child::signal_number;
 use super::signals::Signals;
+use super::signals::signal_number;
 use crate::error::CliError;
 use crate::servers::Servers;
 
-/// Acquires what `args` asks for. A signal that ends the wait drops the acquisition, which gives
-/// back in the background whatever it may hold (the caller waits for that with `wait_idle`).
+/// Acquires what `args` asks for, for its one name. A signal that ends the wait drops the
+/// acquisition, which gives back in the background whatever it may hold (the caller waits for
+/// that with `wait_idle`).
 pub(super) async fn acquire(
     client: &fencelock::Client,
     args: &RunArgs,
     servers: &Servers,
     signals: &mut Signals,
 ) -> Result<fencelock::LockGuard, CliError> {
-    let mut request = match args.permits {
-        Some(permits) => client.semaphore(args.name.clone(), permits),
-        None => client.lock(args.name.clone()),
+    let name = args.names.first().cloned().unwrap_or_default();
+    let request = match args.permits {
+        Some(permits) => client
+            .semaphore(name.clone(), permits)
+            .take(args.take.unwrap_or(1)),
+        None => client.lock(name.clone()),
     }
     .ttl(args.ttl)
-    .lock_delay(args.lock_delay.unwrap_or_default());
-    request = match (args.no_wait, args.wait) {
-        (true, _) => request.no_wait(),
-        (false, Some(limit)) => request.wait_up_to(limit),
-        (false, None) => request.wait(fencelock::WaitPolicy::Forever),
-    };
-    tracing::debug!(lock = %args.name, permits = ?args.permits, servers = %servers.describe(), "acquiring");
+    .lock_delay(args.lock_delay.unwrap_or_default())
+    .wait(args.wait.policy());
+    tracing::debug!(lock = %name, permits = ?args.permits, take = ?args.take, servers = %servers.describe(), "acquiring");
     tokio::select! {
         biased;
-        signal = signals.recv() => Err(interrupted_while_waiting(signal, &args.name)),
+        signal = signals.recv() => Err(interrupted_while_waiting(signal, &name)),
         acquired = request.acquire() => {
             acquired.map_err(|err| acquire_error(err, servers, args.permits))
         }
+    }
+}
+
+/// Acquires every name of `args`, or none.
+pub(super) async fn acquire_all(
+    client: &fencelock::Client,
+    args: &RunArgs,
+    servers: &Servers,
+    signals: &mut Signals,
+) -> Result<fencelock::multi::MultiGuard, CliError> {
+    let request = client
+        .multi_lock(args.names.iter().cloned())
+        .ttl(args.ttl)
+        .wait(args.wait.policy());
+    tracing::debug!(locks = ?args.names, servers = %servers.describe(), "acquiring");
+    tokio::select! {
+        biased;
+        signal = signals.recv() => Err(interrupted_while_waiting(signal, &args.names.join(", "))),
+        acquired = request.acquire() => acquired.map_err(|err| acquire_error(err, servers, None)),
+    }
+}
+
+/// `--once KEY`: the lock, unless KEY was done (before or while waiting).
+pub(super) async fn begin_once(
+    client: &fencelock::Client,
+    args: &RunArgs,
+    key: &str,
+    servers: &Servers,
+    signals: &mut Signals,
+) -> Result<fencelock::once::Begun, CliError> {
+    let name = args.names.first().cloned().unwrap_or_default();
+    let once = client
+        .once(key)
+        .lock(name.clone())
+        .ttl(args.ttl)
+        .wait(args.wait.policy());
+    tokio::select! {
+        biased;
+        signal = signals.recv() => Err(interrupted_while_waiting(signal, &name)),
+        begun = once.begin() => begun.map_err(|err| match err {
+            fencelock::Error::Unsupported { .. } => CliError::Failed {
+                message: format!(
+                    "{err} (on {}): --once records its key with a fenced write, on one server;                      nothing was sent and nothing was run",
+                    servers.describe()
+                ),
+                code: crate::error::EXIT_USAGE,
+            },
+            err => acquire_error(err, servers, None),
+        }),
     }
 }
 

@@ -14,8 +14,6 @@ use nix::unistd::Pid;
 use tokio::process::Child;
 use tokio::time::Instant;
 
-use super::PERMITS_ENV;
-use super::elect::TERM_ENV;
 use super::signals::Signals;
 use crate::duration::format_duration;
 use crate::error::{CliError, EXIT_CANNOT_EXECUTE, EXIT_FAILURE, EXIT_NOT_FOUND};
@@ -48,12 +46,25 @@ pub(super) fn start(
     args: &[OsString],
     env: &[(&'static str, String)],
 ) -> Result<Command, CliError> {
-    let mut command = tokio::process::Command::new(program);
-    for name in [PERMITS_ENV, TERM_ENV] {
+    // Through the launcher (`launch.rs`), so that the command does not outlive this process;
+    // directly if this program cannot find itself.
+    let mut command = match std::env::current_exe() {
+        Ok(launcher) => {
+            let mut command = tokio::process::Command::new(launcher);
+            command.args(super::launch::command_line(program, args));
+            command
+        }
+        Err(err) => {
+            tracing::warn!(%err, "cannot find this program: the command runs without the launcher");
+            let mut command = tokio::process::Command::new(program);
+            command.args(args);
+            command
+        }
+    };
+    for name in super::env::SET_BY_FENCELOCK {
         command.env_remove(name);
     }
     command
-        .args(args)
         .envs(env.iter().map(|(name, value)| (name, value)))
         .process_group(0)
         .kill_on_drop(true);
@@ -74,11 +85,11 @@ pub(super) fn start(
 /// signals `fencelock` receives meanwhile.
 pub(super) async fn watch(
     command: &mut Command,
-    lost: fencelock::LostSignal,
+    lost: std::pin::Pin<Box<dyn std::future::Future<Output = fencelock::LostReason> + Send>>,
     requested: impl std::future::Future<Output = ()>,
     signals: &mut Signals,
 ) -> Outcome {
-    let mut lost = lost.into_future();
+    let mut lost = lost;
     let mut requested = std::pin::pin!(requested);
     loop {
         tokio::select! {
@@ -181,10 +192,6 @@ pub(super) fn exit_code_of(status: ExitStatus) -> u8 {
         .signal()
         .and_then(|signal| u8::try_from(128 + signal).ok())
         .unwrap_or(EXIT_FAILURE)
-}
-
-pub(super) fn signal_number(signal: Signal) -> u8 {
-    u8::try_from(signal as i32).unwrap_or(0)
 }
 
 pub(super) fn show(program: &OsStr) -> String {

@@ -3,18 +3,16 @@
 //! codes), with the term in its environment; resign when it ends.
 
 use std::ffi::OsString;
-use std::future::Future;
+use std::future::{Future, IntoFuture};
+use std::pin::Pin;
 use std::time::Duration;
 
+use super::flags::{StopArgs, WaitArgs};
 use super::signals::Signals;
-use super::{FINISH_LIMIT, Held, Job, acquire, child};
+use super::{FINISH_LIMIT, Held, Job, acquire, child, env};
 use crate::duration::parse_duration;
 use crate::error::{CliError, EXIT_USAGE};
 use crate::servers::{ServerArgs, Servers};
-
-/// The command's environment variable with the leader's term (the same number as
-/// `FENCELOCK_FENCE`).
-pub(super) const TERM_ENV: &str = "FENCELOCK_TERM";
 
 pub const LONG_ABOUT: &str = "\
 Run a command while leading an election: campaign, lead, resign.
@@ -26,6 +24,10 @@ FENCELOCK_TERM and FENCELOCK_FENCE (the term, the same number: larger than every
 leader's) in its environment. The leadership is a lock on NAME with the lease --ttl, renewed \
 while the command runs; when the command ends, fencelock resigns (observers are told at once) \
 and exits with the command's exit code.
+
+Asked to step down (`fencelock release --ask NAME`, as a rolling deploy does), fencelock passes \
+the request on to the command's process group (SIGTERM, or --on-request SIGNAL), gives it \
+--grace to end, and resigns when it has.
 
 If the leadership is lost while the command runs (the lease could not be renewed in time, or \
 this process was stopped past its lease and another leader took over), the command's process \
@@ -59,17 +61,11 @@ pub struct ElectArgs {
     #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
     ttl: Duration,
 
-    /// Campaign at most this long, then exit with 73 [default: as long as it takes]
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration, conflicts_with = "no_wait")]
-    wait: Option<Duration>,
+    #[command(flatten)]
+    wait: WaitArgs,
 
-    /// Do not wait: exit with 73 at once if another leads
-    #[arg(long)]
-    no_wait: bool,
-
-    /// When the leadership is lost: how long the command has between SIGTERM and SIGKILL
-    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
-    kill_after: Duration,
+    #[command(flatten)]
+    stop: StopArgs,
 
     /// The election's name (no braces, no control characters); also its lock's
     #[arg(value_name = "NAME")]
@@ -84,11 +80,16 @@ impl Held for fencelock::election::Leadership {
     fn fence(&self) -> u64 {
         self.term()
     }
-    fn lost(&self) -> fencelock::LostSignal {
-        fencelock::election::Leadership::lost(self)
+    fn lost(&self) -> Pin<Box<dyn Future<Output = fencelock::LostReason> + Send>> {
+        Box::pin(fencelock::election::Leadership::lost(self).into_future())
     }
     fn give_back(self) -> impl Future<Output = fencelock::Result<bool>> {
         self.resign()
+    }
+    fn release_requested(&self) -> impl Future<Output = ()> + 'static {
+        // `fencelock release --ask NAME` asks the leadership's lock: the leader steps down when
+        // its command has ended.
+        self.guard().release_requested()
     }
 }
 
@@ -108,13 +109,14 @@ pub async fn elect(args: ElectArgs) -> Result<(), CliError> {
             number: "term",
             program,
             program_args,
-            kill_after: args.kill_after,
-            // A leadership hears no release requests: it never resolves them.
-            on_request: (nix::sys::signal::Signal::SIGTERM, args.kill_after),
+            kill_after: args.stop.kill_after,
+            on_request: (args.stop.on_request, args.stop.grace),
             env: vec![
-                ("FENCELOCK_NAME", args.name.clone()),
-                ("FENCELOCK_FENCE", term.to_string()),
-                (TERM_ENV, term.to_string()),
+                (env::NAME, args.name.clone()),
+                (env::FENCE, term.to_string()),
+                (env::NAMES, args.name.clone()),
+                (env::FENCES, term.to_string()),
+                (env::TERM, term.to_string()),
             ],
         };
         job.run(leadership, &mut signals).await
@@ -135,11 +137,7 @@ async fn campaign(
         .election(args.name.clone())
         .campaign(args.value.clone())
         .ttl(args.ttl);
-    campaign = match (args.no_wait, args.wait) {
-        (true, _) => campaign.no_wait(),
-        (false, Some(limit)) => campaign.wait_up_to(limit),
-        (false, None) => campaign.wait(fencelock::WaitPolicy::Forever),
-    };
+    campaign = campaign.wait(args.wait.policy());
     tokio::select! {
         biased;
         signal = signals.recv() => Err(acquire::interrupted_while_waiting(signal, &args.name)),

@@ -1,4 +1,4 @@
-//! `fencelock run NAME -- COMMAND [ARGS...]`: the distributed `flock(1)`.
+//! `fencelock run NAME... -- COMMAND [ARGS...]`: the distributed `flock(1)`.
 //!
 //! Acquire the lock (waiting as asked), run the command in a process group of its own with the
 //! lock's name and fencing token in its environment while the library's watchdog renews the
@@ -6,17 +6,25 @@
 //! lock is lost while the command runs, the command's process group gets SIGTERM, then SIGKILL
 //! after a grace period, and `fencelock` exits with [`EXIT_LOCK_LOST`].
 //!
-//! With `--permits N` the command runs under one permit of the semaphore NAME instead (at most N
-//! commands at once), with the same environment (plus `FENCELOCK_PERMITS`), renewal, stopping
-//! and exit codes.
+//! With several names the command runs under all of them (a multi-lock); with `--permits N`
+//! under permits of the semaphore NAME (one, or `--take K`); with `--once KEY` only if KEY was
+//! not done before, and KEY is recorded as done when it succeeds.
+//!
+//! The module supervises the command for `run` and `elect` alike: what is held ([`Held`]), the
+//! command under it ([`Job`]: started through the launcher, watched, stopped), the signals, and
+//! the `FENCELOCK_*` names (`env.rs`). `elect.rs` is a thin command over it.
 
 mod acquire;
 mod child;
 pub mod elect;
+mod env;
+mod flags;
+pub mod launch;
 mod signals;
 
 use std::ffi::{OsStr, OsString};
-use std::future::Future;
+use std::future::{Future, IntoFuture};
+use std::pin::Pin;
 use std::time::Duration;
 
 use nix::sys::signal::{Signal, killpg};
@@ -25,10 +33,9 @@ use crate::duration::{format_duration, parse_duration};
 use crate::error::{CliError, EXIT_LOCK_LOST};
 use crate::servers::{ServerArgs, Servers};
 use child::{Command, Outcome, show};
+use flags::{StopArgs, WaitArgs};
 use signals::Signals;
 
-/// The command's environment variable with the semaphore's number of permits (`--permits`).
-const PERMITS_ENV: &str = "FENCELOCK_PERMITS";
 /// How long `run` waits, before it exits, for work the library still has under way in the
 /// background: the give-back of an abandoned acquisition, and over several servers the release
 /// calls to the slowest of them.
@@ -116,37 +123,33 @@ pub struct RunArgs {
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     lock_delay: Option<Duration>,
 
-    /// Wait at most this long for the lock, then exit with 73 [default: wait as long as it takes]
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration, conflicts_with = "no_wait")]
-    wait: Option<Duration>,
+    #[command(flatten)]
+    wait: WaitArgs,
 
-    /// Do not wait: exit with 73 at once if the lock is held
-    #[arg(long)]
-    no_wait: bool,
+    #[command(flatten)]
+    stop: StopArgs,
 
-    /// When someone asks for the lock (`fencelock release --ask NAME`): the signal passed on to
-    /// the command's process group. The lock is released when the command ends
-    #[arg(long, value_name = "SIGNAL", default_value = "TERM", value_parser = parse_signal)]
-    on_request: Signal,
-
-    /// When someone asks for the lock: how long the command has to end after --on-request's
-    /// signal before it gets SIGKILL and the lock is released
-    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
-    grace: Duration,
-
-    /// When the lock is lost: how long the command has between SIGTERM and SIGKILL
-    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
-    kill_after: Duration,
-
-    /// Take one permit of the semaphore NAME with N permits instead of the lock: at most N
-    /// commands run at once. Every user of NAME must pass the same N (--permits 1 is not the
+    /// Take permits of the semaphore NAME with N permits instead of the lock: at most N
+    /// permits held at once. Every user of NAME must pass the same N (--permits 1 is not the
     /// plain lock); a single Redis server only (not Redlock)
     #[arg(long, value_name = "N", value_parser = parse_permits)]
     permits: Option<u32>,
 
-    /// The lock's name (no braces, no control characters)
-    #[arg(value_name = "NAME")]
-    name: String,
+    /// With --permits: hold K of the N permits (one lease, one fence), granted when K are free
+    /// after what the requests that waited longer take (first come, first served)
+    #[arg(long, value_name = "K", value_parser = parse_permits, requires = "permits")]
+    take: Option<u32>,
+
+    /// Run COMMAND only if KEY is not done yet, and record KEY as done when COMMAND exits 0 (a
+    /// fenced write with the lock's fence). A run that finds KEY done, also after waiting for
+    /// the lock, exits 0 without running anything
+    #[arg(long, value_name = "KEY", conflicts_with = "permits")]
+    once: Option<String>,
+
+    /// The lock's name (no braces, no control characters). Several: all of them are held
+    /// (every one or none; never waiting while holding some)
+    #[arg(value_name = "NAME", required = true, num_args = 1..)]
+    names: Vec<String>,
 
     /// The command to run and its arguments, after `--`
     #[arg(value_name = "COMMAND", last = true, required = true, num_args = 1..)]
@@ -158,6 +161,18 @@ pub struct RunArgs {
 pub async fn run(args: RunArgs) -> Result<(), CliError> {
     let servers = args.servers.resolve()?;
     let (program, program_args) = child::split_checked(&args.command)?;
+    if args.names.len() > 1 && (args.permits.is_some() || args.once.is_some()) {
+        return Err(CliError::Usage(
+            "several names hold several plain locks: --permits and --once take one name".into(),
+        ));
+    }
+    if let (Some(permits), Some(take)) = (args.permits, args.take)
+        && take > permits
+    {
+        return Err(CliError::Usage(format!(
+            "--take {take} asks for more than the semaphore's {permits} permits"
+        )));
+    }
     let mut signals = Signals::new()?;
     let client = servers.client()?;
     let under_lock = UnderLock {
@@ -184,42 +199,110 @@ struct UnderLock<'a> {
 impl UnderLock<'_> {
     async fn run(&self, client: &fencelock::Client, signals: &mut Signals) -> Result<(), CliError> {
         let args = self.args;
+        let names = &args.names;
+        if let Some(key) = &args.once {
+            return self.once(client, key, signals).await;
+        }
+        if names.len() > 1 {
+            let guard = acquire::acquire_all(client, args, self.servers, signals).await?;
+            let fences: Vec<String> = guard.fences().map(|(_, f)| f.to_string()).collect();
+            let job = self.job(
+                format!("locks {}", names.join(", ")),
+                vec![
+                    (env::NAMES, names.join(",")),
+                    (env::FENCES, fences.join(",")),
+                ],
+            );
+            return job.run(guard, signals).await;
+        }
         let guard = acquire::acquire(client, args, self.servers, signals).await?;
         let fence = guard.fence();
-        tracing::debug!(lock = %args.name, fence, "acquired");
-        let held = match args.permits {
-            Some(n) => format!("permit of semaphore {:?} ({n} permits)", args.name),
-            None => format!("lock {:?}", args.name),
+        tracing::debug!(lock = %guard.name(), fence, "acquired");
+        let held = match (args.permits, args.take) {
+            (Some(n), Some(k)) if k > 1 => {
+                format!("{k} permits of semaphore {:?} ({n} permits)", guard.name())
+            }
+            (Some(n), _) => format!("permit of semaphore {:?} ({n} permits)", guard.name()),
+            (None, _) => format!("lock {:?}", guard.name()),
         };
-        let mut env = vec![
-            ("FENCELOCK_NAME", args.name.clone()),
-            ("FENCELOCK_FENCE", fence.to_string()),
-        ];
+        let mut env = single_env(guard.name(), fence);
         if let Some(permits) = args.permits {
-            env.push((PERMITS_ENV, permits.to_string()));
+            env.push((env::PERMITS, permits.to_string()));
+            env.push((env::TAKEN, args.take.unwrap_or(1).to_string()));
         }
-        let job = Job {
-            name: &args.name,
+        self.job(held, env).run(guard, signals).await
+    }
+
+    /// `--once KEY`: the command runs only if KEY is not done, and KEY is recorded when it
+    /// succeeds.
+    async fn once(
+        &self,
+        client: &fencelock::Client,
+        key: &str,
+        signals: &mut Signals,
+    ) -> Result<(), CliError> {
+        let run = match acquire::begin_once(client, self.args, key, self.servers, signals).await? {
+            fencelock::once::Begun::Run(run) => *run,
+            fencelock::once::Begun::AlreadyDone(done) => {
+                eprintln!(
+                    "fencelock: {key:?} was done before (fence {}); nothing was run",
+                    done.fence
+                );
+                return Ok(());
+            }
+        };
+        let name = run.guard().name().to_owned();
+        let fence = run.fence();
+        let job = self.job(
+            format!("lock {name:?} (once {key:?})"),
+            single_env(&name, fence),
+        );
+        job.run(run, signals).await
+    }
+
+    fn job(&self, held: String, env: Vec<(&'static str, String)>) -> Job<'_> {
+        let args = self.args;
+        Job {
+            name: args.names.first().map_or("", String::as_str),
             held,
             number: "fence",
             program: self.program,
             program_args: self.program_args,
-            kill_after: args.kill_after,
-            on_request: (args.on_request, args.grace),
+            kill_after: args.stop.kill_after,
+            on_request: (args.stop.on_request, args.stop.grace),
             env,
-        };
-        job.run(guard, signals).await
+        }
     }
 }
 
-/// What a command runs under: a lock's guard, or an election's leadership.
+/// The environment of a command under one name.
+fn single_env(name: &str, fence: u64) -> Vec<(&'static str, String)> {
+    vec![
+        (env::NAME, name.to_owned()),
+        (env::FENCE, fence.to_string()),
+        (env::NAMES, name.to_owned()),
+        (env::FENCES, fence.to_string()),
+    ]
+}
+
+/// What a command runs under: a lock's guard, several locks, a run-once's lock, or an
+/// election's leadership.
 trait Held {
-    /// The fence (a leadership's term).
+    /// The fence (a leadership's term; the first name's, for several).
     fn fence(&self) -> u64;
-    /// Fires when it is lost.
-    fn lost(&self) -> fencelock::LostSignal;
+    /// Resolves when it is lost (any of several names).
+    fn lost(&self) -> Pin<Box<dyn Future<Output = fencelock::LostReason> + Send>>;
     /// Gives it back (releases, or resigns); whether it was still held.
     fn give_back(self) -> impl Future<Output = fencelock::Result<bool>>;
+    /// Gives it back after the command ended with `code`; whether it was still held. A
+    /// run-once records its key here when the code is 0.
+    fn finish(self, code: u8) -> impl Future<Output = fencelock::Result<bool>>
+    where
+        Self: Sized,
+    {
+        let _ = code;
+        self.give_back()
+    }
     /// Resolves when someone asks for it (`fencelock release --ask`); never, where nobody can.
     fn release_requested(&self) -> impl Future<Output = ()> + 'static {
         std::future::pending()
@@ -230,14 +313,72 @@ impl Held for fencelock::LockGuard {
     fn fence(&self) -> u64 {
         fencelock::LockGuard::fence(self)
     }
-    fn lost(&self) -> fencelock::LostSignal {
-        fencelock::LockGuard::lost(self)
+    fn lost(&self) -> Pin<Box<dyn Future<Output = fencelock::LostReason> + Send>> {
+        Box::pin(fencelock::LockGuard::lost(self).into_future())
     }
     fn give_back(self) -> impl Future<Output = fencelock::Result<bool>> {
         self.release()
     }
     fn release_requested(&self) -> impl Future<Output = ()> + 'static {
         fencelock::LockGuard::release_requested(self)
+    }
+}
+
+impl Held for fencelock::multi::MultiGuard {
+    fn fence(&self) -> u64 {
+        self.fences().next().map_or(0, |(_, fence)| fence)
+    }
+    fn lost(&self) -> Pin<Box<dyn Future<Output = fencelock::LostReason> + Send>> {
+        let signals: Vec<_> = self
+            .guards()
+            .iter()
+            .map(fencelock::LockGuard::lost)
+            .collect();
+        Box::pin(async move {
+            let waits = signals
+                .into_iter()
+                .map(|s| Box::pin(async move { s.wait().await }));
+            futures_util::future::select_all(waits).await.0
+        })
+    }
+    fn give_back(self) -> impl Future<Output = fencelock::Result<bool>> {
+        self.release()
+    }
+    fn release_requested(&self) -> impl Future<Output = ()> + 'static {
+        let asked: Vec<_> = self
+            .guards()
+            .iter()
+            .map(|g| Box::pin(g.release_requested()))
+            .collect();
+        async move {
+            futures_util::future::select_all(asked).await;
+        }
+    }
+}
+
+impl Held for fencelock::once::OnceGuard {
+    fn fence(&self) -> u64 {
+        fencelock::once::OnceGuard::fence(self)
+    }
+    fn lost(&self) -> Pin<Box<dyn Future<Output = fencelock::LostReason> + Send>> {
+        Box::pin(self.guard().lost().into_future())
+    }
+    async fn give_back(self) -> fencelock::Result<bool> {
+        self.give_up().await.map(|()| true)
+    }
+    async fn finish(self, code: u8) -> fencelock::Result<bool> {
+        if code != 0 {
+            return self.give_up().await.map(|()| true);
+        }
+        match self.done().await {
+            Ok(()) => Ok(true),
+            // A newer run's fence was accepted: this one lost its lock on the way.
+            Err(fencelock::Error::Fenced { .. }) => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+    fn release_requested(&self) -> impl Future<Output = ()> + 'static {
+        self.guard().release_requested()
     }
 }
 
@@ -316,7 +457,7 @@ impl Job<'_> {
     async fn exited<H: Held>(&self, held: H, code: u8) -> Result<(), CliError> {
         let fence = held.fence();
         tracing::debug!(lock = %self.name, code, "command ended; releasing");
-        match held.give_back().await {
+        match held.finish(code).await {
             Ok(true) => {}
             Ok(false) => {
                 return Err(CliError::Failed {
@@ -370,26 +511,6 @@ impl Job<'_> {
             code: EXIT_LOCK_LOST,
         })
     }
-}
-
-/// `--on-request`: a signal by name (`TERM`, `SIGTERM`, `usr1`) or number.
-fn parse_signal(text: &str) -> Result<Signal, String> {
-    let upper = text.trim().to_ascii_uppercase();
-    let named = if upper.starts_with("SIG") {
-        upper
-    } else {
-        format!("SIG{upper}")
-    };
-    if let Ok(signal) = named.parse::<Signal>() {
-        return Ok(signal);
-    }
-    text.trim()
-        .parse::<i32>()
-        .ok()
-        .and_then(|n| Signal::try_from(n).ok())
-        .ok_or_else(|| {
-            format!("{text:?} is not a signal: write a name such as TERM or USR1, or a number")
-        })
 }
 
 /// `--permits`: a number of permits, at least 1.

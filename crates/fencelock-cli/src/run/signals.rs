@@ -85,3 +85,8 @@ impl Signals {
         }
     }
 }
+
+/// A signal's number (for the shell's exit status, 128 + N).
+pub(super) fn signal_number(signal: Signal) -> u8 {
+    u8::try_from(signal as i32).unwrap_or(0)
+}

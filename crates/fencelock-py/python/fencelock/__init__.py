@@ -26,10 +26,13 @@ from ._sync import (
     Guard,
     Leadership,
     LockRequest,
+    MultiGuard,
+    MultiLockRequest,
+    Once,
     ReadWriteLock,
     ReentrantLock,
 )
-from ._values import Gap, Holder, Leader, Listing, LockInfo, Vacant, Waiter
+from ._values import Done, Gap, Holder, Leader, Listing, LockInfo, Ran, Vacant, Waiter
 from ._writes import Writes
 from .errors import (
     AuthFailed,
@@ -73,6 +76,11 @@ __all__ = [
     "Vacant",
     "Gap",
     "LockInfo",
+    "MultiLockRequest",
+    "MultiGuard",
+    "Once",
+    "Done",
+    "Ran",
     "Holder",
     "Waiter",
     "Listing",

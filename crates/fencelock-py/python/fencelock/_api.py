@@ -18,7 +18,7 @@ import threading
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from . import _native
-from ._values import Gap, Holder, Leader, LockInfo, Listing, Vacant, Waiter
+from ._values import Done, Gap, Holder, Leader, LockInfo, Listing, Ran, Vacant, Waiter
 from ._writes import Writes
 from .errors import Error, NotHeld
 
@@ -111,11 +111,13 @@ def spec(
     queue_timeout: Optional[float] = None,
     permits: int = 1,
     lock_delay: Optional[float] = None,
+    take: int = 1,
 ) -> Any:
     return _native.Spec(
         kind,
         name,
         permits=permits,
+        take=take,
         ttl=ttl,
         wait=wait,
         queue_timeout=queue_timeout,
@@ -414,6 +416,83 @@ class Election:
 
 
 # ---------------------------------------------------------------------------------------------
+# Several locks at once, and run-once
+
+
+class MultiLockRequest:
+    """A request for several locks at once (see :meth:`Client.multi_lock`)."""
+
+    __slots__ = ("_client", "names", "_ttl", "_wait", "_held")
+
+    #: Set by each flavour: the class of its guards.
+    _guard_class: Any
+
+    def __init__(self, client: "ClientBase", names: List[str], ttl: Optional[float], wait: Optional[float]) -> None:
+        self._client = client
+        self.names = names
+        self._ttl = ttl
+        self._wait = wait
+        self._held: Dict[Any, List[Any]] = {}
+
+    def acquire(self) -> Any:
+        """Takes every name, or none (raises as :meth:`LockRequest.acquire`)."""
+        run = self._client._run
+        return run(self._client._native.multi_acquire, self.names, self._ttl, self._wait,
+                   then=lambda native: self._guard_class(native, run))
+
+
+class MultiGuard(_Watched):
+    """Several locks held together: ``fences`` maps each name to its fence (in the order
+    given); ``release()`` releases every one."""
+
+    __slots__ = ("_native", "_run", "_watches", "__weakref__")
+
+    def __init__(self, native: Any, run: Runner) -> None:
+        self._native = native
+        self._run = run
+        self._watches: Dict[str, Any] = {}
+
+    @property
+    def fences(self) -> Dict[str, int]:
+        return dict(self._native.fences)
+
+    def is_held(self) -> bool:
+        """Whether every name is still held, as far as this process can tell now."""
+        return self._native.is_held()
+
+    def release(self) -> Any:
+        """Releases every name: ``True`` if every one was still held."""
+        return self._run(self._native.release)
+
+    def __repr__(self) -> str:
+        return f"<fencelock multi-guard {self.fences!r}>"
+
+
+class Once:
+    """Work to do once (see :meth:`Client.once`)."""
+
+    __slots__ = ("_client", "key", "_lock", "_ttl", "_wait")
+
+    def __init__(self, client: "ClientBase", key: str, lock: Optional[str], ttl: Optional[float],
+                 wait: Optional[float]) -> None:
+        self._client = client
+        self.key = key
+        self._lock = lock
+        self._ttl = ttl
+        self._wait = wait
+
+    def _begin(self) -> Any:
+        """Takes the lock unless the work was done: a :class:`fencelock.Done`, or the native
+        run holding the lock."""
+
+        def made(begun: Any) -> Any:
+            return Done(*begun) if isinstance(begun, tuple) else begun
+
+        return self._client._run(self._client._native.once_begin, self.key, self._lock, self._ttl,
+                                 self._wait, then=made)
+
+
+# ---------------------------------------------------------------------------------------------
 # The client
 
 
@@ -447,6 +526,8 @@ class ClientBase:
     _request_class: Any
     _guard_class: Any
     _leadership_class: Any
+    _multi_class: Any
+    _once_class: Any
 
     def __init__(self, url: str, **options: Any) -> None:
         self._native = _native_client("server", url, None, options)
@@ -506,9 +587,22 @@ class ClientBase:
         """A request for the fair lock ``name``: granted in the order of asking."""
         return self._request(spec("fair", name, queue_timeout=queue_timeout, **options))
 
-    def semaphore(self, name: str, permits: int, **options: Any) -> Any:
-        """A request for one of ``permits`` permits of the semaphore ``name``."""
-        return self._request(spec("semaphore", name, permits=permits, **options))
+    def semaphore(self, name: str, permits: int, *, take: int = 1, **options: Any) -> Any:
+        """A request for ``take`` (default 1) of the ``permits`` permits of the semaphore
+        ``name``, held with one lease and one fence. Permits go first come, first served: a
+        large request is not starved by a stream of small ones."""
+        return self._request(spec("semaphore", name, permits=permits, take=take, **options))
+
+    def multi_lock(self, names: Sequence[str], *, ttl: Optional[float] = None, wait: Optional[float] = None) -> Any:
+        """A request for the plain locks ``names``, all or none (deadlock-free whatever the
+        order); each name keeps its own fence."""
+        return self._multi_class(self, list(names), ttl, wait)
+
+    def once(self, key: str, *, lock: Optional[str] = None, ttl: Optional[float] = None,
+             wait: Optional[float] = None) -> Any:
+        """Work to do once across the fleet, recorded under ``key`` when it succeeds (runs take
+        turns on the lock ``lock``, the key by default). See :meth:`fencelock.Once.run`."""
+        return self._once_class(self, key, lock, ttl, wait)
 
     def read_write_lock(self, name: str) -> ReadWriteLock:
         """The read-write lock ``name``: ``.read()`` / ``.write()`` make requests."""

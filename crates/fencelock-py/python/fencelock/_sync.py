@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Iterator, Optional, Type
 
 from . import _api
 from ._api import FencedStore, ReadWriteLock, ReentrantLock, wait
-from ._values import Leader, LockInfo, Listing, Observation
+from ._values import Done, Leader, LockInfo, Listing, Observation, Ran
 
 __all__ = [
     "Client",
@@ -20,6 +20,9 @@ __all__ = [
     "FencedStore",
     "Election",
     "Leadership",
+    "MultiLockRequest",
+    "MultiGuard",
+    "Once",
 ]
 
 
@@ -154,6 +157,85 @@ class Election(_api.Election):
             yield _api.observation(seen)
 
 
+class MultiGuard(_api.MultiGuard):
+    """Several locks held together (see :meth:`Client.multi_lock`); a ``with`` block releases
+    them all."""
+
+    __slots__ = ()
+
+    @property
+    def lost(self) -> threading.Event:
+        """Set when any of the names is lost (or released)."""
+        return self._event("lost", self._native.lost, _ignore)
+
+    if TYPE_CHECKING:
+
+        def release(self) -> bool: ...
+
+    def __enter__(self) -> "MultiGuard":
+        return self
+
+    def __exit__(self, kind: Any, value: Any, traceback: Any) -> None:
+        lost = self._native.lost_now()
+        held = self.release()
+        if kind is None and not held:
+            name, reason, text = lost or self._native.lost_now() or (None, "not_owner", "it was no longer held")
+            raise _api.NotHeld(f"lock {name!r} was lost before the block ended: {text}", lock=name, reason=reason)
+
+
+class MultiLockRequest(_api.MultiLockRequest):
+    """A request for several locks at once: :meth:`acquire` it, or use it in a ``with`` block."""
+
+    __slots__ = ()
+    _guard_class = MultiGuard
+
+    if TYPE_CHECKING:
+
+        def acquire(self) -> MultiGuard: ...
+
+    def __enter__(self) -> MultiGuard:
+        return self._push(threading.get_ident(), self.acquire())
+
+    def __exit__(self, kind: Any, value: Any, traceback: Any) -> None:
+        self._pop(threading.get_ident()).__exit__(kind, value, traceback)
+
+    def _push(self, key: Any, guard: MultiGuard) -> MultiGuard:
+        self._held.setdefault(key, []).append(guard)
+        return guard
+
+    def _pop(self, key: Any) -> MultiGuard:
+        stack = self._held[key]
+        guard = stack.pop()
+        if not stack:
+            del self._held[key]
+        return guard
+
+
+class Once(_api.Once):
+    """Work to do once across the fleet (see :meth:`Client.once`)."""
+
+    __slots__ = ()
+
+    def run(self, work: Any) -> Any:
+        """Calls ``work(fence)`` unless the work was done (also by a run this one waited for),
+        and records it if ``work`` returns; records nothing if it raises (the exception goes on,
+        and the next run tries again). Returns :class:`fencelock.Ran` with what ``work``
+        returned, or the :class:`fencelock.Done` record.
+
+        Raises :class:`fencelock.Fenced` if the work returned but this run had lost its lock to
+        a newer one meanwhile (nothing recorded)."""
+        begun = self._begin()
+        if isinstance(begun, Done):
+            return begun
+        try:
+            value = work(begun.fence)
+        except BaseException:
+            wait(begun.give_up)
+            raise
+        wait(begun.done)
+        return Ran(value)
+
+
 class Client(_api.ClientBase):
     """A fencelock client for one Redis server (``redis://`` or ``rediss://`` URL).
 
@@ -173,6 +255,8 @@ class Client(_api.ClientBase):
     _request_class = LockRequest
     _guard_class = Guard
     _leadership_class = Leadership
+    _multi_class = MultiLockRequest
+    _once_class = Once
 
     def election(self, name: str) -> Election:
         """The election ``name`` (its leadership is the plain lock ``name``)."""
@@ -196,6 +280,10 @@ class Client(_api.ClientBase):
         def semaphore(self, name: str, permits: int, **options: Any) -> LockRequest: ...
 
         def request_release(self, name: str) -> bool: ...
+
+        def multi_lock(self, names: Any, **options: Any) -> MultiLockRequest: ...
+
+        def once(self, key: str, **options: Any) -> Once: ...
 
         def inspect(self, name: str) -> LockInfo: ...
 

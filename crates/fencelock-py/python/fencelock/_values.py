@@ -67,6 +67,8 @@ class Holder:
     remaining: Optional[float]
     #: How many times the owner of a reentrant lock holds it (``None`` for other kinds).
     holds: Optional[int]
+    #: How many permits a semaphore's holder holds (``None`` for other kinds).
+    permits: Optional[int] = None
 
 
 @dataclass(frozen=True)
@@ -119,3 +121,17 @@ class Listing:
     skipped: List[Exception]
     #: Over Redlock, the instances that did not answer (``host:port: reason``).
     unanswered: List[str]
+
+
+class Done(NamedTuple):
+    """Work done once (:meth:`Client.once`): the fence of the run that did it, and when it was
+    recorded (seconds since the epoch, by that run's clock)."""
+
+    fence: int
+    at: float
+
+
+class Ran(NamedTuple):
+    """This run did the work done once, and recorded it: what the work returned."""
+
+    value: object

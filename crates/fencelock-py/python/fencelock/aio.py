@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, AsyncIterator, Optional, Type
 
 from . import _api
 from ._api import FencedStore, ReadWriteLock, ReentrantLock, awaited
-from ._values import Leader, LockInfo, Listing, Observation
+from ._values import Done, Leader, LockInfo, Listing, Observation, Ran
 from ._writes import Writes
 from .errors import (  # noqa: F401  (the exceptions, for `from fencelock.aio import ...`)
     Busy,
@@ -157,6 +157,74 @@ class Election(_api.Election):
             yield _api.observation(seen)
 
 
+class MultiGuard(_api.MultiGuard):
+    """Several locks held together (see :class:`fencelock.MultiGuard`), awaited."""
+
+    __slots__ = ()
+
+    async def lost(self) -> str:
+        """Waits until any of the names is lost (or released); the reason's code."""
+        _, code, _ = await awaited(self._native.lost)
+        return code
+
+    if TYPE_CHECKING:
+
+        async def release(self) -> bool: ...
+
+    async def __aenter__(self) -> "MultiGuard":
+        return self
+
+    async def __aexit__(self, kind: Any, value: Any, traceback: Any) -> None:
+        lost = self._native.lost_now()
+        held = await self.release()
+        if kind is None and not held:
+            name, reason, text = lost or self._native.lost_now() or (None, "not_owner", "it was no longer held")
+            raise NotHeld(f"lock {name!r} was lost before the block ended: {text}", lock=name, reason=reason)
+
+
+class MultiLockRequest(_api.MultiLockRequest):
+    """A request for several locks at once: ``await request.acquire()``, or ``async with``."""
+
+    __slots__ = ()
+    _guard_class = MultiGuard
+
+    if TYPE_CHECKING:
+
+        async def acquire(self) -> MultiGuard: ...
+
+    async def __aenter__(self) -> MultiGuard:
+        guard = await self.acquire()
+        self._held.setdefault(asyncio.current_task(), []).append(guard)
+        return guard
+
+    async def __aexit__(self, kind: Any, value: Any, traceback: Any) -> None:
+        task = asyncio.current_task()
+        stack = self._held[task]
+        guard = stack.pop()
+        if not stack:
+            del self._held[task]
+        await guard.__aexit__(kind, value, traceback)
+
+
+class Once(_api.Once):
+    """Work to do once across the fleet (see :class:`fencelock.Once`), awaited."""
+
+    __slots__ = ()
+
+    async def run(self, work: Any) -> Any:
+        """Awaits ``work(fence)`` unless the work was done (see :meth:`fencelock.Once.run`)."""
+        begun = await self._begin()
+        if isinstance(begun, Done):
+            return begun
+        try:
+            value = await work(begun.fence)
+        except BaseException:
+            await awaited(begun.give_up)
+            raise
+        await awaited(begun.done)
+        return Ran(value)
+
+
 class Client(_api.ClientBase):
     """An asyncio fencelock client; made and configured as :class:`fencelock.Client`."""
 
@@ -165,6 +233,8 @@ class Client(_api.ClientBase):
     _request_class = LockRequest
     _guard_class = Guard
     _leadership_class = Leadership
+    _multi_class = MultiLockRequest
+    _once_class = Once
 
     def election(self, name: str) -> Election:
         """The election ``name``, awaited."""

@@ -86,12 +86,14 @@ elseif kind == 'rw' or kind == 'semaphore' then
   local all = redis.call('hgetall', KEYS[1])
   local waiters = {}
   for i = 1, #all, 2 do
-    local role, id = string.match(all[i], '^(%a):(%x+)$')
+    -- (A semaphore's hold of k permits is k fields: `p:<token>`, `p:<token>/2`, ...)
+    local role, id = string.match(all[i], '^(%a):(%x+)')
     local remaining = expiry_of(all[i + 1]) - now
     if role and remaining > 0 then
-      if role == 'i' or role == 'q' then
-        -- A waiting entry is `<expiry ms>:<arrival ms>` (0: none known).
-        local arrival = tonumber(string.match(all[i + 1], '^%d+:(%d+)$')) or 0
+      if role == 'i' or role == 'q' or (role == 'w' and kind == 'semaphore') then
+        -- A waiting entry is `<expiry ms>:<arrival ms>` (0: none known); a semaphore's,
+        -- `<expiry ms>:<k>:<arrival ms>`.
+        local arrival = tonumber(string.match(all[i + 1], ':(%d+)$')) or 0
         table.insert(waiters, {role, id, arrival})
       else
         local names = {r = 'reader', w = 'writer', p = 'permit'}
@@ -120,6 +122,8 @@ elseif kind == 'rw' or kind == 'semaphore' then
     local role = 'wait-reader'
     if waiter[1] == 'i' then
       role = 'wait-writer'
+    elseif waiter[1] == 'w' then
+      role = 'wait'
     end
     add_waiter(role, waiter[2], waited)
   end

@@ -55,15 +55,15 @@ pub struct LockInfo {
     /// or the writer of a read-write lock.
     pub holder: Option<Holder>,
     /// The shared holders: the readers of a read-write lock (one entry per read hold, with its
-    /// owner), or the permits of a semaphore (one entry per permit).
+    /// owner), or the holders of a semaphore's permits (one entry per hold; [`Holder::permits`] says how many).
     pub shared: Vec<Holder>,
     /// How many wait for it: `waiters.len()`.
     pub waiting: u64,
     /// Who waits for it, in line order (place 1 first): a plain lock's line (on one server), a
-    /// fair lock's queue, a read-write lock's waiting readers and writers. Only requests that
-    /// keep a place in Redis are seen: a semaphore's and a reentrant lock's waiters keep none
-    /// (they wait for a release message), nor does a request that does not wait, or any request
-    /// of a plain lock over Redlock. Over Redlock, a waiter counts when a majority of the
+    /// fair lock's queue, a read-write lock's waiting readers and writers, a semaphore's
+    /// waiting requests (by arrival). Only requests that keep a place in Redis are seen: a
+    /// reentrant lock's waiters keep none (they wait for a release message), nor does a request
+    /// that does not wait, or any request of a plain lock over Redlock. Over Redlock, a waiter counts when a majority of the
     /// instances have its place.
     pub waiters: Vec<Waiter>,
     /// The last fence handed out for this name (the current holder's, if held).
@@ -90,6 +90,9 @@ pub struct Holder {
     pub remaining: Option<Duration>,
     /// How many times the owner of a reentrant lock holds it (`None` for other kinds).
     pub holds: Option<u32>,
+    /// How many permits a semaphore's holder holds (a hold of several: see
+    /// [`LockRequest::take`](crate::LockRequest::take)); `None` for other kinds.
+    pub permits: Option<u32>,
 }
 
 /// A request waiting for a lock, as far as it is safe to show (from [`LockInfo::waiters`]).
@@ -262,7 +265,16 @@ fn merge_inspected(name: &str, states: &[StoredLock], quorum: crate::quorum::Quo
     // (role, token prefix) -> (holder, on how many instances)
     let mut seen: Vec<(String, Holder, usize)> = Vec::new();
     for state in states {
+        // A semaphore's hold of k permits is k entries of one token: one holder.
+        let mut held: Vec<(&str, &str, Holder)> = Vec::new();
         for entry in &state.entries {
+            if let Some((_, _, h)) = held
+                .iter_mut()
+                .find(|(role, token, _)| *role == entry.role && *token == entry.token)
+            {
+                h.permits = h.permits.map(|n| n.saturating_add(1));
+                continue;
+            }
             let this = Holder {
                 token_prefix: entry.token.chars().take(8).collect(),
                 fence: entry.fence,
@@ -270,10 +282,14 @@ fn merge_inspected(name: &str, states: &[StoredLock], quorum: crate::quorum::Quo
                     .ok()
                     .map(Duration::from_millis),
                 holds: (state.kind == "reentrant").then(|| state.detail.unwrap_or(0)),
+                permits: (entry.role == "permit").then_some(1),
             };
+            held.push((&entry.role, &entry.token, this));
+        }
+        for (role, _, this) in held {
             match seen
                 .iter_mut()
-                .find(|(role, h, _)| *role == entry.role && h.token_prefix == this.token_prefix)
+                .find(|(r, h, _)| r == role && h.token_prefix == this.token_prefix)
             {
                 Some((_, held, count)) => {
                     *count += 1;
@@ -283,7 +299,7 @@ fn merge_inspected(name: &str, states: &[StoredLock], quorum: crate::quorum::Quo
                         (a, b) => a.or(b),
                     };
                 }
-                None => seen.push((entry.role.clone(), this, 1)),
+                None => seen.push((role.to_owned(), this, 1)),
             }
         }
     }

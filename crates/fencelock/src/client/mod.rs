@@ -212,7 +212,7 @@ impl Client {
         LockRequest::new(
             self.shared.clone(),
             name.into(),
-            Arc::new(Permit { permits }),
+            Arc::new(Permit { permits, take: 1 }),
         )
     }
 

@@ -1,11 +1,13 @@
-//! Campaigning for an election, and the leadership it wins: the election's lock, taken as any
-//! plain lock is, then the leader's record written and announced under its fence.
+//! Campaigning for an election, and the leadership it wins: the election's lock, whose grant
+//! writes the leader's record and announces it in the same step (`protocol.rs`).
 
 use std::future::{Future, IntoFuture};
 use std::pin::Pin;
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use super::Election;
+use super::protocol::Elected;
 use crate::engine::{LockGuard, LockRequest, WaitPolicy};
 use crate::error::Result;
 use crate::lease::LostSignal;
@@ -37,7 +39,15 @@ pub struct Campaign {
 
 impl Campaign {
     pub(super) fn new(election: Election, value: String) -> Self {
-        let request = election.client.lock(election.name.to_string());
+        let protocol = Arc::new(Elected {
+            value: value.clone(),
+            record: election.record_key.clone(),
+        });
+        let request = LockRequest::new(
+            election.client.shared.clone(),
+            election.name.to_string(),
+            protocol,
+        );
         Campaign {
             election,
             value,
@@ -74,21 +84,22 @@ impl Campaign {
         self.wait(WaitPolicy::Until(deadline.into()))
     }
 
-    /// Waits to become the leader: takes the election's lock as the wait policy allows, then
-    /// writes the leader's record and announces it. Awaiting the campaign does the same.
+    /// Waits to become the leader: takes the election's lock as the wait policy allows, and
+    /// with it, in the same step, writes the leader's record and announces it (there is no
+    /// moment when the lock is held and [`Election::leader`] says nobody). Awaiting the
+    /// campaign does the same.
     ///
     /// # Errors
     ///
     /// As [`LockRequest::acquire`] ([`Error::Busy`](crate::Error::Busy),
     /// [`Error::TimedOut`](crate::Error::TimedOut), connection errors, ...);
-    /// [`Error::Unsupported`](crate::Error::Unsupported) over Redlock (nothing is sent);
-    /// [`Error::NotLeader`](crate::Error::NotLeader) if the lease ran out between the grant
-    /// and the announcement. On any error nothing is left held.
+    /// [`Error::Unsupported`](crate::Error::Unsupported) over Redlock (nothing is sent). On
+    /// any error nothing is left held.
     ///
     /// # Cancel safety
     ///
-    /// Cancel-safe: a dropped campaign releases in the background whatever it was granted (a
-    /// leader announced just before is then no leader: [`Election::leader`] checks the lock).
+    /// Cancel-safe: a dropped campaign releases in the background whatever it was granted, and
+    /// that release announces the resignation.
     pub async fn campaign(self) -> Result<Leadership> {
         let Campaign {
             election,
@@ -97,21 +108,20 @@ impl Campaign {
         } = self;
         election.server()?;
         let guard = request.acquire().await?;
-        match election.announce(guard.fence(), &value).await {
-            Ok(since) => Ok(Leadership {
-                election,
-                guard,
-                value,
-                since,
-            }),
-            Err(err) => {
-                if let Err(release) = guard.release().await {
-                    tracing::debug!(election = %election.name, %release, "release after a failed announcement");
-                }
-                Err(err)
-            }
-        }
+        let since = since_of_term(guard.fence());
+        Ok(Leadership {
+            election,
+            guard,
+            value,
+            since,
+        })
     }
+}
+
+/// When a term began: the term read as the server's clock in microseconds, in whole
+/// milliseconds, as the campaign script records it.
+fn since_of_term(term: u64) -> SystemTime {
+    SystemTime::UNIX_EPOCH + Duration::from_millis(term / 1000)
 }
 
 impl IntoFuture for Campaign {
@@ -126,9 +136,9 @@ impl IntoFuture for Campaign {
 /// The leadership of an election, won by a [`Campaign`]: the election's lock (renewed while
 /// this lives) and the term it was won with.
 ///
-/// Dropping it releases the lock in the background without an announcement: observers learn
-/// of the next leader when it is announced, and [`Election::leader`] says `None` at once.
-/// Prefer [`resign`](Self::resign).
+/// Dropping it resigns in the background (the release announces it: observers see
+/// [`Observation::Vacant`](super::Observation::Vacant)). Prefer [`resign`](Self::resign), which
+/// says whether this was still the leader.
 #[must_use = "dropping the leadership releases it at once"]
 #[derive(Debug)]
 pub struct Leadership {
@@ -192,24 +202,19 @@ impl Leadership {
         Ok(())
     }
 
-    /// Steps down: announces the resignation (observers see
-    /// [`Observation::Vacant`](super::Observation::Vacant)) and releases the lock. Returns
-    /// whether this was still the leader.
+    /// Steps down: in one script, announces the resignation (observers see
+    /// [`Observation::Vacant`](super::Observation::Vacant)), deletes the leader's record and
+    /// releases the lock. Returns whether this was still the leader.
     ///
     /// # Errors
     ///
-    /// As [`LockGuard::release`]; an announcement that fails is returned as its error after
-    /// the lock is released all the same.
+    /// As [`LockGuard::release`].
     ///
     /// # Cancel safety
     ///
-    /// Cancel-safe: the leadership is consumed; if the future is dropped, the lock is still
-    /// released (in the background).
+    /// Cancel-safe: the leadership is consumed; if the future is dropped, the resignation still
+    /// reaches Redis (in the background).
     pub async fn resign(self) -> Result<bool> {
-        let announced = self.election.resign(self.term()).await;
-        let released = self.guard.release().await;
-        let released = released?;
-        announced?;
-        Ok(released)
+        self.guard.release().await
     }
 }

@@ -1,13 +1,15 @@
 //! Leader election on the lock machinery: one leader at a time per election, with a term that
 //! is its lock's fence.
 //!
-//! The leadership of election `NAME` is the plain lock `NAME` ([`Client::lock`]) and nothing
-//! more: the same lease, renewal, lost signal and safety model. Its **term** is that lock's
-//! fence, strictly larger than every earlier leader's, so a resource written by the leader can
-//! refuse a deposed one ([`crate::fenced`], `postgres`). The leader's value, term and the time
-//! its term began are written beside the lock (`PREFIX:{NAME}:leader`) only while the lock is
-//! held with that term, so a deposed leader cannot overwrite a newer one, and announced on
-//! `PREFIX:{NAME}:announce` (docs/PROTOCOL.md has the layout).
+//! The leadership of election `NAME` is the plain lock `NAME` ([`Client::lock`]): the same
+//! value, lease, renewal, lost signal and safety model. Its **term** is that lock's fence,
+//! strictly larger than every earlier leader's, so a resource written by the leader can refuse
+//! a deposed one ([`crate::fenced`], `postgres`). The leader's value, term and the time its term
+//! began are written beside the lock (`PREFIX:{NAME}:leader`) in the same script as the grant,
+//! and afterwards (a proclaim) only while the lock is held with that term, so a deposed leader
+//! cannot overwrite a newer one; they are announced on `PREFIX:{NAME}:announce`. A resignation
+//! is one script too: the announcement, the record deleted, the lock released (docs/PROTOCOL.md
+//! has the layout).
 //!
 //! ```no_run
 //! # async fn example(client: fencelock::Client) -> fencelock::Result<()> {
@@ -30,6 +32,7 @@
 //! anything is sent.
 //!
 //! - `mod.rs`: [`Election`], [`Leader`], reading the leader and the scripts' calls;
+//! - `protocol.rs`: the election's lock as the engine runs it (`campaign.lua`, `step_down.lua`);
 //! - `campaign.rs`: [`Campaign`] and [`Leadership`];
 //! - `observe.rs`: [`Observe`], the stream of [`Observation`]s;
 //! - `blocking.rs`: the blocking twins (`crate::blocking::Election`, ...).
@@ -37,6 +40,7 @@
 pub(crate) mod blocking;
 mod campaign;
 mod observe;
+mod protocol;
 
 use std::sync::{Arc, LazyLock};
 use std::time::{Duration, SystemTime};
@@ -54,7 +58,6 @@ use crate::script::reply::{as_string, as_u64, describe_type, unexpected};
 use crate::script::{Arg, Args, Call, Lua, lua};
 
 static ANNOUNCE: LazyLock<Lua> = lua!("leadership.lua", "announce.lua");
-static RESIGN: LazyLock<Lua> = lua!("leadership.lua", "resign.lua");
 static LEADER: LazyLock<Lua> = lua!("leadership.lua", "leader.lua");
 
 /// One election (see [`Client::election`]): campaign for it, read or follow its leader. Cheap
@@ -123,7 +126,8 @@ impl Election {
 
     /// The current leader: the record beside the election's lock, if the lock is held with the
     /// record's term. `None` when nobody leads, also for a leader whose lease ran out without
-    /// resigning, and for the moment between a new leader's grant and its announcement.
+    /// resigning. A campaign writes the record in the same step as its grant: while a leader
+    /// holds its term, this never says `None`.
     ///
     /// # Errors
     ///
@@ -136,12 +140,17 @@ impl Election {
     ///
     /// Cancel-safe: it only reads.
     pub async fn leader(&self) -> Result<Option<Leader>> {
+        Ok(self.read().await?.map(|(leader, _)| leader))
+    }
+
+    /// The current leader and what is left of its lease (`None` for a lock without expiry).
+    async fn read(&self) -> Result<Option<(Leader, Option<Duration>)>> {
         let server = self.server()?;
         let call = Call::new(&LEADER, &[&self.lock_key, &self.record_key], Args::new());
         let reply: Vec<Value> = self.run(&server, &call, "leader").await?;
         match reply.as_slice() {
             [Value::Int(0)] => Ok(None),
-            [Value::Int(1), term, since, value] => {
+            [Value::Int(1), term, since, value, rest @ ..] => {
                 let leader = (|| {
                     Ok::<_, redis::RedisError>(Leader {
                         term: as_u64(term)?,
@@ -149,8 +158,13 @@ impl Election {
                         value: as_string(value)?,
                     })
                 })();
+                // (A record read by an earlier revision's script has no lease: none is known.)
+                let lease = match rest {
+                    [Value::Int(ms)] => u64::try_from(*ms).ok().map(Duration::from_millis),
+                    _ => None,
+                };
                 leader
-                    .map(Some)
+                    .map(|leader| Some((leader, lease)))
                     .map_err(|e| server.error(&self.name, "leader", e))
             }
             _ => Err(self.refused(&server, "leader", &reply)),
@@ -208,25 +222,6 @@ impl Election {
                 .map_err(|e| server.error(&self.name, "announce", e)),
             [Value::Int(0), current] => Err(self.not_leader(term, current)),
             _ => Err(self.refused(&server, "announce", &reply)),
-        }
-    }
-
-    /// Announces that the leader of `term` resigns, if the lock is still held with that term
-    /// (the caller releases the lock after). Whether it was.
-    async fn resign(&self, term: u64) -> Result<bool> {
-        let server = self.server()?;
-        let mut args = Args::new();
-        args.push(Arg::Int(term));
-        let call = Call::new(&RESIGN, &[&self.lock_key, &self.record_key], args);
-        let reply: Value = server
-            .run_script(&call, self.timeout())
-            .await
-            .map_err(|e| server.error(&self.name, "resign", e))?;
-        match reply {
-            Value::Int(1) => Ok(true),
-            Value::Int(0) => Ok(false),
-            Value::Array(reply) => Err(self.refused(&server, "resign", &reply)),
-            other => Err(self.refused(&server, "resign", &[other])),
         }
     }
 

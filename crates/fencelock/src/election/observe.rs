@@ -3,9 +3,11 @@
 
 use std::pin::Pin;
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use futures_util::stream::{BoxStream, Stream, StreamExt};
 use tokio::sync::broadcast::{self, error::RecvError};
+use tokio::time::Instant;
 
 use super::{Announcement, Election, Leader};
 use crate::error::Result;
@@ -67,9 +69,11 @@ impl Stream for Observe {
 impl Election {
     /// Follows the election: first the current leader (or [`Observation::Vacant`]), then
     /// every change as it is announced, in term order (an announcement older than one already
-    /// seen is left out), by pub/sub: nothing is polled. A leader whose lease runs out without
-    /// resigning is announced by nobody; the observer sees its successor when that one is
-    /// announced. When the subscription is lost, the stream says so
+    /// seen is left out), by pub/sub. A leader whose lease runs out without resigning (it
+    /// crashed) is announced by nobody: the observer reads the leader again when the lease of
+    /// the one it last saw would run out (about once a lease while a leader renews, never
+    /// faster), and gives [`Observation::Vacant`] if it lapsed. When the subscription is lost,
+    /// the stream says so
     /// ([`Observation::Gap`]) and, once it is back, gives the then-current leader.
     ///
     /// ```no_run
@@ -113,15 +117,17 @@ impl Election {
         };
         // Before the first read, so that nothing announced after it is missed.
         let heard = subscription.heard();
-        let current = self.leader().await?;
+        let current = self.read().await?;
         let mut observer = Observer {
             election: self.clone(),
             _subscription: subscription,
             heard,
             last: None,
             in_gap: false,
+            recheck: None,
         };
-        let first = observer.seen(current, true);
+        observer.recheck_after(current.as_ref());
+        let first = observer.seen(current.map(|(leader, _)| leader), true);
         let inner =
             futures_util::stream::unfold((observer, first), |(mut observer, first)| async move {
                 if let Some(first) = first {
@@ -149,13 +155,32 @@ struct Observer {
     heard: broadcast::Receiver<Heard>,
     last: Option<Last>,
     in_gap: bool,
+    /// When to read the leader again: when the lease of the leader last seen runs out. A leader
+    /// whose lease runs out without resigning (it crashed, or its leadership was dropped
+    /// where nothing could release it) is announced by nobody.
+    recheck: Option<Instant>,
 }
 
 impl Observer {
     /// The next observation.
     async fn next(&mut self) -> Observation {
         loop {
-            let heard = match self.heard.recv().await {
+            let received = match self.recheck {
+                Some(at) => tokio::select! {
+                    heard = self.heard.recv() => Some(heard),
+                    () = tokio::time::sleep_until(at) => None,
+                },
+                None => Some(self.heard.recv().await),
+            };
+            let Some(received) = received else {
+                // The lease of the leader last seen is over: it was renewed, or it lapsed.
+                self.recheck = None;
+                if let Some(seen) = self.current().await {
+                    return seen;
+                }
+                continue;
+            };
+            let heard = match received {
                 Ok(heard) => heard,
                 Err(RecvError::Lagged(missed)) => {
                     tracing::debug!(election = %self.election.name, missed, "observer fell behind");
@@ -193,10 +218,11 @@ impl Observer {
     /// The leader now, after a gap (always given) or a confirmation (given if it changed). A
     /// read that fails keeps the gap open: the next confirmation or message reads again.
     async fn current(&mut self) -> Option<Observation> {
-        match self.election.leader().await {
+        match self.election.read().await {
             Ok(leader) => {
+                self.recheck_after(leader.as_ref());
                 let after_gap = std::mem::replace(&mut self.in_gap, false);
-                self.seen(leader, after_gap)
+                self.seen(leader.map(|(leader, _)| leader), after_gap)
             }
             Err(err) => {
                 tracing::debug!(election = %self.election.name, %err, "observer cannot read the leader");
@@ -205,15 +231,32 @@ impl Observer {
         }
     }
 
+    /// When to read the leader again, after a read that found `leader` with what was left of
+    /// its lease: just after that lease (a little later, so that the server has let the key
+    /// go); never, when nobody leads (the next leader announces itself).
+    fn recheck_after(&mut self, leader: Option<&(Leader, Option<Duration>)>) {
+        self.recheck = match leader {
+            Some((_, Some(left))) => Some(Instant::now() + *left + Duration::from_millis(5)),
+            // A leader without expiry, or one read by an earlier revision's script: its lease is
+            // not known; announcements only.
+            Some((_, None)) | None => None,
+        };
+    }
+
     /// The observation for an announcement, if it changes what was last given.
     fn announced(&mut self, payload: &[u8]) -> Option<Observation> {
         match Announcement::parse(payload)? {
-            Announcement::Leader(leader) => self.seen(Some(leader), false),
+            Announcement::Leader(leader) => {
+                // Its lease is learned by a read (at once): the announcement does not carry it.
+                self.recheck = Some(Instant::now());
+                self.seen(Some(leader), false)
+            }
             Announcement::Resigned(term) => {
                 let last = self.last.as_ref();
                 if last.is_some_and(|l| l.term > term || (l.term == term && l.value.is_none())) {
                     return None;
                 }
+                self.recheck = None;
                 self.last = Some(Last { term, value: None });
                 Some(Observation::Vacant)
             }

@@ -411,7 +411,10 @@ mod tests {
         let gone = plain(&LockKeys::new("fencelock", "gone"));
         let permit = Arc::new(Hold {
             name: Arc::from("sem"),
-            protocol: Arc::new(Permit { permits: 2 }),
+            protocol: Arc::new(Permit {
+                permits: 2,
+                take: 1,
+            }),
             keys: LockKeys::new("fencelock", "sem"),
             token: OwnerToken::generate().unwrap(),
             linger: Duration::ZERO,

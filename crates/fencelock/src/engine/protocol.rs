@@ -136,6 +136,12 @@ pub(crate) trait Protocol: fmt::Debug + Send + Sync + 'static {
         Ok(())
     }
 
+    /// This kind's protocol for a hold of `permits` units at once, if the kind has units (a
+    /// semaphore's permits); `None`: it has not.
+    fn with_take(&self, _permits: u32) -> Option<Arc<dyn Protocol>> {
+        None
+    }
+
     /// Over Redlock, the memory of the fence that acquisitions through one handle share: a grant
     /// while one of the handle's guards is still held is a re-entry and keeps that fence (see
     /// [`FenceMemory`]). `None`: every grant stands for itself.

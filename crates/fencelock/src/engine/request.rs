@@ -69,6 +69,8 @@ pub struct LockRequest {
     pub(crate) lock_delay: Duration,
     /// The OS random source failed when the handle this request came from was made.
     pub(crate) owner_error: Option<getrandom::Error>,
+    /// A [`take`](Self::take) this kind has no units for.
+    pub(crate) refused_take: Option<u32>,
 }
 
 impl LockRequest {
@@ -84,12 +86,37 @@ impl LockRequest {
             queue_timeout: DEFAULT_QUEUE_TIMEOUT,
             lock_delay: Duration::ZERO,
             owner_error: None,
+            refused_take: None,
         }
     }
 
     /// This request for a handle whose owner token could not be made.
     pub(crate) fn owned_by(mut self, owner_error: Option<getrandom::Error>) -> Self {
         self.owner_error = owner_error;
+        self
+    }
+
+    /// A semaphore's request for `permits` permits at once (default 1), held with one lease and
+    /// one fence, granted only when that many are free. Permits go first come, first served: a
+    /// request is granted only when its permits are free after those of every request that has
+    /// waited longer, so a large request is not starved by a stream of small ones (as Tokio's
+    /// `Semaphore::acquire_many`). The request must wait (`no_wait` takes no place in line and
+    /// yields to every waiting request). Other kinds refuse it
+    /// ([`Error::InvalidArgument`] at the acquisition), as does a semaphore asked for 0 permits
+    /// or for more than it has.
+    ///
+    /// ```no_run
+    /// # async fn example(client: fencelock::Client) -> fencelock::Result<()> {
+    /// let three = client.semaphore("licences", 5).take(3).acquire().await?;
+    /// println!("3 of 5 licences, fence {}", three.fence());
+    /// three.release().await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn take(mut self, permits: u32) -> Self {
+        match self.protocol.with_take(permits) {
+            Some(protocol) => self.protocol = protocol,
+            None => self.refused_take = Some(permits),
+        }
         self
     }
 
@@ -209,6 +236,15 @@ impl LockRequest {
                 lock: self.name.clone(),
                 reason: e.to_string(),
             });
+        }
+        if let Some(permits) = self.refused_take {
+            return Err(Error::invalid(
+                &self.name,
+                format!(
+                    "take({permits}) is for a semaphore's permits; a {} has none",
+                    self.protocol.label()
+                ),
+            ));
         }
         validate_ttl(&self.name, self.ttl)?;
         if self.ttl.saturating_add(self.lock_delay) > MAX_TTL {

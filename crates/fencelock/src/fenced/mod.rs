@@ -299,6 +299,14 @@ impl FencedStore {
         })
     }
 
+    /// What `key` holds, as text (`None`: nothing), read on the resource's server.
+    pub(crate) async fn get(&self, key: &str) -> Result<Option<String>> {
+        self.server
+            .query(redis::cmd("GET").arg(key), self.timeout)
+            .await
+            .map_err(|e| self.server.error(&self.resource, "read", e))
+    }
+
     /// The largest fence the resource has accepted (0 if none).
     ///
     /// # Errors

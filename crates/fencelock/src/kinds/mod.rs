@@ -66,7 +66,10 @@ mod tests {
                 [&*rwlock::WRITE, &*rwlock::RELEASE, &*ENTRY_EXTEND],
             ),
             (
-                Arc::new(semaphore::Permit { permits: 3 }),
+                Arc::new(semaphore::Permit {
+                    permits: 3,
+                    take: 1,
+                }),
                 [&*semaphore::ACQUIRE, &*semaphore::RELEASE, &*ENTRY_EXTEND],
             ),
             (

@@ -6,9 +6,14 @@
 //! are held with the stored one, fails with `Conflict::PermitsMismatch` and changes nothing
 //! (N may change while no permit is held).
 //!
+//! A hold may take several permits at once ([`LockRequest::take`](crate::LockRequest::take)):
+//! k fields with one lease and one fence. Waiting requests keep a place (`w:<token>`, with how
+//! many they want and when they arrived), and a request is granted only when its permits are
+//! free after those of every request that waits longer: first come, first served.
+//!
 //! Not offered over Redlock: majority voting does not bound the holders to N.
 
-use std::sync::LazyLock;
+use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
 use smallvec::smallvec;
@@ -21,11 +26,13 @@ use crate::script::{Arg, Call, Lua, lua};
 
 pub(crate) static ACQUIRE: LazyLock<Lua> = lua!("../entries.lua", "fields.lua", "acquire.lua");
 pub(crate) static RELEASE: LazyLock<Lua> = lua!("../entries.lua", "fields.lua", "release.lua");
+static EXTEND: LazyLock<Lua> = lua!("../entries.lua", "fields.lua", "extend.lua");
 
-/// One permit of a counting semaphore of `permits`.
+/// A hold of `take` permits of a counting semaphore of `permits`.
 #[derive(Debug)]
 pub(crate) struct Permit {
     pub(crate) permits: u32,
+    pub(crate) take: u32,
 }
 
 impl Protocol for Permit {
@@ -38,31 +45,62 @@ impl Protocol for Permit {
     }
 
     fn acquire<'a>(&'a self, hold: &'a Hold, attempt: Attempt) -> Call<'a> {
-        Call::new(
-            &ACQUIRE,
-            &hold.lock_and_fence(),
-            smallvec![
-                hold.token_arg(),
-                Arg::millis(attempt.ttl),
-                Arg::Int(u64::from(self.permits)),
-            ],
-        )
+        let mut args = smallvec![
+            hold.token_arg(),
+            Arg::millis(attempt.ttl),
+            Arg::Int(u64::from(self.permits)),
+        ];
+        // Left out where they say nothing: every argument is a string the server makes (and the
+        // two go as one, `<k>:<place ms>`).
+        if attempt.queue_timeout.is_zero() {
+            if self.take > 1 {
+                args.push(Arg::Int(u64::from(self.take)));
+            }
+        } else {
+            let place = crate::script::lease_millis(attempt.queue_timeout);
+            args.push(Arg::Text(format!("{}:{place}", self.take)));
+        }
+        Call::new(&ACQUIRE, &hold.lock_and_fence(), args)
     }
 
     fn release<'a>(&'a self, hold: &'a Hold, fence: ReleaseFence) -> Call<'a> {
-        Call::new(
-            &RELEASE,
-            &[hold.keys.lock()],
-            plain::release_args(hold, fence),
-        )
+        let mut args = plain::release_args(hold, fence);
+        if self.take > 1 {
+            args.push(Arg::Int(u64::from(self.take)));
+        }
+        Call::new(&RELEASE, &[hold.keys.lock()], args)
     }
 
     fn extend<'a>(&'a self, hold: &'a Hold, ttl: Duration) -> Call<'a> {
+        if self.take > 1 {
+            return Call::new(
+                &EXTEND,
+                &[hold.keys.lock()],
+                smallvec![
+                    hold.token_arg(),
+                    Arg::millis(ttl),
+                    Arg::Int(u64::from(self.take))
+                ],
+            );
+        }
         Call::new(
             &ENTRY_EXTEND,
             &[hold.keys.lock()],
             smallvec![hold.field_arg("p:"), Arg::millis(ttl)],
         )
+    }
+
+    fn queues(&self, single: bool) -> bool {
+        // A waiting request keeps a place (`w:<token>`), so that permits go first come, first
+        // served; over Redlock a semaphore is refused anyway.
+        single
+    }
+
+    fn with_take(&self, permits: u32) -> Option<Arc<dyn Protocol>> {
+        Some(Arc::new(Permit {
+            permits: self.permits,
+            take: permits,
+        }))
     }
 
     fn conflict(&self, what: &str, detail: &str) -> Option<Conflict> {
@@ -89,6 +127,15 @@ impl Protocol for Permit {
     fn check(&self) -> Result<(), String> {
         if self.permits == 0 {
             return Err("a semaphore needs at least 1 permit".to_owned());
+        }
+        if self.take == 0 {
+            return Err("a hold takes at least 1 permit".to_owned());
+        }
+        if self.take > self.permits {
+            return Err(format!(
+                "take({}) asks for more than the semaphore's {} permits",
+                self.take, self.permits
+            ));
         }
         Ok(())
     }

@@ -1,0 +1,68 @@
+//! The flags `run` and `elect` share, as flattened groups (as `ServerArgs` is).
+
+use std::time::Duration;
+
+use nix::sys::signal::Signal;
+
+use crate::duration::parse_duration;
+
+/// How long to wait for what is asked for.
+#[derive(Debug, Clone, clap::Args)]
+pub struct WaitArgs {
+    /// Wait at most this long, then exit with 73 [default: as long as it takes]
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, conflicts_with = "no_wait")]
+    pub wait: Option<Duration>,
+
+    /// Do not wait: exit with 73 at once if it is held
+    #[arg(long)]
+    pub no_wait: bool,
+}
+
+impl WaitArgs {
+    /// As the library's wait policy.
+    pub fn policy(&self) -> fencelock::WaitPolicy {
+        match (self.no_wait, self.wait) {
+            (true, _) => fencelock::WaitPolicy::NoWait,
+            (false, Some(limit)) => fencelock::WaitPolicy::UpTo(limit),
+            (false, None) => fencelock::WaitPolicy::Forever,
+        }
+    }
+}
+
+/// How the command is stopped: asked to let go, or after a loss.
+#[derive(Debug, Clone, clap::Args)]
+pub struct StopArgs {
+    /// When someone asks for it (`fencelock release --ask NAME`): the signal passed on to the
+    /// command's process group. It is given back when the command ends
+    #[arg(long, value_name = "SIGNAL", default_value = "TERM", value_parser = parse_signal)]
+    pub on_request: Signal,
+
+    /// When someone asks for it: how long the command has to end after --on-request's signal
+    /// before it gets SIGKILL and it is given back
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
+    pub grace: Duration,
+
+    /// When it is lost: how long the command has between SIGTERM and SIGKILL
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
+    pub kill_after: Duration,
+}
+
+/// `--on-request`: a signal by name (`TERM`, `SIGTERM`, `usr1`) or number.
+pub fn parse_signal(text: &str) -> Result<Signal, String> {
+    let upper = text.trim().to_ascii_uppercase();
+    let named = if upper.starts_with("SIG") {
+        upper
+    } else {
+        format!("SIG{upper}")
+    };
+    if let Ok(signal) = named.parse::<Signal>() {
+        return Ok(signal);
+    }
+    text.trim()
+        .parse::<i32>()
+        .ok()
+        .and_then(|n| Signal::try_from(n).ok())
+        .ok_or_else(|| {
+            format!("{text:?} is not a signal: write a name such as TERM or USR1, or a number")
+        })
+}

@@ -1,0 +1,259 @@
+//! End-to-end tests of the recipes on the command line: `run --once`, `run A B C`,
+//! `run --permits N --take K`, `elect` answering `release --ask`; and a command never outlives a
+//! SIGKILLed `run` or `elect`.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test fails by panicking
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::*;
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
+
+#[test]
+fn once_runs_the_command_exactly_once_across_concurrent_runs_and_again_after_a_failure() {
+    let server = server();
+    let url = server.url();
+    let dir = scratch();
+    let count = file(dir.path(), "count");
+    // Each run appends a line when its command runs; the command takes a while, so that the
+    // other runs wait for the lock meanwhile.
+    let script = format!("echo ran >> \"{count}\"; sleep 0.3");
+    let runs: Vec<Running> = (0..8)
+        .map(|_| {
+            Running::start(fencelock(&[
+                "run", "--url", &url, "--once", "v42", "migrate", "--", "sh", "-c", &script,
+            ]))
+        })
+        .collect();
+    for run in runs {
+        let done = run.finish();
+        assert_eq!(done.code, Some(0), "{}", done.explain());
+    }
+    let ran = std::fs::read_to_string(&count).unwrap();
+    assert_eq!(
+        ran.lines().count(),
+        1,
+        "the command ran {} times",
+        ran.lines().count()
+    );
+    // Later runs find the record at once.
+    let later = run(&[
+        "run", "--url", &url, "--once", "v42", "migrate", "--", "false",
+    ]);
+    assert_eq!(later.code, Some(0), "{}", later.explain());
+    assert!(
+        later.stderr.contains("was done before"),
+        "{}",
+        later.explain()
+    );
+
+    // A failing run records nothing: the next one runs.
+    let failed = run(&[
+        "run", "--url", &url, "--once", "v43", "migrate", "--", "false",
+    ]);
+    assert_eq!(failed.code, Some(1), "{}", failed.explain());
+    let again = run(&[
+        "run", "--url", &url, "--once", "v43", "migrate", "--", "sh", "-c", &script,
+    ]);
+    assert_eq!(again.code, Some(0), "{}", again.explain());
+    assert_eq!(std::fs::read_to_string(&count).unwrap().lines().count(), 2);
+    let record = "fencelock:once:{migrate}:v43";
+    assert!(exists(&server, record), "no record {record}");
+}
+
+#[test]
+fn several_names_are_held_together_with_their_fences_in_the_environment() {
+    let server = server();
+    let url = server.url();
+    let done = run(&[
+        "run",
+        "--url",
+        &url,
+        "acct/2",
+        "acct/1",
+        "--",
+        "sh",
+        "-c",
+        "echo \"$FENCELOCK_NAMES $FENCELOCK_FENCES\"",
+    ]);
+    assert_eq!(done.code, Some(0), "{}", done.explain());
+    let (names, fences) = done
+        .stdout
+        .trim()
+        .split_once(' ')
+        .expect("names and fences");
+    assert_eq!(names, "acct/2,acct/1");
+    let fences: Vec<u64> = fences.split(',').map(|f| f.parse().unwrap()).collect();
+    assert_eq!(fences.len(), 2);
+    assert!(!exists(&server, &lock_key("acct/1")) && !exists(&server, &lock_key("acct/2")));
+
+    // One of them held elsewhere: with --no-wait nothing runs and nothing is left held.
+    let dir = scratch();
+    let _holder = hold(&url, "acct/1", dir.path(), &[], Some(0));
+    let busy = run(&[
+        "run",
+        "--url",
+        &url,
+        "--no-wait",
+        "acct/1",
+        "acct/2",
+        "--",
+        "true",
+    ]);
+    assert_eq!(busy.code, Some(73), "{}", busy.explain());
+    assert!(
+        !exists(&server, &lock_key("acct/2")),
+        "acct/2 was left held"
+    );
+}
+
+#[test]
+fn take_holds_k_permits_of_the_semaphore() {
+    let server = server();
+    let url = server.url();
+    let done = run(&[
+        "run",
+        "--url",
+        &url,
+        "--permits",
+        "5",
+        "--take",
+        "3",
+        "licences",
+        "--",
+        "sh",
+        "-c",
+        "echo \"$FENCELOCK_PERMITS $FENCELOCK_TAKEN\"",
+    ]);
+    assert_eq!(done.code, Some(0), "{}", done.explain());
+    assert_eq!(done.stdout.trim(), "5 3");
+    let too_many = run(&[
+        "run",
+        "--url",
+        &url,
+        "--permits",
+        "2",
+        "--take",
+        "3",
+        "licences",
+        "--",
+        "true",
+    ]);
+    assert_eq!(too_many.code, Some(2), "{}", too_many.explain());
+}
+
+/// The process group of the command, as it wrote it to `file` (its `/proc/self/stat` pgrp).
+fn group_of(file: &std::path::Path) -> Pid {
+    wait_for_file(file, LIMIT);
+    let text = std::fs::read_to_string(file).unwrap();
+    Pid::from_raw(text.trim().parse().unwrap())
+}
+
+/// Whether a process of `group` still runs: one that is not a zombie (the killed ones are
+/// reparented to an init that may take its time to reap them).
+fn group_alive(group: Pid) -> bool {
+    if killpg(group, None).is_err() {
+        return false;
+    }
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return true;
+    };
+    entries.flatten().any(|entry| {
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            return false;
+        };
+        // `pid (comm) state ppid pgrp ...`: the fields after the command's closing parenthesis.
+        let Some((_, rest)) = stat.rsplit_once(')') else {
+            return false;
+        };
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        matches!(fields.as_slice(), [state, _, pgrp, ..] if *state != "Z" && pgrp.parse() == Ok(group.as_raw()))
+    })
+}
+
+/// A command that writes its process group to `file` and then runs two more processes in it
+/// (one in the background); with `deaf`, it ignores SIGTERM.
+fn long_command(file: &str, deaf: bool) -> String {
+    let trap = if deaf { "trap '' TERM; " } else { "" };
+    format!(
+        "{trap}cut -d' ' -f5 /proc/$$/stat > \"{file}.tmp\"; mv \"{file}.tmp\" \"{file}\"; \
+         sleep 600 & sleep 600; wait"
+    )
+}
+
+#[test]
+fn no_command_outlives_a_sigkilled_run_or_elect() {
+    let server = server();
+    let url = server.url();
+    let dir = scratch();
+    for (what, deaf) in [
+        ("run", false),
+        ("run", true),
+        ("elect", false),
+        ("elect", true),
+    ] {
+        let marker = file(dir.path(), &format!("{what}-{deaf}"));
+        let script = long_command(&marker, deaf);
+        let name = format!("supervised-{what}-{deaf}");
+        let mut args = vec![what, "--url", url.as_str()];
+        if what == "elect" {
+            args.extend_from_slice(&["--value", "node"]);
+        }
+        args.extend_from_slice(&[name.as_str(), "--", "sh", "-c", script.as_str()]);
+        let supervisor = Running::start(fencelock(&args));
+        let group = group_of(&path(dir.path(), &format!("{what}-{deaf}")));
+        assert!(group_alive(group));
+        supervisor.signal(Signal::SIGKILL);
+        let killed = Instant::now();
+        while group_alive(group) {
+            assert!(
+                killed.elapsed() < Duration::from_secs(1),
+                "{what} (the command {}): its process group {group} outlived it by a second",
+                if deaf { "ignoring SIGTERM" } else { "as it is" }
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        drop(supervisor);
+    }
+}
+
+#[test]
+fn elect_passes_a_release_request_on_and_resigns_when_its_command_ends() {
+    let server = server();
+    let url = server.url();
+    let dir = scratch();
+    let ready = file(dir.path(), "ready");
+    let asked = file(dir.path(), "asked");
+    let script = format!(
+        "trap 'echo asked > \"{asked}\"; exit 0' USR1; touch \"{ready}\"; \
+         i=0; while [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done"
+    );
+    let leader = Running::start(fencelock(&[
+        "elect",
+        "--url",
+        &url,
+        "--value",
+        "node-a",
+        "--on-request",
+        "USR1",
+        "primary",
+        "--",
+        "sh",
+        "-c",
+        &script,
+    ]));
+    wait_for_file(&path(dir.path(), "ready"), LIMIT);
+    let ask = run(&["release", "--url", &url, "--ask", "primary"]);
+    assert_eq!(ask.code, Some(0), "{}", ask.explain());
+    let done = leader.finish();
+    assert_eq!(done.code, Some(0), "{}", done.explain());
+    assert!(
+        path(dir.path(), "asked").exists(),
+        "the command was not asked"
+    );
+    let after = run(&["leader", "--url", &url, "primary"]);
+    assert_eq!(after.stdout.trim(), "vacant", "{}", after.explain());
+}

@@ -1,0 +1,249 @@
+//! Several locks at once (Redisson's `MultiLock`): all the names or none, each with its own
+//! fence, renewal and lost signal.
+//!
+//! A request never waits while it holds some of its names. It tries every name at once without
+//! waiting; if one is held, it gives back what it took, waits for that name alone (as a plain
+//! waiter: woken by its release), and tries the others again, holding just that one. Nobody waits
+//! holding a name another waits for, so two requests for overlapping sets, in any order, never
+//! deadlock; and on one server the tries of one round go out together (the client sends calls
+//! of one script that pile up on a connection as one batch).
+//!
+//! ```no_run
+//! # async fn example(client: fencelock::Client) -> fencelock::Result<()> {
+//! let both = client.multi_lock(["accounts/17", "accounts/42"]).acquire().await?;
+//! for (name, fence) in both.fences() {
+//!     println!("{name}: fence {fence}");
+//! }
+//! both.release().await?;
+//! # Ok(()) }
+//! ```
+
+use std::time::Duration;
+
+use futures_util::future::{join_all, select_all};
+use tokio::time::Instant;
+
+use crate::client::Client;
+use crate::engine::{DEFAULT_TTL, LockGuard, WaitPolicy};
+use crate::error::{Error, LostReason, Result};
+
+/// A request for several locks at once (see [`Client::multi_lock`]).
+#[derive(Debug, Clone)]
+#[must_use = "a request does nothing until acquired"]
+pub struct MultiLockRequest {
+    client: Client,
+    /// In the order given.
+    names: Vec<String>,
+    ttl: Duration,
+    wait: WaitPolicy,
+}
+
+/// Several locks held together (see [`Client::multi_lock`]): each name's own guard, in the
+/// order the names were given.
+#[derive(Debug)]
+#[must_use = "dropping the guard releases its locks at once"]
+pub struct MultiGuard {
+    guards: Vec<LockGuard>,
+}
+
+impl Client {
+    /// A request for the plain locks `names`, all or none (see [`crate::multi`]). Each name
+    /// keeps its own fence. Over Redlock each name is a Redlock lock.
+    pub fn multi_lock<I, S>(&self, names: I) -> MultiLockRequest
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        MultiLockRequest {
+            client: self.clone(),
+            names: names.into_iter().map(Into::into).collect(),
+            ttl: DEFAULT_TTL,
+            wait: WaitPolicy::Forever,
+        }
+    }
+}
+
+impl MultiLockRequest {
+    /// The lease of every name (default 30 s), renewed while held.
+    pub fn ttl(mut self, ttl: Duration) -> Self {
+        self.ttl = ttl;
+        self
+    }
+
+    /// How long to wait while a name is held (default: forever).
+    pub fn wait(mut self, wait: WaitPolicy) -> Self {
+        self.wait = wait;
+        self
+    }
+
+    /// Do not wait: fail with [`Error::Busy`] if any name is held.
+    pub fn no_wait(self) -> Self {
+        self.wait(WaitPolicy::NoWait)
+    }
+
+    /// Wait at most `limit` in all, then fail with [`Error::TimedOut`].
+    pub fn wait_up_to(self, limit: Duration) -> Self {
+        self.wait(WaitPolicy::UpTo(limit))
+    }
+
+    /// Takes every name, or none.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] for no names, a name given twice, or a bad name (nothing is
+    /// sent); [`Error::Busy`] (with `no_wait`) or [`Error::TimedOut`] naming a held name; any
+    /// error of [`LockRequest::acquire`](crate::LockRequest::acquire). On any error nothing is
+    /// left held.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel-safe: whatever a dropped request holds is released in the background.
+    pub async fn acquire(self) -> Result<MultiGuard> {
+        let first = self.names.first().cloned().unwrap_or_default();
+        if self.names.is_empty() {
+            return Err(Error::invalid(
+                &first,
+                "a multi-lock needs at least one name",
+            ));
+        }
+        for (i, name) in self.names.iter().enumerate() {
+            crate::keys::validate_name(name)?;
+            if self.names[..i].contains(name) {
+                return Err(Error::invalid(name, "the name is given twice"));
+            }
+        }
+        let started = Instant::now();
+        let until = match self.wait {
+            WaitPolicy::NoWait => Some(started),
+            WaitPolicy::UpTo(limit) => started.checked_add(limit),
+            WaitPolicy::Until(at) => Some(at),
+            _ => None,
+        };
+        // The name waited for last, held while the others are tried.
+        let mut kept: Option<(usize, LockGuard)> = None;
+        loop {
+            let tries = self.names.iter().enumerate().map(|(i, name)| {
+                let kept = kept.as_ref().map(|(k, _)| *k);
+                let request = self.client.lock(name.as_str()).ttl(self.ttl);
+                async move {
+                    if kept == Some(i) {
+                        return Ok(None);
+                    }
+                    request.try_acquire().await
+                }
+            });
+            let results = join_all(tries).await;
+            let mut guards: Vec<Option<LockGuard>> = Vec::with_capacity(self.names.len());
+            let mut held_by_others = None;
+            let mut failure = None;
+            for (i, result) in results.into_iter().enumerate() {
+                match result {
+                    Ok(Some(guard)) => guards.push(Some(guard)),
+                    Ok(None) => {
+                        if kept.as_ref().is_none_or(|(k, _)| *k != i) && held_by_others.is_none() {
+                            held_by_others = Some(i);
+                        }
+                        guards.push(None);
+                    }
+                    Err(e) => {
+                        failure.get_or_insert(e);
+                        guards.push(None);
+                    }
+                }
+            }
+            if let Some((k, guard)) = kept.take() {
+                guards[k] = Some(guard);
+            }
+            if failure.is_none() && held_by_others.is_none() {
+                let guards = guards.into_iter().flatten().collect();
+                return Ok(MultiGuard { guards });
+            }
+            // Nothing is held while waiting: give back what this round took.
+            release_all(guards.into_iter().flatten()).await;
+            if let Some(e) = failure {
+                return Err(e);
+            }
+            let Some(busy) = held_by_others else {
+                continue;
+            };
+            let name = &self.names[busy];
+            let request = self.client.lock(name.as_str()).ttl(self.ttl);
+            let request = match until {
+                Some(at) if at <= Instant::now() => {
+                    return Err(match self.wait {
+                        WaitPolicy::NoWait => Error::Busy {
+                            lock: name.clone(),
+                            remaining: None,
+                        },
+                        _ => Error::TimedOut {
+                            lock: name.clone(),
+                            waited: started.elapsed(),
+                        },
+                    });
+                }
+                Some(at) => request.wait_until(at),
+                None => request.wait(WaitPolicy::Forever),
+            };
+            match request.acquire().await {
+                Ok(guard) => kept = Some((busy, guard)),
+                Err(Error::TimedOut { lock, .. }) => {
+                    return Err(Error::TimedOut {
+                        lock,
+                        waited: started.elapsed(),
+                    });
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+}
+
+/// Releases `guards` together, waiting for the answers (so that the names are free at once for
+/// others); a failed release is retried in the background by the library.
+async fn release_all(guards: impl IntoIterator<Item = LockGuard>) {
+    join_all(guards.into_iter().map(|g| async move {
+        let _ = g.release().await;
+    }))
+    .await;
+}
+
+impl MultiGuard {
+    /// Each name with its fence, in the order the names were given.
+    pub fn fences(&self) -> impl Iterator<Item = (&str, u64)> + '_ {
+        self.guards.iter().map(|g| (g.name(), g.fence()))
+    }
+
+    /// Each name's guard, in the order the names were given.
+    pub fn guards(&self) -> &[LockGuard] {
+        &self.guards
+    }
+
+    /// Whether every name is still held, as far as this process can tell now.
+    pub fn is_held(&self) -> bool {
+        self.guards.iter().all(LockGuard::is_held)
+    }
+
+    /// Resolves when any of the names is lost (or released): which, and why.
+    pub async fn lost(&self) -> (String, LostReason) {
+        let waits = self.guards.iter().map(|g| {
+            let lost = g.lost();
+            let name = g.name().to_owned();
+            Box::pin(async move { (name, lost.wait().await) })
+        });
+        select_all(waits).await.0
+    }
+
+    /// Releases every name. `true` if every one was still held.
+    ///
+    /// # Errors
+    ///
+    /// The first error of the releases (each is tried; see [`LockGuard::release`]).
+    pub async fn release(self) -> Result<bool> {
+        let results = join_all(self.guards.into_iter().map(LockGuard::release)).await;
+        let mut all = true;
+        for result in results {
+            all &= result?;
+        }
+        Ok(all)
+    }
+}

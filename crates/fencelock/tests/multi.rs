@@ -1,0 +1,144 @@
+//! Several locks at once: all or none, each name with its own fence, callers with overlapping
+//! sets in reversed orders never deadlock nor overlap, and a loss of any name is told.
+
+mod common;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use fencelock::Error;
+
+use common::server;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn all_or_none_with_a_fence_each() {
+    let redis = server();
+    let a = common::client(&redis.url());
+    let b = common::client(&redis.url());
+    let held = a
+        .lock("m/2")
+        .acquire()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let refused = b
+        .multi_lock(["m/1", "m/2", "m/3"])
+        .no_wait()
+        .acquire()
+        .await
+        .map(|_| ())
+        .unwrap_err();
+    assert!(
+        matches!(&refused, Error::Busy { lock, .. } if lock == "m/2"),
+        "{refused:?}"
+    );
+    // Nothing of the set was left held.
+    for name in ["m/1", "m/3"] {
+        let key = format!("fencelock:{{{name}}}");
+        assert_eq!(
+            common::integer_reply(&redis, &["EXISTS", &key]),
+            0,
+            "{name} held"
+        );
+    }
+    assert!(held.release().await.unwrap_or_else(|e| panic!("{e}")));
+    let all = b
+        .multi_lock(["m/3", "m/1", "m/2"])
+        .acquire()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let fences: Vec<(String, u64)> = all.fences().map(|(n, f)| (n.to_owned(), f)).collect();
+    assert_eq!(
+        fences.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>(),
+        ["m/3", "m/1", "m/2"],
+        "in the order given"
+    );
+    for (name, fence) in &fences {
+        let value = redis
+            .cmd(&["GET", &format!("fencelock:{{{name}}}")])
+            .unwrap_or_else(|e| panic!("{e}"));
+        let redis::Value::BulkString(value) = value else {
+            panic!("{name} not held: {value:?}");
+        };
+        assert!(
+            String::from_utf8_lossy(&value).contains(&format!(":{fence}")),
+            "{name}"
+        );
+    }
+    assert!(all.is_held());
+    assert!(all.release().await.unwrap_or_else(|e| panic!("{e}")));
+    let invalid = b
+        .multi_lock(["x", "x"])
+        .acquire()
+        .await
+        .map(|_| ())
+        .unwrap_err();
+    assert!(
+        matches!(invalid, Error::InvalidArgument { .. }),
+        "{invalid:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reversed_orders_never_deadlock_nor_overlap() {
+    let redis = server();
+    let inside = Arc::new(AtomicUsize::new(0));
+    let overlaps = Arc::new(AtomicUsize::new(0));
+    let mut callers = Vec::new();
+    for i in 0..4 {
+        let client = common::client(&redis.url());
+        let (inside, overlaps) = (inside.clone(), overlaps.clone());
+        callers.push(tokio::spawn(async move {
+            let names: Vec<&str> = if i % 2 == 0 {
+                vec!["r/a", "r/b", "r/c"]
+            } else {
+                vec!["r/c", "r/b", "r/a"]
+            };
+            for _ in 0..25 {
+                let guard = client
+                    .multi_lock(names.clone())
+                    .ttl(Duration::from_secs(10))
+                    .acquire()
+                    .await
+                    .unwrap_or_else(|e| panic!("{e}"));
+                if inside.fetch_add(1, Ordering::SeqCst) != 0 {
+                    overlaps.fetch_add(1, Ordering::SeqCst);
+                }
+                tokio::time::sleep(Duration::from_millis(1)).await;
+                inside.fetch_sub(1, Ordering::SeqCst);
+                assert!(guard.release().await.unwrap_or_else(|e| panic!("{e}")));
+            }
+        }));
+    }
+    // A deadlock would hold every caller forever: they all finish.
+    tokio::time::timeout(Duration::from_secs(90), async {
+        for caller in callers {
+            caller.await.unwrap_or_else(|e| panic!("{e}"));
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("the callers did not finish: a deadlock"));
+    assert_eq!(overlaps.load(Ordering::SeqCst), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_loss_of_any_name_is_told() {
+    let redis = server();
+    let client = common::client(&redis.url());
+    let guard = client
+        .multi_lock(["l/1", "l/2"])
+        .ttl(Duration::from_secs(1))
+        .acquire()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    redis
+        .cmd(&["DEL", "fencelock:{l/2}"])
+        .unwrap_or_else(|e| panic!("{e}"));
+    let (name, reason) = tokio::time::timeout(Duration::from_secs(10), guard.lost())
+        .await
+        .unwrap_or_else(|_| panic!("the loss was not told"));
+    assert_eq!(name, "l/2");
+    assert_eq!(reason, fencelock::LostReason::NotOwner);
+    assert!(!guard.is_held());
+    assert!(!guard.release().await.unwrap_or_else(|e| panic!("{e}")));
+}
