@@ -2,18 +2,15 @@
 //! watch of a lock's releases. The state goes to Python as dicts of plain values, which
 //! `fencelock` makes into its `LockInfo`, `Holder` and `Waiter`.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use fencelock::admin::{Holder, LockInfo, Release, Waiter};
-use futures_util::StreamExt;
-use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
-use crate::errors::{seconds, to_py};
-use crate::operation::{Answer, Cancel, Operation, Outcome};
-use crate::process::{Owned, Process};
+use crate::errors::to_py;
+use crate::follow::Follow;
+use crate::operation::Operation;
 
 fn secs(d: Option<Duration>) -> Option<f64> {
     d.map(|d| d.as_secs_f64())
@@ -84,16 +81,13 @@ pub fn listing(py: Python<'_>, listing: fencelock::admin::Listing) -> PyResult<P
 /// A watch of one lock's releases.
 #[pyclass(module = "fencelock._native", frozen)]
 pub struct Releases {
-    stream: Owned<(
-        Arc<tokio::sync::Mutex<fencelock::admin::Releases>>,
-        Arc<Process>,
-    )>,
+    follow: Follow<fencelock::admin::Releases>,
 }
 
 impl Releases {
     pub fn new(py: Python<'_>, stream: fencelock::admin::Releases) -> PyResult<Self> {
         Ok(Releases {
-            stream: Owned::new((Arc::new(tokio::sync::Mutex::new(stream)), Process::get(py)?)),
+            follow: Follow::new(py, stream)?,
         })
     }
 }
@@ -105,27 +99,7 @@ impl Releases {
     /// takes); `False` when the time ran out.
     #[pyo3(signature = (timeout=None))]
     fn next(&self, timeout: Option<f64>) -> PyResult<Operation> {
-        let limit = timeout.map(|t| seconds("", "timeout", t)).transpose()?;
-        let (stream, process) = self
-            .stream
-            .get()
-            .ok_or_else(|| PyRuntimeError::new_err("this watch was made before a fork"))?;
-        let stream = stream.clone();
-        Ok(Operation::start(process, None, Cancel::Abort, async move {
-            let next: Option<Release> = {
-                let mut stream = stream.lock().await;
-                match limit {
-                    Some(limit) => tokio::time::timeout(limit, stream.next())
-                        .await
-                        .ok()
-                        .flatten(),
-                    None => stream.next().await,
-                }
-            };
-            let released = next.is_some();
-            Box::new(Answer(move |py: Python<'_>| {
-                Ok(released.into_pyobject(py)?.to_owned().into_any().unbind())
-            })) as Box<dyn Outcome>
-        }))
+        self.follow
+            .next(timeout, |next: Option<Release>| next.is_some())
     }
 }

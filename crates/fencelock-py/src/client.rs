@@ -13,6 +13,7 @@ use crate::admin;
 use crate::election::{self, Observer};
 use crate::errors::{config_error, seconds, to_py};
 use crate::guard::Guard;
+use crate::held::GiveBack;
 use crate::operation::{Answer, Cancel, Operation, Outcome};
 use crate::process::{Owned, Process, Task};
 use crate::request::Spec;
@@ -197,22 +198,11 @@ impl Client {
         ttl: Option<f64>,
         wait: Option<f64>,
     ) -> PyResult<Operation> {
-        let client = self.client(py)?;
-        let campaign = election::campaign(&client.election(name), value, ttl, wait)?;
-        let process = Process::get(py)?;
-        let context = Context {
-            process: process.clone(),
-            client: client.clone(),
-        };
-        Ok(Operation::start(
-            &process,
-            Some(client),
-            Cancel::Abort,
-            async move {
-                let result = campaign.campaign().await;
-                Box::new(election::Won { result, context }) as Box<dyn Outcome>
-            },
-        ))
+        let campaign = election::campaign(&self.client(py)?.election(name), value, ttl, wait)?;
+        self.start(py, Cancel::Abort, |context| async move {
+            let result = campaign.campaign().await;
+            Box::new(election::Won { result, context }) as Box<dyn Outcome>
+        })
     }
 
     /// The leader of election `name`: answers `(value, term, since)`, or `None`.
@@ -302,20 +292,10 @@ impl Client {
             request = request.ttl(seconds(&first, "ttl", ttl)?);
         }
         request = request.wait(wait_policy(&first, wait)?);
-        let process = Process::get(py)?;
-        let context = Context {
-            process: process.clone(),
-            client: client.clone(),
-        };
-        Ok(Operation::start(
-            &process,
-            Some(client),
-            Cancel::Abort,
-            async move {
-                let result = request.acquire().await;
-                Box::new(crate::recipes::AcquiredAll { result, context }) as Box<dyn Outcome>
-            },
-        ))
+        self.start(py, Cancel::Abort, |context| async move {
+            let result = request.acquire().await;
+            Box::new(crate::recipes::AcquiredAll { result, context }) as Box<dyn Outcome>
+        })
     }
 
     /// Begins the work to do once under `key` (on the lock `lock`, the key by default): answers
@@ -336,20 +316,10 @@ impl Client {
             once = once.ttl(seconds(&name, "ttl", ttl)?);
         }
         once = once.wait(wait_policy(&name, wait)?);
-        let process = Process::get(py)?;
-        let context = Context {
-            process: process.clone(),
-            client: client.clone(),
-        };
-        Ok(Operation::start(
-            &process,
-            Some(client),
-            Cancel::Abort,
-            async move {
-                let result = once.begin().await;
-                Box::new(crate::recipes::Begin { result, context }) as Box<dyn Outcome>
-            },
-        ))
+        self.start(py, Cancel::Abort, |context| async move {
+            let result = once.begin().await;
+            Box::new(crate::recipes::Begin { result, context }) as Box<dyn Outcome>
+        })
     }
 
     /// Answers the state of lock `name` (see `fencelock.LockInfo`).
@@ -467,14 +437,16 @@ impl Client {
         F: FnOnce(Arc<fencelock::Client>) -> Fut,
         Fut: Future<Output = Box<dyn Outcome>> + Send + 'static,
     {
-        let client = self.client(py)?;
-        let process = Process::get(py)?;
-        Ok(Operation::start(
-            &process,
-            Some(client.clone()),
-            cancel,
-            call(client),
-        ))
+        self.start(py, cancel, |context| call(context.client))
+    }
+
+    /// Starts `call` with the process and client a hold it makes keeps (its [`Context`]).
+    fn start<F, Fut>(&self, py: Python<'_>, cancel: Cancel, call: F) -> PyResult<Operation>
+    where
+        F: FnOnce(Context) -> Fut,
+        Fut: Future<Output = Box<dyn Outcome>> + Send + 'static,
+    {
+        start(py, self.client(py)?, cancel, call)
     }
 
     fn builder(&self) -> PyResult<ClientBuilder> {
@@ -566,6 +538,27 @@ fn acquire(
     request: fencelock::LockRequest,
     try_only: bool,
 ) -> PyResult<Operation> {
+    start(py, client, Cancel::Abort, |context| async move {
+        let result = if try_only {
+            request.try_acquire().await
+        } else {
+            request.acquire().await.map(Some)
+        };
+        Box::new(Granted { result, context }) as Box<dyn Outcome>
+    })
+}
+
+/// Starts `call` with `client` and this process (a hold it makes keeps them: [`Context`]).
+fn start<F, Fut>(
+    py: Python<'_>,
+    client: Arc<fencelock::Client>,
+    cancel: Cancel,
+    call: F,
+) -> PyResult<Operation>
+where
+    F: FnOnce(Context) -> Fut,
+    Fut: Future<Output = Box<dyn Outcome>> + Send + 'static,
+{
     let process = Process::get(py)?;
     let context = Context {
         process: process.clone(),
@@ -574,15 +567,8 @@ fn acquire(
     Ok(Operation::start(
         &process,
         Some(client),
-        Cancel::Abort,
-        async move {
-            let result = if try_only {
-                request.try_acquire().await
-            } else {
-                request.acquire().await.map(Some)
-            };
-            Box::new(Granted { result, context }) as Box<dyn Outcome>
-        },
+        cancel,
+        call(context),
     ))
 }
 
@@ -602,9 +588,6 @@ impl Outcome for Granted {
     }
 
     fn undo(self: Box<Self>) -> Option<Task> {
-        let guard = self.result.ok().flatten()?;
-        Some(Box::pin(async move {
-            let _ = guard.release().await;
-        }))
+        self.result.ok().flatten().map(GiveBack::give_back)
     }
 }

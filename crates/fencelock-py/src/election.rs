@@ -1,18 +1,19 @@
 //! Leader election for Python: the leadership a campaign wins, and an observer of the leaders.
 
-use std::sync::{Arc, Mutex, PoisonError, Weak};
-use std::time::{Duration, SystemTime};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::SystemTime;
 
 use fencelock::LostSignal;
 use fencelock::election::{Leader, Leadership as RustLeadership, Observation, Observe};
-use futures_util::StreamExt;
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 
 use crate::client::Context;
 use crate::errors::{HandleError, lost_pair, seconds, to_py};
+use crate::follow::Follow;
+use crate::held::{GiveBack, Kept};
 use crate::operation::{Answer, Cancel, Operation, Outcome};
-use crate::process::{EndAtExit, Owned, Task};
+use crate::process::{Owned, Task};
 
 /// How a campaign waits: `None` as long as it takes, `0` not at all, else seconds.
 pub fn campaign(
@@ -64,34 +65,8 @@ impl Outcome for Won {
     }
 
     fn undo(self: Box<Self>) -> Option<Task> {
-        let leadership = self.result.ok()?;
-        Some(Box::pin(async move {
-            let _ = leadership.resign().await;
-        }))
+        self.result.ok().map(GiveBack::give_back)
     }
-}
-
-/// The leadership, shared by its calls, and resigned at exit if still held.
-struct Held {
-    slot: tokio::sync::Mutex<Option<RustLeadership>>,
-    /// The value announced last: kept through a proclaim in flight and after the resignation.
-    value: Mutex<String>,
-}
-
-impl EndAtExit for Held {
-    fn end(&self) -> Option<Task> {
-        let leadership = self.slot.try_lock().ok()?.take()?;
-        Some(Box::pin(async move {
-            let _ = leadership.resign().await;
-        }))
-    }
-}
-
-struct Live {
-    held: Arc<Held>,
-    lost: LostSignal,
-    context: Context,
-    id: u64,
 }
 
 /// A leadership: held until resigned or lost. Dropped unresigned, it is resigned in the
@@ -107,27 +82,28 @@ pub struct Leadership {
     live: Owned<Live>,
 }
 
+struct Live {
+    kept: Kept<RustLeadership>,
+    lost: LostSignal,
+    /// The value announced last: kept through a proclaim in flight and after the resignation.
+    value: Arc<Mutex<String>>,
+}
+
 impl Leadership {
     pub fn new(leadership: RustLeadership, context: Context) -> Self {
         let election = leadership.election().name().to_owned();
         let term = leadership.term();
         let since = epoch_seconds(leadership.since());
         let lost = leadership.lost();
-        let held = Arc::new(Held {
-            value: Mutex::new(leadership.value().to_owned()),
-            slot: tokio::sync::Mutex::new(Some(leadership)),
-        });
-        let weak: Weak<dyn EndAtExit> = Arc::downgrade(&held) as Weak<dyn EndAtExit>;
-        let id = context.process.add_held(weak);
+        let value = Arc::new(Mutex::new(leadership.value().to_owned()));
         Leadership {
             election,
             term,
             since,
             live: Owned::new(Live {
-                held,
+                kept: Kept::new(leadership, context),
                 lost,
-                context,
-                id,
+                value,
             }),
         }
     }
@@ -140,24 +116,6 @@ impl Leadership {
             ))
         })
     }
-
-    fn start<F>(
-        &self,
-        cancel: Cancel,
-        call: impl FnOnce(Arc<Held>, LostSignal) -> F,
-    ) -> PyResult<Operation>
-    where
-        F: Future<Output = Box<dyn Outcome>> + Send + 'static,
-    {
-        let live = self.live()?;
-        let Context { process, client } = &live.context;
-        Ok(Operation::start(
-            process,
-            Some(client.clone()),
-            cancel,
-            call(live.held.clone(), live.lost.clone()),
-        ))
-    }
 }
 
 #[pymethods]
@@ -166,8 +124,7 @@ impl Leadership {
     /// resignation).
     fn value(&self) -> String {
         self.live.get().map_or_else(String::new, |live| {
-            live.held
-                .value
+            live.value
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
                 .clone()
@@ -186,7 +143,9 @@ impl Leadership {
 
     /// Answers `(code, message)` when the leadership is lost or resigned.
     fn lost(&self) -> PyResult<Operation> {
-        self.start(Cancel::Abort, |_, lost| async move {
+        let live = self.live()?;
+        let lost = live.lost.clone();
+        Ok(live.kept.start(Cancel::Abort, |_| async move {
             let reason = lost.wait().await;
             Box::new(Answer(move |py: Python<'_>| {
                 Ok((reason.code(), reason.to_string())
@@ -194,21 +153,23 @@ impl Leadership {
                     .into_any()
                     .unbind())
             })) as Box<dyn Outcome>
-        })
+        }))
     }
 
     /// Announces a new value for this term.
     fn proclaim(&self, value: String) -> PyResult<Operation> {
         let election = self.election.clone();
-        self.start(Cancel::Abort, move |held, _| async move {
+        let live = self.live()?;
+        let announced = live.value.clone();
+        Ok(live.kept.start(Cancel::Abort, move |hold| async move {
             let result = {
-                let mut leadership = held.slot.lock().await;
+                let mut leadership = hold.slot().write().await;
                 match leadership.as_mut() {
                     Some(leadership) => {
                         let result = leadership.proclaim(value).await.map_err(HandleError::Lock);
                         if result.is_ok() {
                             leadership.value().clone_into(
-                                &mut held.value.lock().unwrap_or_else(PoisonError::into_inner),
+                                &mut announced.lock().unwrap_or_else(PoisonError::into_inner),
                             );
                         }
                         result
@@ -220,14 +181,15 @@ impl Leadership {
                 Ok(()) => Ok(py.None()),
                 Err(e) => Err(e.into_py(py, &election)),
             })) as Box<dyn Outcome>
-        })
+        }))
     }
 
     /// Resigns: answers `True` if this process still led. A cancelled resignation goes on to
     /// its end.
     fn resign(&self) -> PyResult<Operation> {
-        self.start(Cancel::Finish, |held, _| async move {
-            let leadership = held.slot.lock().await.take();
+        let live = self.live()?;
+        Ok(live.kept.start(Cancel::Finish, |hold| async move {
+            let leadership = hold.slot().write().await.take();
             let result = match leadership {
                 Some(leadership) => leadership.resign().await,
                 None => Ok(false),
@@ -236,19 +198,7 @@ impl Leadership {
                 Ok(led) => Ok(led.into_pyobject(py)?.to_owned().into_any().unbind()),
                 Err(e) => Err(to_py(py, &e)),
             })) as Box<dyn Outcome>
-        })
-    }
-}
-
-impl Drop for Leadership {
-    fn drop(&mut self) {
-        let Some(live) = self.live.get() else {
-            return;
-        };
-        live.context.process.forget_held(live.id);
-        if let Some(task) = live.held.end() {
-            live.context.process.background(task);
-        }
+        }))
     }
 }
 
@@ -266,19 +216,13 @@ fn seen(observation: &Observation) -> Seen {
 /// The leaders of an election, one observation at a time.
 #[pyclass(module = "fencelock._native", frozen)]
 pub struct Observer {
-    stream: Owned<(
-        Arc<tokio::sync::Mutex<Observe>>,
-        Arc<crate::process::Process>,
-    )>,
+    follow: Follow<Observe>,
 }
 
 impl Observer {
     pub fn new(py: Python<'_>, stream: Observe) -> PyResult<Self> {
         Ok(Observer {
-            stream: Owned::new((
-                Arc::new(tokio::sync::Mutex::new(stream)),
-                crate::process::Process::get(py)?,
-            )),
+            follow: Follow::new(py, stream)?,
         })
     }
 }
@@ -289,27 +233,7 @@ impl Observer {
     /// takes); `None` when the time ran out.
     #[pyo3(signature = (timeout=None))]
     fn next(&self, timeout: Option<f64>) -> PyResult<Operation> {
-        let limit: Option<Duration> = timeout.map(|t| seconds("", "timeout", t)).transpose()?;
-        let (stream, process) = self
-            .stream
-            .get()
-            .ok_or_else(|| PyRuntimeError::new_err("this observer was made before a fork"))?;
-        let stream = stream.clone();
-        Ok(Operation::start(process, None, Cancel::Abort, async move {
-            let next = {
-                let mut stream = stream.lock().await;
-                match limit {
-                    Some(limit) => tokio::time::timeout(limit, stream.next())
-                        .await
-                        .ok()
-                        .flatten(),
-                    None => stream.next().await,
-                }
-            };
-            let next = next.as_ref().map(seen);
-            Box::new(Answer(move |py: Python<'_>| {
-                Ok(next.into_pyobject(py)?.into_any().unbind())
-            })) as Box<dyn Outcome>
-        }))
+        self.follow
+            .next(timeout, |next: Option<Observation>| next.as_ref().map(seen))
     }
 }

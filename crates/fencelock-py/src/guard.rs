@@ -1,42 +1,16 @@
-//! A held lock, for Python: the Rust `LockGuard` behind a lock, so that `extend` (which borrows
-//! it) and `release` (which takes it) can come from any thread or task. Every watch of the
-//! guard (`lost`, `release_requested`) ends with its hold.
-
-use std::sync::{Arc, Weak};
+//! A held lock, for Python: the Rust `LockGuard` kept (`held.rs`), so that `extend` (which
+//! borrows it) and `release` (which takes it) can come from any thread or task. Every watch of
+//! the guard (`lost`, `release_requested`) ends with its hold.
 
 use fencelock::{LockGuard, LostSignal};
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
-use tokio::sync::RwLock;
 
 use crate::client::Context;
 use crate::errors::{HandleError, lost_pair, seconds, to_py};
+use crate::held::Kept;
 use crate::operation::{Answer, Cancel, Operation, Outcome};
-use crate::process::{EndAtExit, Owned, Task};
-
-/// The guard's lock, shared by its calls, and released at exit if still held.
-pub struct Held {
-    slot: RwLock<Option<LockGuard>>,
-}
-
-impl EndAtExit for Held {
-    fn end(&self) -> Option<Task> {
-        // A guard being released (the slot taken for writing) is ended by that release.
-        let guard = self.slot.try_write().ok()?.take()?;
-        Some(Box::pin(async move {
-            let _ = guard.release().await;
-        }))
-    }
-}
-
-/// What a guard keeps of the process that acquired it.
-struct Live {
-    held: Arc<Held>,
-    lost: LostSignal,
-    context: Context,
-    /// Its entry among what the process ends at exit.
-    id: u64,
-}
+use crate::process::Owned;
 
 /// A held lock. Dropping it unreleased (Python's garbage collector) releases it in the
 /// background; the interpreter's exit releases what is still held. In a forked child it is left
@@ -47,7 +21,7 @@ pub struct Guard {
     name: String,
     #[pyo3(get)]
     fence: u64,
-    live: Owned<Live>,
+    live: Owned<(Kept<LockGuard>, LostSignal)>,
 }
 
 impl Guard {
@@ -55,24 +29,14 @@ impl Guard {
         let name = guard.name().to_owned();
         let fence = guard.fence();
         let lost = guard.lost();
-        let held = Arc::new(Held {
-            slot: RwLock::new(Some(guard)),
-        });
-        let weak: Weak<dyn EndAtExit> = Arc::downgrade(&held) as Weak<dyn EndAtExit>;
-        let id = context.process.add_held(weak);
         Guard {
             name,
             fence,
-            live: Owned::new(Live {
-                held,
-                lost,
-                context,
-                id,
-            }),
+            live: Owned::new((Kept::new(guard, context), lost)),
         }
     }
 
-    fn live(&self) -> PyResult<&Live> {
+    fn live(&self) -> PyResult<&(Kept<LockGuard>, LostSignal)> {
         self.live.get().ok_or_else(|| {
             PyRuntimeError::new_err(format!(
                 "lock {:?} was acquired by this process's parent before it forked; it belongs to that process and cannot be used here",
@@ -80,40 +44,22 @@ impl Guard {
             ))
         })
     }
-
-    fn start<F>(
-        &self,
-        cancel: Cancel,
-        call: impl FnOnce(Arc<Held>, LostSignal) -> F,
-    ) -> PyResult<Operation>
-    where
-        F: Future<Output = Box<dyn Outcome>> + Send + 'static,
-    {
-        let live = self.live()?;
-        let Context { process, client } = &live.context;
-        Ok(Operation::start(
-            process,
-            Some(client.clone()),
-            cancel,
-            call(live.held.clone(), live.lost.clone()),
-        ))
-    }
 }
 
 #[pymethods]
 impl Guard {
     /// Whether the lock is still held, as far as this process can tell now.
     fn is_held(&self) -> bool {
-        self.live.get().is_some_and(|live| !live.lost.is_lost())
+        self.live.get().is_some_and(|(_, lost)| !lost.is_lost())
     }
 
     /// Seconds until the lease's deadline as this process knows it (0 once passed or
     /// released).
     fn remaining(&self) -> f64 {
-        let Some(live) = self.live.get() else {
+        let Some((kept, _)) = self.live.get() else {
             return 0.0;
         };
-        match live.held.slot.try_read() {
+        match kept.hold().slot().try_read() {
             Ok(guard) => guard.as_ref().map_or(0.0, |g| g.remaining().as_secs_f64()),
             Err(_) => 0.0,
         }
@@ -123,9 +69,10 @@ impl Guard {
     fn extend(&self, ttl: f64) -> PyResult<Operation> {
         let ttl = seconds(&self.name, "ttl", ttl)?;
         let name = self.name.clone();
-        self.start(Cancel::Abort, move |held, _| async move {
+        let (kept, _) = self.live()?;
+        Ok(kept.start(Cancel::Abort, move |hold| async move {
             let result = {
-                let guard = held.slot.read().await;
+                let guard = hold.slot().read().await;
                 match guard.as_ref() {
                     Some(guard) => guard.extend(ttl).await.map_err(HandleError::Lock),
                     None => Err(HandleError::GivenBack),
@@ -135,14 +82,15 @@ impl Guard {
                 Ok(()) => Ok(py.None()),
                 Err(e) => Err(e.into_py(py, &name)),
             })) as Box<dyn Outcome>
-        })
+        }))
     }
 
     /// Releases the lock: answers `True` if it was still held (a second release: `False`). A
     /// cancelled release goes on to its end.
     fn release(&self) -> PyResult<Operation> {
-        self.start(Cancel::Finish, |held, _| async move {
-            let guard = held.slot.write().await.take();
+        let (kept, _) = self.live()?;
+        Ok(kept.start(Cancel::Finish, |hold| async move {
+            let guard = hold.slot().write().await.take();
             let result = match guard {
                 Some(guard) => guard.release().await,
                 None => Ok(false),
@@ -151,17 +99,19 @@ impl Guard {
                 Ok(held) => Ok(held.into_pyobject(py)?.to_owned().into_any().unbind()),
                 Err(e) => Err(to_py(py, &e)),
             })) as Box<dyn Outcome>
-        })
+        }))
     }
 
     /// `(code, message)` if the lock is lost (or released) now, else `None`.
     fn lost_now(&self) -> Option<(&'static str, String)> {
-        self.live.get().and_then(|live| lost_pair(&live.lost))
+        self.live.get().and_then(|(_, lost)| lost_pair(lost))
     }
 
     /// Answers `(code, message)` when the lock is lost or released.
     fn lost(&self) -> PyResult<Operation> {
-        self.start(Cancel::Abort, |_, lost| async move {
+        let (kept, lost) = self.live()?;
+        let lost = lost.clone();
+        Ok(kept.start(Cancel::Abort, |_| async move {
             let reason = lost.wait().await;
             Box::new(Answer(move |py: Python<'_>| {
                 Ok((reason.code(), reason.to_string())
@@ -169,21 +119,20 @@ impl Guard {
                     .into_any()
                     .unbind())
             })) as Box<dyn Outcome>
-        })
+        }))
     }
 
     /// Answers `None` when someone asks for this lock (`request_release`) while it is held;
     /// raises `NotHeld` if the hold ends first (the watch ends with it).
     fn release_requested(&self) -> PyResult<Operation> {
         let name = self.name.clone();
-        let requested = {
-            let live = self.live()?;
-            match live.held.slot.try_read() {
-                Ok(guard) => guard.as_ref().map(LockGuard::release_requested),
-                Err(_) => None, // being released
-            }
+        let (kept, lost) = self.live()?;
+        let lost = lost.clone();
+        let requested = match kept.hold().slot().try_read() {
+            Ok(guard) => guard.as_ref().map(LockGuard::release_requested),
+            Err(_) => None, // being released
         };
-        self.start(Cancel::Abort, move |_, lost| async move {
+        Ok(kept.start(Cancel::Abort, move |_| async move {
             let ended = match requested {
                 Some(requested) => tokio::select! {
                     () = requested => None,
@@ -195,7 +144,7 @@ impl Guard {
                 None => Ok(py.None()),
                 Some(reason) => Err(to_py(py, &fencelock::Error::NotHeld { lock: name, reason })),
             })) as Box<dyn Outcome>
-        })
+        }))
     }
 
     fn __repr__(&self) -> String {
@@ -205,19 +154,5 @@ impl Guard {
             self.fence,
             if self.is_held() { "yes" } else { "no" }
         )
-    }
-}
-
-impl Drop for Guard {
-    fn drop(&mut self) {
-        let Some(live) = self.live.get() else {
-            return;
-        };
-        let Context { process, .. } = &live.context;
-        process.forget_held(live.id);
-        // Released in the background (work that exit waits for), unless a release took it.
-        if let Some(task) = live.held.end() {
-            process.background(task);
-        }
     }
 }

@@ -1,7 +1,5 @@
 //! The recipes for Python: several locks at once (`MultiGuard`) and run-once (`OnceRun`).
 
-use std::sync::{Arc, Weak};
-
 use fencelock::multi::MultiGuard as RustMultiGuard;
 use fencelock::once::{Begun, OnceGuard};
 use pyo3::exceptions::PyRuntimeError;
@@ -9,8 +7,9 @@ use pyo3::prelude::*;
 
 use crate::client::Context;
 use crate::errors::to_py;
+use crate::held::{GiveBack, Kept};
 use crate::operation::{Answer, Cancel, Operation, Outcome};
-use crate::process::{EndAtExit, Owned, Task};
+use crate::process::{Owned, Task};
 
 /// A finished multi-lock acquisition: its guard, released if Python never takes it.
 pub struct AcquiredAll {
@@ -27,32 +26,8 @@ impl Outcome for AcquiredAll {
     }
 
     fn undo(self: Box<Self>) -> Option<Task> {
-        let guard = self.result.ok()?;
-        Some(Box::pin(async move {
-            let _ = guard.release().await;
-        }))
+        self.result.ok().map(GiveBack::give_back)
     }
-}
-
-/// The guard's locks, shared by its calls, and released at exit if still held.
-struct HeldAll {
-    slot: tokio::sync::Mutex<Option<RustMultiGuard>>,
-}
-
-impl EndAtExit for HeldAll {
-    fn end(&self) -> Option<Task> {
-        let guard = self.slot.try_lock().ok()?.take()?;
-        Some(Box::pin(async move {
-            let _ = guard.release().await;
-        }))
-    }
-}
-
-struct LiveAll {
-    held: Arc<HeldAll>,
-    lost: Vec<(String, fencelock::LostSignal)>,
-    context: Context,
-    id: u64,
 }
 
 /// Several locks held together.
@@ -61,8 +36,11 @@ pub struct MultiGuard {
     /// `(name, fence)` in the order the names were given.
     #[pyo3(get)]
     fences: Vec<(String, u64)>,
-    live: Owned<LiveAll>,
+    live: Owned<(Kept<RustMultiGuard>, Signals)>,
 }
+
+/// Each name's lost signal.
+type Signals = Vec<(String, fencelock::LostSignal)>;
 
 impl MultiGuard {
     fn new(guard: RustMultiGuard, context: Context) -> Self {
@@ -72,23 +50,13 @@ impl MultiGuard {
             .iter()
             .map(|g| (g.name().to_owned(), g.lost()))
             .collect();
-        let held = Arc::new(HeldAll {
-            slot: tokio::sync::Mutex::new(Some(guard)),
-        });
-        let weak: Weak<dyn EndAtExit> = Arc::downgrade(&held) as Weak<dyn EndAtExit>;
-        let id = context.process.add_held(weak);
         MultiGuard {
             fences,
-            live: Owned::new(LiveAll {
-                held,
-                lost,
-                context,
-                id,
-            }),
+            live: Owned::new((Kept::new(guard, context), lost)),
         }
     }
 
-    fn live(&self) -> PyResult<&LiveAll> {
+    fn live(&self) -> PyResult<&(Kept<RustMultiGuard>, Signals)> {
         self.live.get().ok_or_else(|| {
             PyRuntimeError::new_err(
                 "these locks were taken by this process's parent before it forked; they belong to that process",
@@ -103,15 +71,15 @@ impl MultiGuard {
     fn is_held(&self) -> bool {
         self.live
             .get()
-            .is_some_and(|live| live.lost.iter().all(|(_, l)| !l.is_lost()))
+            .is_some_and(|(_, lost)| lost.iter().all(|(_, l)| !l.is_lost()))
     }
 
     /// `(name, code, message)` of a name that is lost now (one lost rather than released, if
     /// any is), else `None`.
     fn lost_now(&self) -> Option<(String, &'static str, String)> {
-        let live = self.live.get()?;
+        let (_, signals) = self.live.get()?;
         let mut found = None;
-        for (name, lost) in &live.lost {
+        for (name, lost) in signals {
             if let Some(reason) = lost.reason() {
                 let is_release = reason == fencelock::LostReason::Released;
                 if found.is_none() || !is_release {
@@ -128,61 +96,36 @@ impl MultiGuard {
     /// Releases every name: answers `True` if every one was still held. A cancelled release
     /// goes on to its end.
     fn release(&self) -> PyResult<Operation> {
-        let live = self.live()?;
-        let held = live.held.clone();
-        let Context { process, client } = &live.context;
-        Ok(Operation::start(
-            process,
-            Some(client.clone()),
-            Cancel::Finish,
-            async move {
-                let guard = held.slot.lock().await.take();
-                let result = match guard {
-                    Some(guard) => guard.release().await,
-                    None => Ok(false),
-                };
-                Box::new(Answer(move |py: Python<'_>| match result {
-                    Ok(all) => Ok(all.into_pyobject(py)?.to_owned().into_any().unbind()),
-                    Err(e) => Err(to_py(py, &e)),
-                })) as Box<dyn Outcome>
-            },
-        ))
+        let (kept, _) = self.live()?;
+        Ok(kept.start(Cancel::Finish, |hold| async move {
+            let guard = hold.slot().write().await.take();
+            let result = match guard {
+                Some(guard) => guard.release().await,
+                None => Ok(false),
+            };
+            Box::new(Answer(move |py: Python<'_>| match result {
+                Ok(all) => Ok(all.into_pyobject(py)?.to_owned().into_any().unbind()),
+                Err(e) => Err(to_py(py, &e)),
+            })) as Box<dyn Outcome>
+        }))
     }
 
     /// Answers `(name, code, message)` when any of the names is lost (or released).
     fn lost(&self) -> PyResult<Operation> {
-        let live = self.live()?;
-        let signals = live.lost.clone();
-        let Context { process, client } = &live.context;
-        Ok(Operation::start(
-            process,
-            Some(client.clone()),
-            Cancel::Abort,
-            async move {
-                let waits = signals
-                    .into_iter()
-                    .map(|(name, lost)| Box::pin(async move { (name, lost.wait().await) }));
-                let (name, reason) = futures_util::future::select_all(waits).await.0;
-                Box::new(Answer(move |py: Python<'_>| {
-                    Ok((name, reason.code(), reason.to_string())
-                        .into_pyobject(py)?
-                        .into_any()
-                        .unbind())
-                })) as Box<dyn Outcome>
-            },
-        ))
-    }
-}
-
-impl Drop for MultiGuard {
-    fn drop(&mut self) {
-        let Some(live) = self.live.get() else {
-            return;
-        };
-        live.context.process.forget_held(live.id);
-        if let Some(task) = live.held.end() {
-            live.context.process.background(task);
-        }
+        let (kept, signals) = self.live()?;
+        let signals = signals.clone();
+        Ok(kept.start(Cancel::Abort, |_| async move {
+            let waits = signals
+                .into_iter()
+                .map(|(name, lost)| Box::pin(async move { (name, lost.wait().await) }));
+            let (name, reason) = futures_util::future::select_all(waits).await.0;
+            Box::new(Answer(move |py: Python<'_>| {
+                Ok((name, reason.code(), reason.to_string())
+                    .into_pyobject(py)?
+                    .into_any()
+                    .unbind())
+            })) as Box<dyn Outcome>
+        }))
     }
 }
 
@@ -209,24 +152,9 @@ impl Outcome for Begin {
 
     fn undo(self: Box<Self>) -> Option<Task> {
         match self.result {
-            Ok(Begun::Run(run)) => Some(Box::pin(async move {
-                let _ = run.give_up().await;
-            })),
+            Ok(Begun::Run(run)) => Some(run.give_back()),
             _ => None,
         }
-    }
-}
-
-struct HeldRun {
-    slot: tokio::sync::Mutex<Option<OnceGuard>>,
-}
-
-impl EndAtExit for HeldRun {
-    fn end(&self) -> Option<Task> {
-        let run = self.slot.try_lock().ok()?.take()?;
-        Some(Box::pin(async move {
-            let _ = run.give_up().await;
-        }))
     }
 }
 
@@ -235,45 +163,33 @@ impl EndAtExit for HeldRun {
 pub struct OnceRun {
     #[pyo3(get)]
     fence: u64,
-    live: Owned<(Arc<HeldRun>, Context, u64)>,
+    live: Owned<Kept<OnceGuard>>,
 }
 
 impl OnceRun {
     fn new(run: OnceGuard, context: Context) -> Self {
-        let fence = run.fence();
-        let held = Arc::new(HeldRun {
-            slot: tokio::sync::Mutex::new(Some(run)),
-        });
-        let weak: Weak<dyn EndAtExit> = Arc::downgrade(&held) as Weak<dyn EndAtExit>;
-        let id = context.process.add_held(weak);
         OnceRun {
-            fence,
-            live: Owned::new((held, context, id)),
+            fence: run.fence(),
+            live: Owned::new(Kept::new(run, context)),
         }
     }
 
     fn finish(&self, record: bool) -> PyResult<Operation> {
-        let (held, context, _) = self.live.get().ok_or_else(|| {
+        let kept = self.live.get().ok_or_else(|| {
             PyRuntimeError::new_err("this run was begun by this process's parent before it forked")
         })?;
-        let held = held.clone();
-        Ok(Operation::start(
-            &context.process,
-            Some(context.client.clone()),
-            Cancel::Finish,
-            async move {
-                let run = held.slot.lock().await.take();
-                let result = match run {
-                    Some(run) if record => run.done().await.map(|()| true),
-                    Some(run) => run.give_up().await.map(|()| true),
-                    None => Ok(false),
-                };
-                Box::new(Answer(move |py: Python<'_>| match result {
-                    Ok(finished) => Ok(finished.into_pyobject(py)?.to_owned().into_any().unbind()),
-                    Err(e) => Err(to_py(py, &e)),
-                })) as Box<dyn Outcome>
-            },
-        ))
+        Ok(kept.start(Cancel::Finish, move |hold| async move {
+            let run = hold.slot().write().await.take();
+            let result = match run {
+                Some(run) if record => run.done().await.map(|()| true),
+                Some(run) => run.give_up().await.map(|()| true),
+                None => Ok(false),
+            };
+            Box::new(Answer(move |py: Python<'_>| match result {
+                Ok(finished) => Ok(finished.into_pyobject(py)?.to_owned().into_any().unbind()),
+                Err(e) => Err(to_py(py, &e)),
+            })) as Box<dyn Outcome>
+        }))
     }
 }
 
@@ -288,17 +204,5 @@ impl OnceRun {
     /// Releases the lock without recording anything.
     fn give_up(&self) -> PyResult<Operation> {
         self.finish(false)
-    }
-}
-
-impl Drop for OnceRun {
-    fn drop(&mut self) {
-        let Some((held, context, id)) = self.live.get() else {
-            return;
-        };
-        context.process.forget_held(*id);
-        if let Some(task) = held.end() {
-            context.process.background(task);
-        }
     }
 }

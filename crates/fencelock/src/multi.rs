@@ -113,12 +113,7 @@ impl MultiLockRequest {
             }
         }
         let started = Instant::now();
-        let until = match self.wait {
-            WaitPolicy::NoWait => Some(started),
-            WaitPolicy::UpTo(limit) => started.checked_add(limit),
-            WaitPolicy::Until(at) => Some(at),
-            _ => None,
-        };
+        let until = self.wait.deadline(started);
         // The name waited for last, held while the others are tried.
         let mut kept: Option<(usize, LockGuard)> = None;
         loop {

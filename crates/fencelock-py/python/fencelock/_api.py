@@ -135,12 +135,28 @@ def not_held(guard: "Guard", lost: Optional[Tuple[str, str]]) -> NotHeld:
     return NotHeld(f"lock {guard.name!r} was lost before the block ended: {text}", lock=guard.name, reason=reason)
 
 
-class _Watched:
-    """A guard or a leadership: its events (``threading.Event``) are fed by operations that end
-    with its hold."""
+class _Held:
+    """What a guard, a leadership and a multi-lock guard share: the native object, the runner,
+    and the events (``threading.Event``) fed by operations that end with the hold."""
 
-    __slots__ = ()
-    _watches: Dict[str, Any]
+    __slots__ = ("_native", "_run", "_watches", "__weakref__")
+
+    def __init__(self, native: Any, run: Runner) -> None:
+        self._native = native
+        self._run = run
+        #: The operations that feed the events; they end with the hold.
+        self._watches: Dict[str, Any] = {}
+
+    def is_held(self) -> bool:
+        """Whether it is still held, as far as this process can tell now."""
+        return self._native.is_held()
+
+    @property
+    def lost_reason(self) -> Optional[str]:
+        """``None`` while held; then ``not_owner``, ``expired``, ``max_hold_reached`` or
+        ``released``."""
+        now = self._native.lost_now()
+        return None if now is None else now[-2]
 
     def _event(self, kind: str, start: Callable[[], Any], record: Callable[[Any], None]) -> threading.Event:
         watch = self._watches.get(kind)
@@ -157,16 +173,10 @@ class _Watched:
         return watch[0]
 
 
-class Guard(_Watched):
+class Guard(_Held):
     """A held lock (see :class:`fencelock.Guard`)."""
 
-    __slots__ = ("_native", "_run", "_watches", "__weakref__")
-
-    def __init__(self, native: Any, run: Runner) -> None:
-        self._native = native
-        self._run = run
-        #: The operations that feed this guard's events; they end with the hold.
-        self._watches: Dict[str, Any] = {}
+    __slots__ = ()
 
     @property
     def name(self) -> str:
@@ -177,20 +187,9 @@ class Guard(_Watched):
         """The fencing token: strictly larger than every earlier fence of the name."""
         return self._native.fence
 
-    def is_held(self) -> bool:
-        """Whether the lock is still held, as far as this process can tell now."""
-        return self._native.is_held()
-
     def remaining(self) -> float:
         """Seconds until the lease's deadline (0 once passed or released)."""
         return self._native.remaining()
-
-    @property
-    def lost_reason(self) -> Optional[str]:
-        """``None`` while held; then ``not_owner``, ``expired``, ``max_hold_reached`` or
-        ``released``."""
-        now = self._native.lost_now()
-        return None if now is None else now[0]
 
     def extend(self, ttl: float) -> Any:
         """Re-arms the lease to ``ttl`` seconds from now. Raises :class:`fencelock.NotHeld`
@@ -333,16 +332,11 @@ def observation(seen: Any) -> Union[Leader, Vacant, Gap]:
     return Vacant() if code == Vacant.code else Gap()
 
 
-class Leadership(_Watched):
+class Leadership(_Held):
     """This process leads an election until it resigns or the leadership is lost (see
     :class:`fencelock.Leadership`)."""
 
-    __slots__ = ("_native", "_run", "_watches", "__weakref__")
-
-    def __init__(self, native: Any, run: Runner) -> None:
-        self._native = native
-        self._run = run
-        self._watches: Dict[str, Any] = {}
+    __slots__ = ()
 
     @property
     def election(self) -> str:
@@ -362,14 +356,6 @@ class Leadership(_Watched):
     def value(self) -> str:
         """The value announced last in this term."""
         return self._native.value()
-
-    @property
-    def lost_reason(self) -> Optional[str]:
-        now = self._native.lost_now()
-        return None if now is None else now[0]
-
-    def is_held(self) -> bool:
-        return self._native.is_held()
 
     def proclaim(self, value: str) -> Any:
         """Announces a new value in this term. Raises :class:`fencelock.NotLeader` if this
@@ -441,28 +427,24 @@ class MultiLockRequest:
                    then=lambda native: self._guard_class(native, run))
 
 
-class MultiGuard(_Watched):
+class MultiGuard(_Held):
     """Several locks held together: ``fences`` maps each name to its fence (in the order
     given); ``release()`` releases every one."""
 
-    __slots__ = ("_native", "_run", "_watches", "__weakref__")
-
-    def __init__(self, native: Any, run: Runner) -> None:
-        self._native = native
-        self._run = run
-        self._watches: Dict[str, Any] = {}
+    __slots__ = ()
 
     @property
     def fences(self) -> Dict[str, int]:
         return dict(self._native.fences)
 
-    def is_held(self) -> bool:
-        """Whether every name is still held, as far as this process can tell now."""
-        return self._native.is_held()
-
     def release(self) -> Any:
         """Releases every name: ``True`` if every one was still held."""
         return self._run(self._native.release)
+
+    def _not_held(self, lost: Optional[Tuple[str, str, str]]) -> NotHeld:
+        """``NotHeld`` for a block that ended after one of its locks was lost."""
+        name, reason, text = lost or self._native.lost_now() or (None, "not_owner", "it was no longer held")
+        return NotHeld(f"lock {name!r} was lost before the block ended: {text}", lock=name, reason=reason)
 
     def __repr__(self) -> str:
         return f"<fencelock multi-guard {self.fences!r}>"

@@ -178,8 +178,7 @@ class MultiGuard(_api.MultiGuard):
         lost = self._native.lost_now()
         held = await self.release()
         if kind is None and not held:
-            name, reason, text = lost or self._native.lost_now() or (None, "not_owner", "it was no longer held")
-            raise NotHeld(f"lock {name!r} was lost before the block ended: {text}", lock=name, reason=reason)
+            raise self._not_held(lost)
 
 
 class MultiLockRequest(_api.MultiLockRequest):

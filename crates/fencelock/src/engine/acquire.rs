@@ -196,12 +196,7 @@ impl LockRequest {
 
     /// When the caller's wait policy gives up (`None`: never).
     fn give_up_at(&self, started: Instant) -> Option<Instant> {
-        match self.wait {
-            WaitPolicy::NoWait => Some(started),
-            WaitPolicy::UpTo(limit) => started.checked_add(limit),
-            WaitPolicy::Until(deadline) => Some(deadline),
-            WaitPolicy::Forever => None,
-        }
+        self.wait.deadline(started)
     }
 
     /// The error of a request whose wait ran out: busy for one that did not wait.

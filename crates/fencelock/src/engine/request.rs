@@ -38,6 +38,18 @@ pub enum WaitPolicy {
     Forever,
 }
 
+impl WaitPolicy {
+    /// When a request that began at `started` gives up (`None`: never).
+    pub(crate) fn deadline(self, started: tokio::time::Instant) -> Option<tokio::time::Instant> {
+        match self {
+            WaitPolicy::NoWait => Some(started),
+            WaitPolicy::UpTo(limit) => started.checked_add(limit),
+            WaitPolicy::Until(deadline) => Some(deadline),
+            WaitPolicy::Forever => None,
+        }
+    }
+}
+
 /// A request for a lock, built by [`Client::lock`](crate::Client::lock)(crate::Client::lock)(crate::Client::lock)(crate::Client::lock), [`Client::fair_lock`](crate::Client::fair_lock)(crate::Client::fair_lock)(crate::Client::fair_lock)(crate::Client::fair_lock), [`Client::semaphore`](crate::Client::semaphore)(crate::Client::semaphore)(crate::Client::semaphore)(crate::Client::semaphore),
 /// [`ReentrantLock::request`](crate::ReentrantLock::request) or
 /// [`ReadWriteLock::read`](crate::ReadWriteLock::read) / [`write`](crate::ReadWriteLock::write).

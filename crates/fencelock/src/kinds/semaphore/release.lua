@@ -15,8 +15,9 @@ if not value and not place then
 end
 -- Reads above, the message next, the writes last (see the prelude).
 local others_wait = false
-for _, name in ipairs(redis.call('hkeys', KEYS[1])) do
-  if string.sub(name, 1, 2) == 'w:' and name ~= 'w:' .. ARGV[1] then
+local all = redis.call('hgetall', KEYS[1])
+for i = 1, #all, 2 do
+  if string.sub(all[i], 1, 2) == 'w:' and all[i] ~= 'w:' .. ARGV[1] then
     others_wait = true
     break
   end
