@@ -187,18 +187,7 @@ impl Leadership {
     /// Resigns: answers `True` if this process still led. A cancelled resignation goes on to
     /// its end.
     fn resign(&self) -> PyResult<Operation> {
-        let live = self.live()?;
-        Ok(live.kept.start(Cancel::Finish, |hold| async move {
-            let leadership = hold.slot().write().await.take();
-            let result = match leadership {
-                Some(leadership) => leadership.resign().await,
-                None => Ok(false),
-            };
-            Box::new(Answer(move |py: Python<'_>| match result {
-                Ok(led) => Ok(led.into_pyobject(py)?.to_owned().into_any().unbind()),
-                Err(e) => Err(to_py(py, &e)),
-            })) as Box<dyn Outcome>
-        }))
+        Ok(self.live()?.kept.finish())
     }
 }
 

@@ -88,18 +88,7 @@ impl Guard {
     /// Releases the lock: answers `True` if it was still held (a second release: `False`). A
     /// cancelled release goes on to its end.
     fn release(&self) -> PyResult<Operation> {
-        let (kept, _) = self.live()?;
-        Ok(kept.start(Cancel::Finish, |hold| async move {
-            let guard = hold.slot().write().await.take();
-            let result = match guard {
-                Some(guard) => guard.release().await,
-                None => Ok(false),
-            };
-            Box::new(Answer(move |py: Python<'_>| match result {
-                Ok(held) => Ok(held.into_pyobject(py)?.to_owned().into_any().unbind()),
-                Err(e) => Err(to_py(py, &e)),
-            })) as Box<dyn Outcome>
-        }))
+        Ok(self.live()?.0.finish())
     }
 
     /// `(code, message)` if the lock is lost (or released) now, else `None`.

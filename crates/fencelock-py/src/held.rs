@@ -3,6 +3,8 @@
 //! gives it back can take it), given back at the interpreter's exit if it is still there, and in
 //! the background when Python drops the object unreleased.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::{Arc, Weak};
 
 use fencelock::LockGuard;
@@ -11,45 +13,51 @@ use fencelock::multi::MultiGuard;
 use fencelock::once::OnceGuard;
 use tokio::sync::RwLock;
 
+use pyo3::prelude::*;
+
 use crate::client::Context;
-use crate::operation::{Cancel, Operation, Outcome};
+use crate::errors::to_py;
+use crate::operation::{Answer, Cancel, Operation, Outcome};
 use crate::process::{EndAtExit, Task};
 
+/// The answer of a give-back: whether it was still held.
+pub type GivenBack = Pin<Box<dyn Future<Output = fencelock::Result<bool>> + Send>>;
+
 /// A hold the library gives back: a lock released, a leadership resigned.
-pub trait GiveBack: Send + Sync + 'static {
-    /// The future that gives it back.
-    fn give_back(self) -> Task;
+pub trait GiveBack: Send + Sync + Sized + 'static {
+    /// Gives it back: whether it was still held.
+    fn finish(self) -> GivenBack;
+
+    /// Gives it back, for nobody's answer.
+    fn give_back(self) -> Task {
+        let finished = self.finish();
+        Box::pin(async move {
+            let _ = finished.await;
+        })
+    }
 }
 
 impl GiveBack for LockGuard {
-    fn give_back(self) -> Task {
-        Box::pin(async move {
-            let _ = self.release().await;
-        })
+    fn finish(self) -> GivenBack {
+        Box::pin(self.release())
     }
 }
 
 impl GiveBack for Leadership {
-    fn give_back(self) -> Task {
-        Box::pin(async move {
-            let _ = self.resign().await;
-        })
+    fn finish(self) -> GivenBack {
+        Box::pin(self.resign())
     }
 }
 
 impl GiveBack for MultiGuard {
-    fn give_back(self) -> Task {
-        Box::pin(async move {
-            let _ = self.release().await;
-        })
+    fn finish(self) -> GivenBack {
+        Box::pin(self.release())
     }
 }
 
 impl GiveBack for OnceGuard {
-    fn give_back(self) -> Task {
-        Box::pin(async move {
-            let _ = self.give_up().await;
-        })
+    fn finish(self) -> GivenBack {
+        Box::pin(async move { self.give_up().await.map(|()| true) })
     }
 }
 
@@ -91,6 +99,22 @@ impl<T: GiveBack> Kept<T> {
     /// The hold.
     pub fn hold(&self) -> &Hold<T> {
         &self.hold
+    }
+
+    /// Gives the hold back (release, resign) as an operation: answers `True` if it was still
+    /// held (`False` once given back). A cancelled one goes on to its end.
+    pub fn finish(&self) -> Operation {
+        self.start(Cancel::Finish, |hold| async move {
+            let value = hold.slot().write().await.take();
+            let result = match value {
+                Some(value) => value.finish().await,
+                None => Ok(false),
+            };
+            Box::new(Answer(move |py: Python<'_>| match result {
+                Ok(held) => Ok(held.into_pyobject(py)?.to_owned().into_any().unbind()),
+                Err(e) => Err(to_py(py, &e)),
+            })) as Box<dyn Outcome>
+        })
     }
 
     /// Starts `call`, given the hold, as an operation of the hold's client.

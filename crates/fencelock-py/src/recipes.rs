@@ -96,18 +96,7 @@ impl MultiGuard {
     /// Releases every name: answers `True` if every one was still held. A cancelled release
     /// goes on to its end.
     fn release(&self) -> PyResult<Operation> {
-        let (kept, _) = self.live()?;
-        Ok(kept.start(Cancel::Finish, |hold| async move {
-            let guard = hold.slot().write().await.take();
-            let result = match guard {
-                Some(guard) => guard.release().await,
-                None => Ok(false),
-            };
-            Box::new(Answer(move |py: Python<'_>| match result {
-                Ok(all) => Ok(all.into_pyobject(py)?.to_owned().into_any().unbind()),
-                Err(e) => Err(to_py(py, &e)),
-            })) as Box<dyn Outcome>
-        }))
+        Ok(self.live()?.0.finish())
     }
 
     /// Answers `(name, code, message)` when any of the names is lost (or released).
