@@ -2,9 +2,9 @@
 //! and every call, each one an [`Operation`].
 
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
 
-use fencelock::{ClientBuilder, LockGuard, ReentrantLock, Shortfall};
+use fencelock::{ClientBuilder, LockGuard, ReentrantLock};
+use fencelock_bind::config::{Connection, Deployment, Options, Pem, Replicas, Secret};
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList};
@@ -18,56 +18,25 @@ use crate::operation::{Answer, Cancel, Operation, Outcome};
 use crate::process::{Owned, Process, Task};
 use crate::request::Spec;
 
-/// Where the servers are.
-#[derive(Clone)]
-enum Topology {
-    Server(String),
-    Redlock(Vec<String>),
-    Cluster(Vec<String>),
-    Sentinel(Vec<String>, String),
-}
-
-/// TLS material: a file's path, or the PEM itself.
-#[derive(Clone)]
-enum Pem {
-    File(String),
-    Bytes(Vec<u8>),
-}
-
-impl Pem {
-    fn from_py(value: &Bound<'_, PyAny>, what: &str) -> PyResult<Pem> {
-        if let Ok(bytes) = value.cast::<PyBytes>() {
-            return Ok(Pem::Bytes(bytes.as_bytes().to_vec()));
-        }
-        let path = value
-            .py()
-            .import("os")?
-            .call_method1("fspath", (value,))
-            .and_then(|p| p.extract::<String>())
-            .map_err(|_| config_error(&format!("{what} must be a path or the PEM as bytes")))?;
-        Ok(Pem::File(path))
+/// TLS material as Python gives it: a path, or the PEM as bytes.
+fn pem(value: &Bound<'_, PyAny>, what: &str) -> PyResult<Pem> {
+    if let Ok(bytes) = value.cast::<PyBytes>() {
+        return Ok(Pem::Bytes(bytes.as_bytes().to_vec()));
     }
-}
-
-/// The builder's options, as Python gave them.
-#[derive(Clone, Default)]
-struct Options {
-    key_prefix: Option<String>,
-    command_timeout: Option<Duration>,
-    instance_timeout: Option<Duration>,
-    tls_ca: Option<Pem>,
-    tls_client_cert: Option<(Pem, Pem)>,
-    master_username: Option<String>,
-    master_password: Option<String>,
-    replicas: Option<(u32, Duration, Shortfall)>,
+    let path = value
+        .py()
+        .import("os")?
+        .call_method1("fspath", (value,))
+        .and_then(|p| p.extract::<String>())
+        .map_err(|_| config_error(&format!("{what} must be a path or the PEM as bytes")))?;
+    Ok(Pem::File(path))
 }
 
 /// A fencelock client. It connects lazily; in a process forked after it was made, it connects
 /// afresh on first use (the parent's connections and locks stay the parent's).
 #[pyclass(module = "fencelock._native", frozen)]
 pub struct Client {
-    topology: Topology,
-    options: Options,
+    connection: Connection,
     /// The Rust client of the process that uses it (locked with the GIL held only).
     current: Mutex<Option<Owned<Arc<fencelock::Client>>>>,
 }
@@ -99,21 +68,11 @@ impl Client {
         replica_timeout: Option<f64>,
         replica_shortfall: Option<String>,
     ) -> PyResult<Self> {
-        let topology = match (topology, master) {
-            ("server", None) => match urls.as_slice() {
-                [url] => Topology::Server(url.clone()),
-                _ => return Err(config_error("Client takes exactly one URL")),
-            },
-            ("redlock", None) => Topology::Redlock(urls),
-            ("cluster", None) => Topology::Cluster(urls),
-            ("sentinel", Some(master)) => Topology::Sentinel(urls, master),
-            (other, _) => return Err(config_error(&format!("unknown deployment {other:?}"))),
-        };
+        let deployment = Deployment::new(topology, urls, master).map_err(|e| config_error(&e))?;
         let tls_client_cert = match (tls_client_cert, tls_client_key) {
-            (Some(cert), Some(key)) => Some((
-                Pem::from_py(&cert, "tls_client_cert")?,
-                Pem::from_py(&key, "tls_client_key")?,
-            )),
+            (Some(cert), Some(key)) => {
+                Some((pem(&cert, "tls_client_cert")?, pem(&key, "tls_client_key")?))
+            }
             (None, None) => None,
             _ => {
                 return Err(config_error(
@@ -123,19 +82,15 @@ impl Client {
         };
         let replicas = match (wait_for_replicas, replica_timeout, replica_shortfall) {
             (None, None, None) => None,
-            (Some(replicas), timeout, shortfall) => {
-                let timeout = seconds("", "replica_timeout", timeout.unwrap_or(0.1))?;
-                let shortfall = match shortfall.as_deref() {
-                    None | Some("fail") => Shortfall::Fail,
-                    Some("warn") => Shortfall::Warn,
-                    Some(other) => {
-                        return Err(config_error(&format!(
-                            "replica_shortfall is \"fail\" or \"warn\", not {other:?}"
-                        )));
-                    }
-                };
-                Some((replicas, timeout, shortfall))
-            }
+            (Some(replicas), timeout, shortfall) => Some(Replicas {
+                replicas,
+                timeout: timeout
+                    .map(|t| seconds("", "replica_timeout", t))
+                    .transpose()?
+                    .unwrap_or(Replicas::DEFAULT_TIMEOUT),
+                shortfall: Replicas::shortfall(shortfall.as_deref())
+                    .map_err(|e| config_error(&e))?,
+            }),
             _ => {
                 return Err(config_error(
                     "replica_timeout and replica_shortfall go with wait_for_replicas",
@@ -150,15 +105,17 @@ impl Client {
             instance_timeout: instance_timeout
                 .map(|s| seconds("", "instance_timeout", s))
                 .transpose()?,
-            tls_ca: tls_ca.map(|ca| Pem::from_py(&ca, "tls_ca")).transpose()?,
+            tls_ca: tls_ca.map(|ca| pem(&ca, "tls_ca")).transpose()?,
             tls_client_cert,
             master_username,
-            master_password,
+            master_password: master_password.map(Secret),
             replicas,
         };
         let client = Client {
-            topology,
-            options,
+            connection: Connection {
+                deployment,
+                options,
+            },
             current: Mutex::new(None),
         };
         // Built once now, so that a bad URL or option is reported here.
@@ -450,58 +407,14 @@ impl Client {
     }
 
     fn builder(&self) -> PyResult<ClientBuilder> {
-        let mut builder = match &self.topology {
-            Topology::Server(url) => fencelock::Client::builder(url),
-            Topology::Redlock(urls) => fencelock::Client::redlock(urls),
-            Topology::Cluster(urls) => fencelock::Client::cluster(urls),
-            Topology::Sentinel(urls, master) => fencelock::Client::sentinel(urls, master),
-        };
-        let options = &self.options;
-        if let Some(prefix) = &options.key_prefix {
-            builder = builder.key_prefix(prefix.clone());
-        }
-        if let Some(timeout) = options.command_timeout {
-            builder = builder.command_timeout(timeout);
-        }
-        if let Some(timeout) = options.instance_timeout {
-            builder = builder.instance_timeout(timeout);
-        }
-        builder = match &options.tls_ca {
-            Some(Pem::File(path)) => builder.tls_ca_file(path),
-            Some(Pem::Bytes(pem)) => builder.tls_ca_pem(pem.clone()),
-            None => builder,
-        };
-        builder = match &options.tls_client_cert {
-            Some((Pem::File(cert), Pem::File(key))) => builder.tls_client_cert_files(cert, key),
-            Some((cert, key)) => builder.tls_client_cert_pem(read(cert)?, read(key)?),
-            None => builder,
-        };
-        if let Some(password) = &options.master_password {
-            builder = builder.master_credentials(options.master_username.as_deref(), password);
-        }
-        if let Some((replicas, timeout, shortfall)) = options.replicas {
-            builder = builder.wait_for_replicas(replicas, timeout, shortfall);
-        }
-        Ok(builder)
-    }
-}
-
-/// The PEM of `pem`, read from its file if it is one (the builder reads two files itself).
-fn read(pem: &Pem) -> PyResult<Vec<u8>> {
-    match pem {
-        Pem::Bytes(bytes) => Ok(bytes.clone()),
-        Pem::File(path) => std::fs::read(path)
-            .map_err(|e| config_error(&format!("cannot read the TLS file {path:?}: {e}"))),
+        self.connection.builder().map_err(|e| config_error(&e))
     }
 }
 
 /// `wait` as Python gives it: `None` as long as it takes, `0` not at all, else seconds.
 fn wait_policy(name: &str, wait: Option<f64>) -> PyResult<fencelock::WaitPolicy> {
-    Ok(match wait.map(|w| seconds(name, "wait", w)).transpose()? {
-        None => fencelock::WaitPolicy::Forever,
-        Some(d) if d.is_zero() => fencelock::WaitPolicy::NoWait,
-        Some(d) => fencelock::WaitPolicy::UpTo(d),
-    })
+    let wait = wait.map(|w| seconds(name, "wait", w)).transpose()?;
+    Ok(fencelock_bind::config::wait_policy(wait))
 }
 
 /// A reentrant lock's handle.

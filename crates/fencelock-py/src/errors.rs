@@ -28,113 +28,17 @@ fn build(py: Python<'_>, error: &Error) -> PyResult<PyErr> {
     Ok(PyErr::from_value(exception))
 }
 
-/// Adds the fields of `error`'s variant to `fields`.
+/// Adds the fields of `error`'s variant to `fields` (durations in seconds).
 fn add_fields(error: &Error, fields: &Bound<'_, PyDict>) -> PyResult<()> {
-    match error {
-        Error::InvalidArgument { reason, .. } => {
-            fields.set_item("reason", reason)?;
+    use fencelock_bind::fields::Value;
+    for (name, value) in fencelock_bind::fields::fields(error) {
+        match value {
+            Value::Text(text) => fields.set_item(name, text)?,
+            Value::Word(word) => fields.set_item(name, word)?,
+            Value::Count(n) | Value::Fence(n) => fields.set_item(name, n)?,
+            Value::Time(d) => fields.set_item(name, d.as_secs_f64())?,
+            Value::None => fields.set_item(name, fields.py().None())?,
         }
-        Error::Config { reason } => {
-            fields.set_item("reason", reason)?;
-        }
-        Error::TimedOut { waited, .. } => {
-            fields.set_item("waited", waited.as_secs_f64())?;
-        }
-        Error::Busy { remaining, .. } => {
-            fields.set_item("remaining", remaining.map(|d| d.as_secs_f64()))?;
-        }
-        Error::NotHeld { reason, .. } => {
-            fields.set_item("reason", reason.code())?;
-        }
-        Error::Unreachable { server, hint, .. } => {
-            fields.set_item("server", server)?;
-            fields.set_item("hint", *hint)?;
-        }
-        Error::NoQuorum {
-            command,
-            agreed,
-            needed,
-            total,
-            ..
-        } => {
-            fields.set_item("command", *command)?;
-            fields.set_item("agreed", agreed)?;
-            fields.set_item("needed", needed)?;
-            fields.set_item("total", total)?;
-        }
-        Error::Tls { server, .. } => {
-            fields.set_item("server", server)?;
-        }
-        Error::NotReplicated {
-            server,
-            acknowledged,
-            wanted,
-            ..
-        } => {
-            fields.set_item("server", server)?;
-            fields.set_item("acknowledged", acknowledged)?;
-            fields.set_item("wanted", wanted)?;
-        }
-        Error::AuthFailed { server, .. } => {
-            fields.set_item("server", server)?;
-        }
-        Error::PermissionDenied {
-            server,
-            command,
-            rule,
-            ..
-        } => {
-            fields.set_item("server", server)?;
-            fields.set_item("command", *command)?;
-            fields.set_item("rule", *rule)?;
-        }
-        Error::Redis {
-            server, command, ..
-        } => {
-            fields.set_item("server", server)?;
-            fields.set_item("command", *command)?;
-        }
-        Error::WrongType { key, found, .. } => {
-            fields.set_item("key", key)?;
-            fields.set_item("found", found)?;
-        }
-        Error::Fenced {
-            resource,
-            fence,
-            accepted,
-        } => {
-            fields.set_item("resource", resource)?;
-            fields.set_item("fence", fence)?;
-            fields.set_item("accepted", accepted)?;
-        }
-        Error::FencedWrongType {
-            resource,
-            key,
-            found,
-        } => {
-            fields.set_item("resource", resource)?;
-            fields.set_item("key", key)?;
-            fields.set_item("found", found)?;
-        }
-        Error::NotLeader {
-            election,
-            term,
-            current,
-        } => {
-            fields.set_item("election", election)?;
-            fields.set_item("term", term)?;
-            fields.set_item("current", current)?;
-        }
-        Error::Conflict { conflict, .. } => {
-            fields.set_item("conflict", conflict.code())?;
-        }
-        Error::RandomSource { reason, .. } => {
-            fields.set_item("reason", reason)?;
-        }
-        Error::Unsupported { reason, .. } => {
-            fields.set_item("reason", reason)?;
-        }
-        _ => {}
     }
     Ok(())
 }

@@ -4,80 +4,15 @@
 //! the background when Python drops the object unreleased.
 
 use std::future::Future;
-use std::pin::Pin;
 use std::sync::{Arc, Weak};
 
-use fencelock::LockGuard;
-use fencelock::election::Leadership;
-use fencelock::multi::MultiGuard;
-use fencelock::once::OnceGuard;
-use tokio::sync::RwLock;
-
+pub use fencelock_bind::held::{GiveBack, Hold};
 use pyo3::prelude::*;
 
 use crate::client::Context;
 use crate::errors::to_py;
 use crate::operation::{Answer, Cancel, Operation, Outcome};
-use crate::process::{EndAtExit, Task};
-
-/// The answer of a give-back: whether it was still held.
-pub type GivenBack = Pin<Box<dyn Future<Output = fencelock::Result<bool>> + Send>>;
-
-/// A hold the library gives back: a lock released, a leadership resigned.
-pub trait GiveBack: Send + Sync + Sized + 'static {
-    /// Gives it back: whether it was still held.
-    fn finish(self) -> GivenBack;
-
-    /// Gives it back, for nobody's answer.
-    fn give_back(self) -> Task {
-        let finished = self.finish();
-        Box::pin(async move {
-            let _ = finished.await;
-        })
-    }
-}
-
-impl GiveBack for LockGuard {
-    fn finish(self) -> GivenBack {
-        Box::pin(self.release())
-    }
-}
-
-impl GiveBack for Leadership {
-    fn finish(self) -> GivenBack {
-        Box::pin(self.resign())
-    }
-}
-
-impl GiveBack for MultiGuard {
-    fn finish(self) -> GivenBack {
-        Box::pin(self.release())
-    }
-}
-
-impl GiveBack for OnceGuard {
-    fn finish(self) -> GivenBack {
-        Box::pin(async move { self.give_up().await.map(|()| true) })
-    }
-}
-
-/// The hold, while nobody has taken it to give it back; shared by the calls that use it.
-pub struct Hold<T>(RwLock<Option<T>>);
-
-impl<T> Hold<T> {
-    /// The hold behind its lock: read it to use it, write it to take it.
-    pub fn slot(&self) -> &RwLock<Option<T>> {
-        &self.0
-    }
-}
-
-impl<T: GiveBack> EndAtExit for Hold<T> {
-    fn end(&self) -> Option<Task> {
-        // One being given back (its slot taken for writing) is ended by that call.
-        let value = self.0.try_write().ok()?.take()?;
-        Some(value.give_back())
-    }
-}
+use crate::process::EndAtExit;
 
 /// A hold kept for Python (see the module docs).
 pub struct Kept<T: GiveBack> {
@@ -90,7 +25,7 @@ pub struct Kept<T: GiveBack> {
 impl<T: GiveBack> Kept<T> {
     /// Keeps `value`, and has the process end it at exit if it is still there then.
     pub fn new(value: T, context: Context) -> Self {
-        let hold = Arc::new(Hold(RwLock::new(Some(value))));
+        let hold = Arc::new(Hold::new(value));
         let weak: Weak<dyn EndAtExit> = Arc::downgrade(&hold) as Weak<dyn EndAtExit>;
         let id = context.process.add_held(weak);
         Kept { hold, context, id }
@@ -105,11 +40,7 @@ impl<T: GiveBack> Kept<T> {
     /// held (`False` once given back). A cancelled one goes on to its end.
     pub fn finish(&self) -> Operation {
         self.start(Cancel::Finish, |hold| async move {
-            let value = hold.slot().write().await.take();
-            let result = match value {
-                Some(value) => value.finish().await,
-                None => Ok(false),
-            };
+            let result = hold.finish().await;
             Box::new(Answer(move |py: Python<'_>| match result {
                 Ok(held) => Ok(held.into_pyobject(py)?.to_owned().into_any().unbind()),
                 Err(e) => Err(to_py(py, &e)),

@@ -17,24 +17,19 @@
 //! it queues the call, and one thread per process, [`deliver`](Process::deliver)'s, takes the
 //! GIL and makes the calls in the order they were queued.
 
-use std::collections::HashMap;
 use std::future::Future;
-use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::Duration;
 
+pub use fencelock_bind::held::{EndAtExit, Task};
+use fencelock_bind::keeper::Keeper;
+pub use fencelock_bind::keeper::{Busy, FLUSH};
+
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use tokio::runtime::Runtime;
-
-/// How long the interpreter's exit, and a cancelled or interrupted call, wait for what they
-/// leave to the background (a waiter leaving its place in line, a release).
-pub const FLUSH: Duration = Duration::from_secs(2);
-
-/// A future that owns what it needs.
-pub type Task = Pin<Box<dyn Future<Output = ()> + Send + 'static>>;
 
 use crate::logging::{self, Job};
 
@@ -62,26 +57,15 @@ pub fn _forked() {
     SHUTTING_DOWN.store(false, Ordering::SeqCst);
 }
 
-/// Something that a process ends at the interpreter's exit if it is still held then: a guard's
-/// lock (released), a leadership (resigned).
-pub trait EndAtExit: Send + Sync {
-    /// The release, or `None` if there is nothing left to end.
-    fn end(&self) -> Option<Task>;
-}
-
 /// One process's runtime, answering thread and background work.
 pub struct Process {
     generation: u64,
     runtime: &'static Runtime,
     answers: mpsc::Sender<Job>,
-    /// Tasks the package leaves running when it returns to Python: releases of guards dropped
-    /// unreleased, the clean-up of cancelled calls.
-    background: tokio::sync::watch::Sender<usize>,
-    /// Every client made in this process, for their background work at exit.
-    clients: Mutex<Vec<Weak<fencelock::Client>>>,
-    /// What to end at exit, by id.
-    held: Mutex<HashMap<u64, Weak<dyn EndAtExit>>>,
-    next_id: AtomicU64,
+    /// The background work the package leaves running when it returns to Python (releases of
+    /// guards dropped unreleased, the clean-up of cancelled calls), the clients, and what to
+    /// end at exit.
+    keeper: Arc<Keeper>,
 }
 
 impl Process {
@@ -138,10 +122,7 @@ impl Process {
             generation,
             runtime,
             answers,
-            background: tokio::sync::watch::channel(0).0,
-            clients: Mutex::new(Vec::new()),
-            held: Mutex::new(HashMap::new()),
-            next_id: AtomicU64::new(0),
+            keeper: Keeper::new(runtime.handle().clone()),
         })
     }
 
@@ -162,96 +143,40 @@ impl Process {
     }
 
     /// Runs `task` on the runtime as background work that exit waits for.
-    pub fn background(self: &Arc<Self>, task: impl Future<Output = ()> + Send + 'static) {
-        let busy = self.busy();
-        self.runtime.spawn(async move {
-            task.await;
-            drop(busy);
-        });
+    pub fn background(&self, task: impl Future<Output = ()> + Send + 'static) {
+        self.keeper.background(task);
     }
 
     /// Counts background work that exit waits for, until the [`Busy`] is dropped.
-    pub fn busy(self: &Arc<Self>) -> Busy {
-        self.background.send_modify(|n| *n += 1);
-        Busy(self.clone())
+    pub fn busy(&self) -> Busy {
+        self.keeper.busy()
     }
 
     /// Remembers `client` for the exit's wait for its background work.
     pub fn add_client(&self, client: &Arc<fencelock::Client>) {
-        let mut clients = self.clients.lock().unwrap_or_else(PoisonError::into_inner);
-        clients.retain(|c| c.strong_count() > 0);
-        clients.push(Arc::downgrade(client));
+        self.keeper.add_client(client);
     }
 
     /// Remembers `held` to end it at exit (until [`forget_held`](Self::forget_held)); its id.
     pub fn add_held(&self, held: Weak<dyn EndAtExit>) -> u64 {
-        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        self.held
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(id, held);
-        id
+        self.keeper.add_held(held)
     }
 
     pub fn forget_held(&self, id: u64) {
-        self.held
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .remove(&id);
+        self.keeper.forget_held(id);
     }
 
     /// Waits, at most `limit`, until the background work of the package and of `clients` is
     /// done.
     pub async fn idle(&self, clients: &[Arc<fencelock::Client>], limit: Duration) -> bool {
-        let deadline = tokio::time::Instant::now() + limit;
-        let mut background = self.background.subscribe();
-        let ours = tokio::time::timeout_at(deadline, background.wait_for(|n| *n == 0))
-            .await
-            .is_ok();
-        let mut theirs = true;
-        for client in clients {
-            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-            theirs &= client.wait_idle(left).await;
-        }
-        ours && theirs
+        self.keeper.idle(clients, limit).await
     }
 
     /// The interpreter's exit: ends what is still held, then waits for the background work,
     /// all within [`FLUSH`].
     fn shut_down(&self, py: Python<'_>) {
-        let ends: Vec<Task> = {
-            let held = self.held.lock().unwrap_or_else(PoisonError::into_inner);
-            held.values()
-                .filter_map(Weak::upgrade)
-                .filter_map(|h| h.end())
-                .collect()
-        };
-        let clients: Vec<Arc<fencelock::Client>> = self
-            .clients
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .iter()
-            .filter_map(Weak::upgrade)
-            .collect();
-        let runtime = self.runtime;
-        py.detach(|| {
-            runtime.block_on(async {
-                let deadline = tokio::time::Instant::now() + FLUSH;
-                let _ =
-                    tokio::time::timeout_at(deadline, futures_util::future::join_all(ends)).await;
-                let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-                self.idle(&clients, left).await;
-            });
-        });
-    }
-}
-
-/// Background work in progress (see [`Process::busy`]).
-pub struct Busy(Arc<Process>);
-
-impl Drop for Busy {
-    fn drop(&mut self) {
-        self.0.background.send_modify(|n| *n = n.saturating_sub(1));
+        let end = self.keeper.end_all(FLUSH);
+        py.detach(|| self.runtime.block_on(end));
     }
 }
 

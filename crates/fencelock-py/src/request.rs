@@ -1,48 +1,17 @@
-//! A lock request as Python describes it: the kind, the name and the options, checked once
-//! when Python makes the request and turned into a Rust `LockRequest` at each acquisition.
-
-use std::time::Duration;
+//! A lock request as Python describes it, checked once when Python makes the request (the
+//! checks and the conversion to a Rust `LockRequest` are `fencelock_bind::spec`'s).
 
 use fencelock::LockRequest;
+use fencelock_bind::spec;
 use pyo3::prelude::*;
 
 use crate::errors::{invalid, seconds};
-
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Kind {
-    Lock,
-    Fair,
-    Semaphore,
-    Read,
-    Write,
-    Reentrant,
-}
-
-/// What to wait for when the lock is held.
-#[derive(Clone, Copy)]
-enum Wait {
-    Forever,
-    No,
-    UpTo(Duration),
-}
 
 /// A checked lock request: `kind` is one of `lock`, `fair`, `semaphore`, `read`, `write`,
 /// `reentrant`; times are seconds; `wait=None` waits as long as it takes, `0` not at all.
 #[pyclass(module = "fencelock._native", frozen)]
 #[derive(Clone)]
-pub struct Spec {
-    kind: Kind,
-    #[pyo3(get)]
-    name: String,
-    permits: u32,
-    take: u32,
-    ttl: Option<Duration>,
-    wait: Wait,
-    queue_timeout: Option<Duration>,
-    max_hold: Option<Duration>,
-    lock_delay: Option<Duration>,
-    auto_renew: bool,
-}
+pub struct Spec(spec::Spec);
 
 #[pymethods]
 impl Spec {
@@ -61,47 +30,32 @@ impl Spec {
         lock_delay: Option<f64>,
         take: u32,
     ) -> PyResult<Self> {
-        let kind = match kind {
-            "lock" => Kind::Lock,
-            "fair" => Kind::Fair,
-            "semaphore" => Kind::Semaphore,
-            "read" => Kind::Read,
-            "write" => Kind::Write,
-            "reentrant" => Kind::Reentrant,
-            other => return Err(invalid(&name, format!("unknown lock kind {other:?}"))),
-        };
-        if take != 1 && kind != Kind::Semaphore {
-            return Err(invalid(
-                &name,
-                format!("take={take} is for a semaphore's permits; this lock has none"),
-            ));
-        }
-        let optional = |what: &str, value: Option<f64>| -> PyResult<Option<Duration>> {
-            value.map(|v| seconds(&name, what, v)).transpose()
-        };
-        let wait = match optional("wait", wait)? {
-            None => Wait::Forever,
-            Some(d) if d.is_zero() => Wait::No,
-            Some(d) => Wait::UpTo(d),
-        };
-        Ok(Spec {
+        let optional =
+            |what: &str, value: Option<f64>| value.map(|v| seconds(&name, what, v)).transpose();
+        let options = spec::Options {
+            permits,
+            take,
             ttl: optional("ttl", ttl)?,
+            wait: optional("wait", wait)?,
             queue_timeout: optional("queue_timeout", queue_timeout)?,
             max_hold: optional("max_hold", max_hold)?,
             lock_delay: optional("lock_delay", lock_delay)?,
-            kind,
-            permits,
-            take,
-            wait,
             auto_renew,
-            name,
-        })
+        };
+        let checked =
+            spec::Spec::new(kind, name.clone(), options).map_err(|e| invalid(&name, e))?;
+        Ok(Spec(checked))
+    }
+
+    #[getter]
+    fn name(&self) -> &str {
+        self.0.name()
     }
 
     /// The lease in seconds (`None`: the default, 30 s).
     #[getter]
     fn ttl(&self) -> Option<f64> {
-        self.ttl.map(|d| d.as_secs_f64())
+        self.0.ttl().map(|d| d.as_secs_f64())
     }
 }
 
@@ -109,42 +63,16 @@ impl Spec {
     /// The Rust request made from `client` (for a reentrant lock, made by its handle:
     /// [`configure`](Self::configure) its `request()`).
     pub fn request(&self, client: &fencelock::Client) -> PyResult<LockRequest> {
-        let name = self.name.clone();
-        let request = match self.kind {
-            Kind::Lock => client.lock(name),
-            Kind::Fair => client.fair_lock(name),
-            Kind::Semaphore => client.semaphore(name, self.permits).take(self.take),
-            Kind::Read => client.read_write_lock(name).read(),
-            Kind::Write => client.read_write_lock(name).write(),
-            Kind::Reentrant => {
-                return Err(invalid(
-                    &self.name,
-                    "a reentrant lock is acquired through its handle",
-                ));
-            }
-        };
-        Ok(self.configure(request))
+        self.0.request(client).ok_or_else(|| {
+            invalid(
+                self.0.name(),
+                "a reentrant lock is acquired through its handle",
+            )
+        })
     }
 
     /// `request` with this spec's options.
     pub fn configure(&self, request: LockRequest) -> LockRequest {
-        let mut request = request.auto_renew(self.auto_renew);
-        if let Some(ttl) = self.ttl {
-            request = request.ttl(ttl);
-        }
-        if let Some(timeout) = self.queue_timeout {
-            request = request.queue_timeout(timeout);
-        }
-        if let Some(limit) = self.max_hold {
-            request = request.max_hold(limit);
-        }
-        if let Some(delay) = self.lock_delay {
-            request = request.lock_delay(delay);
-        }
-        match self.wait {
-            Wait::Forever => request,
-            Wait::No => request.no_wait(),
-            Wait::UpTo(limit) => request.wait_up_to(limit),
-        }
+        self.0.configure(request)
     }
 }

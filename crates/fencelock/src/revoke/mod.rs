@@ -123,7 +123,7 @@ impl LockGuard {
     /// # Cancel safety
     ///
     /// Cancel-safe: dropping it stops listening; calling it again starts afresh.
-    pub fn release_requested(&self) -> impl Future<Output = ()> + Send + 'static {
+    pub fn release_requested(&self) -> impl Future<Output = ()> + Send + use<> {
         let shared = self.shared().clone();
         let key: Arc<str> = Arc::from(request_key(&self.hold().keys));
         let fence = self.fence();

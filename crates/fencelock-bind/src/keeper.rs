@@ -1,0 +1,142 @@
+//! What a package keeps per process (per worker thread, in Node.js): the background work it
+//! leaves running when it returns to its language (the release of a guard dropped unreleased, a
+//! cancelled waiter leaving its place), the clients made, and the holds to give back when the
+//! process ends. [`end_all`](Keeper::end_all) is that end, within a limit.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::time::Duration;
+
+use tokio::runtime::Handle;
+
+use crate::held::{EndAtExit, Task};
+
+/// How long a process's end, and a cancelled call, wait for what they leave to the background
+/// (a waiter leaving its place in line, a release).
+pub const FLUSH: Duration = Duration::from_secs(2);
+
+/// One process's background work, clients and holds (see the module docs).
+pub struct Keeper {
+    runtime: Handle,
+    background: tokio::sync::watch::Sender<usize>,
+    clients: Mutex<Vec<Weak<fencelock::Client>>>,
+    held: Mutex<HashMap<u64, Weak<dyn EndAtExit>>>,
+    next_id: AtomicU64,
+}
+
+impl Keeper {
+    /// A keeper whose background work runs on `runtime`.
+    pub fn new(runtime: Handle) -> Arc<Keeper> {
+        Arc::new(Keeper {
+            runtime,
+            background: tokio::sync::watch::channel(0).0,
+            clients: Mutex::new(Vec::new()),
+            held: Mutex::new(HashMap::new()),
+            next_id: AtomicU64::new(0),
+        })
+    }
+
+    /// The runtime the work runs on.
+    pub fn runtime(&self) -> &Handle {
+        &self.runtime
+    }
+
+    /// Runs `task` on the runtime as background work that the end waits for.
+    pub fn background(self: &Arc<Self>, task: impl Future<Output = ()> + Send + 'static) {
+        let busy = self.busy();
+        self.runtime.spawn(async move {
+            task.await;
+            drop(busy);
+        });
+    }
+
+    /// Counts background work that the end waits for, until the [`Busy`] is dropped.
+    pub fn busy(self: &Arc<Self>) -> Busy {
+        self.background.send_modify(|n| *n += 1);
+        Busy(self.clone())
+    }
+
+    /// Remembers `client` for the end's wait for its background work.
+    pub fn add_client(&self, client: &Arc<fencelock::Client>) {
+        let mut clients = self.clients.lock().unwrap_or_else(PoisonError::into_inner);
+        clients.retain(|c| c.strong_count() > 0);
+        clients.push(Arc::downgrade(client));
+    }
+
+    /// Remembers `held` to end it at the end (until [`forget_held`](Self::forget_held)); its
+    /// id.
+    pub fn add_held(&self, held: Weak<dyn EndAtExit>) -> u64 {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        self.held
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(id, held);
+        id
+    }
+
+    pub fn forget_held(&self, id: u64) {
+        self.held
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&id);
+    }
+
+    /// How many holds are kept now.
+    pub fn held_count(&self) -> usize {
+        let held = self.held.lock().unwrap_or_else(PoisonError::into_inner);
+        held.values().filter(|h| h.strong_count() > 0).count()
+    }
+
+    /// Waits, at most `limit`, until the background work of the package and of `clients` is
+    /// done; whether it is.
+    pub async fn idle(&self, clients: &[Arc<fencelock::Client>], limit: Duration) -> bool {
+        let deadline = tokio::time::Instant::now() + limit;
+        let mut background = self.background.subscribe();
+        let ours = tokio::time::timeout_at(deadline, background.wait_for(|n| *n == 0))
+            .await
+            .is_ok();
+        let mut theirs = true;
+        for client in clients {
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            theirs &= client.wait_idle(left).await;
+        }
+        ours && theirs
+    }
+
+    /// The end: gives back what is still held, then waits for the background work (of the
+    /// package and of every client), all within `limit`. Whether it all finished in time.
+    pub fn end_all(&self, limit: Duration) -> impl Future<Output = bool> + Send + '_ {
+        let ends: Vec<Task> = {
+            let held = self.held.lock().unwrap_or_else(PoisonError::into_inner);
+            held.values()
+                .filter_map(Weak::upgrade)
+                .filter_map(|h| h.end())
+                .collect()
+        };
+        let clients: Vec<Arc<fencelock::Client>> = self
+            .clients
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .filter_map(Weak::upgrade)
+            .collect();
+        async move {
+            let deadline = tokio::time::Instant::now() + limit;
+            let ended =
+                tokio::time::timeout_at(deadline, futures_util::future::join_all(ends)).await;
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            self.idle(&clients, left).await && ended.is_ok()
+        }
+    }
+}
+
+/// Background work in progress (see [`Keeper::busy`]).
+pub struct Busy(Arc<Keeper>);
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        self.0.background.send_modify(|n| *n = n.saturating_sub(1));
+    }
+}

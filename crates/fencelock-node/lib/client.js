@@ -1,0 +1,236 @@
+'use strict'
+// The client: how it is made (a server, Redlock, Cluster, Sentinel), the lock family, the
+// recipes, election, fenced writes, and the operator's calls.
+
+const native = require('./native')
+const { FencelockError, convert } = require('./errors')
+const { Election } = require('./election')
+const { FencedStore } = require('./fenced')
+const { LockRequest, ReentrantLock, ReadWriteLock } = require('./locks')
+const { MultiLockRequest, Once } = require('./recipes')
+const { run, sync, cancellable } = require('./run')
+require('./lifecycle')
+
+function pem (value, what) {
+  if (value === undefined || value === null) return undefined
+  if (Buffer.isBuffer(value)) return value
+  if (typeof value === 'string') return Buffer.from(value)
+  if (value instanceof Uint8Array) return Buffer.from(value.buffer, value.byteOffset, value.byteLength)
+  throw new TypeError(`${what} must be the PEM, as a string or a Buffer`)
+}
+
+function nativeOptions (options = {}) {
+  const tls = options.tls ?? {}
+  return {
+    keyPrefix: options.keyPrefix,
+    commandTimeout: options.commandTimeout,
+    instanceTimeout: options.instanceTimeout,
+    tlsCa: pem(tls.ca, 'tls.ca'),
+    tlsCert: pem(tls.cert, 'tls.cert'),
+    tlsKey: pem(tls.key, 'tls.key'),
+    masterUsername: options.masterUsername,
+    masterPassword: options.masterPassword,
+    waitForReplicas: options.waitForReplicas,
+    replicaTimeout: options.replicaTimeout,
+    replicaShortfall: options.replicaShortfall
+  }
+}
+
+function urlList (urls) {
+  return typeof urls === 'string' ? [urls] : [...urls]
+}
+
+function lockInfo (info) {
+  return {
+    name: info.name,
+    kind: info.kind ?? null,
+    permits: info.permits ?? null,
+    holder: info.holder ? holder(info.holder) : null,
+    shared: info.shared.map(holder),
+    waiting: info.waiting,
+    waiters: info.waiters.map((w) => ({
+      place: w.place ?? null,
+      waited: w.waited ?? null,
+      tokenPrefix: w.tokenPrefix,
+      side: w.side ?? null
+    })),
+    lastFence: info.lastFence ?? null
+  }
+}
+
+function holder (h) {
+  return {
+    tokenPrefix: h.tokenPrefix,
+    fence: h.fence ?? null,
+    remaining: h.remaining ?? null,
+    holds: h.holds ?? null,
+    permits: h.permits ?? null
+  }
+}
+
+/** A fencelock client. It connects on first use; one client serves a whole process. */
+class Client {
+  #native
+
+  /**
+   * A client for one Redis server (`redis://` or `rediss://` URL). Options: `keyPrefix`;
+   * `commandTimeout` and `instanceTimeout` (milliseconds); `tls: { ca, cert, key }` (PEM, as
+   * strings or Buffers); `waitForReplicas` with `replicaTimeout` (milliseconds) and
+   * `replicaShortfall` (`"fail"` or `"warn"`); for Sentinel, `masterUsername` and
+   * `masterPassword`.
+   */
+  constructor (url, options = {}) {
+    this.#native = sync(() => new native.Client('server', urlList(url), null, nativeOptions(options)))
+  }
+
+  static #make (deployment, urls, master, options) {
+    const client = Object.create(Client.prototype)
+    client.#native = sync(() => new native.Client(deployment, urlList(urls), master, nativeOptions(options)))
+    return client
+  }
+
+  /** A client for Redlock over independent servers (a majority must agree). */
+  static redlock (urls, options = {}) {
+    return Client.#make('redlock', urls, null, options)
+  }
+
+  /** A client for a Redis Cluster, from one or more seed URLs. */
+  static cluster (urls, options = {}) {
+    return Client.#make('cluster', urls, null, options)
+  }
+
+  /** A client for the master that Sentinel names `master`. */
+  static sentinel (sentinels, master, options = {}) {
+    return Client.#make('sentinel', sentinels, master, options)
+  }
+
+  /** The server (or servers) this client talks to, without any password. */
+  get server () {
+    return this.#native.server
+  }
+
+  /**
+   * A request for the exclusive lock `name`. Options: `ttl`, the lease in milliseconds
+   * (default 30 000), renewed in the background while held unless `autoRenew: false`; `wait`,
+   * milliseconds to wait (`undefined`: as long as it takes; `0`: not at all); `maxHold`, stop
+   * renewing after this long; `lockDelay`, if the lease runs out without a release, the lock
+   * is not granted again for this long.
+   */
+  lock (name, options = {}) {
+    return new LockRequest(this.#native, 'lock', name, options)
+  }
+
+  /** A request for the fair lock `name`: granted in the order of asking (`queueTimeout`). */
+  fairLock (name, options = {}) {
+    return new LockRequest(this.#native, 'fair', name, options)
+  }
+
+  /**
+   * A request for `take` (default 1) of the `permits` permits of the semaphore `name`, held
+   * with one lease and one fence; first come, first served.
+   */
+  semaphore (name, permits, options = {}) {
+    return new LockRequest(this.#native, 'semaphore', name, { ...options, permits })
+  }
+
+  /** The read-write lock `name`: `.read()` and `.write()` make requests. */
+  readWriteLock (name) {
+    return new ReadWriteLock(this.#native, name)
+  }
+
+  /** A handle on the reentrant lock `name` (`maxReentry`). */
+  reentrantLock (name, { maxReentry } = {}) {
+    return new ReentrantLock(sync(() => this.#native.reentrant(name, maxReentry)))
+  }
+
+  /**
+   * Holds the plain lock `name` while `fn(signal, guard)` runs, and releases it after,
+   * whatever happens: `signal` aborts if the lock is lost meanwhile. Rejects `not_held` if
+   * `fn` finished after the lock was lost. `options`: those of `lock`, and `signal` for the
+   * wait.
+   */
+  async using (name, options, fn) {
+    if (typeof options === 'function') {
+      fn = options
+      options = {}
+    }
+    const { signal, ...rest } = options ?? {}
+    return this.lock(name, rest).using(fn, { signal })
+  }
+
+  /** A request for the plain locks `names`, all or none (deadlock-free whatever the order). */
+  multiLock (names, options = {}) {
+    return new MultiLockRequest(this.#native, names, options)
+  }
+
+  /**
+   * Work to do once across the fleet, recorded under `key` when it succeeds; runs take turns
+   * on the lock `lock` (the key by default). See `Once.run`.
+   */
+  once (key, options = {}) {
+    return new Once(this.#native, key, options)
+  }
+
+  /** Fenced writes to `resource`. */
+  fencedStore (resource) {
+    return new FencedStore(this.#native, resource)
+  }
+
+  /** The election `name` (its leadership is the plain lock `name`). */
+  election (name) {
+    return new Election(this.#native, name)
+  }
+
+  /** Asks the holders of lock `name` to release it; takes nothing. `true` if it was held. */
+  requestRelease (name) {
+    return run(this.#native.requestRelease(name))
+  }
+
+  /** The state of lock `name` as Redis has it: its holders and its line. Reads only. */
+  async inspect (name) {
+    return lockInfo(await run(this.#native.inspect(name)))
+  }
+
+  /**
+   * The held locks whose name matches `pattern` (a Redis glob), found with `SCAN`:
+   * `{ locks, skipped, unanswered }`. Reads only.
+   */
+  async list (pattern = '*') {
+    const found = await run(this.#native.list(pattern))
+    return {
+      locks: found.locks.map(lockInfo),
+      skipped: found.skipped.map((e) => new FencelockError(e.message, { code: e.code, lock: e.lock })),
+      unanswered: found.unanswered
+    }
+  }
+
+  /**
+   * Deletes lock `name`, whoever holds it, and wakes its waiters: an operator's tool for a
+   * holder that is gone. `true` if it was held.
+   */
+  forceRelease (name) {
+    return run(this.#native.forceRelease(name))
+  }
+
+  /** Each release of lock `name` as it happens (yields the name), until `signal` aborts. */
+  async * releases (name, { signal } = {}) {
+    const watch = await run(this.#native.releases(name))
+    while (true) {
+      let next
+      try {
+        next = await cancellable(signal, (cancel) => watch.next(undefined, cancel))
+      } catch (error) {
+        if (signal && signal.aborted && error === signal.reason) return
+        throw convert(error)
+      }
+      if (next === null) return
+      yield name
+    }
+  }
+
+  toString () {
+    return `Client(${this.server})`
+  }
+}
+
+module.exports = { Client }

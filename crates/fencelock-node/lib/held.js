@@ -1,0 +1,80 @@
+'use strict'
+// What a guard, a leadership and a multi-lock guard share: the native object, the `signal` that
+// aborts when the hold ends (lost, or given back), and `await using`.
+
+const { FencelockError } = require('./errors')
+const { run } = require('./run')
+
+const asyncDispose = Symbol.asyncDispose ?? Symbol.for('nodejs.asyncDispose')
+
+/** The reason a hold's signal aborts with: a `not_held` error, its `reason` the loss's code. */
+function lostError (what, name, code, message) {
+  return new FencelockError(`${what} ${JSON.stringify(name)} is no longer held: ${message}`, {
+    code: 'not_held',
+    lock: name,
+    reason: code
+  })
+}
+
+class Held {
+  #native
+  #signal = null
+
+  constructor (native) {
+    this.#native = native
+  }
+
+  /** @internal */
+  get _native () {
+    return this.#native
+  }
+
+  /** What the messages call it: `lock`, `leadership of`. */
+  get _what () {
+    return 'lock'
+  }
+
+  /** The name in messages. */
+  get _label () {
+    return this.#native.name
+  }
+
+  /** Whether it is still held, as far as this process can tell now. */
+  isHeld () {
+    return this.#native.isHeld()
+  }
+
+  /** `null` while held; then `not_owner`, `expired`, `max_hold_reached` or `released`. */
+  get lostReason () {
+    const now = this.#native.lostNow()
+    return now === null ? null : now[now.length - 2]
+  }
+
+  /**
+   * An `AbortSignal` that aborts when the hold ends: lost (its reason a `not_held`
+   * `FencelockError` whose `reason` says why) or given back (`reason: "released"`).
+   */
+  get signal () {
+    if (this.#signal === null) {
+      const controller = new AbortController()
+      this.#signal = controller.signal
+      const abort = (code, message) => controller.abort(lostError(this._what, this._label, code, message))
+      const now = this.#native.lostNow()
+      if (now !== null) abort(now[now.length - 2], now[now.length - 1])
+      else this.#native.onLost(abort)
+    }
+    return this.#signal
+  }
+
+  /** Gives it back (a release, a resignation): `true` if it was still held. */
+  _giveBack () {
+    return run(this.#native.release ? this.#native.release() : this.#native.resign())
+  }
+
+  /** `await using`: gives it back at the end of the block. */
+  async [asyncDispose] () {
+    await this._giveBack()
+  }
+}
+
+module.exports = { Held, asyncDispose, lostError }

@@ -1,0 +1,61 @@
+'use strict'
+// How a native call becomes what the caller awaits, written once: its errors become
+// `FencelockError`s, and a call that can wait takes the caller's `AbortSignal`. An abort gives
+// the wait up (the waiter leaves its place in line) and rejects with the signal's reason; a
+// result that raced the abort is undone by the addon, or here when it arrived first.
+
+const native = require('./native')
+const { convert } = require('./errors')
+
+/** Awaits a native call's Promise; its error as a `FencelockError`. */
+async function run (promise) {
+  try {
+    return await promise
+  } catch (error) {
+    throw convert(error)
+  }
+}
+
+/** Calls `fn()` (a synchronous native call); its error as a `FencelockError`. */
+function sync (fn) {
+  try {
+    return fn()
+  } catch (error) {
+    throw convert(error)
+  }
+}
+
+function checkSignal (signal) {
+  if (signal !== undefined && signal !== null && !(signal instanceof AbortSignal)) {
+    throw new TypeError('signal must be an AbortSignal')
+  }
+}
+
+/**
+ * Starts `start(cancel)` (a native call given a `Cancel`) and awaits it; `signal` aborting
+ * cancels it. `undo(value)` gives back a value that arrived when the signal had aborted already.
+ */
+async function cancellable (signal, start, undo) {
+  checkSignal(signal)
+  if (!signal) return run(start(null))
+  signal.throwIfAborted()
+  const cancel = new native.Cancel()
+  const onAbort = () => cancel.cancel()
+  signal.addEventListener('abort', onAbort, { once: true })
+  let value
+  try {
+    value = await start(cancel)
+  } catch (error) {
+    if (error && error.code === 'cancelled') throw signal.reason
+    throw convert(error)
+  } finally {
+    signal.removeEventListener('abort', onAbort)
+  }
+  if (signal.aborted) {
+    if (undo && value) await undo(value)
+    throw signal.reason
+  }
+  return value
+}
+
+module.exports = { run, sync, cancellable }

@@ -1,0 +1,119 @@
+//! One call, one Promise: [`call`] runs the library's future on the runtime and makes its
+//! JavaScript value on the JavaScript thread. A call that can wait takes a [`Cancel`] (the
+//! package's JavaScript cancels it when the caller's `AbortSignal` aborts): the future is
+//! dropped (the library's calls are cancel-safe: a waiter leaves its place in line), and a
+//! result that was on its way when the cancellation came is undone there, in one place (a lock
+//! granted to a cancelled request is released). The Promise then rejects with the `cancelled`
+//! code, which the JavaScript side turns into the signal's reason.
+
+use std::future::Future;
+
+use fencelock_bind::held::Task;
+use napi::bindgen_prelude::{PromiseRaw, ToNapiValue};
+use napi::{Env, Result};
+use napi_derive::napi;
+use tokio::sync::watch;
+
+use crate::env::keeper;
+use crate::errors::Failure;
+
+/// A cancellation for the calls it is given to.
+#[napi]
+pub struct Cancel {
+    sender: watch::Sender<bool>,
+}
+
+#[napi]
+impl Cancel {
+    #[napi(constructor)]
+    #[allow(clippy::new_without_default)] // a JavaScript class: made with `new`
+    pub fn new() -> Self {
+        Cancel {
+            sender: watch::channel(false).0,
+        }
+    }
+
+    /// Cancels the calls given this (now and later).
+    #[napi]
+    pub fn cancel(&self) {
+        self.sender.send_replace(true);
+    }
+}
+
+/// A call's view of its [`Cancel`].
+#[derive(Clone)]
+struct Token(watch::Receiver<bool>);
+
+impl Token {
+    fn is_cancelled(&self) -> bool {
+        *self.0.borrow()
+    }
+
+    /// Over when cancelled (never, if the `Cancel` is gone uncancelled).
+    async fn cancelled(&mut self) {
+        if self.0.wait_for(|c| *c).await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    }
+}
+
+/// Runs `work` and answers a Promise of `convert(outcome)` (see the module docs); `undo` is
+/// what gives the outcome back when a cancellation came first.
+pub fn call<'env, T, V, W, C, U>(
+    env: &'env Env,
+    cancel: Option<&Cancel>,
+    work: W,
+    convert: C,
+    undo: U,
+) -> Result<PromiseRaw<'env, V>>
+where
+    T: Send + 'static,
+    V: ToNapiValue,
+    W: Future<Output = T> + Send + 'static,
+    C: FnOnce(&Env, T) -> std::result::Result<V, Failure> + 'static,
+    U: FnOnce(T) -> Option<Task> + 'static,
+{
+    let token = cancel.map(|c| Token(c.sender.subscribe()));
+    let mut waiting = token.clone();
+    let keeper = keeper(env)?;
+    let running = async move {
+        let outcome = match waiting.as_mut() {
+            Some(token) => tokio::select! {
+                biased;
+                () = token.cancelled() => None,
+                outcome = work => Some(outcome),
+            },
+            None => Some(work.await),
+        };
+        Ok::<_, napi::Error>(outcome)
+    };
+    env.spawn_future_with_callback(running, move |env, outcome| {
+        let Some(outcome) = outcome else {
+            return Err(Failure::Cancelled.into_js(env));
+        };
+        if token.as_ref().is_some_and(Token::is_cancelled) {
+            if let Some(task) = undo(outcome) {
+                keeper.background(task);
+            }
+            return Err(Failure::Cancelled.into_js(env));
+        }
+        convert(env, outcome).map_err(|f| f.into_js(env))
+    })
+}
+
+/// [`call`] for a call that holds nothing and is not cancelled: the library's result, converted.
+pub fn answer<'env, T, V, W, C>(env: &'env Env, work: W, convert: C) -> Result<PromiseRaw<'env, V>>
+where
+    T: Send + 'static,
+    V: ToNapiValue,
+    W: Future<Output = fencelock::Result<T>> + Send + 'static,
+    C: FnOnce(T) -> V + 'static,
+{
+    call(
+        env,
+        None,
+        work,
+        move |_, result| result.map(convert).map_err(Failure::Lock),
+        |_| None,
+    )
+}

@@ -1,0 +1,83 @@
+//! What fencelock keeps per JavaScript thread (the main thread, each worker): its
+//! [`Keeper`] (the background work the package leaves running, the clients, the holds), and the
+//! end of it. A thread's environment ends at the process's natural exit or a worker's end;
+//! napi runs the cleanup hook added here then, which gives back what is still held and waits
+//! for the background work, at most [`FLUSH`]. Node.js skips that hook on the main thread for
+//! `process.exit()`: the package's JavaScript calls [`shutdown`] from the `exit` event instead
+//! (and from SIGINT and SIGTERM when nobody else handles them).
+
+use std::cell::RefCell;
+use std::sync::Arc;
+
+use fencelock_bind::keeper::{FLUSH, Keeper};
+use napi::bindgen_prelude::{block_on, within_runtime_if_available};
+use napi::{Env, Result};
+use napi_derive::napi;
+
+thread_local! {
+    /// This thread's keeper, made with its first client.
+    static KEEPER: RefCell<Option<Arc<Keeper>>> = const { RefCell::new(None) };
+}
+
+/// This thread's keeper (made on first use, with the cleanup hook that ends it).
+pub fn keeper(env: &Env) -> Result<Arc<Keeper>> {
+    KEEPER.with(|slot| {
+        if let Some(keeper) = slot.borrow().as_ref() {
+            return Ok(keeper.clone());
+        }
+        let runtime = within_runtime_if_available(tokio::runtime::Handle::current);
+        let keeper = Keeper::new(runtime);
+        // Added here, after napi's own hook (which stops the runtime when the last environment
+        // goes): hooks run newest first, so this one runs while the runtime is still there.
+        env.add_env_cleanup_hook(keeper.clone(), |keeper| end(&keeper))?;
+        *slot.borrow_mut() = Some(keeper.clone());
+        Ok(keeper)
+    })
+}
+
+/// Gives back what `keeper` still holds and waits for its background work, at most [`FLUSH`].
+fn end(keeper: &Keeper) {
+    // On the JavaScript thread, outside the runtime: blocking is what the end is for.
+    block_on(keeper.end_all(FLUSH));
+}
+
+/// The end of this thread's fencelock: releases what is still held (and resigns what still
+/// leads), then waits for the background work (a waiter leaving its place in line), at most
+/// 2 s. Blocks the calling thread; the package calls it from the `exit` event.
+#[napi]
+pub fn shutdown() {
+    let keeper = KEEPER.with(|slot| slot.borrow().clone());
+    if let Some(keeper) = keeper {
+        end(&keeper);
+    }
+}
+
+/// How many holds this thread keeps now (guards, leaderships, multi-lock guards, runs): what
+/// [`shutdown`] would give back.
+#[napi]
+pub fn held_count() -> u32 {
+    KEEPER.with(|slot| {
+        slot.borrow()
+            .as_ref()
+            .map_or(0, |k| u32::try_from(k.held_count()).unwrap_or(u32::MAX))
+    })
+}
+
+/// The library's log (its `tracing` events) on standard error, from `FENCELOCK_LOG`'s level:
+/// `error`, `warn` (the default), `info`, `debug`, `trace`, or `off`.
+pub fn install_logging() {
+    let level = match std::env::var("FENCELOCK_LOG").ok().as_deref() {
+        Some("off") => return,
+        Some("error") => tracing::Level::ERROR,
+        Some("info") => tracing::Level::INFO,
+        Some("debug") => tracing::Level::DEBUG,
+        Some("trace") => tracing::Level::TRACE,
+        _ => tracing::Level::WARN,
+    };
+    // Another subscriber (an embedding program's) wins.
+    let _ = tracing_subscriber::fmt()
+        .with_max_level(level)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .try_init();
+}

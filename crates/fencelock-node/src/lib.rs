@@ -1,0 +1,67 @@
+//! The native part of fencelock's Node.js package: the Rust library behind a small surface that
+//! the package's JavaScript (`index.js`) wraps. It only converts arguments and answers.
+//!
+//! Every call returns a Promise that napi resolves on the JavaScript thread. A call that can
+//! wait takes a [`Cancel`](cancel::Cancel), which gives the wait up; a result that races the
+//! cancellation is undone when it reaches the JavaScript thread (`cancel.rs`). What is still
+//! held when a thread's environment ends (the process exits, a worker ends) is given back
+//! (`env.rs`). The codes of errors, losses, conflicts and observations are the library's
+//! (`fencelock::Error::CODES` and the others), exported here for the JavaScript side.
+
+mod admin;
+mod cancel;
+mod client;
+mod election;
+mod env;
+mod errors;
+mod fenced;
+mod guard;
+mod held;
+mod recipes;
+mod spec;
+
+use napi_derive::napi;
+
+/// The runtime: the library only moves bytes and timers; JavaScript's thread is the other half
+/// of the work. Half the cores, at most four (`FENCELOCK_THREADS` overrides), as in Python.
+#[napi_derive::module_init]
+fn init() {
+    let threads = std::env::var("FENCELOCK_THREADS")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+        .filter(|n| (1..=64).contains(n))
+        .unwrap_or_else(|| {
+            std::thread::available_parallelism().map_or(1, |n| (n.get() / 2).clamp(1, 4))
+        });
+    // napi builds its default runtime if this one cannot be made.
+    if let Ok(runtime) = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(threads)
+        .thread_name("fencelock")
+        .enable_all()
+        .build()
+    {
+        napi::bindgen_prelude::create_custom_tokio_runtime(runtime);
+    }
+    env::install_logging();
+}
+
+/// The package's version.
+#[napi]
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// The version of the wire protocol (PROTOCOL.md).
+#[napi]
+pub const PROTOCOL_VERSION: u32 = fencelock_bind::PROTOCOL_VERSION;
+
+/// The library's codes, by vocabulary: `error`, `lost`, `conflict`, `observation`, `kind`.
+#[napi]
+pub fn codes(vocabulary: String) -> Vec<&'static str> {
+    match vocabulary.as_str() {
+        "error" => fencelock::Error::CODES.to_vec(),
+        "lost" => fencelock::LostReason::CODES.to_vec(),
+        "conflict" => fencelock::Conflict::CODES.to_vec(),
+        "observation" => fencelock::election::Observation::CODES.to_vec(),
+        "kind" => fencelock::LockKind::CODES.to_vec(),
+        _ => Vec::new(),
+    }
+}
