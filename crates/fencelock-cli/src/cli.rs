@@ -35,8 +35,7 @@ Examples:
 
 Servers: --url (repeatable: several mean Redlock), else $FENCELOCK_URL (comma-separated),
 else the file named by $FENCELOCK_URL_FILE, else redis://127.0.0.1:6379.
-Exit status of `run`: the command's own, or 2 usage, 69 Redis unavailable, 73 not acquired,
-74 lock lost, 126/127 cannot execute/not found (see `fencelock run --help`).";
+Exit status of `run`: the command's own, or fencelock's (listed by `fencelock run --help`).";
 
 /// The `fencelock` command line.
 #[derive(Debug, Parser)]
@@ -62,37 +61,37 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run a command while holding a lock; stop it if the lock is lost
-    #[command(long_about = run::LONG_ABOUT, after_help = run::AFTER_HELP)]
+    #[command(long_about = run::LONG_ABOUT, after_help = run::after_help())]
     Run(run::RunArgs),
     /// Run a command while leading an election; stop it if the leadership is lost
-    #[command(long_about = run::elect::LONG_ABOUT, after_help = run::elect::AFTER_HELP)]
+    #[command(long_about = run::elect::LONG_ABOUT, after_help = run::elect::after_help())]
     Elect(run::elect::ElectArgs),
     /// Show the leader of an election, or follow it with --watch
-    #[command(long_about = leader::LONG_ABOUT, after_help = leader::AFTER_HELP)]
+    #[command(long_about = leader::LONG_ABOUT, after_help = leader::after_help())]
     Leader(leader::LeaderArgs),
 
     /// Show whether a lock is held, by whom, for how long, and its fences
-    #[command(long_about = inspect::STATUS_ABOUT, after_help = inspect::STATUS_AFTER_HELP)]
+    #[command(long_about = inspect::STATUS_ABOUT, after_help = inspect::status_after_help())]
     Status(inspect::StatusArgs),
 
     /// Watch one lock change hands: holder, fence, lease left, waiters
-    #[command(long_about = watch::ABOUT, after_help = watch::AFTER_HELP)]
+    #[command(long_about = watch::ABOUT, after_help = watch::after_help())]
     Watch(watch::WatchArgs),
 
     /// List the held locks (SCAN, never KEYS)
-    #[command(long_about = inspect::LIST_ABOUT, after_help = inspect::LIST_AFTER_HELP)]
+    #[command(long_about = inspect::LIST_ABOUT, after_help = inspect::list_after_help())]
     List(inspect::ListArgs),
 
     /// Force-release a lock, whoever holds it (an operator's action; needs --force)
-    #[command(long_about = release::ABOUT, after_help = release::AFTER_HELP)]
+    #[command(long_about = release::ABOUT, after_help = release::after_help())]
     Release(release::ReleaseArgs),
 
     /// Watch a fencing token stop a paused lock holder (starts its own redis-server)
-    #[command(long_about = demo::LONG_ABOUT, after_help = demo::EXAMPLES)]
+    #[command(long_about = demo::LONG_ABOUT, after_help = demo::after_help())]
     Demo(demo::DemoArgs),
 
     /// Fault injection with a history checker (starts its own redis-servers)
-    #[command(long_about = chaos::ABOUT, after_help = chaos::AFTER_HELP)]
+    #[command(long_about = chaos::ABOUT, after_help = chaos::after_help())]
     Chaos(chaos::ChaosArgs),
 
     /// Check a history written by `fencelock chaos`

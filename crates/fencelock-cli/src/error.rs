@@ -32,6 +32,134 @@ pub const EXIT_SIGINT: u8 = 130;
 /// Exit code after SIGTERM (128 + 15).
 pub const EXIT_SIGTERM: u8 = 143;
 
+/// One line of a command's "Exit status" help: its codes, and what they mean.
+#[derive(Debug, Clone, Copy)]
+pub struct ExitLine {
+    pub codes: &'static [u8],
+    /// `codes` are the two ends of a range.
+    pub range: bool,
+    pub meaning: &'static str,
+}
+
+impl ExitLine {
+    /// The same codes, with `meaning` (a command's own wording for a shared code).
+    pub const fn saying(self, meaning: &'static str) -> Self {
+        ExitLine { meaning, ..self }
+    }
+}
+
+/// What each shared exit code means: every command's help is made from these lines.
+pub mod exit {
+    use super::ExitLine;
+
+    /// A command's own status, passed on.
+    pub const COMMAND: ExitLine = ExitLine {
+        range: true,
+        codes: &[0, 255],
+        meaning: "the command's own exit status (128+N if signal N killed it)",
+    };
+    pub const SUCCESS: ExitLine = ExitLine {
+        range: false,
+        codes: &[0],
+        meaning: "success",
+    };
+    pub const USAGE: ExitLine = ExitLine {
+        range: false,
+        codes: &[super::EXIT_USAGE],
+        meaning: "usage error (nothing was done): a bad option, an invalid lock name or Redis URL",
+    };
+    pub const REDIS: ExitLine = ExitLine {
+        range: false,
+        codes: &[super::EXIT_REDIS],
+        meaning: "Redis unreachable, no quorum (Redlock), Redis refused (authentication, ACL \
+                  permissions), or the TLS handshake failed",
+    };
+    pub const NOT_ACQUIRED: ExitLine = ExitLine {
+        range: false,
+        codes: &[super::EXIT_NOT_ACQUIRED],
+        meaning: "not acquired: held by another owner (--no-wait), or --wait ran out",
+    };
+    pub const LOST: ExitLine = ExitLine {
+        range: false,
+        codes: &[super::EXIT_LOCK_LOST],
+        meaning: "the lock was lost while the command ran (the command was stopped)",
+    };
+    pub const CANNOT_EXECUTE: ExitLine = ExitLine {
+        range: false,
+        codes: &[super::EXIT_CANNOT_EXECUTE],
+        meaning: "the command was found but cannot be executed",
+    };
+    pub const NOT_FOUND: ExitLine = ExitLine {
+        range: false,
+        codes: &[super::EXIT_NOT_FOUND],
+        meaning: "the command was not found",
+    };
+    pub const SIGNALLED: ExitLine = ExitLine {
+        range: false,
+        codes: &[super::EXIT_SIGHUP, super::EXIT_SIGINT, super::EXIT_SIGTERM],
+        meaning: "SIGHUP, SIGINT, SIGTERM while waiting (nothing was run)",
+    };
+    pub const INTERRUPTED: ExitLine = ExitLine {
+        range: false,
+        codes: &[super::EXIT_SIGINT, super::EXIT_SIGTERM],
+        meaning: "interrupted (SIGINT, SIGTERM)",
+    };
+    pub const CHECK_FAILED: ExitLine = ExitLine {
+        range: false,
+        codes: &[super::EXIT_DEMO_FAILED],
+        meaning: "a check failed",
+    };
+    pub const OTHER: ExitLine = ExitLine {
+        range: false,
+        codes: &[super::EXIT_FAILURE],
+        meaning: "any other error",
+    };
+}
+
+/// The "Exit status" section of a command's help: `lines`, in order, aligned; then `rest`.
+pub fn exit_help(lines: &[ExitLine], rest: &str) -> String {
+    let labels: Vec<String> = lines
+        .iter()
+        .map(|line| {
+            let codes: Vec<String> = line.codes.iter().map(u8::to_string).collect();
+            codes.join(if line.range { "-" } else { ", " })
+        })
+        .collect();
+    let width = labels.iter().map(String::len).max().unwrap_or(0);
+    let mut help = String::from("Exit status:\n");
+    // Meanings wrap under themselves, in lines of at most 96 columns.
+    let indent = width + 4;
+    let room = 96usize.saturating_sub(indent).max(40);
+    for (label, line) in labels.iter().zip(lines) {
+        let mut current = String::new();
+        let mut first = true;
+        let flush = |text: &str, first: &mut bool, help: &mut String| {
+            if *first {
+                help.push_str(&format!("  {label:<width$}  {text}\n"));
+                *first = false;
+            } else {
+                help.push_str(&format!("{:indent$}{text}\n", ""));
+            }
+        };
+        for word in line.meaning.split_whitespace() {
+            if !current.is_empty() && current.len() + 1 + word.len() > room {
+                flush(&current, &mut first, &mut help);
+                current.clear();
+            }
+            if !current.is_empty() {
+                current.push(' ');
+            }
+            current.push_str(word);
+        }
+        flush(&current, &mut first, &mut help);
+    }
+    if !rest.is_empty() {
+        help.push('\n');
+        help.push_str(rest);
+    }
+    help
+}
+
 /// Everything that ends a subcommand unsuccessfully. Messages never contain a password from a
 /// Redis URL: servers are named as `host:port`.
 #[derive(Debug, thiserror::Error)]

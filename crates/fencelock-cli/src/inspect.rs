@@ -4,6 +4,7 @@
 //! Both ask the library ([`fencelock::Client::inspect`], [`fencelock::Client::list`]), which
 //! knows the key layout and the quorum rule; this module only prints.
 
+use crate::error::{exit, exit_help};
 use std::time::Duration;
 
 use fencelock::admin::{Side, Waiter};
@@ -27,13 +28,19 @@ known (a semaphore's and a reentrant lock's waiters keep no place in Redis and a
 (Redlock), a holder or a waiter counts when it is found on a majority of the servers. Nothing \
 is changed.";
 
-pub const STATUS_AFTER_HELP: &str = "\
-Exit status:
-  0   the lock is free or held (read the output, or `held` in --json)
-  2   usage error: invalid lock name or Redis URL
-  69  Redis unreachable, no quorum (Redlock), Redis refused, TLS failed, or a key of the lock is not a lock
-  1   any other error
-
+/// The help after the options.
+pub fn status_after_help() -> String {
+    exit_help(
+        &[
+            exit::SUCCESS.saying("the lock is free or held (read the output, or `held` in --json)"),
+            exit::USAGE,
+            exit::REDIS.saying(
+                "Redis unreachable, no quorum (Redlock), Redis refused, TLS failed, or a key of \
+                 the lock is not a lock",
+            ),
+            exit::OTHER,
+        ],
+        "\
 JSON (--json), one object with these fields, in this order:
   name          string
   held          bool
@@ -54,7 +61,9 @@ JSON (--json), one object with these fields, in this order:
 
 Examples:
   fencelock status nightly-report
-  fencelock status --json nightly-report | jq .held";
+  fencelock status --json nightly-report | jq .held",
+    )
+}
 
 pub const LIST_ABOUT: &str = "\
 List the locks that are held, with their holder, remaining lease and fence.
@@ -63,16 +72,26 @@ Finds lock keys (PREFIX:{NAME}) with SCAN, never KEYS, on every server, keeps th
 match PATTERN, and shows each lock that is held (over several --url: held by one owner on a \
 majority). Nothing is changed.";
 
-pub const LIST_AFTER_HELP: &str = "\
+/// The help after the options.
+pub fn list_after_help() -> String {
+    let before = "\
 PATTERN is a Redis glob on the lock name: * any characters, ? one character, [abc] one of
 them, \\ escapes the next character. Default: *.
 
-Exit status:
-  0   success, also when no lock is held
-  2   usage error: invalid Redis URL
-  69  Redis unreachable (over Redlock: fewer than a majority answered), refused, or TLS failed
-  1   any other error
-
+";
+    format!(
+        "{before}{}",
+        exit_help(
+            &[
+                exit::SUCCESS.saying("success, also when no lock is held"),
+                exit::USAGE,
+                exit::REDIS.saying(
+                    "Redis unreachable (over Redlock: fewer than a majority answered), refused, or \
+                 TLS failed",
+                ),
+                exit::OTHER,
+            ],
+            "\
 JSON (--json), one object: {\"servers\": [string], \"prefix\": string, \"pattern\": string,
 \"locks\": [lock, ...]}, each lock with the fields of `fencelock status --json` from `name` to
 `waiters`, sorted by name.
@@ -80,7 +99,10 @@ JSON (--json), one object: {\"servers\": [string], \"prefix\": string, \"pattern
 Examples:
   fencelock list
   fencelock list 'reports/*'
-  fencelock list --json | jq -r '.locks[].name'";
+  fencelock list --json | jq -r '.locks[].name'",
+        )
+    )
+}
 
 /// Arguments of `fencelock status`.
 #[derive(Debug, clap::Args)]

@@ -1,6 +1,7 @@
 //! `fencelock leader NAME [--watch] [--json]`: the leader of an election (the library's
 //! `Election::leader`), or, with `--watch`, every change of it (`Election::observe`).
 
+use crate::error::{exit, exit_help};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use fencelock::election::{Leader, Observation};
@@ -20,14 +21,26 @@ changes may have been missed, and the then-current leader follows once it is bac
 whose lease ran out without resigning is announced by nobody: its successor's line follows \
 when there is one.";
 
-pub const AFTER_HELP: &str = "\
+/// The help after the options.
+pub fn after_help() -> String {
+    exit_help(
+        &[
+            exit::SUCCESS
+                .saying("success: a leader or nobody (with --watch: ended by Ctrl-C or SIGTERM)"),
+            exit::USAGE.saying("usage error: an invalid election name or Redis URL"),
+            exit::REDIS,
+            exit::OTHER,
+        ],
+        "\
 Output: `leader VALUE (term T, since TIME)`, `vacant` (nobody leads) or, with --watch, `gap`.
 JSON (--json): one object per line: {\"election\": string, \"event\": \"leader\" | \"vacant\" | \
 \"gap\", and for a leader \"value\": string, \"term\": number, \"since_ms\": number}.
 
 Examples:
   fencelock leader scheduler
-  fencelock leader --watch --json scheduler | jq -c '{event, term}'";
+  fencelock leader --watch --json scheduler | jq -c '{event, term}'",
+    )
+}
 
 /// Arguments of `fencelock leader`.
 #[derive(Debug, clap::Args)]

@@ -3,6 +3,7 @@
 //! `fencelock release --ask NAME` asks a live holder to let go, and takes nothing.
 
 use crate::error::CliError;
+use crate::error::{exit, exit_help};
 use crate::servers::ServerArgs;
 
 pub const ABOUT: &str = "\
@@ -21,17 +22,23 @@ learns that it lost the lock at its next renewal (a third of its lease later at 
 `fencelock run` holding it then stops its command and exits with 74. Use it when the holder is \
 known to be gone or stuck; a `fencelock run` releases its own lock when its command ends.";
 
-pub const AFTER_HELP: &str = "\
-Exit status:
-  0   success, whether or not the lock was held (the output says which)
-  2   usage error: no --force, invalid lock name or Redis URL
-  69  Redis unreachable, no quorum (Redlock), Redis refused, or TLS failed
-  1   any other error
-
+/// The help after the options.
+pub fn after_help() -> String {
+    exit_help(
+        &[
+            exit::SUCCESS
+                .saying("success, whether or not the lock was held (the output says which)"),
+            exit::USAGE.saying("usage error: no --force, an invalid lock name or Redis URL"),
+            exit::REDIS,
+            exit::OTHER,
+        ],
+        "\
 Examples:
   fencelock status nightly-report            # who holds it, and for how long
   fencelock release --ask nightly-report     # ask the holder to let go
-  fencelock release --force nightly-report";
+  fencelock release --force nightly-report",
+    )
+}
 
 /// Arguments of `fencelock release`.
 #[derive(Debug, clap::Args)]

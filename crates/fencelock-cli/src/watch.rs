@@ -2,6 +2,7 @@
 //! read again at every release message and at least once a second, printed when it changes,
 //! until Ctrl-C (or SIGTERM), which ends it cleanly with exit 0.
 
+use crate::error::{exit, exit_help};
 use std::time::Duration;
 
 use futures_util::StreamExt;
@@ -18,19 +19,24 @@ Reads the lock at every release message and at least once a second (nothing is c
 prints a line (or, with --json, one JSON object) each time the holder, the fence, the kind or \
 the line of waiters (who waits, in which order) changes. Ends cleanly on Ctrl-C or SIGTERM.";
 
-pub const AFTER_HELP: &str = "\
-Exit status:
-  0   ended by Ctrl-C or SIGTERM
-  2   usage error: invalid lock name or Redis URL
-  69  Redis unreachable, no quorum (Redlock), Redis refused, or TLS failed
-  1   any other error
-
+/// The help after the options.
+pub fn after_help() -> String {
+    exit_help(
+        &[
+            exit::SUCCESS.saying("ended by Ctrl-C or SIGTERM"),
+            exit::USAGE,
+            exit::REDIS,
+            exit::OTHER,
+        ],
+        "\
 JSON (--json): one object per change, with the fields of `fencelock status --json` from `name`
 to `waiters`, plus `at` (milliseconds since the Unix epoch).
 
 Examples:
   fencelock watch nightly-report
-  fencelock watch --json nightly-report | jq -c '{at, holder, fence}'";
+  fencelock watch --json nightly-report | jq -c '{at, holder, fence}'",
+    )
+}
 
 /// How often the lock is read when no release message comes.
 const EVERY: Duration = Duration::from_secs(1);

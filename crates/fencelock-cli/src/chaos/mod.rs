@@ -20,6 +20,7 @@ pub mod run;
 pub mod stage;
 pub mod worker;
 
+use crate::error::{exit, exit_help};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -61,19 +62,28 @@ lines; and the latency of each request over time.
 
 With --kind semaphore, at most --permits holders may overlap (the fenced store is not used: \
 permits are held together); with --kind fair, grants must also follow the order of requests \
-made at least 50 ms apart with no fault in between.
+made at least 50 ms apart with no fault in between.";
 
-Exit status: 0 when no violation was found, 3 when one was, 2 for a usage error, 1 on other \
-errors, 130/143 when interrupted.";
-
-pub const AFTER_HELP: &str = "\
+/// The help after the options.
+pub fn after_help() -> String {
+    exit_help(
+        &[
+            exit::SUCCESS.saying("no violation was found"),
+            exit::CHECK_FAILED.saying("a violation was found"),
+            exit::USAGE,
+            exit::OTHER,
+            exit::INTERRUPTED,
+        ],
+        "\
 Examples:
   fencelock chaos --duration 60s                     # one server, every fault
   fencelock chaos --topology redlock --duration 5m --seed 42
   fencelock chaos --faults pause-worker,kill-server --history run.jsonl
   fencelock chaos --duration 30s --report run.html   # and a page: timeline, latency, violations
   fencelock chaos-check run.jsonl                    # check a history again
-  fencelock chaos-check run.jsonl --report run.html  # and draw it";
+  fencelock chaos-check run.jsonl --report run.html  # and draw it",
+    )
+}
 
 /// The deployments a run can start.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

@@ -14,6 +14,7 @@ mod story;
 mod summary;
 pub mod worker;
 
+use crate::error::{exit, exit_help};
 use std::time::Duration;
 
 use fencelock_testkit::RedisServer;
@@ -46,18 +47,27 @@ summary checks that fences only grew and that no two holders overlapped.
 Without --url (or FENCELOCK_URL), the demo starts a throwaway redis-server on a free port of \
 127.0.0.1 and stops it at the end. With --url, it uses the lock \"demo/report\", the keys \
 \"fencelock-demo:{demo/report}*\" and the fence key \"fencelock:fenced:{demo/report}\" on that \
-server, and resets those keys first.
+server, and resets those keys first.";
 
-Exit status: 0 when the story completed and every check held, 3 when a check failed, 2 for a \
-usage error (an invalid URL), 69 when Redis cannot be reached or refuses, 1 on other errors, \
-130/143 when interrupted.";
-
-pub const EXAMPLES: &str = "\
+/// The help after the options.
+pub fn after_help() -> String {
+    exit_help(
+        &[
+            exit::SUCCESS.saying("the story completed and every check held"),
+            exit::CHECK_FAILED,
+            exit::USAGE.saying("usage error: an invalid URL"),
+            exit::REDIS.saying("Redis cannot be reached, or refuses"),
+            exit::OTHER,
+            exit::INTERRUPTED,
+        ],
+        "\
 Examples:
   fencelock demo                          # throwaway redis-server, 4 workers, 1s lease
   fencelock demo --workers 3 --ttl 500ms  # the holder is then frozen for 1.25s
   fencelock demo --url redis://127.0.0.1:6379
-  fencelock demo | tee demo.log           # plain lines, no colors, in a pipe";
+  fencelock demo | tee demo.log           # plain lines, no colors, in a pipe",
+    )
+}
 
 /// Arguments of `fencelock demo`.
 #[derive(Debug, clap::Args)]

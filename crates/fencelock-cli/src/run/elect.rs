@@ -2,6 +2,7 @@
 //! election, as `fencelock run` runs one under a lock (the same child handling, signals and exit
 //! codes), with the term in its environment; resign when it ends.
 
+use crate::error::{exit, exit_help};
 use std::ffi::OsString;
 use std::future::{Future, IntoFuture};
 use std::pin::Pin;
@@ -38,14 +39,26 @@ so that a deposed leader's late writes can be refused.
 An election needs one Redis server, a cluster or sentinels; several --url (Redlock) are refused \
 (exit 2).";
 
-pub const AFTER_HELP: &str = "\
-Exit status: as `fencelock run` (0-255 the command's own; 2 usage; 69 Redis; 73 not leading \
-with --no-wait or --wait; 74 the leadership was lost while the command ran; 126, 127; 129, \
-130, 143 a signal while campaigning).
-
+/// The help after the options.
+pub fn after_help() -> String {
+    exit_help(
+        &[
+            exit::COMMAND,
+            exit::USAGE,
+            exit::REDIS,
+            exit::NOT_ACQUIRED.saying("not leading with --no-wait, or --wait ran out"),
+            exit::LOST.saying("the leadership was lost while the command ran (it was stopped)"),
+            exit::CANNOT_EXECUTE,
+            exit::NOT_FOUND,
+            exit::SIGNALLED.saying("SIGHUP, SIGINT, SIGTERM while campaigning (nothing was run)"),
+            exit::OTHER,
+        ],
+        "\
 Examples:
   fencelock elect scheduler --value \"$(hostname)\" -- ./scheduler --term-from-env
-  fencelock elect --ttl 5s --no-wait primary --value 10.0.0.7:5432 -- ./promote.sh";
+  fencelock elect --ttl 5s --no-wait primary --value 10.0.0.7:5432 -- ./promote.sh",
+    )
+}
 
 /// Arguments of `fencelock elect`.
 #[derive(Debug, clap::Args)]

@@ -22,6 +22,7 @@ mod flags;
 pub mod launch;
 mod signals;
 
+use crate::error::{exit, exit_help};
 use std::ffi::{OsStr, OsString};
 use std::future::{Future, IntoFuture};
 use std::pin::Pin;
@@ -77,21 +78,28 @@ semaphore of one permit, not the plain lock, and refuses a `fencelock run NAME` 
 majority voting cannot bound the holders to N, so --permits with several servers is refused \
 (exit 2) before anything is sent.";
 
-pub const AFTER_HELP: &str = "\
-Exit status:
-  0-255  the command's own exit status (128+N if signal N killed it)
-  2      usage error (nothing was run): bad option, invalid lock name or Redis URL,
-         --permits with several servers, --permits other than that of NAME's holders,
-         or NAME in use as another kind of lock (a semaphore vs a plain lock)
-  69     Redis unreachable, no quorum (Redlock), Redis refused (authentication, ACL
-         permissions), or the TLS handshake failed
-  73     lock not acquired: held by another owner, or all N permits held (--no-wait),
-         or --wait ran out
-  74     the lock (or permit) was lost while the command ran (the command was stopped)
-  126    the command was found but cannot be executed
-  127    the command was not found
-  129, 130, 143  SIGHUP, SIGINT, SIGTERM while waiting for the lock (nothing was run)
-  1      any other error
+/// The help after `fencelock run`'s options.
+pub fn after_help() -> String {
+    exit_help(
+        &[
+            exit::COMMAND,
+            exit::USAGE.saying(
+                "usage error (nothing was run): a bad option, an invalid lock name or Redis URL, \
+                 --permits with several servers or other than that of NAME's holders, or NAME \
+                 in use as another kind of lock",
+            ),
+            exit::REDIS,
+            exit::NOT_ACQUIRED.saying(
+                "not acquired: held by another owner or all N permits held (--no-wait), or \
+                 --wait ran out",
+            ),
+            exit::LOST,
+            exit::CANNOT_EXECUTE,
+            exit::NOT_FOUND,
+            exit::SIGNALLED,
+            exit::OTHER,
+        ],
+        "\
 fencelock prints a line starting with \"fencelock:\" on stderr whenever the status is its own.
 
 Servers: --url (repeatable: several mean Redlock), else $FENCELOCK_URL (comma-separated),
@@ -103,7 +111,9 @@ Examples:
   fencelock run --no-wait backup -- rsync -a /data/ backup:/data/
   fencelock run --wait 5m --ttl 10s migrate -- sh -c 'exec ./migrate --fence \"$FENCELOCK_FENCE\"'
   fencelock run --permits 3 transcode -- ./transcode.sh   # at most 3 at once, fleet-wide
-  FENCELOCK_URL=redis://r1:6379,redis://r2:6379,redis://r3:6379 fencelock run job -- ./job";
+  FENCELOCK_URL=redis://r1:6379,redis://r2:6379,redis://r3:6379 fencelock run job -- ./job",
+    )
+}
 
 /// Arguments of `fencelock run`.
 #[derive(Debug, clap::Args)]
@@ -529,5 +539,52 @@ fn parse_permits(text: &str) -> Result<u32, String> {
 async fn give_back_quietly<H: Held>(held: H, name: &str) {
     if let Err(err) = held.give_back().await {
         tracing::debug!(lock = %name, %err, "release failed; the lease will run out");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::error::{
+        EXIT_CANNOT_EXECUTE, EXIT_FAILURE, EXIT_LOCK_LOST, EXIT_NOT_ACQUIRED, EXIT_NOT_FOUND,
+        EXIT_REDIS, EXIT_SIGHUP, EXIT_SIGINT, EXIT_SIGTERM, EXIT_USAGE,
+    };
+
+    /// The codes at the start of each line of the help's "Exit status" section.
+    fn listed(help: &str) -> Vec<String> {
+        help.lines()
+            .skip_while(|l| *l != "Exit status:")
+            .skip(1)
+            .take_while(|l| !l.is_empty())
+            .filter(|l| l.starts_with("  ") && !l.starts_with("   "))
+            .flat_map(|l| {
+                let label = l.trim_start().split("  ").next().unwrap_or_default();
+                label.split(", ").map(str::to_owned).collect::<Vec<_>>()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn run_and_elect_list_every_status_of_their_own() {
+        for help in [super::after_help(), super::elect::after_help()] {
+            let listed = listed(&help);
+            for code in [
+                EXIT_USAGE,
+                EXIT_REDIS,
+                EXIT_NOT_ACQUIRED,
+                EXIT_LOCK_LOST,
+                EXIT_CANNOT_EXECUTE,
+                EXIT_NOT_FOUND,
+                EXIT_SIGHUP,
+                EXIT_SIGINT,
+                EXIT_SIGTERM,
+                EXIT_FAILURE,
+            ] {
+                assert!(
+                    listed.contains(&code.to_string()),
+                    "{code} missing from:\n{help}"
+                );
+            }
+            assert!(listed.contains(&"0-255".to_owned()), "{help}");
+        }
     }
 }
