@@ -21,6 +21,9 @@ pub const FLUSH: Duration = Duration::from_secs(2);
 pub struct Keeper {
     runtime: Handle,
     background: tokio::sync::watch::Sender<usize>,
+    /// The calls that the end stops (a wait, a read), and the signal that stops them.
+    running: tokio::sync::watch::Sender<usize>,
+    ending: tokio::sync::watch::Sender<bool>,
     clients: Mutex<Vec<Weak<fencelock::Client>>>,
     held: Mutex<HashMap<u64, Weak<dyn EndAtExit>>>,
     next_id: AtomicU64,
@@ -32,6 +35,8 @@ impl Keeper {
         Arc::new(Keeper {
             runtime,
             background: tokio::sync::watch::channel(0).0,
+            running: tokio::sync::watch::channel(0).0,
+            ending: tokio::sync::watch::channel(false).0,
             clients: Mutex::new(Vec::new()),
             held: Mutex::new(HashMap::new()),
             next_id: AtomicU64::new(0),
@@ -56,6 +61,16 @@ impl Keeper {
     pub fn busy(self: &Arc<Self>) -> Busy {
         self.background.send_modify(|n| *n += 1);
         Busy(self.clone())
+    }
+
+    /// Counts a call that the end stops (a wait for a lock, a read), until the [`Running`] is
+    /// dropped; the call selects on [`Running::ended`] and stops when it fires.
+    pub fn running(self: &Arc<Self>) -> Running {
+        self.running.send_modify(|n| *n += 1);
+        Running {
+            keeper: self.clone(),
+            ending: self.ending.subscribe(),
+        }
     }
 
     /// Remembers `client` for the end's wait for its background work.
@@ -105,7 +120,7 @@ impl Keeper {
         ours && theirs
     }
 
-    /// The end: gives back what is still held, then waits for the background work (of the
+    /// The end: stops the calls still waiting, gives back what is still held, then waits for the background work (of the
     /// package and of every client), all within `limit`. Whether it all finished in time.
     pub fn end_all(&self, limit: Duration) -> impl Future<Output = bool> + Send + '_ {
         let ends: Vec<Task> = {
@@ -124,10 +139,20 @@ impl Keeper {
             .collect();
         async move {
             let deadline = tokio::time::Instant::now() + limit;
+            // The calls still waiting stop first: a waiter leaves its place in line (work it
+            // hands to its client's background, which the wait below includes).
+            self.ending.send_replace(true);
+            let mut running = self.running.subscribe();
+            let stopped = tokio::time::timeout_at(deadline, running.wait_for(|n| *n == 0))
+                .await
+                .is_ok();
             let ended =
                 tokio::time::timeout_at(deadline, futures_util::future::join_all(ends)).await;
             let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-            self.idle(&clients, left).await && ended.is_ok()
+            let idle = self.idle(&clients, left).await;
+            // Usable again (an explicit end, in a program that goes on).
+            self.ending.send_replace(false);
+            stopped && idle && ended.is_ok()
         }
     }
 }
@@ -138,5 +163,28 @@ pub struct Busy(Arc<Keeper>);
 impl Drop for Busy {
     fn drop(&mut self) {
         self.0.background.send_modify(|n| *n = n.saturating_sub(1));
+    }
+}
+
+/// A call that the end stops (see [`Keeper::running`]).
+pub struct Running {
+    keeper: Arc<Keeper>,
+    ending: tokio::sync::watch::Receiver<bool>,
+}
+
+impl Running {
+    /// Over when the end begins.
+    pub async fn ended(&mut self) {
+        if self.ending.wait_for(|e| *e).await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.keeper
+            .running
+            .send_modify(|n| *n = n.saturating_sub(1));
     }
 }

@@ -10,7 +10,7 @@ use napi::bindgen_prelude::{PromiseRaw, ToNapiValue};
 use napi::{Env, Result};
 use napi_derive::napi;
 
-use crate::cancel::{Cancel, call};
+use crate::cancel::{Cancel, Stop, call};
 use crate::errors::{Failure, millis_opt, ms};
 
 /// Who holds a lock, as far as it is safe to show.
@@ -159,7 +159,7 @@ where
         };
         call(
             env,
-            cancel,
+            Stop::AtEnd(cancel),
             work,
             move |_, next| Ok::<_, Failure>(next.map(convert)),
             |_| None,

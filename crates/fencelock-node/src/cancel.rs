@@ -61,7 +61,7 @@ impl Token {
 /// what gives the outcome back when a cancellation came first.
 pub fn call<'env, T, V, W, C, U>(
     env: &'env Env,
-    cancel: Option<&Cancel>,
+    stop: Stop<'_>,
     work: W,
     convert: C,
     undo: U,
@@ -73,18 +73,32 @@ where
     C: FnOnce(&Env, T) -> std::result::Result<V, Failure> + 'static,
     U: FnOnce(T) -> Option<Task> + 'static,
 {
-    let token = cancel.map(|c| Token(c.sender.subscribe()));
-    let mut waiting = token.clone();
     let keeper = keeper(env)?;
+    let (token, running) = match stop {
+        Stop::Never => (None, None),
+        Stop::AtEnd(cancel) => (
+            cancel.map(|c| Token(c.sender.subscribe())),
+            Some(keeper.running()),
+        ),
+    };
+    let mut waiting = token.clone();
     let running = async move {
-        let outcome = match waiting.as_mut() {
-            Some(token) => tokio::select! {
-                biased;
-                () = token.cancelled() => None,
-                outcome = work => Some(outcome),
-            },
-            None => Some(work.await),
+        let Some(mut running) = running else {
+            return Ok(Some(work.await));
         };
+        let outcome = tokio::select! {
+            biased;
+            () = running.ended() => None,
+            () = async {
+                match waiting.as_mut() {
+                    Some(token) => token.cancelled().await,
+                    None => std::future::pending().await,
+                }
+            } => None,
+            outcome = work => Some(outcome),
+        };
+        // Counted until the work future is gone (a waiter has left its line by then).
+        drop(running);
         Ok::<_, napi::Error>(outcome)
     };
     env.spawn_future_with_callback(running, move |env, outcome| {
@@ -101,7 +115,18 @@ where
     })
 }
 
-/// [`call`] for a call that holds nothing and is not cancelled: the library's result, converted.
+/// When a call stops before its end.
+#[derive(Clone, Copy)]
+pub enum Stop<'a> {
+    /// Never: it goes on to its end (a release, a resignation: never stopped halfway). The end
+    /// of the thread waits for it as background work.
+    Never,
+    /// At the end of the thread, and when the [`Cancel`] (if any) is cancelled (a wait, a read).
+    AtEnd(Option<&'a Cancel>),
+}
+
+/// [`call`] for a call that holds nothing and is not cancelled (it stops at the end of the
+/// thread): the library's result, converted.
 pub fn answer<'env, T, V, W, C>(env: &'env Env, work: W, convert: C) -> Result<PromiseRaw<'env, V>>
 where
     T: Send + 'static,
@@ -111,7 +136,7 @@ where
 {
     call(
         env,
-        None,
+        Stop::AtEnd(None),
         work,
         move |_, result| result.map(convert).map_err(Failure::Lock),
         |_| None,

@@ -12,7 +12,7 @@ use napi::{Env, Result};
 use napi_derive::napi;
 
 use crate::admin::{self, ListingValue, LockInfoValue, Releases};
-use crate::cancel::{Cancel, answer, call};
+use crate::cancel::{Cancel, Stop, answer, call};
 use crate::election::{self, LeaderValue, Leadership, Observer};
 use crate::env::keeper;
 use crate::errors::{Failure, millis_opt};
@@ -145,7 +145,7 @@ impl Client {
         let context = self.context(env)?;
         call(
             env,
-            cancel,
+            Stop::AtEnd(cancel),
             campaign.campaign(),
             move |_, result| Ok(Leadership::new(result?, context)),
             |result| result.ok().map(GiveBack::give_back),
@@ -239,7 +239,7 @@ impl Client {
         let context = self.context(env)?;
         call(
             env,
-            cancel,
+            Stop::AtEnd(cancel),
             request.acquire(),
             move |_, result| Ok(MultiGuard::new(result?, context)),
             |result| result.ok().map(GiveBack::give_back),
@@ -271,7 +271,7 @@ impl Client {
         let context = self.context(env)?;
         call(
             env,
-            cancel,
+            Stop::AtEnd(cancel),
             once.begin(),
             move |_, result| Ok(recipes::begun(result?, context)),
             recipes::undo_begun,
@@ -466,7 +466,7 @@ fn acquire<'env>(
     };
     call(
         env,
-        cancel,
+        Stop::AtEnd(cancel),
         work,
         move |_, result: fencelock::Result<Option<LockGuard>>| {
             Ok(result?.map(|guard| Guard::new(guard, context)))

@@ -16,7 +16,7 @@ use napi::bindgen_prelude::{FnArgs, PromiseRaw, Status, ToNapiValue};
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi::{Env, Result};
 
-use crate::cancel::call;
+use crate::cancel::{Stop, call};
 use crate::errors::Failure;
 
 /// A JavaScript callback given `(code, message)`, which does not keep the process alive.
@@ -56,7 +56,13 @@ impl<T: GiveBack> Kept<T> {
             drop(busy);
             result
         };
-        call(env, None, work, |_, r| r.map_err(Failure::Lock), |_| None)
+        call(
+            env,
+            Stop::Never,
+            work,
+            |_, r| r.map_err(Failure::Lock),
+            |_| None,
+        )
     }
 
     /// Runs `work` on the hold: a call of the hold's that nobody cancels, and that the end of
@@ -83,7 +89,7 @@ impl<T: GiveBack> Kept<T> {
         };
         call(
             env,
-            None,
+            Stop::Never,
             work,
             move |_, result| result.map(convert),
             |_| None,

@@ -1,0 +1,178 @@
+'use strict'
+// The process's edges: contention among processes, a holder paused past its lease (its write
+// refused, its signal aborted), and every way a process or a worker ends while it holds or
+// waits, which leaves nothing held or queued.
+
+const test = require('node:test')
+const assert = require('node:assert/strict')
+const { PACKAGE, startServer, sleep, uniqueName, node, lines, ended } = require('./helpers')
+const { Client, Writes } = require(PACKAGE)
+
+let server
+let client
+test.before(async () => {
+  server = await startServer()
+  client = new Client(server.url)
+})
+
+const pkg = JSON.stringify(PACKAGE)
+
+/** A child that takes `name` (printing `held FENCE`), then does `then` (JavaScript). */
+function holder (name, then, { ttl = 30000 } = {}) {
+  return node(`
+    const { Client } = require(${pkg})
+    ;(async () => {
+      const client = new Client(process.env.URL)
+      const guard = await client.lock(process.env.NAME, { ttl: ${ttl} }).acquire()
+      globalThis.guard = guard
+      console.log('held ' + guard.fence)
+      ${then}
+    })().catch((e) => { console.error(e); process.exit(9) })
+  `, { URL: server.url, NAME: name })
+}
+
+async function free (name) {
+  const info = await client.inspect(name)
+  return info.holder === null && info.waiting === 0
+}
+
+test('processes take turns: a counter in Redis ends exact, never two inside', async () => {
+  const name = uniqueName('procs')
+  const counter = `${name}:counter`
+  const code = `
+    const { Client } = require(${pkg})
+    const { execFileSync } = require('node:child_process')
+    ;(async () => {
+      const client = new Client(process.env.URL)
+      for (let i = 0; i < 10; i++) {
+        await client.using(process.env.NAME, { ttl: 10000 }, async () => {
+          const inside = Number(execFileSync('redis-cli', ['-p', process.env.PORT, 'INCR', process.env.NAME + ':inside'], { encoding: 'utf8' }))
+          if (inside !== 1) { console.log('overlap'); process.exit(3) }
+          execFileSync('redis-cli', ['-p', process.env.PORT, 'INCR', process.env.COUNTER])
+          execFileSync('redis-cli', ['-p', process.env.PORT, 'DECR', process.env.NAME + ':inside'])
+        })
+      }
+      console.log('done')
+    })().catch((e) => { console.error(e); process.exit(9) })
+  `
+  const children = Array.from({ length: 4 }, () => node(code, { URL: server.url, NAME: name, PORT: String(server.port), COUNTER: counter }))
+  const outs = children.map(lines)
+  for (const out of outs) assert.equal(await out.next(60000), 'done')
+  for (const child of children) assert.deepEqual(await ended(child), { code: 0, signal: null })
+  assert.equal(server.raw('GET', counter), '40')
+})
+
+test('a holder paused past its lease: its fenced write is refused and its signal aborted', async () => {
+  const name = uniqueName('paused')
+  const resource = `${name}:resource`
+  const child = holder(name, `
+    // Lost already (the pause came before this line): the signal is aborted when read.
+    const signal = guard.signal
+    if (signal.aborted) console.log('aborted ' + signal.reason.reason)
+    else signal.addEventListener('abort', () => console.log('aborted ' + signal.reason.reason))
+    process.stdin
+    setTimeout(async () => {
+      try {
+        await client.fencedStore(process.env.NAME + ':resource').apply(guard.fence, new (require(${pkg}).Writes)().set(process.env.NAME + ':value', 'stale'))
+        console.log('written')
+      } catch (e) { console.log('refused ' + e.code) }
+      process.exit(0)
+    }, 1500)
+  `, { ttl: 500 })
+  const out = lines(child)
+  const held = await out.next()
+  assert.match(held, /^held \d+$/)
+  process.kill(child.pid, 'SIGSTOP')
+  try {
+    // Its lease runs out; a new holder writes with a newer fence.
+    const guard = await client.lock(name, { wait: 10000 }).acquire()
+    await client.fencedStore(resource).apply(guard.fence, new Writes().set(`${name}:value`, 'fresh'))
+    await guard.release()
+  } finally {
+    process.kill(child.pid, 'SIGCONT')
+  }
+  const seen = [await out.next(), await out.next()].sort()
+  assert.deepEqual(seen, ['aborted expired', 'refused fenced'].sort())
+  assert.equal(server.raw('GET', `${name}:value`), 'fresh')
+  await ended(child)
+})
+
+const endings = {
+  'process.exit()': 'process.exit(0)',
+  'the end of the program': 'guard.keep = true',
+  'an uncaught exception': "setTimeout(() => { throw new Error('crash') }, 10)",
+  'SIGINT (nobody listening)': "process.kill(process.pid, 'SIGINT'); setInterval(() => {}, 1000)",
+  'SIGTERM (nobody listening)': "process.kill(process.pid, 'SIGTERM'); setInterval(() => {}, 1000)"
+}
+
+for (const [how, then] of Object.entries(endings)) {
+  test(`${how} while holding releases the lock at once`, async () => {
+    const name = uniqueName('exit')
+    const child = holder(name, then)
+    const out = lines(child)
+    assert.match(await out.next(), /^held/)
+    const { code, signal } = await ended(child)
+    if (how.startsWith('SIGINT')) assert.equal(signal, 'SIGINT', 'the process still dies of the signal')
+    if (how.startsWith('SIGTERM')) assert.equal(signal, 'SIGTERM')
+    if (how === 'process.exit()' || how === 'the end of the program') assert.equal(code, 0, out.stderr())
+    assert.ok(await free(name), `the lock is still held after ${how}`)
+  })
+}
+
+test('a program that handles SIGINT itself keeps its lock through it', async () => {
+  const name = uniqueName('handled')
+  const child = holder(name, `
+    process.on('SIGINT', async () => { console.log('handled ' + guard.isHeld()); await guard.release(); process.exit(0) })
+    process.kill(process.pid, 'SIGINT')
+    setInterval(() => {}, 1000)
+  `)
+  const out = lines(child)
+  assert.match(await out.next(), /^held/)
+  assert.equal(await out.next(), 'handled true')
+  assert.deepEqual(await ended(child), { code: 0, signal: null })
+  assert.ok(await free(name))
+})
+
+test('an exit while waiting leaves the line at once', async () => {
+  const name = uniqueName('waiter')
+  const held = await client.lock(name, { ttl: 30000 }).acquire()
+  const child = node(`
+    const { Client } = require(${pkg})
+    const client = new Client(process.env.URL)
+    client.lock(process.env.NAME).acquire().then(() => console.log('granted?'))
+    setTimeout(() => { console.log('leaving'); process.exit(0) }, 500)
+  `, { URL: server.url, NAME: name })
+  const out = lines(child)
+  assert.equal(await out.next(), 'leaving')
+  await ended(child)
+  assert.equal((await client.inspect(name)).waiting, 0, 'the exited waiter is still in line')
+  await held.release()
+  const next = await client.lock(name, { wait: 1000 }).acquire()
+  await next.release()
+})
+
+test('a worker thread that ends, or is terminated, while holding leaves nothing held', async () => {
+  const { Worker } = require('node:worker_threads')
+  for (const how of ['ends', 'terminated']) {
+    const name = uniqueName(`worker-${how}`)
+    const worker = new Worker(`
+      const { parentPort } = require('node:worker_threads')
+      const { Client } = require(${pkg})
+      ;(async () => {
+        const client = new Client(${JSON.stringify(server.url)})
+        const guard = await client.lock(${JSON.stringify(name)}, { ttl: 30000 }).acquire()
+        globalThis.keep = guard
+        parentPort.postMessage('held')
+        ${how === 'ends' ? 'parentPort.close()' : 'setInterval(() => {}, 1000)'}
+      })()
+    `, { eval: true })
+    const [message] = await new Promise((resolve, reject) => {
+      worker.once('message', (m) => resolve([m]))
+      worker.once('error', reject)
+    })
+    assert.equal(message, 'held')
+    if (how === 'terminated') await worker.terminate()
+    else await new Promise((resolve) => worker.once('exit', resolve))
+    assert.ok(await free(name), `the lock is still held after a worker ${how}`)
+  }
+})
