@@ -68,6 +68,9 @@ function holder (h) {
   }
 }
 
+/** The first argument of the constructor for a client made by a static method. */
+const MADE = Symbol('made')
+
 /** A fencelock client. It connects on first use; one client serves a whole process. */
 class Client {
   #native
@@ -80,13 +83,15 @@ class Client {
    * `masterPassword`.
    */
   constructor (url, options = {}) {
+    if (url === MADE) {
+      this.#native = options
+      return
+    }
     this.#native = sync(() => new native.Client('server', urlList(url), null, nativeOptions(options)))
   }
 
   static #make (deployment, urls, master, options) {
-    const client = Object.create(Client.prototype)
-    client.#native = sync(() => new native.Client(deployment, urlList(urls), master, nativeOptions(options)))
-    return client
+    return new Client(MADE, sync(() => new native.Client(deployment, urlList(urls), master, nativeOptions(options))))
   }
 
   /** A client for Redlock over independent servers (a majority must agree). */

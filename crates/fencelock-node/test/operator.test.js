@@ -1,0 +1,72 @@
+'use strict'
+// The operator's calls from Node: inspect with the line, list, forceRelease, the releases
+// followed, and a release asked for politely.
+
+const test = require('node:test')
+const assert = require('node:assert/strict')
+const { PACKAGE, startServer, uniqueName, sleep } = require('./helpers')
+const { Client } = require(PACKAGE)
+
+let server
+let client
+test.before(async () => {
+  server = await startServer()
+  client = new Client(server.url)
+})
+
+test('inspect shows the holder and the line of waiters; list finds held locks', async () => {
+  const name = uniqueName('fair')
+  const guard = await client.fairLock(name, { ttl: 10000 }).acquire()
+  const waiter = client.fairLock(name).acquire()
+  await sleep(200)
+  const info = await client.inspect(name)
+  assert.equal(info.kind, 'lock')
+  assert.equal(info.holder.fence, guard.fence)
+  assert.ok(info.holder.remaining > 0 && info.holder.remaining <= 10000)
+  assert.equal(info.waiting, 1)
+  assert.equal(info.waiters[0].place, 1)
+  assert.equal(info.lastFence, guard.fence)
+  const listing = await client.list(`${name.split('/').slice(0, 2).join('/')}/*`)
+  assert.ok(listing.locks.some((l) => l.name === name))
+  await guard.release()
+  await (await waiter).release()
+})
+
+test('forceRelease frees a lock and its holder learns it', async () => {
+  const name = uniqueName()
+  const guard = await client.lock(name, { ttl: 2000 }).acquire()
+  assert.equal(await client.forceRelease(name), true)
+  const reason = await new Promise((resolve) => {
+    if (guard.signal.aborted) resolve(guard.signal.reason)
+    guard.signal.addEventListener('abort', () => resolve(guard.signal.reason))
+  })
+  assert.equal(reason.reason, 'not_owner')
+  assert.equal(await client.forceRelease(name), false)
+})
+
+test('releases are followed', async () => {
+  const name = uniqueName()
+  const controller = new AbortController()
+  const seen = []
+  const following = (async () => {
+    for await (const released of client.releases(name, { signal: controller.signal })) {
+      seen.push(released)
+      if (seen.length === 2) controller.abort()
+    }
+  })()
+  await sleep(200)
+  for (let i = 0; i < 2; i++) await (await client.lock(name).acquire()).release()
+  await following
+  assert.deepEqual(seen, [name, name])
+})
+
+test('releaseRequested aborts when someone asks', async () => {
+  const name = uniqueName()
+  const guard = await client.lock(name).acquire()
+  const asked = guard.releaseRequested
+  assert.equal(asked.aborted, false)
+  assert.equal(await client.requestRelease(name), true)
+  await new Promise((resolve) => asked.addEventListener('abort', resolve))
+  await guard.release()
+  assert.equal(await client.requestRelease(name), false)
+})
