@@ -62,8 +62,10 @@ test('Node excludes Rust, Python and fencelock run, and each of them excludes No
   assert.match(await lines(rs).next(), /^fence /)
   await ended(rs)
 
-  for (const [who, child] of [['fencelock run', run('run', '--ttl', '30s', name, '--', 'sh', '-c', 'echo go; exec sleep 2')],
-    ['Rust', rust(name, 2)], ['Python', pythonHolder(name, 2)]]) {
+  // One at a time: each holds while Node tries.
+  for (const [who, start] of [['fencelock run', () => run('run', '--ttl', '30s', name, '--', 'sh', '-c', 'echo go; exec sleep 2')],
+    ['Rust', () => rust(name, 2)], ['Python', () => pythonHolder(name, 2)]]) {
+    const child = start()
     const out = lines(child)
     await out.next()
     assert.ok(await heldByOther(name), `Node got a lock ${who} holds`)
