@@ -3,7 +3,7 @@
 
 const test = require('node:test')
 const assert = require('node:assert/strict')
-const { PACKAGE, startServer, uniqueName, sleep } = require('./helpers')
+const { PACKAGE, startServer, uniqueName, sleep, until } = require('./helpers')
 const { Client } = require(PACKAGE)
 
 let server
@@ -46,12 +46,12 @@ test('observers see each leader, then vacant', async () => {
       if (seen.length === 4) controller.abort()
     }
   })()
-  await sleep(200)
+  await until(() => seen.length === 1, 'the observer saw the election vacant')
   const a = await election.campaign('a')
-  await sleep(100)
+  await until(() => seen.length === 2, 'the observer saw a lead')
   await a.resign()
+  await until(() => seen.length === 3, 'the observer saw a resign')
   const b = await election.campaign('b')
-  await sleep(100)
   await watching
   assert.deepEqual(seen, ['vacant', 'a', 'vacant', 'b'])
   await b.resign()
@@ -66,6 +66,7 @@ test('an aborted campaign leads nothing', async () => {
   controller.abort()
   await assert.rejects(waiting, (e) => e.name === 'AbortError')
   await leader.resign()
-  await sleep(100)
-  assert.equal(await election.leader(), null)
+  await until(async () => (await election.leader()) === null, 'nobody leads')
+  await sleep(200)
+  assert.equal(await election.leader(), null, 'the aborted campaign leads')
 })

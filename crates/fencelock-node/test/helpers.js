@@ -164,7 +164,22 @@ async function ended (child, timeout = 30000) {
   return { code, signal }
 }
 
+/** The reason `signal` aborts with: at once if it has, else when it does. */
+function aborted (signal) {
+  if (signal.aborted) return Promise.resolve(signal.reason)
+  return new Promise((resolve) => signal.addEventListener('abort', () => resolve(signal.reason), { once: true }))
+}
+
+/** Waits until `check()` (maybe async) is true, polling every 20 ms, at most `timeout` ms. */
+async function until (check, what, timeout = 10000) {
+  const end = Date.now() + timeout
+  while (!(await check())) {
+    if (Date.now() > end) throw new Error(`not in ${timeout} ms: ${what}`)
+    await sleep(20)
+  }
+}
+
 /** What the package is for the tests: the installed one (scripts/test) or the source tree. */
 const PACKAGE = process.env.FENCELOCK_NODE_PACKAGE || path.resolve(__dirname, '..')
 
-module.exports = { ROOT, PACKAGE, program, startServer, sleep, uniqueName, node, lines, ended }
+module.exports = { ROOT, PACKAGE, program, startServer, sleep, uniqueName, node, lines, ended, aborted, until }

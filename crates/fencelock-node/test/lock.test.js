@@ -4,7 +4,7 @@
 
 const test = require('node:test')
 const assert = require('node:assert/strict')
-const { PACKAGE, startServer, sleep, uniqueName } = require('./helpers')
+const { PACKAGE, startServer, sleep, uniqueName, aborted, until } = require('./helpers')
 const { Client, FencelockError } = require(PACKAGE)
 
 let server
@@ -65,8 +65,7 @@ test('an aborted wait rejects with the signal reason, holds nothing and leaves i
   const held = await client.lock(name, { ttl: 30000 }).acquire()
   const controller = new AbortController()
   const waiting = client.lock(name).acquire({ signal: controller.signal })
-  await sleep(200)
-  assert.equal((await client.inspect(name)).waiting, 1)
+  await until(async () => (await client.inspect(name)).waiting === 1, 'the request is in line')
   const reason = new Error('given up')
   controller.abort(reason)
   await assert.rejects(waiting, (e) => e === reason)
@@ -92,9 +91,7 @@ test('aborts racing grants leave nothing held', async () => {
     } catch (e) {
       assert.equal(e.name, 'AbortError')
     }
-    await sleep(30)
-    const info = await client.inspect(name)
-    assert.equal(info.holder, null, `round ${i}: a grant raced by an abort was left held`)
+    await until(async () => (await client.inspect(name)).holder === null, `round ${i}: a grant raced by an abort was left held`, 5000)
   }
 })
 
@@ -117,7 +114,7 @@ test('extend, remaining, release twice, and the signal', async () => {
 test('a lease that runs out aborts the signal with expired', async () => {
   const name = uniqueName()
   const guard = await client.lock(name, { ttl: 300, autoRenew: false }).acquire()
-  const reason = await new Promise((resolve) => guard.signal.addEventListener('abort', () => resolve(guard.signal.reason)))
+  const reason = await aborted(guard.signal)
   assert.equal(reason.code, 'not_held')
   assert.equal(reason.reason, 'expired')
   assert.equal(guard.isHeld(), false)
@@ -185,9 +182,9 @@ test('read-write, reentrant and fair locks', async () => {
   const first = await client.fairLock(fair).acquire()
   const order = []
   const second = client.fairLock(fair).acquire().then((g) => { order.push(2); return g })
-  await sleep(50)
+  await until(async () => (await client.inspect(fair)).waiting === 1, 'the second is in line')
   const third = client.fairLock(fair).acquire().then((g) => { order.push(3); return g })
-  await sleep(50)
+  await until(async () => (await client.inspect(fair)).waiting === 2, 'the third is in line')
   await first.release()
   await (await second).release()
   await (await third).release()

@@ -4,7 +4,7 @@
 
 const test = require('node:test')
 const assert = require('node:assert/strict')
-const { PACKAGE, startServer, uniqueName, sleep } = require('./helpers')
+const { PACKAGE, startServer, uniqueName, sleep, aborted, until } = require('./helpers')
 const { Client } = require(PACKAGE)
 
 let server
@@ -18,7 +18,7 @@ test('inspect shows the holder and the line of waiters; list finds held locks', 
   const name = uniqueName('fair')
   const guard = await client.fairLock(name, { ttl: 10000 }).acquire()
   const waiter = client.fairLock(name).acquire()
-  await sleep(200)
+  await until(async () => (await client.inspect(name)).waiting === 1, 'the waiter is in line')
   const info = await client.inspect(name)
   assert.equal(info.kind, 'lock')
   assert.equal(info.holder.fence, guard.fence)
@@ -36,10 +36,7 @@ test('forceRelease frees a lock and its holder learns it', async () => {
   const name = uniqueName()
   const guard = await client.lock(name, { ttl: 2000 }).acquire()
   assert.equal(await client.forceRelease(name), true)
-  const reason = await new Promise((resolve) => {
-    if (guard.signal.aborted) resolve(guard.signal.reason)
-    guard.signal.addEventListener('abort', () => resolve(guard.signal.reason))
-  })
+  const reason = await aborted(guard.signal)
   assert.equal(reason.reason, 'not_owner')
   assert.equal(await client.forceRelease(name), false)
 })
@@ -54,8 +51,12 @@ test('releases are followed', async () => {
       if (seen.length === 2) controller.abort()
     }
   })()
-  await sleep(200)
-  for (let i = 0; i < 2; i++) await (await client.lock(name).acquire()).release()
+  // The stream says nothing when it is ready: release until it has seen two (or 10 s pass).
+  const end = Date.now() + 10000
+  while (seen.length < 2 && Date.now() < end) {
+    await (await client.lock(name).acquire()).release()
+    await sleep(50)
+  }
   await following
   assert.deepEqual(seen, [name, name])
 })
@@ -66,7 +67,7 @@ test('releaseRequested aborts when someone asks', async () => {
   const asked = guard.releaseRequested
   assert.equal(asked.aborted, false)
   assert.equal(await client.requestRelease(name), true)
-  await new Promise((resolve) => asked.addEventListener('abort', resolve))
+  await aborted(asked)
   await guard.release()
   assert.equal(await client.requestRelease(name), false)
 })
