@@ -1,0 +1,72 @@
+// The lock family, election, recipes and operator calls, with their types.
+import {
+  Client, FencelockError, Guard, Leader, LockInfo, MultiGuard, Observation, OnceResult, Writes,
+  codes, protocolVersion, shutdown, version
+} from 'fencelock'
+
+export async function tour (url: string): Promise<void> {
+  const client = new Client(url, { commandTimeout: 2_000 })
+  const redlock = Client.redlock([url, url.replace('6379', '6380'), url.replace('6379', '6381')])
+  console.log(client.server, redlock.server, version, protocolVersion, codes.error.length)
+
+  // One holder at a time, with a fence; abort a wait with a signal.
+  const guard: Guard = await client.lock('accounts/42', { ttl: 10_000 }).acquire({ signal: AbortSignal.timeout(5_000) })
+  const fence: bigint = guard.fence
+  guard.signal.addEventListener('abort', () => console.log('lost:', guard.lostReason))
+  guard.releaseRequested.addEventListener('abort', () => { void guard.release() })
+  await guard.extend(20_000)
+  console.log(guard.remaining(), guard.isHeld(), fence)
+  const released: boolean = await guard.release()
+
+  // The family.
+  {
+    await using fair = await client.fairLock('queue', { queueTimeout: 5_000 }).acquire()
+    await using licence = await client.semaphore('licences', 10, { take: 2 }).acquire()
+    await using reader = await client.readWriteLock('config').read().acquire()
+    const reentrant = client.reentrantLock('tree', { maxReentry: 8 })
+    await using outer = await reentrant.acquire()
+    await using inner = await reentrant.acquire()
+    console.log(fair.fence, licence.fence, reader.fence, outer.fence === inner.fence, released)
+  }
+  const maybe: Guard | null = await client.lock('once-a-day').tryAcquire()
+  await maybe?.release()
+
+  // Several at once, run once, fenced writes.
+  const all: MultiGuard = await client.multiLock(['a', 'b', 'c'], { ttl: 10_000 }).acquire()
+  for (const [name, f] of all.fences) console.log(name, f)
+  await all.release()
+  const migrated: OnceResult<number> = await client.once('migrations/0042').run(async (f) => Number(f % 10n))
+  if (migrated.ran) console.log('ran, gave', migrated.value)
+  else console.log('already done at', migrated.at.toISOString())
+  const accepted: bigint = await client.fencedStore('ledger').apply(fence, new Writes().incrBy('ledger:total', 5).hset('ledger:last', 'by', 'me'))
+  console.log(accepted, await client.fencedStore('ledger').accepted())
+
+  // Election.
+  const election = client.election('scheduler')
+  const leadership = await election.campaign('10.0.0.7:8080', { ttl: 15_000 })
+  await leadership.proclaim('10.0.0.7:8081')
+  const now: Leader | null = await election.leader()
+  console.log(now?.value, now?.term, leadership.term, leadership.since.getTime())
+  const stop = new AbortController()
+  for await (const seen of election.observe({ signal: stop.signal })) {
+    const o: Observation = seen
+    if (o.code === 'leader') console.log(o.value, o.term)
+    stop.abort()
+  }
+  await leadership.resign()
+
+  // Operators.
+  const info: LockInfo = await client.inspect('accounts/42')
+  console.log(info.holder?.fence, info.waiting, info.waiters.map((w) => w.place))
+  const { locks, skipped } = await client.list('accounts/*')
+  console.log(locks.length, skipped.map((e: FencelockError) => e.code))
+  console.log(await client.requestRelease('accounts/42'), await client.forceRelease('accounts/42'))
+  for await (const name of client.releases('accounts/42', { signal: AbortSignal.timeout(100) })) console.log(name)
+
+  try {
+    await client.lock('x', { wait: 0 }).acquire()
+  } catch (error) {
+    if (error instanceof FencelockError) console.log(error.code, error.lock)
+  }
+  shutdown()
+}

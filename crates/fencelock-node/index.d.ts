@@ -1,0 +1,333 @@
+// Type declarations of fencelock's Node.js package (index.js). Durations are milliseconds;
+// fences and terms are bigints.
+
+/** The codes a `FencelockError` can have: the Rust core's `Error::code`. */
+export type ErrorCode =
+  | 'invalid_argument' | 'config' | 'timed_out' | 'busy' | 'not_held' | 'not_leader'
+  | 'unreachable' | 'no_quorum' | 'tls' | 'not_replicated' | 'auth_failed'
+  | 'permission_denied' | 'redis' | 'wrong_type' | 'fenced' | 'fenced_wrong_type' | 'sql'
+  | 'conflict' | 'random_source' | 'unsupported'
+
+/** Why a hold ended (a `not_held` error's `reason`). */
+export type LostReason = 'not_owner' | 'expired' | 'max_hold_reached' | 'released'
+
+/** A `conflict` error's `conflict`. */
+export type ConflictCode = 'other_kind' | 'permits_mismatch' | 'upgrade' | 'write_reentry' | 'reentry_limit'
+
+/** A lock's kind, as `inspect` reads it. */
+export type KindCode = 'lock' | 'reentrant' | 'read-write' | 'semaphore' | 'other'
+
+/**
+ * An error of fencelock's. `code` says which; `lock` names the lock (or the resource, or the
+ * election), `null` when there is none; the other fields are those of the code, for example
+ * `remaining` (ms) for `busy`, `waited` (ms) for `timed_out`, `reason` for `not_held`,
+ * `server` for `unreachable`, `accepted` and `offered` (bigints) for `fenced`.
+ */
+export class FencelockError extends Error {
+  constructor (message: string, fields?: { code?: ErrorCode, lock?: string | null, cause?: unknown, [field: string]: unknown })
+  readonly name: 'FencelockError'
+  readonly code: ErrorCode
+  readonly lock: string | null
+  readonly [field: string]: unknown
+  /** Every code a `FencelockError` can have. */
+  static readonly CODES: readonly ErrorCode[]
+}
+
+/** Options of every client. */
+export interface ClientOptions {
+  /** Prefix of every key fencelock writes (default `fencelock:`). */
+  keyPrefix?: string
+  /** Bound on each command (ms). */
+  commandTimeout?: number
+  /** Redlock: bound on each instance's answer (ms). */
+  instanceTimeout?: number
+  /** TLS for `rediss://` URLs: PEM certificates and key, as strings or bytes. */
+  tls?: { ca?: string | Uint8Array, cert?: string | Uint8Array, key?: string | Uint8Array }
+  /** After each grant, wait for this many replicas to acknowledge it (`WAIT`). */
+  waitForReplicas?: number
+  /** How long to wait for them (ms). */
+  replicaTimeout?: number
+  /** When fewer acknowledge: refuse the grant (`"fail"`, the default) or log and go on. */
+  replicaShortfall?: 'fail' | 'warn'
+  /** Sentinel: the master's user and password (the sentinels' are in their URLs). */
+  masterUsername?: string
+  masterPassword?: string
+}
+
+/** Options of a lock request. */
+export interface LockOptions {
+  /** The lease (ms, default 30 000), renewed in the background while held. */
+  ttl?: number
+  /** How long to wait (ms): `undefined` as long as it takes, `0` not at all. */
+  wait?: number
+  /** Stop renewing after this long (ms): the lock then lapses at the end of its lease. */
+  maxHold?: number
+  /** `false`: no renewal (extend by hand). */
+  autoRenew?: boolean
+  /** If the lease runs out without a release, grant nobody for this long (ms). */
+  lockDelay?: number
+  /** Fair locks: a waiter that stops renewing its place loses it after this long (ms). */
+  queueTimeout?: number
+}
+
+/** Options of a semaphore request. */
+export interface SemaphoreOptions extends LockOptions {
+  /** How many permits to hold, with one lease and one fence (default 1). */
+  take?: number
+}
+
+export interface WaitOptions {
+  /** Gives the wait up: the promise rejects with the signal's reason, nothing held. */
+  signal?: AbortSignal
+}
+
+/** Something held: a guard, a multi-lock guard, a leadership. */
+declare abstract class Held implements AsyncDisposable {
+  /** Whether it is still held, as far as this process can tell now. */
+  isHeld (): boolean
+  /** `null` while held; then why it ended. */
+  readonly lostReason: LostReason | null
+  /**
+   * Aborts when the hold ends: lost (its reason a `not_held` `FencelockError` whose `reason`
+   * says why) or given back (`reason: "released"`).
+   */
+  readonly signal: AbortSignal
+  /** `await using`: gives it back at the end of the block. */
+  [Symbol.asyncDispose] (): Promise<void>
+}
+
+/** A held lock. */
+export class Guard extends Held {
+  private constructor ()
+  readonly name: string
+  /** The fence: strictly larger than every earlier holder's. */
+  readonly fence: bigint
+  /** What is left of the lease (ms), as this process knows it. */
+  remaining (): number
+  /** Re-arms the lease for `ttl` ms; rejects `not_held` if it was lost. */
+  extend (ttl: number): Promise<void>
+  /** Releases it: `true` if it was still held. */
+  release (): Promise<boolean>
+  /** Aborts when someone asks for this lock (`client.requestRelease`) while it is held. */
+  readonly releaseRequested: AbortSignal
+}
+
+/** A request for a lock: acquire it, try once, or hold it around a function. */
+export class LockRequest {
+  private constructor ()
+  readonly name: string
+  /**
+   * Waits for the lock and gives its guard. Rejects `timed_out` when the wait runs out, `busy`
+   * with `wait: 0`, another `FencelockError`, or the signal's reason when it aborts (nothing
+   * held, the place in line left).
+   */
+  acquire (options?: WaitOptions): Promise<Guard>
+  /** One try: the guard, or `null` if another owner holds the lock. */
+  tryAcquire (): Promise<Guard | null>
+  /** Runs `fn(signal, guard)` holding the lock, and releases it after, whatever happens. */
+  using<T> (fn: (signal: AbortSignal, guard: Guard) => T | Promise<T>, options?: WaitOptions): Promise<T>
+}
+
+/** A reentrant lock: the acquisitions made through one handle share one owner. */
+export class ReentrantLock {
+  private constructor ()
+  readonly name: string
+  request (options?: LockOptions): LockRequest
+  acquire (options?: LockOptions & WaitOptions): Promise<Guard>
+  tryAcquire (options?: LockOptions): Promise<Guard | null>
+}
+
+/** A read-write lock: many readers, or one writer. */
+export class ReadWriteLock {
+  private constructor ()
+  readonly name: string
+  read (options?: LockOptions): LockRequest
+  write (options?: LockOptions): LockRequest
+}
+
+/** Several plain locks held together. */
+export class MultiGuard extends Held {
+  private constructor ()
+  /** The names, in the order given. */
+  readonly names: string[]
+  /** Each name's fence. */
+  readonly fences: Map<string, bigint>
+  /** Releases every name: `true` if every one was still held. */
+  release (): Promise<boolean>
+}
+
+/** A request for several plain locks at once: all or none, deadlock-free whatever the order. */
+export class MultiLockRequest {
+  private constructor ()
+  readonly names: string[]
+  acquire (options?: WaitOptions): Promise<MultiGuard>
+  using<T> (fn: (signal: AbortSignal, guard: MultiGuard) => T | Promise<T>, options?: WaitOptions): Promise<T>
+}
+
+export type OnceResult<T> =
+  | { ran: true, value: T, fence: bigint }
+  | { ran: false, fence: bigint, at: Date }
+
+/** Work done once across the fleet (`client.once`). */
+export class Once {
+  private constructor ()
+  readonly key: string
+  /**
+   * Calls `work(fence)` unless the work was done, and records it if `work` resolves (nothing
+   * if it throws). Rejects `fenced` if this run lost its lock to a newer one meanwhile.
+   */
+  run<T> (work: (fence: bigint) => T | Promise<T>, options?: WaitOptions): Promise<OnceResult<T>>
+}
+
+/** Writes applied together by a fenced store. */
+export class Writes {
+  constructor ()
+  set (key: string, value: string | Uint8Array | number | bigint): this
+  /** `SET` with `PX` (ms). */
+  setWithTtl (key: string, value: string | Uint8Array | number | bigint, ttl: number): this
+  del (key: string): this
+  hset (key: string, field: string | Uint8Array, value: string | Uint8Array | number | bigint): this
+  hdel (key: string, field: string | Uint8Array): this
+  incrBy (key: string, by: number): this
+  /** `PEXPIRE` (ms). */
+  pexpire (key: string, ttl: number): this
+  rpush (key: string, value: string | Uint8Array | number | bigint): this
+  lpush (key: string, value: string | Uint8Array | number | bigint): this
+  sadd (key: string, member: string | Uint8Array | number | bigint): this
+  srem (key: string, member: string | Uint8Array | number | bigint): this
+  xadd (key: string, fields: Record<string, string | Uint8Array | number | bigint> | Array<[string, string | Uint8Array | number | bigint]>): this
+}
+
+/** Writes to a resource that refuse a fence older than the newest it accepted. */
+export class FencedStore {
+  private constructor ()
+  readonly resource: string
+  /**
+   * Applies `writes` atomically if `fence` is not older than the resource's, and gives the
+   * fence now accepted. Rejects `fenced` (nothing written) when a newer fence was accepted.
+   */
+  apply (fence: bigint | number, writes: Writes): Promise<bigint>
+  /** The fence the resource accepted last (`0n`: none yet). */
+  accepted (): Promise<bigint>
+}
+
+/** A leader as its record says. */
+export interface Leader {
+  value: string
+  /** A fence: strictly larger than every earlier leader's. */
+  term: bigint
+  since: Date
+}
+
+export type Observation =
+  | ({ code: 'leader' } & Leader)
+  | { code: 'vacant' }
+  | { code: 'gap' }
+
+/** This process leads an election until it resigns or the leadership is lost. */
+export class Leadership extends Held {
+  private constructor ()
+  readonly election: string
+  readonly term: bigint
+  readonly since: Date
+  /** The value announced last in this term. */
+  readonly value: string
+  /** Announces a new value; rejects `not_leader` if this process no longer leads. */
+  proclaim (value: string): Promise<void>
+  /** Steps down: `true` if it still led. */
+  resign (): Promise<boolean>
+}
+
+export class Election {
+  private constructor ()
+  readonly name: string
+  /** Waits to lead (`wait` as for locks) and gives the leadership. */
+  campaign (value: string, options?: { ttl?: number, wait?: number, signal?: AbortSignal }): Promise<Leadership>
+  /** The current leader, or `null`. */
+  leader (): Promise<Leader | null>
+  /** The leaders as they change; the first is the leader now. Ends when `signal` aborts. */
+  observe (options?: WaitOptions): AsyncGenerator<Observation, void, undefined>
+}
+
+/** A holder as `inspect` reads it. */
+export interface HolderInfo {
+  tokenPrefix: string
+  fence: bigint | null
+  /** What is left of its lease (ms). */
+  remaining: number | null
+  /** Reentrant locks: how many times it holds. */
+  holds: number | null
+  /** Semaphores: how many permits it holds. */
+  permits: number | null
+}
+
+export interface LockInfo {
+  name: string
+  kind: KindCode | null
+  permits: number | null
+  holder: HolderInfo | null
+  /** Readers, or a semaphore's holders. */
+  shared: HolderInfo[]
+  waiting: number
+  waiters: Array<{ place: number | null, waited: number | null, tokenPrefix: string, side: 'read' | 'write' | null }>
+  lastFence: bigint | null
+}
+
+export class Client {
+  /**
+   * A client for one Redis server (`redis://` or `rediss://` URL). It connects on first use;
+   * one client serves a whole process.
+   */
+  constructor (url: string, options?: ClientOptions)
+  /** Redlock over independent servers: a majority must agree. */
+  static redlock (urls: string[], options?: ClientOptions): Client
+  /** A Redis Cluster, from one or more seed URLs. */
+  static cluster (urls: string | string[], options?: ClientOptions): Client
+  /** The master that Sentinel names `master`. */
+  static sentinel (sentinels: string | string[], master: string, options?: ClientOptions): Client
+  /** The server (or servers) this client talks to, without any password. */
+  readonly server: string
+  lock (name: string, options?: LockOptions): LockRequest
+  /** Granted in the order of asking. */
+  fairLock (name: string, options?: LockOptions): LockRequest
+  /** `take` (default 1) of the semaphore's `permits`, first come, first served. */
+  semaphore (name: string, permits: number, options?: SemaphoreOptions): LockRequest
+  readWriteLock (name: string): ReadWriteLock
+  reentrantLock (name: string, options?: { maxReentry?: number }): ReentrantLock
+  /** Holds the plain lock `name` while `fn` runs, and releases it after, whatever happens. */
+  using<T> (name: string, options: LockOptions & WaitOptions, fn: (signal: AbortSignal, guard: Guard) => T | Promise<T>): Promise<T>
+  using<T> (name: string, fn: (signal: AbortSignal, guard: Guard) => T | Promise<T>): Promise<T>
+  multiLock (names: string[], options?: { ttl?: number, wait?: number }): MultiLockRequest
+  /** Work to do once, recorded under `key`; runs take turns on `lock` (the key by default). */
+  once (key: string, options?: { lock?: string, ttl?: number, wait?: number }): Once
+  fencedStore (resource: string): FencedStore
+  election (name: string): Election
+  /** Asks the holders of `name` to release it: `true` if it was held. */
+  requestRelease (name: string): Promise<boolean>
+  /** The state of lock `name`: its holders and its line. Reads only. */
+  inspect (name: string): Promise<LockInfo>
+  /** The held locks whose name matches `pattern` (a Redis glob). Reads only. */
+  list (pattern?: string): Promise<{ locks: LockInfo[], skipped: FencelockError[], unanswered: string[] }>
+  /** Deletes lock `name`, whoever holds it: `true` if it was held. */
+  forceRelease (name: string): Promise<boolean>
+  /** Each release of lock `name` as it happens, until `signal` aborts. */
+  releases (name: string, options?: WaitOptions): AsyncGenerator<string, void, undefined>
+}
+
+/** The codes of the core's vocabularies. */
+export const codes: {
+  readonly error: readonly ErrorCode[]
+  readonly lost: readonly LostReason[]
+  readonly conflict: readonly ConflictCode[]
+  readonly observation: ReadonlyArray<Observation['code']>
+  readonly kind: readonly KindCode[]
+}
+/** The package's version. */
+export const version: string
+/** The wire protocol's version (PROTOCOL.md). */
+export const protocolVersion: number
+/**
+ * Releases what this thread still holds, and waits for the background work, at most 2 s.
+ * Runs by itself at the process's exit and a worker's end.
+ */
+export function shutdown (): void
