@@ -124,3 +124,13 @@ pub use lease::{ClockDrift, LostSignal};
 #[doc = include_str!("../../../README.md")]
 #[cfg(doctest)]
 pub struct ReadmeDoctests;
+
+/// The guide's Rust examples: the lock family (docs/lock-family.md).
+#[doc = include_str!("../../../docs/lock-family.md")]
+#[cfg(doctest)]
+pub struct GuideLockFamilyDoctests;
+
+/// The guide's Rust examples: deployments (docs/deployments.md).
+#[doc = include_str!("../../../docs/deployments.md")]
+#[cfg(doctest)]
+pub struct GuideDeploymentsDoctests;
