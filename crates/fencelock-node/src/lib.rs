@@ -2,7 +2,7 @@
 //! the package's JavaScript (`index.js`) wraps. It only converts arguments and answers.
 //!
 //! Every call returns a Promise that napi resolves on the JavaScript thread. A call that can
-//! wait takes a [`Cancel`](cancel::Cancel), which gives the wait up; a result that races the
+//! wait takes a `Cancel` (`cancel.rs`), which gives the wait up; a result that races the
 //! cancellation is undone when it reaches the JavaScript thread (`cancel.rs`). What is still
 //! held when a thread's environment ends (the process exits, a worker ends) is given back
 //! (`env.rs`). The codes of errors, losses, conflicts and observations are the library's

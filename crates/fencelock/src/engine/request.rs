@@ -50,7 +50,8 @@ impl WaitPolicy {
     }
 }
 
-/// A request for a lock, built by [`Client::lock`](crate::Client::lock)(crate::Client::lock)(crate::Client::lock)(crate::Client::lock), [`Client::fair_lock`](crate::Client::fair_lock)(crate::Client::fair_lock)(crate::Client::fair_lock)(crate::Client::fair_lock), [`Client::semaphore`](crate::Client::semaphore)(crate::Client::semaphore)(crate::Client::semaphore)(crate::Client::semaphore),
+/// A request for a lock, built by [`Client::lock`](crate::Client::lock),
+/// [`Client::fair_lock`](crate::Client::fair_lock), [`Client::semaphore`](crate::Client::semaphore),
 /// [`ReentrantLock::request`](crate::ReentrantLock::request) or
 /// [`ReadWriteLock::read`](crate::ReadWriteLock::read) / [`write`](crate::ReadWriteLock::write).
 /// Every kind takes the same options and gives the same [`LockGuard`](crate::LockGuard).
