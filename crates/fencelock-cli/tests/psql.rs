@@ -1,4 +1,4 @@
-//! The README's shell job that passes `$FENCELOCK_FENCE` to `psql`
+//! The guide's shell job (docs/command.md) that passes `$FENCELOCK_FENCE` to `psql`
 //! (`docs/examples/daily-report.sh`), against a real PostgreSQL and a real Redis: a holder
 //! whose `fencelock` process is frozen (SIGSTOP) past its lease runs its job after a newer
 //! holder has written; its transaction is rolled back and the table keeps only the newer write.
@@ -57,10 +57,11 @@ fn psql(pg: &PostgresServer, sql: &str) -> String {
 }
 
 #[test]
-fn the_readme_job_is_in_the_readme() {
-    let readme =
-        std::fs::read_to_string(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../README.md"))
-            .expect("README.md");
+fn the_guide_shows_the_job_as_it_is() {
+    let readme = std::fs::read_to_string(
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../docs/command.md"),
+    )
+    .expect("docs/command.md");
     let script = std::fs::read_to_string(script()).expect("the example script");
     let body = script
         .split_once("set -eu\n")
@@ -68,7 +69,7 @@ fn the_readme_job_is_in_the_readme() {
         .expect("the script's body");
     assert!(
         readme.contains(body),
-        "README.md does not show docs/examples/daily-report.sh as it is"
+        "docs/command.md does not show docs/examples/daily-report.sh as it is"
     );
 }
 

@@ -163,7 +163,7 @@ pub enum Error {
         server: String,
         /// What fencelock was doing (`acquire`, `release`, `extend`, ...).
         command: &'static str,
-        /// The ACL rule that is missing, as the README's ACL section writes it.
+        /// The ACL rule that is missing, as docs/deployments.md's ACL section writes it.
         rule: &'static str,
         /// The error Redis returned.
         #[source]

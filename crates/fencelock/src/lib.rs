@@ -61,7 +61,7 @@
 //! independent instances, with the same guard API. The fence is then the largest of the
 //! granting majority's per-instance fences, written back on release; it keeps growing as long
 //! as instances keep their data (or a restarted instance stays out for at least the longest
-//! lease) and instance clocks agree to within a lease. See the README for the details.
+//! lease) and instance clocks agree to within a lease. See docs/deployments.md for the details.
 //!
 //! ## Protocol
 //!

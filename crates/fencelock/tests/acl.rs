@@ -1,4 +1,4 @@
-//! ACL users: the README's minimal rule set is enough for every operation of every kind, and a
+//! ACL users: the minimal rule set of docs/deployments.md is enough for every operation of every kind, and a
 //! user that lacks a permission is refused with `PermissionDenied` naming the missing rule,
 //! with nothing changed (no lock half released).
 
@@ -11,8 +11,8 @@ use fencelock_testkit::RedisServer;
 
 use common::{client, dumps, keys, request, server};
 
-/// The README's ACL rules for a fencelock user (the key prefix `fencelock`), after `on` and the
-/// password. Keep them in step with the README's "ACL users" section.
+/// The ACL rules of docs/deployments.md for a fencelock user (the key prefix `fencelock`), after `on` and the
+/// password. Keep them in step with its "ACL users" section.
 const MINIMAL_RULES: &[&str] = &[
     "resetkeys",
     "~fencelock:*",
@@ -53,7 +53,7 @@ const MINIMAL_RULES: &[&str] = &[
 
 /// Creates (or resets) ACL user `name` with password `pw-of-<name>` and `rules`, and returns a
 /// URL for it. Servers that know `CLIENT SETINFO` (Redis 7.2+, Valkey), which the `redis` crate
-/// sends when it connects, also get `+client|setinfo` (the README says so).
+/// sends when it connects, also get `+client|setinfo` (docs/deployments.md says so).
 fn acl_user(redis: &RedisServer, name: &str, rules: &[&str]) -> String {
     let password = format!(">pw-of-{name}");
     let mut command = vec!["ACL", "SETUSER", name, "reset", "on", password.as_str()];

@@ -177,11 +177,14 @@ async fn locks_are_counted_timed_and_their_losses_reported() {
     let reason = tokio::time::timeout(Duration::from_secs(5), lost.lost())
         .await
         .unwrap_or_else(|_| panic!("the loss was not noticed"));
-    assert_eq!(
-        s.counter("fencelock_losses_total", &[("reason", "not_owner")]),
+    // Counted just after the guard's signal fires (outside the lease's lock).
+    common::wait_for_count(
+        &format!("losses counted ({reason})"),
         1,
-        "{reason}"
-    );
+        Duration::from_secs(5),
+        || s.counter("fencelock_losses_total", &[("reason", "not_owner")]),
+    )
+    .await;
     assert!(s.counter("fencelock_renewals_total", &[("outcome", "failed")]) >= 1);
     drop(lost);
     // Other kinds have their own label.

@@ -54,7 +54,7 @@ pub(crate) fn is_auth_failure(err: &RedisError) -> bool {
         || matches!(err.code(), Some("NOAUTH" | "WRONGPASS"))
 }
 
-/// If Redis refused for lack of an ACL permission, which rule of the README's ACL section is
+/// If Redis refused for lack of an ACL permission, which rule of the ACL section of docs/deployments.md is
 /// missing. A refusal outside a script is `NOPERM`; inside a script Redis 7.0 answers a plain
 /// `ERR` ("The user executing the script can't ...") and Valkey 8 `ERR` ("ACL failure in
 /// script: ...").
@@ -71,7 +71,7 @@ pub(crate) fn missing_permission(err: &RedisError) -> Option<&'static str> {
     } else if text.contains("key") {
         "keys: ~<key prefix>:*"
     } else {
-        "a command fencelock runs (see the ACL rules in the README)"
+        "a command fencelock runs (see the ACL rules in docs/deployments.md)"
     })
 }
 
