@@ -365,6 +365,18 @@ impl Instances {
         Subscriptions(subscriptions)
     }
 
+    /// Registers a waiter for `channel` on every instance if every instance has it subscribed
+    /// now (see [`ReleaseNotifier::subscribe_if_live`]): no round trip, and nothing is missed
+    /// from here on. `None` if one has not.
+    pub(crate) fn subscribed_already(&self, channel: &str) -> Option<Subscriptions> {
+        let subscriptions = self
+            .notifiers
+            .iter()
+            .map(|notifier| notifier.subscribe_if_live(channel))
+            .collect::<Option<Vec<_>>>()?;
+        Some(Subscriptions(subscriptions))
+    }
+
     /// How many requests of this client wait for a release message on `channel` now.
     pub(crate) fn local_waiters(&self, channel: &str) -> usize {
         self.notifiers.first().map_or(0, |n| n.waiters(channel))

@@ -472,6 +472,57 @@ async fn a_channel_waited_on_again_and_again_is_subscribed_once() {
     common::wait_for_count("subscribers", 0, Duration::from_secs(5), subscribers).await;
 }
 
+/// A request whose client listens on the lock's channel already (another of its requests waits
+/// there) takes its place in line with its first try: one script, not a try and then another.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiter_whose_channel_is_subscribed_takes_its_place_with_its_first_try() {
+    let redis = server();
+    let a = client(&redis.url());
+    let b = client(&redis.url());
+    common::warm_up(&a).await;
+    common::warm_up(&b).await;
+    let held = a
+        .lock("first-try")
+        .ttl(Duration::from_secs(10))
+        .acquire()
+        .await
+        .unwrap();
+    let first = tokio::spawn(
+        b.lock("first-try")
+            .wait_up_to(Duration::from_secs(10))
+            .acquire(),
+    );
+    common::wait_for_count("places in line", 1, Duration::from_secs(5), || {
+        in_line(&redis, "first-try")
+    })
+    .await;
+    let mut heard = monitor(&redis).await;
+    let second = tokio::spawn(
+        b.lock("first-try")
+            .wait_up_to(Duration::from_secs(10))
+            .acquire(),
+    );
+    common::wait_for_count("places in line", 2, Duration::from_secs(5), || {
+        in_line(&redis, "first-try")
+    })
+    .await;
+    let mut tries = Vec::new();
+    while let Ok(Some(line)) = tokio::time::timeout(Duration::from_millis(300), heard.next()).await
+    {
+        tries.extend(common::script_calls(&line));
+    }
+    // A waiting try sends four arguments (token, lease, whether others of its client wait, how
+    // long its place lasts); a first try that does not wait, two or three.
+    assert_eq!(tries.len(), 1, "the second waiter's tries: {tries:#?}");
+    assert_eq!(tries[0].len(), 4, "the second waiter's try: {tries:#?}");
+    // Both are served in turn.
+    assert!(held.release().await.unwrap());
+    let guard = first.await.unwrap().unwrap();
+    assert!(guard.release().await.unwrap());
+    let guard = second.await.unwrap().unwrap();
+    assert!(guard.release().await.unwrap());
+}
+
 /// The fair lock passes the same way: its release hands the lock to the head of its queue, which
 /// sends no acquire after it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -136,7 +136,17 @@ impl LockRequest {
     ) -> Result<LockGuard> {
         let started = in_flight.started;
         let give_up_at = self.give_up_at(started);
-        let mut subscription: Option<Subscriptions> = None;
+        // A request that may wait tries as a waiter from its first try (taking its place in
+        // line, where its kind keeps one) when its release channel is subscribed already:
+        // nothing said on the channel from here on is missed, and the try that would follow
+        // the subscription is saved. Otherwise it subscribes after a first try that found the
+        // lock held.
+        let mut subscription: Option<Subscriptions> = match self.wait {
+            WaitPolicy::NoWait => None,
+            _ => shared
+                .instances
+                .subscribed_already(in_flight.hold.keys.channel()),
+        };
         // Counts this request in `fencelock_waiters` from its first wait until it returns.
         let mut _counted: Option<crate::observe::Waiting> = None;
         loop {
@@ -166,11 +176,13 @@ impl LockRequest {
                 // Subscribe, then try again at once: a release between the first try and the
                 // subscription would otherwise go unnoticed.
                 let limit = shared.instances.limit(self.ttl);
-                _counted = Some(crate::observe::Waiting::start(self.protocol.label()));
                 let channel = in_flight.hold.keys.channel();
                 subscription = Some(shared.instances.subscribe(channel, limit).await);
                 continue;
             };
+            if _counted.is_none() {
+                _counted = Some(crate::observe::Waiting::start(self.protocol.label()));
+            }
             let pause = self.pause(split, remaining);
             let mut wake_at = give_up_at.map_or(now + pause, |at| at.min(now + pause));
             let passed = loop {

@@ -168,15 +168,7 @@ impl ReleaseNotifier {
                 entry.subscribed,
             )
         };
-        let subscription = Subscription {
-            registry: self.registry.clone(),
-            requests: self.requests.clone(),
-            channel: channel.to_owned(),
-            wake_one,
-            generation,
-            personal: Arc::default(),
-            address: None,
-        };
+        let subscription = self.waiter(channel, wake_one, generation);
         let (confirmed, reply) = oneshot::channel();
         if subscribed {
             // Still subscribed from a waiter that left less than `LINGER` ago.
@@ -188,6 +180,39 @@ impl ReleaseNotifier {
             });
         }
         (subscription, reply)
+    }
+
+    /// Registers a waiter for `channel` if the server has the channel subscribed now (another
+    /// waiter of this client listens there, or one left less than [`LINGER`] ago): a waiter
+    /// that hears every message from here on, with no round trip. `None` otherwise.
+    pub(crate) fn subscribe_if_live(&self, channel: &str) -> Option<Subscription> {
+        let (wake_one, generation) = {
+            let mut registry = lock(&self.registry);
+            // Under the registry's lock: the listener unsubscribes a channel only when it has no
+            // waiter, and forgets it under this same lock.
+            let entry = registry.get_mut(channel).filter(|entry| entry.subscribed)?;
+            entry.subscriptions += 1;
+            (entry.wake_one.clone(), entry.generation.subscribe())
+        };
+        Some(self.waiter(channel, wake_one, generation))
+    }
+
+    /// A waiter of `channel`, counted in the registry already.
+    fn waiter(
+        &self,
+        channel: &str,
+        wake_one: Arc<Semaphore>,
+        generation: watch::Receiver<u64>,
+    ) -> Subscription {
+        Subscription {
+            registry: self.registry.clone(),
+            requests: self.requests.clone(),
+            channel: channel.to_owned(),
+            wake_one,
+            generation,
+            personal: Arc::default(),
+            address: None,
+        }
     }
 
     /// How many waiters of this client are registered for `channel`.
