@@ -120,6 +120,24 @@ impl Keeper {
         ours && theirs
     }
 
+    /// Waits, at most `limit`, until the background work of the package and of every client
+    /// still in use is done (what a cancelled call hands over: a place in line to leave);
+    /// whether it is.
+    pub fn settled(&self, limit: Duration) -> impl Future<Output = bool> + Send + '_ {
+        let clients = self.live_clients();
+        async move { self.idle(&clients, limit).await }
+    }
+
+    /// The clients still in use.
+    fn live_clients(&self) -> Vec<Arc<fencelock::Client>> {
+        self.clients
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .filter_map(Weak::upgrade)
+            .collect()
+    }
+
     /// The end: stops the calls still waiting, gives back what is still held, then waits for the background work (of the
     /// package and of every client), all within `limit`. Whether it all finished in time.
     pub fn end_all(&self, limit: Duration) -> impl Future<Output = bool> + Send + '_ {
@@ -130,13 +148,7 @@ impl Keeper {
                 .filter_map(|h| h.end())
                 .collect()
         };
-        let clients: Vec<Arc<fencelock::Client>> = self
-            .clients
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .iter()
-            .filter_map(Weak::upgrade)
-            .collect();
+        let clients = self.live_clients();
         async move {
             let deadline = tokio::time::Instant::now() + limit;
             // The calls still waiting stop first: a waiter leaves its place in line (work it

@@ -9,6 +9,7 @@
 use std::future::Future;
 
 use fencelock_bind::held::Task;
+use fencelock_bind::keeper::FLUSH;
 use napi::bindgen_prelude::{PromiseRaw, ToNapiValue};
 use napi::{Env, Result};
 use napi_derive::napi;
@@ -82,10 +83,12 @@ where
         ),
     };
     let mut waiting = token.clone();
+    let settling = keeper.clone();
     let running = async move {
         let Some(mut running) = running else {
             return Ok(Some(work.await));
         };
+        let mut aborted = false;
         let outcome = tokio::select! {
             biased;
             () = running.ended() => None,
@@ -94,11 +97,20 @@ where
                     Some(token) => token.cancelled().await,
                     None => std::future::pending().await,
                 }
-            } => None,
+            } => {
+                aborted = true;
+                None
+            }
             outcome = work => Some(outcome),
         };
-        // Counted until the work future is gone (a waiter has left its line by then).
+        // Counted until the work future is gone.
         drop(running);
+        if aborted {
+            // The dropped call handed what it had to its client's background work (its place
+            // in line to leave, a grant to give back): done before the Promise rejects, at
+            // most `FLUSH`.
+            settling.settled(FLUSH).await;
+        }
         Ok::<_, napi::Error>(outcome)
     };
     env.spawn_future_with_callback(running, move |env, outcome| {

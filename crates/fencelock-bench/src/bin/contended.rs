@@ -7,7 +7,8 @@
 //! - grants per second, and the wait (from asking to holding) at p50 and p99;
 //! - the server's CPU per grant (`INFO cpu`, user + system), and its commands per grant
 //!   (`total_commands_processed`, commands run inside scripts included) and scripts per grant
-//!   (`EVALSHA` and `EVAL` calls, `INFO commandstats`);
+//!   (`EVALSHA` and `EVAL` calls, `INFO commandstats`), and the server's time in scripts per
+//!   grant (their `usec`);
 //! - grants per contender, fewest and most.
 //!
 //! A before/after: build this program at each commit and run both, in turns.
@@ -79,6 +80,7 @@ struct Round {
     server_us_per_grant: f64,
     commands_per_grant: f64,
     scripts_per_grant: f64,
+    script_us_per_grant: f64,
     fewest: u64,
     most: u64,
 }
@@ -98,11 +100,13 @@ fn number(map: &HashMap<String, String>, key: &str) -> f64 {
     map.get(key).and_then(|v| v.parse().ok()).unwrap_or(0.0)
 }
 
-/// `calls=` of a `cmdstat_*` line.
-fn calls(map: &HashMap<String, String>, command: &str) -> f64 {
+/// A field (`calls`, `usec`) of a `cmdstat_*` line.
+fn stat(map: &HashMap<String, String>, command: &str, field: &str) -> f64 {
     map.get(&format!("cmdstat_{command}"))
-        .and_then(|v| v.strip_prefix("calls="))
-        .and_then(|v| v.split(',').next())
+        .and_then(|line| {
+            line.split(',')
+                .find_map(|pair| pair.strip_prefix(field)?.strip_prefix('='))
+        })
         .and_then(|v| v.parse().ok())
         .unwrap_or(0.0)
 }
@@ -111,6 +115,7 @@ struct Totals {
     cpu: f64,
     commands: f64,
     scripts: f64,
+    script_us: f64,
 }
 
 fn totals(conn: &mut redis::Connection) -> Totals {
@@ -120,7 +125,8 @@ fn totals(conn: &mut redis::Connection) -> Totals {
     Totals {
         cpu: number(&cpu, "used_cpu_user") + number(&cpu, "used_cpu_sys"),
         commands: number(&stats, "total_commands_processed"),
-        scripts: calls(&commands, "evalsha") + calls(&commands, "eval"),
+        scripts: stat(&commands, "evalsha", "calls") + stat(&commands, "eval", "calls"),
+        script_us: stat(&commands, "evalsha", "usec") + stat(&commands, "eval", "usec"),
     }
 }
 
@@ -198,6 +204,7 @@ async fn round(
         server_us_per_grant: (after.cpu - before.cpu) * 1e6 / grants,
         commands_per_grant: (after.commands - before.commands) / grants,
         scripts_per_grant: (after.scripts - before.scripts) / grants,
+        script_us_per_grant: (after.script_us - before.script_us) / grants,
         fewest: per_contender.iter().copied().min().unwrap_or(0),
         most: per_contender.iter().copied().max().unwrap_or(0),
     })
@@ -241,9 +248,9 @@ fn main() -> ExitCode {
         }
     };
     println!(
-        "| contenders | grants/s | wait p50 ms | wait p99 ms | p99/p50 | server µs/grant | commands/grant | scripts/grant | grants per contender |"
+        "| contenders | grants/s | wait p50 ms | wait p99 ms | p99/p50 | server µs/grant | commands/grant | scripts/grant | script µs/grant | grants per contender |"
     );
-    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---|");
+    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|");
     for &n in &args.contenders {
         let mut rounds = Vec::new();
         for r in 0..args.rounds {
@@ -262,12 +269,13 @@ fn main() -> ExitCode {
         let fewest = rounds.iter().map(|r| r.fewest).min().unwrap_or(0);
         let most = rounds.iter().map(|r| r.most).max().unwrap_or(0);
         println!(
-            "| {n} | {:.0} | {p50:.2} | {p99:.2} | {:.2} | {:.1} | {:.1} | {:.2} | {fewest}–{most} |",
+            "| {n} | {:.0} | {p50:.2} | {p99:.2} | {:.2} | {:.1} | {:.1} | {:.2} | {:.1} | {fewest}–{most} |",
             m(|r| r.grants_per_s),
             p99 / p50,
             m(|r| r.server_us_per_grant),
             m(|r| r.commands_per_grant),
             m(|r| r.scripts_per_grant),
+            m(|r| r.script_us_per_grant),
         );
     }
     ExitCode::SUCCESS
