@@ -134,14 +134,11 @@ impl Client {
         cancel: Option<&Cancel>,
     ) -> Result<PromiseRaw<'env, Leadership>> {
         let mut campaign = self.client.election(name.clone()).campaign(value);
-        let checked = (|| {
-            if let Some(ttl) = millis_opt(&name, "ttl", ttl)? {
-                campaign = campaign.ttl(ttl);
-            }
-            let wait = millis_opt(&name, "wait", wait)?;
-            Ok::<_, Failure>(campaign.wait(fencelock_bind::config::wait_policy(wait)))
-        })();
-        let campaign = checked.map_err(|f| f.into_js(env))?;
+        let (ttl, wait) = lease_and_wait(&name, ttl, wait).map_err(|f| f.into_js(env))?;
+        if let Some(ttl) = ttl {
+            campaign = campaign.ttl(ttl);
+        }
+        let campaign = campaign.wait(wait);
         let context = self.context(env)?;
         call(
             env,
@@ -228,14 +225,11 @@ impl Client {
     ) -> Result<PromiseRaw<'env, MultiGuard>> {
         let first = names.first().cloned().unwrap_or_default();
         let mut request = self.client.multi_lock(names);
-        let checked = (|| {
-            if let Some(ttl) = millis_opt(&first, "ttl", ttl)? {
-                request = request.ttl(ttl);
-            }
-            let wait = millis_opt(&first, "wait", wait)?;
-            Ok::<_, Failure>(request.wait(fencelock_bind::config::wait_policy(wait)))
-        })();
-        let request = checked.map_err(|f| f.into_js(env))?;
+        let (ttl, wait) = lease_and_wait(&first, ttl, wait).map_err(|f| f.into_js(env))?;
+        if let Some(ttl) = ttl {
+            request = request.ttl(ttl);
+        }
+        let request = request.wait(wait);
         let context = self.context(env)?;
         call(
             env,
@@ -260,14 +254,11 @@ impl Client {
     ) -> Result<PromiseRaw<'env, Either<OnceRun, OnceDone>>> {
         let name = lock.unwrap_or_else(|| key.clone());
         let mut once = self.client.once(key).lock(name.clone());
-        let checked = (|| {
-            if let Some(ttl) = millis_opt(&name, "ttl", ttl)? {
-                once = once.ttl(ttl);
-            }
-            let wait = millis_opt(&name, "wait", wait)?;
-            Ok::<_, Failure>(once.wait(fencelock_bind::config::wait_policy(wait)))
-        })();
-        let once = checked.map_err(|f| f.into_js(env))?;
+        let (ttl, wait) = lease_and_wait(&name, ttl, wait).map_err(|f| f.into_js(env))?;
+        if let Some(ttl) = ttl {
+            once = once.ttl(ttl);
+        }
+        let once = once.wait(wait);
         let context = self.context(env)?;
         call(
             env,
@@ -473,4 +464,16 @@ fn acquire<'env>(
         },
         |result| result.ok().flatten().map(GiveBack::give_back),
     )
+}
+
+/// A recipe's `ttl` and `wait` (milliseconds, as JavaScript gives them) as the library takes
+/// them; an error names `lock`.
+fn lease_and_wait(
+    lock: &str,
+    ttl: Option<f64>,
+    wait: Option<f64>,
+) -> std::result::Result<(Option<std::time::Duration>, fencelock::WaitPolicy), Failure> {
+    let ttl = millis_opt(lock, "ttl", ttl)?;
+    let wait = millis_opt(lock, "wait", wait)?;
+    Ok((ttl, fencelock_bind::config::wait_policy(wait)))
 }
