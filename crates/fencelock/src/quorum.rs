@@ -460,10 +460,11 @@ impl Subscriptions {
     }
 
     /// Makes messages addressed to `token` (the owner token of the current request) wake this
-    /// waiter.
-    pub(crate) fn answer_to(&mut self, token: &str) {
+    /// waiter; with `own`, for a request whose lock may be passed to it by its token, also
+    /// subscribes the waiter's own channel (see [`Subscription::answer_to`]).
+    pub(crate) fn answer_to(&mut self, token: &str, own: bool) {
         for subscription in &mut self.0 {
-            subscription.answer_to(token);
+            subscription.answer_to(token, own);
         }
     }
 

@@ -442,10 +442,11 @@ async fn the_waiters_of_one_client_are_woken_one_after_another() {
     // lease running out.
     let took = released_at.elapsed();
     assert!(took < Duration::from_secs(5), "took {took:?}");
-    // The first holder's release and each waiter's but the last's: the last one's value was
-    // not marked, nobody waited for it.
+    // The first holder's release and each waiter's but the last's (the last one's value was
+    // not marked, nobody waited for it), each on the channel of the waiter passed to and of
+    // the one behind it.
     let published = calls(&redis, "publish");
-    assert!(published <= WAITERS as u64, "{published} wake-ups");
+    assert!(published < 2 * WAITERS as u64, "{published} wake-ups");
 }
 
 #[tokio::test]

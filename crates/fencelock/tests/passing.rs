@@ -439,14 +439,15 @@ async fn a_line_key_that_is_not_ours_is_reported_and_left_as_it_is() {
 }
 
 /// A lock contended again and again: its waiters' client subscribes its channel once, keeps it
-/// while it is used, and unsubscribes it a little after the last waiter left.
+/// while it is used, and unsubscribes it a little after the last waiter left. (Each waiter's
+/// own channel comes and goes with its request.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_channel_waited_on_again_and_again_is_subscribed_once() {
     let redis = server();
     let a = client(&redis.url());
     let b = client(&redis.url());
     common::warm_up(&b).await;
-    redis.cmd(&["CONFIG", "RESETSTAT"]).unwrap();
+    let mut heard = monitor(&redis).await;
     for _ in 0..10 {
         let held = a
             .lock("again")
@@ -463,7 +464,24 @@ async fn a_channel_waited_on_again_and_again_is_subscribed_once() {
         let guard = waiter.await.unwrap().unwrap();
         assert!(guard.release().await.unwrap());
     }
-    assert_eq!(calls(&redis, "subscribe"), 1);
+    let mut subscribed = 0;
+    while let Ok(Some(line)) = tokio::time::timeout(Duration::from_millis(300), heard.next()).await
+    {
+        let words: Vec<&str> = line.split('"').skip(1).step_by(2).collect();
+        if words
+            .first()
+            .is_some_and(|w| w.eq_ignore_ascii_case("subscribe"))
+        {
+            subscribed += words
+                .iter()
+                .filter(|w| **w == "fencelock:{again}:released")
+                .count();
+        }
+    }
+    assert_eq!(
+        subscribed, 1,
+        "the lock's channel subscribed {subscribed} times"
+    );
     let subscribers = || match redis.cmd(&["PUBSUB", "NUMSUB", "fencelock:{again}:released"]) {
         Ok(redis::Value::Array(reply)) => redis::from_redis_value::<i64>(reply[1].clone()).unwrap(),
         other => panic!("PUBSUB NUMSUB: {other:?}"),
@@ -521,6 +539,84 @@ async fn a_waiter_whose_channel_is_subscribed_takes_its_place_with_its_first_try
     assert!(guard.release().await.unwrap());
     let guard = second.await.unwrap().unwrap();
     assert!(guard.release().await.unwrap());
+}
+
+/// A pass goes on the channel of the waiter it is passed to, which only that waiter's client
+/// listens to, and not on the lock's channel, which every client with a waiter listens to. A
+/// waiter that does not listen on a channel of its own (a client of protocol 1) is passed the
+/// lock on the lock's channel.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pass_goes_to_the_waiters_own_channel_or_else_to_the_locks() {
+    let redis = server();
+    let a = client(&redis.url());
+    let b = client(&redis.url());
+    let name = "own-channel";
+    let held = a
+        .lock(name)
+        .ttl(Duration::from_secs(10))
+        .acquire()
+        .await
+        .unwrap();
+    let waiter = tokio::spawn(b.lock(name).wait_up_to(Duration::from_secs(10)).acquire());
+    common::wait_for_count("places in line", 1, Duration::from_secs(5), || {
+        in_line(&redis, name)
+    })
+    .await;
+    // The waiter's own channel is subscribed once its request has a place.
+    common::wait_for_count("own channels", 1, Duration::from_secs(5), || {
+        match redis.cmd(&[
+            "PUBSUB",
+            "CHANNELS",
+            &format!("fencelock:{{{name}}}:released:*"),
+        ]) {
+            Ok(redis::Value::Array(channels)) => channels.len(),
+            other => panic!("PUBSUB CHANNELS: {other:?}"),
+        }
+    })
+    .await;
+    let lock_channel = format!("fencelock:{{{name}}}:released");
+    let listener = redis::Client::open(redis.url()).unwrap();
+    let mut on_lock_channel = listener.get_async_pubsub().await.unwrap();
+    on_lock_channel.subscribe(&lock_channel).await.unwrap();
+    assert!(held.release().await.unwrap());
+    let guard = tokio::time::timeout(Duration::from_secs(5), waiter)
+        .await
+        .expect("the waiter was not passed the lock")
+        .unwrap()
+        .unwrap();
+    {
+        let mut messages = on_lock_channel.on_message();
+        let heard = tokio::time::timeout(Duration::from_millis(500), messages.next()).await;
+        assert!(
+            heard.is_err(),
+            "the pass went on the lock's channel too: {:?}",
+            heard.ok().flatten().map(|m| m.get_payload::<String>())
+        );
+    }
+    // A waiter of protocol 1: a place in line, and an ear on the lock's channel only.
+    let old = "0123456789abcdef0123456789abcdef";
+    let lapses = (server_ms(&redis) as u64 + 5000).to_string();
+    redis
+        .cmd(&[
+            "ZADD",
+            &format!("fencelock:{{{name}}}:waiters"),
+            &lapses,
+            old,
+        ])
+        .unwrap();
+    // (A try marks the value as waited for, as that waiter's tries did.)
+    assert!(a.lock(name).try_acquire().await.unwrap().is_none());
+    assert!(guard.release().await.unwrap());
+    let message = tokio::time::timeout(Duration::from_secs(5), on_lock_channel.on_message().next())
+        .await
+        .expect("no pass on the lock's channel")
+        .unwrap();
+    let payload: String = message.get_payload().unwrap();
+    assert!(
+        payload.starts_with(&format!("to:{old}:")),
+        "heard {payload}"
+    );
+    assert!(value(&redis, name).is_some_and(|v| v.starts_with(old)));
 }
 
 /// The fair lock passes the same way: its release hands the lock to the head of its queue, which

@@ -244,9 +244,10 @@ fn stored(redis: &RedisServer) -> Vec<Key> {
         .collect()
 }
 
-/// Asserts that the server holds exactly the keys of example `name`, and that `message` (the
-/// payload the last step published, if the example shows one) is the documented one.
-fn assert_example(redis: &RedisServer, name: &str, message: Option<&str>) {
+/// Asserts that the server holds exactly the keys of example `name`, and that `message` (what
+/// the last step published, if the example shows one) is the documented one, on the documented
+/// channel.
+fn assert_example(redis: &RedisServer, name: &str, message: Option<&Message>) {
     let examples = examples();
     let example = examples
         .get(name)
@@ -274,18 +275,25 @@ fn assert_example(redis: &RedisServer, name: &str, message: Option<&str>) {
     }
     match (&example.publish, message) {
         (None, None) => {}
-        (Some((channel, pattern)), Some(payload)) => {
-            // An election announces on a channel of its own; every lock publishes releases.
+        (Some((channel, pattern)), Some(heard)) => {
+            // An election announces on a channel of its own; every lock publishes releases
+            // (on the lock's channel, or on a waiter's own, which begins with it).
             let suffix = if name.starts_with("election") {
                 "announce"
             } else {
                 "released"
             };
-            assert_eq!(
-                channel,
-                &format!("fencelock:{{{}}}:{suffix}", lock_name(&example.keys)),
-                "{name}: the channel"
+            let lock_channel = format!("fencelock:{{{}}}:{suffix}", lock_name(&example.keys));
+            assert!(
+                channel == &lock_channel || channel.starts_with(&format!("{lock_channel}:")),
+                "{name}: the documented channel {channel:?} is not the lock's"
             );
+            assert!(
+                matches(channel, &heard.channel),
+                "{name}: published on {:?}, not {channel:?}",
+                heard.channel
+            );
+            let payload = &heard.payload;
             assert!(
                 matches(pattern, payload),
                 "{name}: the message {payload:?} is not {pattern:?}"
@@ -309,21 +317,31 @@ fn lock_name(keys: &[Key]) -> String {
         .unwrap_or_else(|| panic!("no lock key in {keys:?}"))
 }
 
-/// A subscription of its own to a lock's release channel (a plain connection, not the
+/// A subscription of its own to a lock's release channels (a plain connection, not the
 /// library's).
 struct Released(redis::aio::PubSub);
 
+/// A message heard: its channel and its payload.
+#[derive(Debug)]
+struct Message {
+    channel: String,
+    payload: String,
+}
+
 impl Released {
+    /// The lock's channel and every waiter's own (`<channel>:<token>`), by a pattern.
     async fn subscribe(redis: &RedisServer, name: &str) -> Self {
-        Self::on(redis, &format!("fencelock:{{{name}}}:released")).await
+        let mut pubsub = Self::connect(redis).await;
+        let pattern = format!("fencelock:{{{name}}}:released*");
+        pubsub
+            .psubscribe(&pattern)
+            .await
+            .unwrap_or_else(|e| panic!("PSUBSCRIBE {pattern}: {e}"));
+        Released(pubsub)
     }
 
     async fn on(redis: &RedisServer, channel: &str) -> Self {
-        let client = redis::Client::open(redis.url()).unwrap_or_else(|e| panic!("{e}"));
-        let mut pubsub = client
-            .get_async_pubsub()
-            .await
-            .unwrap_or_else(|e| panic!("pub/sub connection: {e}"));
+        let mut pubsub = Self::connect(redis).await;
         pubsub
             .subscribe(channel)
             .await
@@ -331,15 +349,26 @@ impl Released {
         Released(pubsub)
     }
 
-    /// The next message's payload.
-    async fn next(&mut self) -> String {
+    async fn connect(redis: &RedisServer) -> redis::aio::PubSub {
+        let client = redis::Client::open(redis.url()).unwrap_or_else(|e| panic!("{e}"));
+        client
+            .get_async_pubsub()
+            .await
+            .unwrap_or_else(|e| panic!("pub/sub connection: {e}"))
+    }
+
+    /// The next message.
+    async fn next(&mut self) -> Message {
         let message = tokio::time::timeout(LONG, self.0.on_message().next())
             .await
             .unwrap_or_else(|_| panic!("no release message within {LONG:?}"))
             .unwrap_or_else(|| panic!("the subscription ended"));
-        message
-            .get_payload()
-            .unwrap_or_else(|e| panic!("payload: {e}"))
+        Message {
+            channel: message.get_channel_name().to_owned(),
+            payload: message
+                .get_payload()
+                .unwrap_or_else(|e| panic!("payload: {e}")),
+        }
     }
 }
 
@@ -474,9 +503,14 @@ async fn the_plain_lock_writes_what_the_document_shows() {
     let next = waiter.await.unwrap().unwrap();
     assert_example(&redis, "lock-passed", Some(&message));
     // The message names the new holder and its fence, as the lock's value does.
-    let (token, fence) = passed(&message, released_at);
+    let (token, fence) = passed(&message.payload, released_at);
     assert_eq!(fence, next.fence());
     assert_eq!(get(&redis, "fencelock:{jobs}"), format!("{token}:{fence}"));
+    // On the channel of the waiter it was passed to.
+    assert_eq!(
+        message.channel,
+        format!("fencelock:{{jobs}}:released:{token}")
+    );
 
     // A try that does not wait marks the value too; with nobody in line, the release wakes one.
     assert!(c.lock("jobs").try_acquire().await.unwrap().is_none());
@@ -525,8 +559,12 @@ async fn the_fair_lock_writes_what_the_document_shows() {
     let message = released.next().await;
     let next = waiter.await.unwrap().unwrap();
     assert_example(&redis, "fair-passed", Some(&message));
-    let (token, fence) = passed(&message, released_at);
+    let (token, fence) = passed(&message.payload, released_at);
     assert_eq!(fence, next.fence());
+    assert_eq!(
+        message.channel,
+        format!("fencelock:{{reports}}:released:{token}")
+    );
     assert_eq!(
         get(&redis, "fencelock:{reports}"),
         format!("{token}:{fence}")
@@ -627,7 +665,7 @@ async fn an_election_writes_what_the_document_shows() {
     let term = leadership.term();
     assert!(leadership.resign().await.unwrap());
     let message = announced.next().await;
-    assert_eq!(message, format!("resigned:{term}"));
+    assert_eq!(message.payload, format!("resigned:{term}"));
     assert_example(&redis, "election-resigned", Some(&message));
 }
 

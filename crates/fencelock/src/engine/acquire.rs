@@ -141,6 +141,7 @@ impl LockRequest {
         // nothing said on the channel from here on is missed, and the try that would follow
         // the subscription is saved. Otherwise it subscribes after a first try that found the
         // lock held.
+        let passed_by_token = self.passed_by_token();
         let mut subscription: Option<Subscriptions> = match self.wait {
             WaitPolicy::NoWait => None,
             _ => shared
@@ -154,7 +155,7 @@ impl LockRequest {
             // each try, or a release between the try and the wait below would be lost (the
             // waiter would sleep until it refreshes its place).
             if let Some(waiting) = &mut subscription {
-                waiting.answer_to(in_flight.hold.token.as_str());
+                waiting.answer_to(in_flight.hold.token.as_str(), passed_by_token);
             }
             in_flight.switch_epoch = shared.instances.switch_epoch();
             let round = self

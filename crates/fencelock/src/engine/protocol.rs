@@ -111,6 +111,13 @@ pub(crate) trait Protocol: fmt::Debug + Send + Sync + 'static {
         false
     }
 
+    /// Whether a release may pass the lock to a waiter in line, or wake it, by its owner token
+    /// (`to:<token>...`): its waiters then listen on their own channel as well, where such
+    /// messages go first. `single` as for [`queues`](Self::queues).
+    fn passes_to_waiters(&self, _single: bool) -> bool {
+        false
+    }
+
     /// How long a waiter's place lasts without a refresh, given the request's queue timeout and
     /// lease: the queue timeout. A kind whose release passes the lock to a waiter that was not
     /// going to be granted it anyway (the plain lock) keeps it within the lease, so that a

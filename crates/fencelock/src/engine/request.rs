@@ -235,6 +235,13 @@ impl LockRequest {
         }
     }
 
+    /// Whether a release may pass the lock to this request, or wake it, by its owner token
+    /// while it waits ([`Protocol::passes_to_waiters`]).
+    pub(crate) fn passed_by_token(&self) -> bool {
+        self.protocol
+            .passes_to_waiters(self.shared.instances.is_single())
+    }
+
     /// Whether this request takes a place in a queue when it waits.
     fn takes_place(&self) -> bool {
         let single = self.shared.instances.is_single();

@@ -32,6 +32,32 @@ pub(super) struct Listener {
     pub(super) report_losses: mpsc::UnboundedSender<u64>,
     /// The number of the connection in use (of the last one opened).
     pub(super) connection: u64,
+    /// Waiters' own channels to subscribe and to unsubscribe, sent together once the requests
+    /// that came meanwhile are read (see [`Request::Own`]).
+    pub(super) own: OwnChannels,
+}
+
+/// Waiters' own channels, asked for and not sent yet.
+#[derive(Default)]
+pub(super) struct OwnChannels {
+    subscribe: Vec<String>,
+    unsubscribe: Vec<String>,
+}
+
+impl OwnChannels {
+    /// What to send: the channels to subscribe and to unsubscribe, leaving out those that
+    /// came and went before they were sent.
+    fn take(&mut self) -> (Vec<String>, Vec<String>) {
+        let mut subscribe = std::mem::take(&mut self.subscribe);
+        let mut unsubscribe = Vec::new();
+        for channel in std::mem::take(&mut self.unsubscribe) {
+            match subscribe.iter().position(|c| *c == channel) {
+                Some(i) => drop(subscribe.swap_remove(i)),
+                None => unsubscribe.push(channel),
+            }
+        }
+        (subscribe, unsubscribe)
+    }
 }
 
 impl Listener {
@@ -42,6 +68,10 @@ impl Listener {
                 request = requests.recv() => {
                     let Some(request) = request else { return };
                     self.handle(request).await;
+                    while let Ok(request) = requests.try_recv() {
+                        self.handle(request).await;
+                    }
+                    self.send_own().await;
                 }
                 () = lost(&mut self.source, &mut self.losses, self.connection) => {
                     tracing::debug!("release listener: pub/sub connection lost");
@@ -100,6 +130,51 @@ impl Listener {
             Request::Unsubscribe { channel } => {
                 self.lingering
                     .push_back((channel, tokio::time::Instant::now() + LINGER));
+            }
+            Request::Own {
+                subscribe,
+                unsubscribe,
+            } => {
+                self.own.subscribe.extend(subscribe);
+                self.own.unsubscribe.extend(unsubscribe);
+            }
+        }
+    }
+
+    /// Subscribes and unsubscribes the waiters' own channels asked for, in one command each.
+    /// A failure is only logged: a release that reaches nobody on a waiter's own channel goes
+    /// on the lock's channel as well, and a lost connection is reported by its router.
+    async fn send_own(&mut self) {
+        let (subscribe, unsubscribe) = self.own.take();
+        if subscribe.is_empty() && unsubscribe.is_empty() {
+            return;
+        }
+        let limit = self.command_timeout;
+        match &mut self.source {
+            Source::Dedicated {
+                connection: Some(conn),
+                ..
+            } => {
+                if !subscribe.is_empty()
+                    && let Err(err) = within(limit, conn.subscribe(&subscribe)).await
+                {
+                    tracing::debug!(%err, "release listener: waiters' own channels not subscribed");
+                }
+                if !unsubscribe.is_empty()
+                    && let Err(err) = within(limit, conn.unsubscribe(&unsubscribe)).await
+                {
+                    tracing::debug!(%err, "release listener: waiters' own channels not unsubscribed");
+                }
+            }
+            // Not connected: the next connection has none of them.
+            Source::Dedicated { .. } => {}
+            #[cfg(feature = "cluster")]
+            Source::Sharded { conn, .. } => {
+                for (channels, on) in [(subscribe, true), (unsubscribe, false)] {
+                    for channel in channels {
+                        let _ = sharded_subscription(conn, &channel, on, limit).await;
+                    }
+                }
             }
         }
     }

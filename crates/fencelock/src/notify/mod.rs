@@ -20,6 +20,13 @@
 //! it also wakes when the holder's lease would have run out, so a lost message costs a bounded
 //! delay, never a hang.
 //!
+//! A waiter whose lock may be passed to it by its token (a plain lock on one server, a fair
+//! lock) also has a channel of its own, the lock's channel and `:<token>`, subscribed while it
+//! waits and never lingering: releases send it the message addressed to it there first, and on
+//! the lock's channel only if nobody heard it there (docs/PROTOCOL.md), so a pass is written to
+//! one client, not to every client that waits. Its subscription is best effort: a release that
+//! reaches nobody on it goes on the lock's channel too.
+//!
 //! - `mod.rs`: [`ReleaseNotifier`] and a waiter's [`Subscription`];
 //! - `registry.rs`: the waiters of each channel, what a message says ([`Pass`]), and waking
 //!   them;
@@ -53,6 +60,14 @@ enum Request {
     Unsubscribe {
         channel: String,
     },
+    /// A waiter's own channel (see [`registry::own_channel`]) to subscribe, and the one it
+    /// listened on before, to unsubscribe (no linger: a token is never used again). Neither is
+    /// confirmed nor subscribed again after a loss: a release that reaches nobody there goes on
+    /// the lock's channel as well.
+    Own {
+        subscribe: Option<String>,
+        unsubscribe: Option<String>,
+    },
 }
 
 /// The client's release listener (cheap to clone).
@@ -72,6 +87,8 @@ pub(crate) struct Subscription {
     /// Wakes this waiter alone, by the owner token it answers to.
     personal: Arc<Personal>,
     address: Option<String>,
+    /// The channel of this waiter alone that it asked the listener to subscribe, if any.
+    own: Option<String>,
 }
 
 /// A release listener before its task starts: the waiters' registry exists, so that a
@@ -137,6 +154,7 @@ impl Prepared {
             losses,
             report_losses,
             connection: 0,
+            own: listener::OwnChannels::default(),
         };
         tokio::spawn(listener.run(rx));
         ReleaseNotifier { registry, requests }
@@ -212,6 +230,7 @@ impl ReleaseNotifier {
             generation,
             personal: Arc::default(),
             address: None,
+            own: None,
         }
     }
 
@@ -240,24 +259,36 @@ impl Subscription {
     }
 
     /// Makes release messages addressed to `token` (the owner token of the waiter's current
-    /// request) wake this waiter. Cheap when the token did not change; a new token forgets what
-    /// was passed to the old one.
-    pub(crate) fn answer_to(&mut self, token: &str) {
+    /// request) wake this waiter; with `own`, for a request whose lock may be passed to it by
+    /// its token, also subscribes the waiter's own channel, where such messages go first (one
+    /// client to write to, where the lock's channel has every client that waits). Cheap when
+    /// the token did not change; a new token forgets what was passed to the old one.
+    pub(crate) fn answer_to(&mut self, token: &str, own: bool) {
         if self.address.as_deref() == Some(token) {
             return;
         }
         *self.personal.addressed() = None;
-        let mut registry = lock(&self.registry);
-        let Some(entry) = registry.get_mut(&self.channel) else {
-            return;
-        };
-        if let Some(old) = self.address.take() {
-            entry.addressed.remove(&old);
+        {
+            let mut registry = lock(&self.registry);
+            let Some(entry) = registry.get_mut(&self.channel) else {
+                return;
+            };
+            if let Some(old) = self.address.take() {
+                entry.addressed.remove(&old);
+            }
+            entry
+                .addressed
+                .insert(token.to_owned(), self.personal.clone());
         }
-        entry
-            .addressed
-            .insert(token.to_owned(), self.personal.clone());
         self.address = Some(token.to_owned());
+        let subscribe = own.then(|| registry::own_channel(&self.channel, token));
+        if subscribe.is_some() || self.own.is_some() {
+            let unsubscribe = std::mem::replace(&mut self.own, subscribe.clone());
+            let _ = self.requests.send(Request::Own {
+                subscribe,
+                unsubscribe,
+            });
+        }
     }
 
     /// Resolves at the next release message for this channel that wakes this waiter (at once if
@@ -290,6 +321,12 @@ impl Subscription {
 
 impl Drop for Subscription {
     fn drop(&mut self) {
+        if let Some(own) = self.own.take() {
+            let _ = self.requests.send(Request::Own {
+                subscribe: None,
+                unsubscribe: Some(own),
+            });
+        }
         let mut registry = lock(&self.registry);
         let Some(entry) = registry.get_mut(&self.channel) else {
             return;

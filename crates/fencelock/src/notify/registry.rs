@@ -152,13 +152,38 @@ pub(super) fn lock(registry: &Registry) -> std::sync::MutexGuard<'_, HashMap<Str
     registry.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
+/// The channel of one waiter: the lock's channel, `:`, the owner token of its request. Release
+/// messages addressed to that waiter go there first (`publish_to` in `script/prelude.lua`).
+pub(super) fn own_channel(channel: &str, token: &str) -> String {
+    format!("{channel}:{token}")
+}
+
 /// Hands a message to the payload readers of its channel, and wakes one local waiter of the
-/// channel that was released, the one addressed, or all.
+/// channel that was released, the one addressed, or all. A message on a waiter's own channel
+/// (see [`own_channel`]) is for that waiter alone: it is not heard by payload readers, and it
+/// wakes nobody else (the lock's channel carries the same message to them if it must).
 pub(super) fn deliver(registry: &Registry, channel: &str, payload: &[u8]) {
     let registry = lock(registry);
-    let Some(entry) = registry.get(channel) else {
-        return;
+    let (entry, only) = match registry.get(channel) {
+        Some(entry) => (entry, None),
+        None => {
+            let Some((entry, token)) = channel
+                .rsplit_once(':')
+                .and_then(|(lock, token)| Some((registry.get(lock)?, token)))
+            else {
+                return;
+            };
+            (entry, Some(token.as_bytes()))
+        }
     };
+    if only.is_some() {
+        if let Wake::Token(token, pass, behind) = Wake::of(payload) {
+            let token = Some(token).filter(|t| Some(*t) == only);
+            let behind = behind.filter(|t| Some(*t) == only);
+            wake_addressed(entry, token, pass, behind);
+        }
+        return;
+    }
     if let Some(heard) = &entry.heard {
         // Copied only for a payload reader (nobody left to hear it: nothing to do).
         let _ = heard.send(Heard::Message(Arc::from(payload)));
@@ -169,29 +194,38 @@ pub(super) fn deliver(registry: &Registry, channel: &str, payload: &[u8]) {
                 entry.wake_one.add_permits(1);
             }
         }
-        Wake::Token(token, pass, behind) => {
-            let waiter = |token: &[u8]| {
-                std::str::from_utf8(token)
-                    .ok()
-                    .and_then(|token| entry.addressed.get(token))
-            };
-            if let Some(waiter) = waiter(token) {
-                if let Some(pass) = pass {
-                    *waiter.addressed() = Some(Addressed::Passed(pass));
-                }
-                waiter.wake();
-            }
-            if let Some(waiter) = behind.and_then(waiter) {
-                let mut addressed = waiter.addressed();
-                // A pass to it that it has not taken yet stays.
-                if !matches!(*addressed, Some(Addressed::Passed(_))) {
-                    *addressed = Some(Addressed::Behind(tokio::time::Instant::now() + BEHIND));
-                    drop(addressed);
-                    waiter.wake();
-                }
-            }
-        }
+        Wake::Token(token, pass, behind) => wake_addressed(entry, Some(token), pass, behind),
         Wake::All => entry.generation.send_modify(|g| *g = g.wrapping_add(1)),
+    }
+}
+
+/// Wakes the waiter with owner token `token` (and tells it what was passed to it), and tells the
+/// waiter `behind` (next in line) when to try again.
+fn wake_addressed(
+    entry: &Channel,
+    token: Option<&[u8]>,
+    pass: Option<Pass>,
+    behind: Option<&[u8]>,
+) {
+    let waiter = |token: &[u8]| {
+        std::str::from_utf8(token)
+            .ok()
+            .and_then(|token| entry.addressed.get(token))
+    };
+    if let Some(waiter) = token.and_then(waiter) {
+        if let Some(pass) = pass {
+            *waiter.addressed() = Some(Addressed::Passed(pass));
+        }
+        waiter.wake();
+    }
+    if let Some(waiter) = behind.and_then(waiter) {
+        let mut addressed = waiter.addressed();
+        // A pass to it that it has not taken yet stays.
+        if !matches!(*addressed, Some(Addressed::Passed(_))) {
+            *addressed = Some(Addressed::Behind(tokio::time::Instant::now() + BEHIND));
+            drop(addressed);
+            waiter.wake();
+        }
     }
 }
 

@@ -22,6 +22,39 @@ local function try_publish(channel, message)
   return type(redis.pcall(PUBLISH_COMMAND, channel, message)) ~= 'table'
 end
 
+-- Whether a message published on the channel of one waiter, `<channel>:<token>` (where only the
+-- client of the waiter with that owner token listens), reached a client; a refusal (an ACL user
+-- that may not publish there) did not.
+local function reached(channel, token, message)
+  local n = redis.pcall(PUBLISH_COMMAND, channel .. ':' .. token, message)
+  return type(n) == 'number' and n > 0
+end
+
+-- Publishes a message addressed to the waiter `token`, and to `behind` (the next in line) if
+-- given, on each one's own channel: one write, to the client that waits, where the lock's
+-- channel goes to every client that waits for the lock, so a pass costs the same however many
+-- wait. When either has nobody listening there (a client of protocol 1, a subscription not made
+-- yet, a refusal), the message goes on the lock's channel as well, as `publish` sends it.
+local function publish_to(channel, message, token, behind)
+  local missed = not reached(channel, token, message)
+  if behind and not reached(channel, behind, message) then
+    missed = true
+  end
+  if missed then
+    publish(channel, message)
+  end
+end
+
+-- As `publish_to`, but answers false instead of raising when the lock's channel refuses the
+-- message (see `try_publish`).
+local function try_publish_to(channel, message, token, behind)
+  local missed = not reached(channel, token, message)
+  if behind and not reached(channel, behind, message) then
+    missed = true
+  end
+  return not missed or try_publish(channel, message)
+end
+
 -- The server's clock as TIME gives it, read once per script run: the calls of a batch share it
 -- (script/batch.lua), and fences stay unique per fence key (see `next_fence`).
 local clock

@@ -84,6 +84,10 @@ impl Protocol for Fair {
         true
     }
 
+    fn passes_to_waiters(&self, _single: bool) -> bool {
+        true
+    }
+
     fn redlock_refusal(&self) -> Option<&'static str> {
         Some(
             "a fair lock cannot be held over Redlock: each instance orders its own queue, so no \

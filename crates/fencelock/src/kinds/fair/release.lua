@@ -3,7 +3,7 @@
 -- (the only one that may take it): a new fence, a short lease, the claim (PASS_CLAIM_MS, or until
 -- the head's place would have lapsed if that is sooner: a live head confirms the full lease
 -- within it, a head that died since its last refresh costs no more), told with
--- `to:<token>:<fence>:<lapses>:<ends>`, so that it sends no acquire. When the head changed otherwise (it gave up), the new head is woken by its token;
+-- `to:<token>:<fence>:<lapses>:<ends>` on its own channel (`publish_to`), so that it sends no acquire. When the head changed otherwise (it gave up), the new head is woken by its token;
 -- with nobody queued, every waiter.
 -- KEYS[1] the lock key, KEYS[2] the fence key, KEYS[3] the queue, KEYS[4] the liveness set
 -- ARGV[1] the owner token, ARGV[2] the release channel, ARGV[3] the fence (or '')
@@ -37,14 +37,14 @@ if last then
   end
   -- The passed lease is a claim, as the plain lock's (kinds/plain/release.lua).
   local ends = math.min(lapses, now + PASS_CLAIM_MS)
-  publish(ARGV[2], WAKE_TO .. head .. ':' .. text .. ':' .. int(lapses) .. ':' .. int(ends))
+  publish_to(ARGV[2], WAKE_TO .. head .. ':' .. text .. ':' .. int(lapses) .. ':' .. int(ends), head)
   redis.call('set', KEYS[2], text)
   redis.call('set', KEYS[1], head .. ':' .. text, 'PX', ends - now)
   redis.call('zrem', KEYS[3], head)
   redis.call('zrem', KEYS[4], head)
 elseif changed then
   if head then
-    publish(ARGV[2], WAKE_TO .. head)
+    publish_to(ARGV[2], WAKE_TO .. head, head)
   else
     publish(ARGV[2], WAKE_ALL)
   end

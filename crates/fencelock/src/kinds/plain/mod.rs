@@ -95,6 +95,10 @@ impl Protocol for Plain {
         single
     }
 
+    fn passes_to_waiters(&self, single: bool) -> bool {
+        single
+    }
+
     fn place_lasts(&self, queue_timeout: Duration, ttl: Duration) -> Duration {
         queue_timeout.min(ttl)
     }

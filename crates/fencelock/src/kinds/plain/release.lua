@@ -4,8 +4,8 @@
 -- until its place would have lapsed if that is sooner: a live waiter confirms the full lease
 -- within it, a waiter that died since its last refresh costs no more), marked as waited for
 -- while others are still in line, and told with `to:<token>:<fence>:<lapses>:<ends>`, followed
--- by `:<token>` of the next in line if there is one (it tries again when the claim ends). With
--- nobody in line, wake one waiter of each client.
+-- by `:<token>` of the next in line if there is one (it tries again when the claim ends), on
+-- each one's own channel (`publish_to`). With nobody in line, wake one waiter of each client.
 -- KEYS[1] the lock key; ARGV[1] on one server the value the owner's grant wrote,
 -- `<token>:<fence>`, otherwise (over Redlock, where each instance's value has a fence of its own,
 -- and for a grant given back unseen) the owner token alone; ARGV[2] (over Redlock only) the
@@ -85,20 +85,21 @@ if last then
     -- The next fence: max(last + 1, clock), as every grant's.
     local fence = string.format('%.0f', math.max(last + 1, clock_us))
     redis.call('set', fence_key, fence)
-    local mark, behind = '', ''
+    local mark, behind, second = '', '', nil
     if #line > 2 then
       -- Someone else is in line (a place that lapses meanwhile costs one wake-up at most): it
-      -- is named, so that it tries again when the claim below runs out.
+      -- is named, and told, so that it tries again when the claim below runs out.
       mark = '+'
-      behind = ':' .. line[3]
+      second = line[3]
+      behind = ':' .. second
     end
     -- The passed lease is a claim: PASS_CLAIM_MS, or less if the place lapses sooner. A live
     -- waiter confirms its full lease within it; one that died since its last refresh keeps
     -- the lock idle no longer than that.
     local ends = math.min(lapses, now + PASS_CLAIM_MS)
     redis.call('set', KEYS[1], token .. ':' .. fence .. mark, 'PX', ends - now)
-    if try_publish(channel, WAKE_TO .. token .. ':' .. fence .. ':' .. string.format('%.0f', lapses)
-        .. ':' .. string.format('%.0f', ends) .. behind) then
+    if try_publish_to(channel, WAKE_TO .. token .. ':' .. fence .. ':' .. string.format('%.0f', lapses)
+        .. ':' .. string.format('%.0f', ends) .. behind, token, second) then
       return 1
     end
     return 2
