@@ -51,9 +51,12 @@ struct Args {
     /// W2: seconds.
     #[arg(long, value_name = "SECONDS")]
     w2_seconds: Option<f64>,
-    /// W3: seconds.
+    /// W3: seconds (W9's too).
     #[arg(long, value_name = "SECONDS")]
     w3_seconds: Option<f64>,
+    /// W9: numbers of workers, comma-separated (default: 8,64,256).
+    #[arg(long, value_delimiter = ',', value_name = "N")]
+    w9_workers: Option<Vec<usize>>,
     /// W4: seconds per phase (healthy, one instance stopped).
     #[arg(long, value_name = "SECONDS")]
     w4_seconds: Option<f64>,
@@ -117,6 +120,9 @@ fn options(args: &Args) -> Result<BenchOptions, BenchError> {
     }
     if let Some(s) = args.w2_seconds {
         opts.w2_duration = seconds(s, "w2-seconds")?;
+    }
+    if let Some(workers) = &args.w9_workers {
+        opts.w9_workers.clone_from(workers);
     }
     if let Some(s) = args.w3_seconds {
         opts.w3_duration = seconds(s, "w3-seconds")?;

@@ -29,11 +29,13 @@ pub enum Workload {
     W7,
     /// Fenced writes: a plain `SET`, a raw fenced script, fencelock's fenced store.
     W8,
+    /// W3 at several numbers of workers: what a contended grant costs the server.
+    W9,
 }
 
 impl Workload {
     /// All workloads.
-    pub const ALL: [Workload; 8] = [
+    pub const ALL: [Workload; 9] = [
         Workload::W1,
         Workload::W2,
         Workload::W3,
@@ -42,6 +44,7 @@ impl Workload {
         Workload::W6,
         Workload::W7,
         Workload::W8,
+        Workload::W9,
     ];
 }
 
@@ -58,7 +61,8 @@ impl std::str::FromStr for Workload {
             "w6" | "6" => Ok(Workload::W6),
             "w7" | "7" => Ok(Workload::W7),
             "w8" | "8" => Ok(Workload::W8),
-            other => Err(format!("unknown workload {other:?} (expected w1 … w8)")),
+            "w9" | "9" => Ok(Workload::W9),
+            other => Err(format!("unknown workload {other:?} (expected w1 … w9)")),
         }
     }
 }
@@ -90,6 +94,8 @@ pub struct BenchOptions {
     pub w3_hold: Duration,
     /// See `w3_workers`.
     pub w3_duration: Duration,
+    /// W9: W3 (its hold and its duration) at each of these numbers of workers.
+    pub w9_workers: Vec<usize>,
     /// W4: instances, the length of each phase (healthy, one stopped), the raw baseline's
     /// per-instance timeout, and the limit after which a cycle counts as hung.
     pub w4_instances: usize,
@@ -189,6 +195,7 @@ impl BenchOptions {
             w3_workers: 8,
             w3_hold: Duration::from_millis(1),
             w3_duration: Duration::from_secs(5),
+            w9_workers: vec![8, 64, 256],
             w4_instances: 5,
             w4_phase: Duration::from_secs(3),
             w4_instance_timeout: Duration::from_millis(50),
@@ -219,6 +226,7 @@ impl BenchOptions {
             w1_duration: Duration::from_millis(250),
             w2_duration: Duration::from_millis(500),
             w3_duration: Duration::from_millis(500),
+            w9_workers: vec![4],
             w4_phase: Duration::from_millis(250),
             w4_cycle_limit: Duration::from_secs(1),
             w5_locks: 500,
@@ -245,6 +253,7 @@ impl BenchOptions {
         }
         if self.w2_tasks == 0
             || self.w3_workers == 0
+            || self.w9_workers.contains(&0)
             || self.w4_instances == 0
             || self.w7_tasks == 0
         {
@@ -299,6 +308,10 @@ impl BenchOptions {
                     "W3: {} workers (one client each) × {:?}, holding the lock {:?} each time (a thread sleep on the blocking pool)",
                     self.w3_workers, self.w3_duration, self.w3_hold
                 ),
+            ),
+            (
+                Some(Workload::W9),
+                format!("W9: W3 with {:?} workers", self.w9_workers),
             ),
             (
                 Some(Workload::W4),

@@ -84,6 +84,15 @@ pub(crate) async fn server_cpu_seconds(conn: &mut MultiplexedConnection) -> Resu
     Ok(get("used_cpu_user") + get("used_cpu_sys"))
 }
 
+/// The server's client connections now (`connected_clients` of `INFO clients`).
+pub(crate) async fn connected_clients(conn: &mut MultiplexedConnection) -> Result<u64> {
+    let clients = info(conn, "clients").await?;
+    Ok(clients
+        .get("connected_clients")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0))
+}
+
 /// Calls per command since the last `CONFIG RESETSTAT` (commands run inside scripts included),
 /// without the `INFO`/`CONFIG` commands of the benchmark itself.
 /// Each command's `(calls, usec)`.

@@ -72,7 +72,57 @@ impl Report {
         self.check_w4(&mut out);
         self.check_w5(&mut out);
         self.check_w6(&mut out);
+        self.check_w9(&mut out);
         out
+    }
+
+    /// W9, at each number of workers: fencelock's server CPU per grant at or below every
+    /// polling peer's, its grants/s at or above theirs, and its wait p99 within 1.5× its p50.
+    fn check_w9(&self, out: &mut Vec<TargetCheck>) {
+        let mut counts: Vec<usize> = self.w9.iter().map(|r| r.workers).collect();
+        counts.dedup();
+        for n in counts {
+            let rows: Vec<_> = self.w9.iter().filter(|r| r.workers == n).cloned().collect();
+            let Some(f) = ran(&rows, "fencelock") else {
+                out.push(unmeasured(&format!("W9 ({n} workers): fencelock ran")));
+                continue;
+            };
+            let peers: Vec<(&str, f64)> = rows
+                .iter()
+                .filter(|r| r.error.is_none() && PEERS_POLLING.contains(&r.library.as_str()))
+                .filter_map(|r| Some((r.library.as_str(), r.server_us_per_grant?)))
+                .collect();
+            let best = peers.iter().copied().min_by(|a, b| a.1.total_cmp(&b.1));
+            let target = format!("W9 ({n} workers): server µs/grant ≤ the best polling peer's");
+            out.push(match (f.server_us_per_grant, best) {
+                (Some(mine), Some((peer, theirs))) => TargetCheck {
+                    target,
+                    measured: format!("{mine:.0} µs against {theirs:.0} ({peer})"),
+                    met: Some(mine <= theirs),
+                },
+                _ => unmeasured(&target),
+            });
+            let rates = ok_rows(&rows, |m| m.acquisitions_per_s);
+            out.push(ahead_of_peers(
+                &format!("W9 ({n} workers): grants/s"),
+                &rates,
+                PEERS_POLLING,
+            ));
+            let target = format!("W9 ({n} workers): fencelock's wait p99 ≤ 1.5× its p50");
+            out.push(match (f.wait_p50_us, f.wait_p99_us) {
+                (Some(p50), Some(p99)) if p50 > 0.0 => TargetCheck {
+                    target,
+                    measured: format!(
+                        "{:.2}× ({:.1} ms against {:.1} ms)",
+                        p99 / p50,
+                        p99 / 1000.0,
+                        p50 / 1000.0
+                    ),
+                    met: Some(p99 <= 1.5 * p50),
+                },
+                _ => unmeasured(&target),
+            });
+        }
     }
 
     /// W1 and W2: fencelock's ratio to raw; W2: fencelock above rslock.
@@ -276,6 +326,9 @@ impl Report {
 const PEERS_FENCED: &[&str] = &["raw-fenced", "rslock"];
 /// Every contender but fencelock (W3: waiting is where a library earns its keep).
 const PEERS_ALL: &[&str] = &["raw", "raw-fenced", "rslock", "redlock"];
+/// The peers W9's goals name: the libraries (raw and raw-fenced poll every 1 ms, which no
+/// library does).
+const PEERS_POLLING: &[&str] = &["rslock", "redlock"];
 
 /// (library, value) of the rows that ran.
 fn ok_rows<M>(rows: &[LibraryRow<M>], value: fn(&M) -> f64) -> Vec<(&str, f64)> {

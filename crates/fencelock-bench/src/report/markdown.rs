@@ -22,6 +22,7 @@ impl Report {
         }
         self.w7_markdown(&mut md);
         self.w8_markdown(&mut md);
+        self.w9_markdown(&mut md);
         self.targets_markdown(&mut md);
         if !self.notes.is_empty() {
             let _ = writeln!(md, "\n### Notes\n");
@@ -164,6 +165,53 @@ impl Report {
                 ]
             },
         );
+    }
+
+    fn w9_markdown(&self, md: &mut String) {
+        let mut counts: Vec<usize> = self.w9.iter().map(|r| r.workers).collect();
+        counts.dedup();
+        for n in counts {
+            let rows: Vec<_> = self.w9.iter().filter(|r| r.workers == n).cloned().collect();
+            library_table(
+                md,
+                &rows,
+                &format!(
+                    "W9 — what a contended grant costs the server ({n} workers, each its own client, one key)"
+                ),
+                &[
+                    "library",
+                    "grants/s",
+                    "wait p50 ms",
+                    "wait p99 ms",
+                    "p99/p50",
+                    "server µs/grant",
+                    "commands/grant",
+                    "connections",
+                    "grants per worker (min–max)",
+                    "violations",
+                    "ratio to raw",
+                ],
+                "lrrrrrrrrrr",
+                |r| {
+                    let ms = |us: Option<f64>| opt(us.map(|x| x / 1000.0), 1);
+                    let spread = match (r.wait_p50_us, r.wait_p99_us) {
+                        (Some(p50), Some(p99)) if p50 > 0.0 => Some(p99 / p50),
+                        _ => None,
+                    };
+                    vec![
+                        format!("{:.0}", r.acquisitions_per_s),
+                        ms(r.wait_p50_us),
+                        ms(r.wait_p99_us),
+                        opt(spread, 2),
+                        opt(r.server_us_per_grant, 0),
+                        opt(r.commands_per_grant, 1),
+                        r.connections.map_or_else(|| "–".into(), |c| c.to_string()),
+                        format!("{}–{}", r.min_grants, r.max_grants),
+                        (r.violations + r.lost_updates).to_string(),
+                    ]
+                },
+            );
+        }
     }
 
     fn w4_markdown(&self, md: &mut String) {

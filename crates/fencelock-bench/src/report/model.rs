@@ -252,6 +252,18 @@ pub struct W3Measured {
     pub violations: u64,
     /// Updates lost by the read-then-write counter.
     pub lost_updates: u64,
+    /// The server's CPU (user + system) per grant, µs: the whole run, from the first worker's
+    /// first try to the last release, over every grant in it.
+    #[serde(default)]
+    pub server_us_per_grant: Option<f64>,
+    /// Server commands per grant (`total_commands_processed`, commands run inside scripts
+    /// included), counted as the CPU is.
+    #[serde(default)]
+    pub commands_per_grant: Option<f64>,
+    /// The server's client connections in the middle of the window (`connected_clients`, the
+    /// benchmark's own one included).
+    #[serde(default)]
+    pub connections: Option<u64>,
 }
 
 /// One phase of W4.
@@ -478,6 +490,10 @@ pub struct Report {
     /// W8: fenced writes (absent from reports written before it existed).
     #[serde(default)]
     pub w8: Vec<W8Row>,
+    /// W9: W3 at each number of workers, what a grant costs the server (absent from reports
+    /// written before it existed).
+    #[serde(default)]
+    pub w9: Vec<W3Row>,
     /// The targets.
     pub targets: Vec<TargetCheck>,
     /// Remarks (left-out contenders, how a workload ran).

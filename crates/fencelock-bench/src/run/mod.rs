@@ -32,6 +32,7 @@ pub async fn run(opts: BenchOptions) -> Result<Report> {
         w6: W6Report::default(),
         w7: Vec::new(),
         w8: Vec::new(),
+        w9: Vec::new(),
         targets: Vec::new(),
         notes: Vec::new(),
     };
@@ -77,6 +78,13 @@ pub async fn run(opts: BenchOptions) -> Result<Report> {
             opts.w7_duration,
         )
         .await;
+    }
+    if has(Workload::W9) {
+        for &workers in &opts.w9_workers {
+            report
+                .w9
+                .extend(run_w3_with(&opts, &single_server, workers).await);
+        }
     }
     if has(Workload::W8) {
         report.w8 = fenced_writes::w8(opts.w7_tasks, opts.w7_repetitions, opts.w7_duration).await;
@@ -148,12 +156,17 @@ async fn run_w2(opts: &BenchOptions, libraries: &[Library]) -> Vec<W2Row> {
 }
 
 async fn run_w3(opts: &BenchOptions, libraries: &[Library]) -> Vec<W3Row> {
+    run_w3_with(opts, libraries, opts.w3_workers).await
+}
+
+/// W3 with `workers` workers, each library in turn.
+async fn run_w3_with(opts: &BenchOptions, libraries: &[Library], workers: usize) -> Vec<W3Row> {
     let mut rows = Vec::with_capacity(libraries.len());
     for &lib in libraries {
         let row = workloads::w3(
             lib,
             opts.ttl,
-            opts.w3_workers,
+            workers,
             opts.w3_hold,
             opts.w3_duration,
             opts.max_cycles,
@@ -161,7 +174,7 @@ async fn run_w3(opts: &BenchOptions, libraries: &[Library]) -> Vec<W3Row> {
         .await
         .unwrap_or_else(|e| {
             let measured = W3Measured {
-                workers: opts.w3_workers,
+                workers,
                 ..W3Measured::default()
             };
             W3Row::failed(lib, measured, e)

@@ -93,6 +93,9 @@ impl Arena {
                 max_grants: grants.iter().copied().max().unwrap_or(0),
                 violations: self.violations.load(Ordering::SeqCst),
                 lost_updates: all.saturating_sub(counter),
+                server_us_per_grant: None,
+                commands_per_grant: None,
+                connections: None,
             },
         )
     }
@@ -141,8 +144,17 @@ pub(crate) async fn w3(
         lockers.push(Locker::connect(library, &url, ttl).await?);
     }
     let arena = Arc::new(Arena::new());
+    let mut admin = bed.admin.clone();
+    let before = server_counters(&mut admin).await?;
     let start = Instant::now() + Duration::from_millis(50);
     let end = start + duration;
+    let connections = {
+        let mut admin = admin.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep_until(start + duration / 2).await;
+            crate::system::connected_clients(&mut admin).await.ok()
+        })
+    };
     let per_worker_max = max_cycles / workers.max(1) as u64 + 1;
     let mut set = tokio::task::JoinSet::new();
     for (id, locker) in lockers.into_iter().enumerate() {
@@ -193,8 +205,24 @@ pub(crate) async fn w3(
     if let Some(e) = first_error {
         return Err(e);
     }
+    let after = server_counters(&mut admin).await?;
+    let connections = connections.await.ok().flatten();
     drop(bed);
-    Ok(arena.row(library, workers, duration, &grants, all))
+    let mut row = arena.row(library, workers, duration, &grants, all);
+    if all > 0 {
+        let per_grant = |x: f64| Some(x / all as f64);
+        row.measured.server_us_per_grant = per_grant((after.0 - before.0) * 1e6);
+        row.measured.commands_per_grant = per_grant(after.1.saturating_sub(before.1) as f64);
+    }
+    row.measured.connections = connections;
+    Ok(row)
+}
+
+/// The server's CPU seconds and commands processed so far.
+async fn server_counters(admin: &mut redis::aio::MultiplexedConnection) -> Result<(f64, u64)> {
+    let cpu = crate::system::server_cpu_seconds(admin).await?;
+    let commands = crate::system::counters(admin).await?.commands;
+    Ok((cpu, commands))
 }
 
 async fn critical_section(arena: &Arena, id: usize, hold: Duration) {
