@@ -27,7 +27,7 @@ struct Args {
     /// Contenders, comma-separated (default: all built in).
     #[arg(long, value_delimiter = ',')]
     libraries: Option<Vec<Library>>,
-    /// Workloads, comma-separated: w1,w2,w3,w4,w5,w6,w7,w8 (default: all).
+    /// Workloads, comma-separated: w1,w2,w3,w4,w5,w6,w7,w8,w9 (default: all).
     #[arg(long, value_delimiter = ',')]
     workloads: Option<Vec<Workload>>,
     /// Write the report as JSON to this file.
