@@ -460,11 +460,18 @@ impl Subscriptions {
     }
 
     /// Makes messages addressed to `token` (the owner token of the current request) wake this
-    /// waiter; with `own`, for a request whose lock may be passed to it by its token, also
-    /// subscribes the waiter's own channel (see [`Subscription::answer_to`]).
-    pub(crate) fn answer_to(&mut self, token: &str, own: bool) {
+    /// waiter.
+    pub(crate) fn answer_to(&mut self, token: &str) {
         for subscription in &mut self.0 {
-            subscription.answer_to(token, own);
+            subscription.answer_to(token);
+        }
+    }
+
+    /// Subscribes the current request's own channel (see
+    /// [`Subscription::listen_on_own_channel`]).
+    pub(crate) fn listen_on_own_channel(&mut self) {
+        for subscription in &mut self.0 {
+            subscription.listen_on_own_channel();
         }
     }
 

@@ -155,7 +155,7 @@ impl LockRequest {
             // each try, or a release between the try and the wait below would be lost (the
             // waiter would sleep until it refreshes its place).
             if let Some(waiting) = &mut subscription {
-                waiting.answer_to(in_flight.hold.token.as_str(), passed_by_token);
+                waiting.answer_to(in_flight.hold.token.as_str());
             }
             in_flight.switch_epoch = shared.instances.switch_epoch();
             let round = self
@@ -183,6 +183,10 @@ impl LockRequest {
             };
             if _counted.is_none() {
                 _counted = Some(crate::observe::Waiting::start(self.protocol.label()));
+            }
+            // In line now: a pass to this request goes on its own channel first.
+            if passed_by_token {
+                waiting.listen_on_own_channel();
             }
             let pause = self.pause(split, remaining);
             let mut wake_at = give_up_at.map_or(now + pause, |at| at.min(now + pause));

@@ -37,12 +37,21 @@ pub(super) struct Listener {
     pub(super) own: OwnChannels,
 }
 
-/// Waiters' own channels, asked for and not sent yet.
+/// Waiters' own channels, asked for and not sent yet. Unsubscriptions wait (at most
+/// [`OWN_LINGER`]) for a subscription to go with: the two go in one write, and the server reads
+/// them at once, where a contended client would otherwise send one after each grant and one
+/// before each wait.
 #[derive(Default)]
 pub(super) struct OwnChannels {
     subscribe: Vec<String>,
     unsubscribe: Vec<String>,
+    /// When the unsubscriptions asked for go alone, if no subscription came to carry them.
+    due: Option<tokio::time::Instant>,
 }
+
+/// How long an unsubscription of a waiter's own channel waits for a subscription to go with.
+/// Nothing is published on the channel of a request that ended.
+const OWN_LINGER: std::time::Duration = std::time::Duration::from_millis(100);
 
 impl OwnChannels {
     /// What to send: the channels to subscribe and to unsubscribe, leaving out those that
@@ -84,6 +93,10 @@ impl Listener {
                         // Waiters may have missed a release while the connection was down.
                         wake_everyone(&self.registry);
                     }
+                }
+                () = sleep_until(self.own.due), if self.own.due.is_some() => {
+                    self.own.due = None;
+                    self.send_own_now().await;
                 }
                 () = sleep_until(self.lingering.front().map(|(_, at)| *at)), if !self.lingering.is_empty() => {
                     if let Some((channel, _)) = self.lingering.pop_front() {
@@ -141,10 +154,24 @@ impl Listener {
         }
     }
 
-    /// Subscribes and unsubscribes the waiters' own channels asked for, in one command each.
-    /// A failure is only logged: a release that reaches nobody on a waiter's own channel goes
-    /// on the lock's channel as well, and a lost connection is reported by its router.
+    /// Sends the subscriptions of waiters' own channels asked for, with the unsubscriptions
+    /// that waited for them; unsubscriptions alone wait (see [`OwnChannels`]).
     async fn send_own(&mut self) {
+        if self.own.subscribe.is_empty() {
+            if !self.own.unsubscribe.is_empty() && self.own.due.is_none() {
+                self.own.due = Some(tokio::time::Instant::now() + OWN_LINGER);
+            }
+            return;
+        }
+        self.own.due = None;
+        self.send_own_now().await;
+    }
+
+    /// Subscribes and unsubscribes the waiters' own channels asked for, one command each, in
+    /// one write. A failure is only logged: a release that reaches nobody on a waiter's own
+    /// channel goes on the lock's channel as well, and a lost connection is reported by its
+    /// router.
+    async fn send_own_now(&mut self) {
         let (subscribe, unsubscribe) = self.own.take();
         if subscribe.is_empty() && unsubscribe.is_empty() {
             return;
@@ -155,15 +182,23 @@ impl Listener {
                 connection: Some(conn),
                 ..
             } => {
-                if !subscribe.is_empty()
-                    && let Err(err) = within(limit, conn.subscribe(&subscribe)).await
-                {
-                    tracing::debug!(%err, "release listener: waiters' own channels not subscribed");
-                }
-                if !unsubscribe.is_empty()
-                    && let Err(err) = within(limit, conn.unsubscribe(&unsubscribe)).await
-                {
-                    tracing::debug!(%err, "release listener: waiters' own channels not unsubscribed");
+                let (mut on, mut off) = (conn.clone(), conn.clone());
+                let (subscribed, unsubscribed) = tokio::join!(
+                    async {
+                        if subscribe.is_empty() {
+                            return Ok(());
+                        }
+                        within(limit, on.subscribe(&subscribe)).await
+                    },
+                    async {
+                        if unsubscribe.is_empty() {
+                            return Ok(());
+                        }
+                        within(limit, off.unsubscribe(&unsubscribe)).await
+                    },
+                );
+                if let Err(err) = subscribed.and(unsubscribed) {
+                    tracing::debug!(%err, "release listener: waiters' own channels not (un)subscribed");
                 }
             }
             // Not connected: the next connection has none of them.

@@ -259,11 +259,9 @@ impl Subscription {
     }
 
     /// Makes release messages addressed to `token` (the owner token of the waiter's current
-    /// request) wake this waiter; with `own`, for a request whose lock may be passed to it by
-    /// its token, also subscribes the waiter's own channel, where such messages go first (one
-    /// client to write to, where the lock's channel has every client that waits). Cheap when
-    /// the token did not change; a new token forgets what was passed to the old one.
-    pub(crate) fn answer_to(&mut self, token: &str, own: bool) {
+    /// request) wake this waiter. Cheap when the token did not change; a new token forgets what
+    /// was passed to the old one, and gives up the old one's own channel.
+    pub(crate) fn answer_to(&mut self, token: &str) {
         if self.address.as_deref() == Some(token) {
             return;
         }
@@ -281,14 +279,32 @@ impl Subscription {
                 .insert(token.to_owned(), self.personal.clone());
         }
         self.address = Some(token.to_owned());
-        let subscribe = own.then(|| registry::own_channel(&self.channel, token));
-        if subscribe.is_some() || self.own.is_some() {
-            let unsubscribe = std::mem::replace(&mut self.own, subscribe.clone());
+        if let Some(old) = self.own.take() {
             let _ = self.requests.send(Request::Own {
-                subscribe,
-                unsubscribe,
+                subscribe: None,
+                unsubscribe: Some(old),
             });
         }
+    }
+
+    /// Subscribes the own channel of the waiter's current request (see [`Self::answer_to`]),
+    /// where the messages addressed to it go first: one client to write to, where the lock's
+    /// channel has every client that waits. For a request whose lock may be passed to it by
+    /// its token, once it has a place in line: a request granted at its first try costs no
+    /// subscription. A pass that comes before the subscription goes on the lock's channel.
+    pub(crate) fn listen_on_own_channel(&mut self) {
+        let Some(token) = &self.address else {
+            return;
+        };
+        let channel = registry::own_channel(&self.channel, token);
+        if self.own.as_ref() == Some(&channel) {
+            return;
+        }
+        let unsubscribe = self.own.replace(channel.clone());
+        let _ = self.requests.send(Request::Own {
+            subscribe: Some(channel),
+            unsubscribe,
+        });
     }
 
     /// Resolves at the next release message for this channel that wakes this waiter (at once if
