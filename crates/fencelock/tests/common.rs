@@ -343,3 +343,17 @@ pub fn server_ms(redis: &RedisServer) -> u64 {
         other => panic!("TIME: {other:?}"),
     }
 }
+
+/// Every line `MONITOR` shows on `redis` from now on.
+pub async fn monitor(
+    redis: &fencelock_testkit::RedisServer,
+) -> std::pin::Pin<Box<dyn futures_util::Stream<Item = String> + Send>> {
+    let monitor = match redis::Client::open(redis.url()) {
+        Ok(client) => client.get_async_monitor().await,
+        Err(e) => Err(e),
+    };
+    match monitor {
+        Ok(monitor) => Box::pin(monitor.into_on_message::<String>()),
+        Err(e) => panic!("MONITOR: {e}"),
+    }
+}

@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use fencelock_testkit::RedisServer;
 
-use common::{calls, client, server};
+use common::{calls, client, monitor, server};
+use futures_util::StreamExt;
 
 /// Whether the server knows `SET … IFEQ` (asked on a key of its own).
 fn has_set_ifeq(redis: &RedisServer) -> bool {
@@ -99,6 +100,25 @@ async fn a_value_marked_by_a_waiter_is_renewed_by_script_and_the_lock_passed_on(
     }
     assert!(guard.is_held(), "the holder lost a lock someone waited for");
     assert!(!waiting.is_finished(), "the waiter got a lock still held");
+    // The first renewal after the mark missed and went by script; the hold remembers the mark,
+    // and where the server has SET IFEQ, the renewals that follow compare with the marked value
+    // (one round trip, no script). Extend calls have two arguments (token, ms); the waiter's
+    // tries have four.
+    let mut heard = monitor(&redis).await;
+    let mut extends = 0;
+    let window = tokio::time::Instant::now() + Duration::from_millis(1500);
+    while let Ok(Some(line)) = tokio::time::timeout_at(window, heard.next()).await {
+        extends += common::script_calls(&line)
+            .iter()
+            .filter(|args| args.len() == 2)
+            .count();
+    }
+    if has_set_ifeq(&redis) {
+        assert_eq!(extends, 0, "renewals of a marked value ran the script");
+    } else {
+        assert!(extends >= 1, "no renewal heard in 1.5 s");
+    }
+    assert!(guard.is_held(), "the holder lost a lock someone waited for");
     guard.release().await.unwrap();
     let next = waiting.await.unwrap().unwrap();
     assert!(next.fence() > fence);

@@ -11,7 +11,7 @@ use std::time::Duration;
 use fencelock::Error;
 use futures_util::StreamExt;
 
-use common::{calls, client, integer_reply, keys, server};
+use common::{calls, client, integer_reply, keys, monitor, server};
 
 /// What the lock key holds (`<token>:<fence>[+]`), or `None` when it is free.
 fn value(redis: &fencelock_testkit::RedisServer, name: &str) -> Option<String> {
@@ -25,20 +25,6 @@ fn value(redis: &fencelock_testkit::RedisServer, name: &str) -> Option<String> {
 /// How many places the lock's line of waiters holds.
 fn in_line(redis: &fencelock_testkit::RedisServer, name: &str) -> i64 {
     integer_reply(redis, &["ZCARD", &format!("fencelock:{{{name}}}:waiters")])
-}
-
-/// Every line `MONITOR` shows on `redis` from now on.
-async fn monitor(
-    redis: &fencelock_testkit::RedisServer,
-) -> std::pin::Pin<Box<dyn futures_util::Stream<Item = String> + Send>> {
-    let monitor = match redis::Client::open(redis.url()) {
-        Ok(client) => client.get_async_monitor().await,
-        Err(e) => Err(e),
-    };
-    match monitor {
-        Ok(monitor) => Box::pin(monitor.into_on_message::<String>()),
-        Err(e) => panic!("MONITOR: {e}"),
-    }
 }
 
 /// The script calls heard until `MONITOR` falls quiet (300 ms), each as its arguments (see

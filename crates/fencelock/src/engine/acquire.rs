@@ -125,6 +125,7 @@ impl LockRequest {
             keys,
             token: OwnerToken::for_lock(&self.name)?,
             linger: self.lock_delay,
+            marked: Default::default(),
         }))
     }
 

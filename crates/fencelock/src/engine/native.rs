@@ -3,13 +3,17 @@
 //! grant whose value is exactly what it wrote, with no script. Anything else (a value marked
 //! since someone waited, a key gone or taken, a server without the command) is left to the
 //! kind's extend script, which gives the answer; a server that refuses the syntax is asked by
-//! script from then on (`Server::lacks_set_ifeq`).
+//! script from then on (`Server::lacks_set_ifeq`). A miss that the script then re-arms was a
+//! value marked since the grant (the token and fence are the hold's): the hold remembers it
+//! ([`remember_mark`]), and compares with the marked value from then on, so a contended lock's
+//! renewals cost one round trip again after the first.
 //!
 //! Only a lease re-armed alone goes this way (the guard's `extend`, a renewal with no other
 //! due on the server): it costs the server a third of the script's CPU. Many renewals at once
 //! go by the script's batch form, one call for up to 64 locks, which costs the client half the
 //! instructions per lock that a pipeline of `SET`s does (docs/BENCHMARKS.md, lever 1).
 
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use redis::{ErrorKind, RedisError, RedisResult, Value};
@@ -27,7 +31,12 @@ fn natively(server: &Server, hold: &Hold, fence: Option<u64>) -> Option<u64> {
 /// `SET key <token>:<fence> IFEQ <token>:<fence> PX ms`: the lease re-armed if the value is
 /// still the one the grant wrote.
 fn command(hold: &Hold, fence: u64, ttl: Duration) -> redis::Cmd {
-    let value = format!("{}:{fence}", hold.token.as_str());
+    let mark = if hold.marked.load(Ordering::Relaxed) {
+        "+"
+    } else {
+        ""
+    };
+    let value = format!("{}:{fence}{mark}", hold.token.as_str());
     let mut cmd = redis::cmd("SET");
     cmd.arg(hold.keys.lock())
         .arg(&value)
@@ -62,6 +71,14 @@ fn settle(server: &Server, reply: RedisResult<Value>) -> Option<RedisResult<()>>
 fn refused(server: &Server, err: &RedisError) {
     if err.to_string().contains("syntax error") {
         server.lacks_set_ifeq();
+    }
+}
+
+/// After the script re-armed a lease that [`extend`] left to it: the value was marked since
+/// the grant, if a native re-arm was tried (see the module's documentation).
+pub(super) fn remember_mark(server: &Server, hold: &Hold, fence: Option<u64>) {
+    if natively(server, hold, fence).is_some() {
+        hold.marked.store(true, Ordering::Relaxed);
     }
 }
 

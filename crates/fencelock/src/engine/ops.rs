@@ -161,7 +161,11 @@ pub(crate) async fn extend(
         return answer.map(|()| Extended::Yes);
     }
     let reply: i64 = server.run_script(&hold.extend_call(ttl), limit).await?;
-    Ok(Extended::from_reply(reply))
+    let extended = Extended::from_reply(reply);
+    if extended == Extended::Yes {
+        native::remember_mark(&server, &hold, fence);
+    }
+    Ok(extended)
 }
 
 /// Puts `hold` back on an instance whose key is gone (over Redlock, while the owner still holds
@@ -320,6 +324,7 @@ mod tests {
             keys: keys.clone(),
             token: OwnerToken::generate().unwrap(),
             linger: Duration::ZERO,
+            marked: Default::default(),
         })
     }
 
@@ -418,6 +423,7 @@ mod tests {
             keys: LockKeys::new("fencelock", "sem"),
             token: OwnerToken::generate().unwrap(),
             linger: Duration::ZERO,
+            marked: Default::default(),
         });
         for hold in [&held, &permit] {
             let reply = acquire(

@@ -171,6 +171,10 @@ pub(crate) struct Hold {
     /// stops renewing leaves the name taken this long after its lease ran out; a release ends
     /// it at once. Zero by default.
     pub(crate) linger: Duration,
+    /// The lock's value was found marked `+` (someone waited for it): a native re-arm
+    /// (`native.rs`) compares with the marked value from then on. A mark is never taken back
+    /// while the hold lasts.
+    pub(crate) marked: std::sync::atomic::AtomicBool,
 }
 
 impl Hold {

@@ -86,6 +86,7 @@ mod tests {
             keys: LockKeys::new("fencelock", "kinds"),
             token: OwnerToken::generate().unwrap(),
             linger: Duration::ZERO,
+            marked: Default::default(),
         }
     }
 

@@ -325,6 +325,7 @@ mod tests {
                     keys: LockKeys::new("fencelock", "due"),
                     token: OwnerToken::generate().unwrap(),
                     linger: Duration::ZERO,
+                    marked: Default::default(),
                 }),
                 fence: 1,
                 lease: tokio::sync::watch::channel(state).0,
