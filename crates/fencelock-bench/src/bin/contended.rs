@@ -1,15 +1,16 @@
-//! `fencelock-contended [--seconds S] [--hold-ms H] [--rounds R] [N ...]`: what a contended
-//! grant costs the server. N contenders (default 8, 64 and 256), each with a client of its own
-//! (as N processes would have), take one lock in turn on a `redis-server` of this program's own,
-//! each holding it H ms (default 1). Per N, the median of R rounds (default 3) of S seconds
-//! (default 5):
+//! `fencelock-contended [--seconds S] [--hold-ms H] [--rounds R] [--url URL] [N ...]`: what a
+//! contended grant costs the server. N contenders (default 8, 64 and 256), each with a client of
+//! its own (as N processes would have), take one lock in turn on a `redis-server` of this
+//! program's own (or the one at URL: `scripts/callgrind-server` runs one under callgrind), each
+//! holding it H ms (default 1). Per N, the median of R rounds (default 3) of S seconds (default
+//! 5):
 //!
 //! - grants per second, and the wait (from asking to holding) at p50 and p99;
 //! - the server's CPU per grant (`INFO cpu`, user + system), and its commands per grant
 //!   (`total_commands_processed`, commands run inside scripts included) and scripts per grant
 //!   (`EVALSHA` and `EVAL` calls, `INFO commandstats`), and the server's time in scripts per
 //!   grant (their `usec`);
-//! - grants per contender, fewest and most.
+//! - grants per contender, fewest and most, and the grants of all rounds.
 //!
 //! A before/after: build this program at each commit and run both, in turns.
 
@@ -25,6 +26,7 @@ struct Args {
     seconds: f64,
     hold_ms: u64,
     rounds: usize,
+    url: Option<String>,
     contenders: Vec<usize>,
 }
 
@@ -33,6 +35,7 @@ fn parse() -> Result<Args, String> {
         seconds: 5.0,
         hold_ms: 1,
         rounds: 3,
+        url: None,
         contenders: Vec::new(),
     };
     let mut args = std::env::args().skip(1);
@@ -58,6 +61,7 @@ fn parse() -> Result<Args, String> {
                     .filter(|r| *r > 0)
                     .ok_or("--rounds takes a positive number")?;
             }
+            "--url" => parsed.url = Some(value("--url")?),
             n => parsed.contenders.push(
                 n.parse()
                     .ok()
@@ -83,6 +87,7 @@ struct Round {
     script_us_per_grant: f64,
     fewest: u64,
     most: u64,
+    grants: u64,
 }
 
 fn info(conn: &mut redis::Connection, section: &str) -> HashMap<String, String> {
@@ -205,6 +210,7 @@ async fn round(
         commands_per_grant: (after.commands - before.commands) / grants,
         scripts_per_grant: (after.scripts - before.scripts) / grants,
         script_us_per_grant: (after.script_us - before.script_us) / grants,
+        grants: waits.len() as u64,
         fewest: per_contender.iter().copied().min().unwrap_or(0),
         most: per_contender.iter().copied().max().unwrap_or(0),
     })
@@ -221,17 +227,24 @@ fn main() -> ExitCode {
         Err(e) => {
             eprintln!("fencelock-contended: {e}");
             eprintln!(
-                "usage: fencelock-contended [--seconds S] [--hold-ms H] [--rounds R] [N ...]"
+                "usage: fencelock-contended [--seconds S] [--hold-ms H] [--rounds R] [--url URL] [N ...]"
             );
             return ExitCode::from(2);
         }
     };
-    let redis = match RedisServer::start() {
-        Ok(redis) => redis,
-        Err(e) => {
-            eprintln!("fencelock-contended: no redis-server: {e}");
-            return ExitCode::FAILURE;
-        }
+    // A server of its own, stopped when this program ends, unless one was given.
+    let (_own, url) = match &args.url {
+        Some(url) => (None, url.clone()),
+        None => match RedisServer::start() {
+            Ok(redis) => {
+                let url = redis.url();
+                (Some(redis), url)
+            }
+            Err(e) => {
+                eprintln!("fencelock-contended: no redis-server: {e}");
+                return ExitCode::FAILURE;
+            }
+        },
     };
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(runtime) => runtime,
@@ -240,7 +253,7 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let mut admin = match redis::Client::open(redis.url()).and_then(|c| c.get_connection()) {
+    let mut admin = match redis::Client::open(url.as_str()).and_then(|c| c.get_connection()) {
         Ok(conn) => conn,
         Err(e) => {
             eprintln!("fencelock-contended: {e}");
@@ -248,14 +261,14 @@ fn main() -> ExitCode {
         }
     };
     println!(
-        "| contenders | grants/s | wait p50 ms | wait p99 ms | p99/p50 | server µs/grant | commands/grant | scripts/grant | script µs/grant | grants per contender |"
+        "| contenders | grants/s | wait p50 ms | wait p99 ms | p99/p50 | server µs/grant | commands/grant | scripts/grant | script µs/grant | grants per contender | grants |"
     );
-    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|");
+    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|");
     for &n in &args.contenders {
         let mut rounds = Vec::new();
         for r in 0..args.rounds {
             let name = format!("contended/{n}/{r}");
-            match runtime.block_on(round(&redis.url(), &mut admin, n, &name, &args)) {
+            match runtime.block_on(round(&url, &mut admin, n, &name, &args)) {
                 Ok(round) => rounds.push(round),
                 Err(e) => {
                     eprintln!("fencelock-contended: {n} contenders, round {r}: {e}");
@@ -268,8 +281,9 @@ fn main() -> ExitCode {
         let p99 = m(|r| r.wait_p99_ms);
         let fewest = rounds.iter().map(|r| r.fewest).min().unwrap_or(0);
         let most = rounds.iter().map(|r| r.most).max().unwrap_or(0);
+        let grants: u64 = rounds.iter().map(|r| r.grants).sum();
         println!(
-            "| {n} | {:.0} | {p50:.2} | {p99:.2} | {:.2} | {:.1} | {:.1} | {:.2} | {:.1} | {fewest}–{most} |",
+            "| {n} | {:.0} | {p50:.2} | {p99:.2} | {:.2} | {:.1} | {:.1} | {:.2} | {:.1} | {fewest}–{most} | {grants} |",
             m(|r| r.grants_per_s),
             p99 / p50,
             m(|r| r.server_us_per_grant),
