@@ -177,6 +177,14 @@ impl Report {
                 },
                 _ => unmeasured("W3: handoff p50 ≤ 1 round trip"),
             });
+            out.push(match (f3.handoff_p50_us, f3.handoff_floor_p50_us) {
+                (Some(h), Some(floor)) if floor > 0.0 => TargetCheck {
+                    target: "W3: handoff p50 ≤ 1.25× the floor (a bare PUBLISH reaching a subscribed client, same server)".into(),
+                    measured: format!("{:.2}× ({h:.0} µs against {floor:.0} µs)", h / floor),
+                    met: Some(h <= 1.25 * floor),
+                },
+                _ => unmeasured("W3: handoff p50 ≤ 1.25× the floor"),
+            });
             out.push(threshold(
                 "W3: the lock is free < 5 % of the time someone waits",
                 f3.free_while_waiting_percent,

@@ -135,6 +135,7 @@ impl Report {
                 "acquisitions/s",
                 "handoff p50 µs",
                 "handoff p99 µs",
+                "floor p50 µs",
                 "handoffs",
                 "free while waiting",
                 "wait p50 µs",
@@ -146,12 +147,13 @@ impl Report {
                 "lost updates",
                 "ratio to raw",
             ],
-            "lrrrrrrrrrrrrr",
+            "lrrrrrrrrrrrrrr",
             |r| {
                 vec![
                     format!("{:.0}", r.acquisitions_per_s),
                     opt(r.handoff_p50_us, 0),
                     opt(r.handoff_p99_us, 0),
+                    opt(r.handoff_floor_p50_us, 0),
                     r.handoffs.to_string(),
                     r.free_while_waiting_percent
                         .map_or_else(String::new, |p| format!("{p:.1} %")),

@@ -264,6 +264,10 @@ pub struct W3Measured {
     /// benchmark's own one included).
     #[serde(default)]
     pub connections: Option<u64>,
+    /// The handoff's floor on the same server, p50, µs: from just before a client sends a bare
+    /// `PUBLISH` to the moment another client, subscribed, has the message (W3 only).
+    #[serde(default)]
+    pub handoff_floor_p50_us: Option<f64>,
 }
 
 /// One phase of W4.

@@ -96,6 +96,7 @@ impl Arena {
                 server_us_per_grant: None,
                 commands_per_grant: None,
                 connections: None,
+                handoff_floor_p50_us: None,
             },
         )
     }
@@ -128,6 +129,9 @@ impl Occupancy {
     }
 }
 
+/// How many bare `PUBLISH`es measure the handoff's floor.
+const FLOOR_SAMPLES: usize = 300;
+
 /// W3: `workers` workers (each its own client) on one key, each holding it for `hold`.
 pub(crate) async fn w3(
     library: Library,
@@ -143,6 +147,7 @@ pub(crate) async fn w3(
     for _ in 0..workers {
         lockers.push(Locker::connect(library, &url, ttl).await?);
     }
+    let floor = handoff_floor(&url, FLOOR_SAMPLES).await?;
     let arena = Arc::new(Arena::new());
     let mut admin = bed.admin.clone();
     let before = server_counters(&mut admin).await?;
@@ -215,7 +220,50 @@ pub(crate) async fn w3(
         row.measured.commands_per_grant = per_grant(after.1.saturating_sub(before.1) as f64);
     }
     row.measured.connections = connections;
+    row.measured.handoff_floor_p50_us = floor;
     Ok(row)
+}
+
+/// The handoff's floor on `url`: the p50 of `samples` bare `PUBLISH`es, each from just before
+/// it is sent to the moment a client subscribed to the channel has it (one at a time).
+pub(crate) async fn handoff_floor(url: &str, samples: usize) -> Result<Option<f64>> {
+    const CHANNEL: &str = "bench:floor";
+    let client = redis::Client::open(url).map_err(|e| BenchError::redis("opening", e))?;
+    let mut pubsub = client
+        .get_async_pubsub()
+        .await
+        .map_err(|e| BenchError::redis("a pub/sub connection", e))?;
+    pubsub
+        .subscribe(CHANNEL)
+        .await
+        .map_err(|e| BenchError::redis("SUBSCRIBE", e))?;
+    let mut publisher = super::admin_connection(url).await?;
+    let (heard_tx, mut heard) = tokio::sync::mpsc::unbounded_channel();
+    let listener = tokio::spawn(async move {
+        use futures_util::StreamExt;
+        let mut messages = pubsub.on_message();
+        while messages.next().await.is_some() {
+            if heard_tx.send(Instant::now()).is_err() {
+                break;
+            }
+        }
+    });
+    let mut floor = Samples::with_capacity(samples);
+    for _ in 0..samples {
+        let sent = Instant::now();
+        redis::cmd("PUBLISH")
+            .arg(CHANNEL)
+            .arg("x")
+            .query_async::<()>(&mut publisher)
+            .await
+            .map_err(|e| BenchError::redis("PUBLISH", e))?;
+        let Ok(Some(at)) = tokio::time::timeout(Duration::from_secs(5), heard.recv()).await else {
+            break;
+        };
+        floor.push(at.saturating_duration_since(sent));
+    }
+    listener.abort();
+    Ok(floor.quantile_us(0.50))
 }
 
 /// The server's CPU seconds and commands processed so far.
