@@ -605,6 +605,73 @@ async fn a_pass_goes_to_the_waiters_own_channel_or_else_to_the_locks() {
     assert!(value(&redis, name).is_some_and(|v| v.starts_with(old)));
 }
 
+/// A pass continues a fence counter that is ahead of the server's clock (a fence key raised by
+/// a Redlock write-back, or a clock that went back): the passed fence is the counter's next.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pass_continues_a_fence_counter_ahead_of_the_clock() {
+    let redis = server();
+    let a = client(&redis.url());
+    let b = client(&redis.url());
+    let name = "pass-ahead";
+    let held = a
+        .lock(name)
+        .ttl(Duration::from_secs(10))
+        .acquire()
+        .await
+        .unwrap();
+    let waiter = tokio::spawn(b.lock(name).wait_up_to(Duration::from_secs(10)).acquire());
+    common::wait_for_count("places in line", 1, Duration::from_secs(5), || {
+        in_line(&redis, name)
+    })
+    .await;
+    let ahead: u64 = 9_000_000_000_000_000;
+    let fence_key = format!("fencelock:{{{name}}}:fence");
+    redis.cmd(&["SET", &fence_key, &ahead.to_string()]).unwrap();
+    assert!(held.release().await.unwrap());
+    let guard = tokio::time::timeout(Duration::from_secs(5), waiter)
+        .await
+        .expect("the waiter was not passed the lock")
+        .unwrap()
+        .unwrap();
+    assert_eq!(guard.fence(), ahead + 1);
+    assert_eq!(
+        redis.cmd(&["GET", &fence_key]).unwrap(),
+        redis::Value::BulkString((ahead + 1).to_string().into_bytes())
+    );
+    assert!(guard.release().await.unwrap());
+}
+
+/// A release whose line holds only places that lapsed passes nothing, and leaves the fence key
+/// as it was: the last fence handed out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_release_whose_line_has_only_lapsed_places_leaves_the_fence_key_as_it_was() {
+    let redis = server();
+    let a = client(&redis.url());
+    let name = "lapsed-line";
+    let held = a
+        .lock(name)
+        .ttl(Duration::from_secs(10))
+        .acquire()
+        .await
+        .unwrap();
+    let fence_key = format!("fencelock:{{{name}}}:fence");
+    let before = redis.cmd(&["GET", &fence_key]).unwrap();
+    let lapsed = (server_ms(&redis) as u64 - 1000).to_string();
+    redis
+        .cmd(&[
+            "ZADD",
+            &format!("fencelock:{{{name}}}:waiters"),
+            &lapsed,
+            "0123456789abcdef0123456789abcdef",
+        ])
+        .unwrap();
+    // (A try marks the value as waited for.)
+    assert!(a.lock(name).try_acquire().await.unwrap().is_none());
+    assert!(held.release().await.unwrap());
+    assert_eq!(value(&redis, name), None);
+    assert_eq!(redis.cmd(&["GET", &fence_key]).unwrap(), before);
+}
+
 /// The fair lock passes the same way: its release hands the lock to the head of its queue, which
 /// sends no acquire after it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -65,8 +65,13 @@ local function server_time()
   return clock
 end
 
--- A number as Redis wants it in a string: no exponent, no decimals.
+-- A whole number as Redis wants it in a string: no exponent, no decimals. Below 2^53 (every
+-- fence, clock and expiry) as an integer, which costs a fraction of a float's formatting (and
+-- of Redis's own, for a number passed to a call as it is).
 local function int(n)
+  if n >= 0 and n < 9007199254740992 then
+    return string.format('%d', n)
+  end
   return string.format('%.0f', n)
 end
 

@@ -75,7 +75,7 @@ if not value and head == ARGV[1] then
   return grant()
 end
 local lapses = now + tonumber(ARGV[3])
-redis.call('zadd', KEYS[4], lapses, ARGV[1])
+redis.call('zadd', KEYS[4], int(lapses), ARGV[1])
 keep_for(KEYS[3], ARGV[3])
 keep_for(KEYS[4], ARGV[3])
 -- A waiter behind the head comes back when the head's place lapses, at the latest: a release

@@ -39,7 +39,7 @@ if last then
   local ends = math.min(lapses, now + PASS_CLAIM_MS)
   publish_to(ARGV[2], WAKE_TO .. head .. ':' .. text .. ':' .. int(lapses) .. ':' .. int(ends), head)
   redis.call('set', KEYS[2], text)
-  redis.call('set', KEYS[1], head .. ':' .. text, 'PX', ends - now)
+  redis.call('set', KEYS[1], head .. ':' .. text, 'PX', int(ends - now))
   redis.call('zrem', KEYS[3], head)
   redis.call('zrem', KEYS[4], head)
 elseif changed then

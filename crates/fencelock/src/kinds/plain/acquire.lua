@@ -110,7 +110,7 @@ if pttl >= 0 then
     -- waiter matches this instant against the message that passes it the lock); the line
     -- lives as long as its longest place.
     local lapses = math.floor(clock_micros() / 1000) + tonumber(ARGV[4])
-    redis.call('zadd', waiters, lapses, ARGV[1])
+    redis.call('zadd', waiters, int(lapses), ARGV[1])
     if redis.call('pttl', waiters) < tonumber(ARGV[4]) then
       redis.call('pexpire', waiters, ARGV[4])
     end

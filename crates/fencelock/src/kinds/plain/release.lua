@@ -83,7 +83,7 @@ if last then
     local token, lapses = line[1], tonumber(line[2])
     redis.call('zrem', waiters, token)
     -- The next fence: max(last + 1, clock), as every grant's.
-    local fence = string.format('%.0f', math.max(last + 1, clock_us))
+    local fence = int(math.max(last + 1, clock_us))
     redis.call('set', fence_key, fence)
     local mark, behind, second = '', '', nil
     if #line > 2 then
@@ -97,9 +97,9 @@ if last then
     -- waiter confirms its full lease within it; one that died since its last refresh keeps
     -- the lock idle no longer than that.
     local ends = math.min(lapses, now + PASS_CLAIM_MS)
-    redis.call('set', KEYS[1], token .. ':' .. fence .. mark, 'PX', ends - now)
-    if try_publish_to(channel, WAKE_TO .. token .. ':' .. fence .. ':' .. string.format('%.0f', lapses)
-        .. ':' .. string.format('%.0f', ends) .. behind, token, second) then
+    redis.call('set', KEYS[1], token .. ':' .. fence .. mark, 'PX', int(ends - now))
+    if try_publish_to(channel, WAKE_TO .. token .. ':' .. fence .. ':' .. int(lapses)
+        .. ':' .. int(ends) .. behind, token, second) then
       return 1
     end
     return 2
