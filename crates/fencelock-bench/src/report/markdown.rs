@@ -187,13 +187,14 @@ impl Report {
                     "wait p99 ms",
                     "p99/p50",
                     "server µs/grant",
+                    "server µs/handoff",
                     "commands/grant",
                     "connections",
                     "grants per worker (min–max)",
                     "violations",
                     "ratio to raw",
                 ],
-                "lrrrrrrrrrr",
+                "lrrrrrrrrrrr",
                 |r| {
                     let ms = |us: Option<f64>| opt(us.map(|x| x / 1000.0), 1);
                     let spread = match (r.wait_p50_us, r.wait_p99_us) {
@@ -206,6 +207,7 @@ impl Report {
                         ms(r.wait_p99_us),
                         opt(spread, 2),
                         opt(r.server_us_per_grant, 0),
+                        opt(r.server_us_per_handoff, 0),
                         opt(r.commands_per_grant, 1),
                         r.connections.map_or_else(|| "–".into(), |c| c.to_string()),
                         format!("{}–{}", r.min_grants, r.max_grants),

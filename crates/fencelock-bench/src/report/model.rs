@@ -256,6 +256,12 @@ pub struct W3Measured {
     /// first try to the last release, over every grant in it.
     #[serde(default)]
     pub server_us_per_grant: Option<f64>,
+    /// The server's CPU per handoff (a grant to another worker while someone waited), µs,
+    /// counted as the CPU per grant is: what a lock costs per grant that moves the work on,
+    /// where a grant taken back by the worker that just released costs little and waits for
+    /// nothing.
+    #[serde(default)]
+    pub server_us_per_handoff: Option<f64>,
     /// Server commands per grant (`total_commands_processed`, commands run inside scripts
     /// included), counted as the CPU is.
     #[serde(default)]

@@ -94,6 +94,7 @@ impl Arena {
                 violations: self.violations.load(Ordering::SeqCst),
                 lost_updates: all.saturating_sub(counter),
                 server_us_per_grant: None,
+                server_us_per_handoff: None,
                 commands_per_grant: None,
                 connections: None,
                 handoff_floor_p50_us: None,
@@ -218,6 +219,10 @@ pub(crate) async fn w3(
         let per_grant = |x: f64| Some(x / all as f64);
         row.measured.server_us_per_grant = per_grant((after.0 - before.0) * 1e6);
         row.measured.commands_per_grant = per_grant(after.1.saturating_sub(before.1) as f64);
+    }
+    if row.measured.handoffs > 0 {
+        row.measured.server_us_per_handoff =
+            Some((after.0 - before.0) * 1e6 / row.measured.handoffs as f64);
     }
     row.measured.connections = connections;
     row.measured.handoff_floor_p50_us = floor;
