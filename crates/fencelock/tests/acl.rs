@@ -141,6 +141,69 @@ async fn the_minimal_acl_rules_are_enough_for_every_operation_of_every_kind() {
     );
 }
 
+/// A user allowed the locks' channels (`fencelock:{NAME}:released`) but not the waiters' own
+/// (`…:released:<token>`): its waiters cannot subscribe their own channel, the release's
+/// message there is refused, and the pass goes on the lock's channel, where the waiter hears it
+/// (docs/deployments.md says so).
+#[tokio::test]
+async fn a_user_without_the_waiters_own_channels_is_passed_the_lock_on_the_locks_channel() {
+    let redis = server();
+    let rules: Vec<&str> = MINIMAL_RULES
+        .iter()
+        .map(|rule| {
+            if *rule == "&fencelock:*" {
+                "&fencelock:{narrow}:released"
+            } else {
+                rule
+            }
+        })
+        .collect();
+    let url = acl_user(&redis, "narrow", &rules);
+    let (a, b) = (client(&url), client(&url));
+    let held = a
+        .lock("narrow")
+        .ttl(Duration::from_secs(30))
+        .acquire()
+        .await
+        .unwrap();
+    let waiter = tokio::spawn(async move {
+        b.lock("narrow")
+            .ttl(Duration::from_secs(30))
+            .queue_timeout(Duration::from_secs(30))
+            .wait_up_to(Duration::from_secs(20))
+            .acquire()
+            .await
+    });
+    // In line, with its own channel refused.
+    let mut in_line = false;
+    for _ in 0..100 {
+        if matches!(
+            redis.cmd(&["ZCARD", "fencelock:{narrow}:waiters"]),
+            Ok(redis::Value::Int(1))
+        ) {
+            in_line = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(in_line, "the waiter took no place in line");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let released = std::time::Instant::now();
+    assert!(held.release().await.unwrap());
+    let next = tokio::time::timeout(Duration::from_secs(5), waiter)
+        .await
+        .expect("the waiter was not passed the lock on the lock's channel")
+        .unwrap()
+        .unwrap();
+    assert!(released.elapsed() < Duration::from_secs(5));
+    next.release().await.unwrap();
+    // The waiter's own channel was never subscribed: the server refused it.
+    match redis.cmd(&["PUBSUB", "CHANNELS", "fencelock:{narrow}:released:*"]) {
+        Ok(redis::Value::Array(channels)) => assert!(channels.is_empty(), "{channels:?}"),
+        other => panic!("PUBSUB CHANNELS: {other:?}"),
+    }
+}
+
 #[tokio::test]
 async fn the_release_message_reaches_a_waiter_of_a_user_with_the_minimal_rules() {
     let redis = server();
