@@ -27,6 +27,30 @@ fn in_line(redis: &fencelock_testkit::RedisServer, name: &str) -> i64 {
     integer_reply(redis, &["ZCARD", &format!("fencelock:{{{name}}}:waiters")])
 }
 
+/// `a` holds lock `name` (10 s), and a request of `b` waits for it (up to 10 s), in line.
+async fn held_with_a_waiter_in_line(
+    redis: &fencelock_testkit::RedisServer,
+    a: &fencelock::Client,
+    b: &fencelock::Client,
+    name: &str,
+) -> (
+    fencelock::LockGuard,
+    tokio::task::JoinHandle<fencelock::Result<fencelock::LockGuard>>,
+) {
+    let held = a
+        .lock(name)
+        .ttl(Duration::from_secs(10))
+        .acquire()
+        .await
+        .unwrap_or_else(|e| panic!("the holder's acquire: {e}"));
+    let waiter = tokio::spawn(b.lock(name).wait_up_to(Duration::from_secs(10)).acquire());
+    common::wait_for_count("places in line", 1, Duration::from_secs(5), || {
+        in_line(redis, name)
+    })
+    .await;
+    (held, waiter)
+}
+
 /// The script calls heard until `MONITOR` falls quiet (300 ms), each as its arguments (see
 /// `common::script_calls`), and a check that the calls `acquire` picks out (the waiter's tries)
 /// were heard before the first one `release` picks out (the holder's release) and not after.
@@ -537,17 +561,7 @@ async fn a_pass_goes_to_the_waiters_own_channel_or_else_to_the_locks() {
     let a = client(&redis.url());
     let b = client(&redis.url());
     let name = "own-channel";
-    let held = a
-        .lock(name)
-        .ttl(Duration::from_secs(10))
-        .acquire()
-        .await
-        .unwrap();
-    let waiter = tokio::spawn(b.lock(name).wait_up_to(Duration::from_secs(10)).acquire());
-    common::wait_for_count("places in line", 1, Duration::from_secs(5), || {
-        in_line(&redis, name)
-    })
-    .await;
+    let (held, waiter) = held_with_a_waiter_in_line(&redis, &a, &b, name).await;
     // The waiter's own channel is subscribed once its request has a place.
     common::wait_for_count("own channels", 1, Duration::from_secs(5), || {
         match redis.cmd(&[
@@ -613,17 +627,7 @@ async fn a_pass_continues_a_fence_counter_ahead_of_the_clock() {
     let a = client(&redis.url());
     let b = client(&redis.url());
     let name = "pass-ahead";
-    let held = a
-        .lock(name)
-        .ttl(Duration::from_secs(10))
-        .acquire()
-        .await
-        .unwrap();
-    let waiter = tokio::spawn(b.lock(name).wait_up_to(Duration::from_secs(10)).acquire());
-    common::wait_for_count("places in line", 1, Duration::from_secs(5), || {
-        in_line(&redis, name)
-    })
-    .await;
+    let (held, waiter) = held_with_a_waiter_in_line(&redis, &a, &b, name).await;
     let ahead: u64 = 9_000_000_000_000_000;
     let fence_key = format!("fencelock:{{{name}}}:fence");
     redis.cmd(&["SET", &fence_key, &ahead.to_string()]).unwrap();

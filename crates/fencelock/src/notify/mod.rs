@@ -279,6 +279,11 @@ impl Subscription {
                 .insert(token.to_owned(), self.personal.clone());
         }
         self.address = Some(token.to_owned());
+        self.leave_own_channel();
+    }
+
+    /// Unsubscribes the own channel this waiter listened on, if any.
+    fn leave_own_channel(&mut self) {
         if let Some(old) = self.own.take() {
             let _ = self.requests.send(Request::Own {
                 subscribe: None,
@@ -337,12 +342,7 @@ impl Subscription {
 
 impl Drop for Subscription {
     fn drop(&mut self) {
-        if let Some(own) = self.own.take() {
-            let _ = self.requests.send(Request::Own {
-                subscribe: None,
-                unsubscribe: Some(own),
-            });
-        }
+        self.leave_own_channel();
         let mut registry = lock(&self.registry);
         let Some(entry) = registry.get_mut(&self.channel) else {
             return;

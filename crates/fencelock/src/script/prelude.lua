@@ -30,17 +30,19 @@ local function reached(channel, token, message)
   return type(n) == 'number' and n > 0
 end
 
--- Publishes a message addressed to the waiter `token`, and to `behind` (the next in line) if
--- given, on each one's own channel: one write, to the client that waits, where the lock's
--- channel goes to every client that waits for the lock, so a pass costs the same however many
--- wait. When either has nobody listening there (a client of protocol 1, a subscription not made
--- yet, a refusal), the message goes on the lock's channel as well, as `publish` sends it.
+-- Whether a message addressed to the waiter `token`, and to `behind` (the next in line) if
+-- given, reached both on their own channels: one write, to the client that waits, where the
+-- lock's channel goes to every client that waits for the lock, so a pass costs the same however
+-- many wait. Once one has nobody listening there (a client of protocol 1, a subscription not
+-- made yet, a refusal), the message must go on the lock's channel, which reaches both.
+local function reached_own(channel, message, token, behind)
+  return reached(channel, token, message) and (not behind or reached(channel, behind, message))
+end
+
+-- Publishes a message addressed to waiters on their own channels (`reached_own`), or else on the
+-- lock's channel, as `publish` sends it.
 local function publish_to(channel, message, token, behind)
-  local missed = not reached(channel, token, message)
-  if behind and not reached(channel, behind, message) then
-    missed = true
-  end
-  if missed then
+  if not reached_own(channel, message, token, behind) then
     publish(channel, message)
   end
 end
@@ -48,11 +50,7 @@ end
 -- As `publish_to`, but answers false instead of raising when the lock's channel refuses the
 -- message (see `try_publish`).
 local function try_publish_to(channel, message, token, behind)
-  local missed = not reached(channel, token, message)
-  if behind and not reached(channel, behind, message) then
-    missed = true
-  end
-  return not missed or try_publish(channel, message)
+  return reached_own(channel, message, token, behind) or try_publish(channel, message)
 end
 
 -- The server's clock as TIME gives it, read once per script run: the calls of a batch share it
