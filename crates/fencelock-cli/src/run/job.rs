@@ -8,10 +8,12 @@
 //! leaves the group with `setsid` or a double fork is still found and stopped. That holds when
 //! the command exits (what it left is stopped: SIGTERM, `--kill-after`, SIGKILL), when the hold
 //! is lost (exit 74), when a release is requested (`--on-request`, `--grace`, SIGKILL), and when
-//! the launcher is killed (exit 125). A process can still leave the tree by being re-parented
-//! to a subreaper of its own choosing, or by moving into another cgroup that a service manager
-//! then owns (`systemd-run --user`, a daemon started through D-Bus): `fencelock` neither sees
-//! nor stops it. A SIGKILLed `fencelock` stops nothing itself; its launcher then kills the tree.
+//! the launcher is killed (exit 125). While the launcher lives no process can fork its way out
+//! of its subtree, and a new session, group or cgroup does not change a process's parent. What
+//! the tree cannot hold is work handed to a process outside it (a service manager starting a
+//! unit on request, `systemd-run --user`, a D-Bus-activated daemon; `at`; a container engine):
+//! `fencelock` neither sees nor stops it. A SIGKILLed `fencelock` stops nothing itself; its
+//! launcher then kills the tree.
 
 use std::ffi::{OsStr, OsString};
 use std::os::unix::process::ExitStatusExt;

@@ -1,7 +1,9 @@
 //! The launcher between `fencelock run` (or `elect`) and its command, so that nothing the
 //! command starts outlives its supervisor: `fencelock __launch --parent PID -- COMMAND [ARGS...]`.
 //!
-//! The supervisor starts it from `/proc/self/exe` as the leader of a new process group. It
+//! The supervisor starts it from `/proc/self/exe` (the running binary, even after an upgrade
+//! replaced its file) as the leader of a new process group. It names itself `fl-launcher`, so
+//! that `pkill fencelock` reaches only the supervisor, and
 //! - asks the kernel for SIGTERM when its parent dies (`PR_SET_PDEATHSIG`; the crate forbids the
 //!   `unsafe` of `pre_exec`, and the command must not have to set that up itself), and checks
 //!   that the parent is still there (it may have died before);
@@ -11,7 +13,7 @@
 //! - catches every signal it can (all but SIGKILL, SIGSTOP, SIGILL, SIGFPE and SIGSEGV: the
 //!   six the supervisor forwards, and every one `--on-request` accepts), so that a signal sent to
 //!   the group reaches the command and leaves the launcher standing;
-//! - starts the command in its own process group and collects every child it gets (the command,
+//! - starts the command in the launcher's process group and collects every child it gets (the command,
 //!   and the orphans re-parented to it) until the command has ended; then it exits with the
 //!   command's code (128 + N for a signal N), and what the command left behind is re-parented to
 //!   the supervisor, a subreaper too, which stops it (`ladder.rs`) before the release.
@@ -41,6 +43,11 @@ use crate::error::{EXIT_CANNOT_EXECUTE, EXIT_LAUNCHER, EXIT_NOT_FOUND};
 /// The hidden subcommand that runs the launcher.
 pub const SUBCOMMAND: &str = "__launch";
 
+/// The launcher's process name (`ps`, `pkill`): not `fencelock`, so that a `pkill -9 fencelock`
+/// kills the supervisor and leaves the launcher to kill the command's tree, instead of killing
+/// both and leaving the command running without its lock.
+const NAME: &std::ffi::CStr = c"fl-launcher";
+
 /// How long the launcher of a dead supervisor goes on killing before it gives up.
 const KILL_LIMIT: Duration = Duration::from_secs(10);
 
@@ -68,6 +75,9 @@ pub fn catches(signal: Signal) -> bool {
 
 /// Runs the launcher (see the module docs); its exit code is the command's.
 pub fn launch(args: &LaunchArgs) -> ExitCode {
+    if let Err(err) = nix::sys::prctl::set_name(NAME) {
+        tracing::debug!(%err, "cannot rename the launcher");
+    }
     if let Err(err) = nix::sys::prctl::set_pdeathsig(Some(Signal::SIGTERM)) {
         eprintln!("fencelock: launcher: cannot ask to be told of the supervisor's end: {err}");
         return ExitCode::from(EXIT_LAUNCHER);
