@@ -241,6 +241,9 @@ fn a_killed_launcher_leaves_nothing_running_and_exits_125() {
     let launchers = children_of(running.pid());
     assert_eq!(launchers.len(), 1, "one launcher: {launchers:?}");
     assert_ne!(launchers[0], command[0]);
+    // Not `fencelock` to `pkill`: a `pkill -9 fencelock` leaves the launcher to stop the tree.
+    let name = std::fs::read_to_string(format!("/proc/{}/comm", launchers[0])).unwrap();
+    assert_eq!(name.trim(), "fl-launcher");
     kill(launchers[0], Signal::SIGKILL).unwrap();
     held_while_alive(&server, &lock_key("jobs/launcher"), &command);
     let done = running.finish();
@@ -425,4 +428,84 @@ fn an_election_resigns_only_after_what_its_command_left_is_stopped() {
     let done = running.finish();
     assert_eq!(done.code, Some(0), "{}", done.explain());
     nothing_left(&server, &lock_key("primary"), &sleeper, &done);
+}
+
+#[test]
+fn a_killed_fencelock_leaves_nothing_of_its_command_running() {
+    let server = server();
+    let url = server.url();
+    let dir = scratch();
+    let pids = Pids::new(dir.path(), &["command", "daemon"]);
+    let daemon = file(dir.path(), "daemon");
+    let daemon_script = file(dir.path(), "daemon.sh");
+    std::fs::write(
+        &daemon_script,
+        format!(
+            "trap '' TERM; {}; exec sleep 600\n",
+            write_pid("$$", &daemon)
+        ),
+    )
+    .unwrap();
+    // The command ignores SIGTERM and has started a daemon in a session of its own.
+    let script = format!(
+        "trap '' TERM; setsid sh \"{daemon_script}\" & {}; exec sleep 600",
+        write_pid("$$", &file(dir.path(), "command"))
+    );
+    let running = Running::start(fencelock(&[
+        "run",
+        "--url",
+        &url,
+        "jobs/killed",
+        "--",
+        "sh",
+        "-c",
+        &script,
+    ]));
+    let all = pids.wait();
+    running.signal(Signal::SIGKILL);
+    let done = running.finish();
+    assert_eq!(done.code, None, "killed: {}", done.explain());
+    wait_until(LIMIT, "nothing of the command runs", || {
+        all.iter().all(|&p| !alive(p))
+    });
+}
+
+#[test]
+fn a_loss_during_the_grace_of_a_request_cuts_it_short_and_exits_74() {
+    let server = server();
+    let url = server.url();
+    let dir = scratch();
+    let pids = Pids::new(dir.path(), &["command"]);
+    let asked = file(dir.path(), "asked");
+    // The request's SIGTERM is noted and ignored.
+    let script = format!(
+        "trap 'echo term > \"{asked}\"' TERM; {}; \
+         i=0; while [ $i -lt 6000 ]; do sleep 0.05; i=$((i+1)); done",
+        write_pid("$$", &file(dir.path(), "command"))
+    );
+    let running = Running::start(fencelock(&[
+        "run",
+        "--url",
+        &url,
+        "--ttl",
+        "600ms",
+        "--grace",
+        "600s",
+        "jobs/lost-in-grace",
+        "--",
+        "sh",
+        "-c",
+        &script,
+    ]));
+    let command = pids.wait();
+    let ask = run(&["release", "--url", &url, "--ask", "jobs/lost-in-grace"]);
+    assert_eq!(ask.code, Some(0), "{}", ask.explain());
+    wait_for_file(&path(dir.path(), "asked"), LIMIT);
+    let released = run(&["release", "--url", &url, "--force", "jobs/lost-in-grace"]);
+    assert_eq!(released.code, Some(0), "{}", released.explain());
+    // Far less than the grace: the loss was seen during it.
+    let done = running.finish_within(Duration::from_secs(120));
+    assert_eq!(done.code, Some(74), "{}", done.explain());
+    assert!(done.stderr.contains("was lost"), "{}", done.explain());
+    nothing_left(&server, &lock_key("jobs/lost-in-grace"), &command, &done);
 }
