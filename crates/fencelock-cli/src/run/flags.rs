@@ -38,12 +38,13 @@ pub struct StopArgs {
     #[arg(long, value_name = "SIGNAL", default_value = "TERM", value_parser = parse_signal)]
     pub on_request: Signal,
 
-    /// When someone asks for it: how long the command has to end after --on-request's signal
-    /// before it gets SIGKILL and it is given back
+    /// When someone asks for it: how long the command (and what it started) has to end after
+    /// --on-request's signal before what is left gets SIGKILL and it is given back
     #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
     pub grace: Duration,
 
-    /// When it is lost: how long the command has between SIGTERM and SIGKILL
+    /// How long what is left of the command's tree has between SIGTERM and SIGKILL: when it is
+    /// lost, when the command exits leaving processes behind, and when the launcher is killed
     #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
     pub kill_after: Duration,
 }

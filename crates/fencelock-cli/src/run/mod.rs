@@ -66,8 +66,8 @@ behind when it exits (a background job, a daemon that left its process group wit
 double fork: fencelock and its launcher are child subreapers, so such a process stays in their \
 tree) gets SIGTERM, then SIGKILL after --kill-after, before the release. The same holds when \
 the lock is lost, when a release is requested, and when fencelock's launcher is killed (exit \
-125). Only a process that moves to another cgroup or subreaper (systemd-run --user, a service \
-started through D-Bus) leaves the tree; keep the work inside by running it in the foreground.
+125). What the tree cannot hold is work handed to a process outside it (systemd-run --user, a \
+service started through D-Bus, at): keep the work inside by running it in the foreground.
 
 A lock on Redis is a lease, not a mutex. If the lock is lost while the command runs (the lease \
 could not be renewed in time, or an operator ran `fencelock release --force`), the command's \

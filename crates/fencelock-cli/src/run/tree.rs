@@ -60,6 +60,10 @@ impl Tree {
 
     /// Sends `signal` to the process group and to every live member outside it. Returns the
     /// members that were alive when it was sent.
+    ///
+    /// A member outside the group is signalled by PID, found a moment before: if it ended and
+    /// was collected in between, its PID could in principle name a new process. Members that
+    /// are `root`'s own children cannot (their PIDs stay theirs until `root` collects them).
     pub(super) fn signal(&self, signal: Signal) -> Members {
         send_to_group(self.group, signal);
         let members = self.members();
