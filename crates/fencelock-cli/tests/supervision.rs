@@ -380,15 +380,31 @@ fn a_lost_lock_reports_a_command_that_ended_on_sigterm_as_such() {
     let dir = scratch();
     for round in 0..4 {
         let name = format!("jobs/lost{round}");
-        let holder = hold(
-            &url,
-            &name,
-            dir.path(),
-            &["--ttl", "600ms", "--kill-after", "1s"],
-            Some(0),
+        let sleeper = format!("sleeper{round}");
+        let pids = Pids::new(dir.path(), &[&sleeper]);
+        // On SIGTERM the shell exits at once, before it collects its sleep (killed by the same
+        // SIGTERM): a zombie that must not count as a process that ignored SIGTERM.
+        let script = format!(
+            "trap 'exit 0' TERM; sleep 600 & {}; wait",
+            write_pid("$!", &file(dir.path(), &sleeper))
         );
+        let running = Running::start(fencelock(&[
+            "run",
+            "--url",
+            &url,
+            "--ttl",
+            "600ms",
+            "--kill-after",
+            "1s",
+            &name,
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ]));
+        let sleeper = pids.wait();
         server.cmd(&["DEL", &lock_key(&name)]).expect("DEL");
-        let done = holder.finish();
+        let done = running.finish();
         assert_eq!(done.code, Some(74), "{}", done.explain());
         let last = done.stderr.trim_end().lines().last().unwrap_or_default();
         assert!(
@@ -396,6 +412,7 @@ fn a_lost_lock_reports_a_command_that_ended_on_sigterm_as_such() {
             "round {round}: {}",
             done.explain()
         );
+        assert!(!alive(sleeper[0]), "{}", done.explain());
     }
 }
 
