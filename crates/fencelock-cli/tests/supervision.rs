@@ -339,7 +339,8 @@ fn a_run_that_waited_through_an_upgrade_of_its_binary_still_runs_the_command() {
     std::fs::copy(BIN, &installed).unwrap();
     let holder = hold(&url, "jobs/upgrade", dir.path(), &[], Some(0));
     let ran = file(dir.path(), "ran");
-    let mut waiter = fencelock(&[
+    // The same command line and environment as `fencelock(...)`, from the installed copy.
+    let line = fencelock(&[
         "run",
         "--url",
         &url,
@@ -349,16 +350,19 @@ fn a_run_that_waited_through_an_upgrade_of_its_binary_still_runs_the_command() {
         "-c",
         &format!("echo ran > \"{ran}\""),
     ]);
-    waiter.env("PATH", std::env::var_os("PATH").unwrap_or_default());
-    let waiter = Running::start({
-        let mut command = std::process::Command::new(&installed);
-        command
-            .args(waiter.get_args())
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped());
-        command
-    });
+    let mut command = std::process::Command::new(&installed);
+    command
+        .args(line.get_args())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    for (name, value) in line.get_envs() {
+        match value {
+            Some(value) => command.env(name, value),
+            None => command.env_remove(name),
+        };
+    }
+    let waiter = Running::start(command);
     wait_until(LIMIT, "the run waits for the lock", || {
         waiters(&server, "jobs/upgrade") >= 1
     });

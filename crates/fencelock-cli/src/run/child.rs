@@ -13,7 +13,7 @@ use std::process::ExitStatus;
 use nix::unistd::Pid;
 use tokio::process::Child;
 
-use super::ladder::Loss;
+use super::held::Loss;
 use super::signals::Signals;
 use super::status::show;
 use super::tree::{Tree, send_to_group};

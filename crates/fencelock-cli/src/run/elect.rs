@@ -5,7 +5,6 @@
 use crate::error::{exit, exit_help};
 use std::ffi::OsString;
 use std::future::{Future, IntoFuture};
-use std::pin::Pin;
 use std::time::Duration;
 
 use super::flags::{StopArgs, WaitArgs};
@@ -96,7 +95,7 @@ impl Held for fencelock::election::Leadership {
     fn fence(&self) -> u64 {
         self.term()
     }
-    fn lost(&self) -> Pin<Box<dyn Future<Output = fencelock::LostReason> + Send>> {
+    fn lost(&self) -> super::held::Loss {
         Box::pin(fencelock::election::Leadership::lost(self).into_future())
     }
     fn give_back(self) -> impl Future<Output = fencelock::Result<bool>> {

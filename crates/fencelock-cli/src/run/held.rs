@@ -5,13 +5,16 @@
 use std::future::{Future, IntoFuture};
 use std::pin::Pin;
 
+/// A loss of what is held: resolves when it is lost, with the reason.
+pub(super) type Loss = Pin<Box<dyn Future<Output = fencelock::LostReason> + Send>>;
+
 /// What a command runs under: a lock's guard, several locks, a run-once's lock, or an
 /// election's leadership.
 pub(super) trait Held {
     /// The fence (a leadership's term; the first name's, for several).
     fn fence(&self) -> u64;
     /// Resolves when it is lost (any of several names).
-    fn lost(&self) -> Pin<Box<dyn Future<Output = fencelock::LostReason> + Send>>;
+    fn lost(&self) -> Loss;
     /// Gives it back (releases, or resigns); whether it was still held.
     fn give_back(self) -> impl Future<Output = fencelock::Result<bool>>;
     /// Gives it back after the command ended with `code`; whether it was still held. A
@@ -33,7 +36,7 @@ impl Held for fencelock::LockGuard {
     fn fence(&self) -> u64 {
         fencelock::LockGuard::fence(self)
     }
-    fn lost(&self) -> Pin<Box<dyn Future<Output = fencelock::LostReason> + Send>> {
+    fn lost(&self) -> Loss {
         Box::pin(fencelock::LockGuard::lost(self).into_future())
     }
     fn give_back(self) -> impl Future<Output = fencelock::Result<bool>> {
@@ -48,7 +51,7 @@ impl Held for fencelock::multi::MultiGuard {
     fn fence(&self) -> u64 {
         self.fences().next().map_or(0, |(_, fence)| fence)
     }
-    fn lost(&self) -> Pin<Box<dyn Future<Output = fencelock::LostReason> + Send>> {
+    fn lost(&self) -> Loss {
         let signals: Vec<_> = self
             .guards()
             .iter()
@@ -80,7 +83,7 @@ impl Held for fencelock::once::OnceGuard {
     fn fence(&self) -> u64 {
         fencelock::once::OnceGuard::fence(self)
     }
-    fn lost(&self) -> Pin<Box<dyn Future<Output = fencelock::LostReason> + Send>> {
+    fn lost(&self) -> Loss {
         Box::pin(self.guard().lost().into_future())
     }
     async fn give_back(self) -> fencelock::Result<bool> {

@@ -8,8 +8,6 @@
 //! watched: a loss on the way cuts the grace short (SIGKILL at once) and the run then ends with
 //! exit 74.
 
-use std::future::Future;
-use std::pin::Pin;
 use std::process::ExitStatus;
 use std::time::Duration;
 
@@ -18,6 +16,7 @@ use nix::unistd::Pid;
 use tokio::time::Instant;
 
 use super::child::Command;
+use super::held::Loss;
 use super::signals::Signals;
 use super::tree::send_to_group;
 
@@ -26,9 +25,6 @@ const POLL: Duration = Duration::from_millis(20);
 /// How long processes have to end after SIGKILL before the give-back goes ahead without them
 /// (a process in uninterruptible sleep, or one of another user's that cannot be signalled).
 const KILL_LIMIT: Duration = Duration::from_secs(10);
-
-/// A loss of the hold, as the ladder watches for it.
-pub(super) type Loss = Pin<Box<dyn Future<Output = fencelock::LostReason> + Send>>;
 
 /// How the ladder ended.
 #[derive(Debug)]
