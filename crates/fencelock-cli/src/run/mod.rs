@@ -2,9 +2,10 @@
 //!
 //! Acquire the lock (waiting as asked), run the command in a process group of its own with the
 //! lock's name and fencing token in its environment while the library's watchdog renews the
-//! lease, release the lock when the command ends, and exit with the command's exit code. If the
-//! lock is lost while the command runs, the command's process group gets SIGTERM, then SIGKILL
-//! after a grace period, and `fencelock` exits with [`EXIT_LOCK_LOST`].
+//! lease, release the lock when the command and everything it started have ended, and exit with
+//! the command's exit code. If the lock is lost while the command runs, the command's process
+//! tree gets SIGTERM, then SIGKILL after a grace period, and `fencelock` exits with
+//! [`EXIT_LOCK_LOST`](crate::error::EXIT_LOCK_LOST).
 //!
 //! With several names the command runs under all of them (a multi-lock); with `--permits N`
 //! under permits of the semaphore NAME (one, or `--take K`); with `--once KEY` only if KEY was
