@@ -109,8 +109,8 @@ pub enum Command {
     #[command(hide = true)]
     ChaosWorker(chaos::worker::ChaosWorkerArgs),
 
-    /// The launcher between `run` (or `elect`) and its command (internal: it ends the
-    /// command's process group if its supervisor dies)
+    /// The launcher between `run` (or `elect`) and its command (internal: a subreaper that
+    /// holds the command's tree, and kills it if its supervisor dies)
     #[command(name = "__launch", hide = true)]
     Launch(run::launch::LaunchArgs),
 }

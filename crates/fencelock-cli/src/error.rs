@@ -21,6 +21,11 @@ pub const EXIT_NOT_ACQUIRED: u8 = 73;
 /// Exit code: the lock was lost while the command ran (its lease ran out, or an operator
 /// force-released it); the command was stopped if it was still running.
 pub const EXIT_LOCK_LOST: u8 = 74;
+/// Exit code (as `timeout(1)` and `env(1)` use it): `fencelock`'s own part of running a command
+/// failed: the launcher between `fencelock run` (or `elect`) and the command could not start or
+/// set itself up, or it was killed. (A command may exit with 125 itself; `fencelock`'s own 125
+/// always comes with a `fencelock:` line on stderr.)
+pub const EXIT_LAUNCHER: u8 = 125;
 /// Exit code, as in a shell: the command was found but could not be executed.
 pub const EXIT_CANNOT_EXECUTE: u8 = 126;
 /// Exit code, as in a shell: the command was not found.
@@ -83,6 +88,12 @@ pub mod exit {
         range: false,
         codes: &[super::EXIT_LOCK_LOST],
         meaning: "the lock was lost while the command ran (the command was stopped)",
+    };
+    pub const LAUNCHER: ExitLine = ExitLine {
+        range: false,
+        codes: &[super::EXIT_LAUNCHER],
+        meaning: "the launcher between fencelock and the command failed or was killed (what it \
+                  had started was stopped before the release)",
     };
     pub const CANNOT_EXECUTE: ExitLine = ExitLine {
         range: false,

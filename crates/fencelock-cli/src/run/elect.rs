@@ -5,7 +5,6 @@
 use crate::error::{exit, exit_help};
 use std::ffi::OsString;
 use std::future::{Future, IntoFuture};
-use std::pin::Pin;
 use std::time::Duration;
 
 use super::flags::{StopArgs, WaitArgs};
@@ -32,8 +31,10 @@ the request on to the command's process group (SIGTERM, or --on-request SIGNAL),
 
 If the leadership is lost while the command runs (the lease could not be renewed in time, or \
 this process was stopped past its lease and another leader took over), the command's process \
-group gets SIGTERM, then SIGKILL after --kill-after, and fencelock exits with 74, exactly as \
-`fencelock run` does when its lock is lost. Pass $FENCELOCK_TERM to what the leader writes to, \
+tree gets SIGTERM, then SIGKILL after --kill-after, and fencelock exits with 74, exactly as \
+`fencelock run` does when its lock is lost. As under `fencelock run`, fencelock resigns only once \
+nothing the command started is still running: what it leaves behind when it exits is stopped \
+first (SIGTERM, SIGKILL after --kill-after). Pass $FENCELOCK_TERM to what the leader writes to, \
 so that a deposed leader's late writes can be refused.
 
 An election needs one Redis server, a cluster or sentinels; several --url (Redlock) are refused \
@@ -48,6 +49,7 @@ pub fn after_help() -> String {
             exit::REDIS,
             exit::NOT_ACQUIRED.saying("not leading with --no-wait, or --wait ran out"),
             exit::LOST.saying("the leadership was lost while the command ran (it was stopped)"),
+            exit::LAUNCHER,
             exit::CANNOT_EXECUTE,
             exit::NOT_FOUND,
             exit::SIGNALLED.saying("SIGHUP, SIGINT, SIGTERM while campaigning (nothing was run)"),
@@ -93,7 +95,7 @@ impl Held for fencelock::election::Leadership {
     fn fence(&self) -> u64 {
         self.term()
     }
-    fn lost(&self) -> Pin<Box<dyn Future<Output = fencelock::LostReason> + Send>> {
+    fn lost(&self) -> super::held::Loss {
         Box::pin(fencelock::election::Leadership::lost(self).into_future())
     }
     fn give_back(self) -> impl Future<Output = fencelock::Result<bool>> {

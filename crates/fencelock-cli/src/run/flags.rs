@@ -33,22 +33,39 @@ impl WaitArgs {
 #[derive(Debug, Clone, clap::Args)]
 pub struct StopArgs {
     /// When someone asks for it (`fencelock release --ask NAME`): the signal passed on to the
-    /// command's process group. It is given back when the command ends
+    /// command's process group (any but KILL, STOP, ILL, FPE and SEGV: for an immediate SIGKILL,
+    /// pass --grace 0). It is given back when the command and what it started have ended
     #[arg(long, value_name = "SIGNAL", default_value = "TERM", value_parser = parse_signal)]
     pub on_request: Signal,
 
-    /// When someone asks for it: how long the command has to end after --on-request's signal
-    /// before it gets SIGKILL and it is given back
+    /// When someone asks for it: how long the command (and what it started) has to end after
+    /// --on-request's signal before what is left gets SIGKILL and it is given back
     #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
     pub grace: Duration,
 
-    /// When it is lost: how long the command has between SIGTERM and SIGKILL
+    /// How long what is left of the command's tree has between SIGTERM and SIGKILL: when it is
+    /// lost, when the command exits leaving processes behind, and when the launcher is killed
     #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
     pub kill_after: Duration,
 }
 
-/// `--on-request`: a signal by name (`TERM`, `SIGTERM`, `usr1`) or number.
+/// `--on-request`: a signal by name (`TERM`, `SIGTERM`, `usr1`) or number, one the launcher
+/// catches (it is sent to the whole process group, the launcher with it).
 pub fn parse_signal(text: &str) -> Result<Signal, String> {
+    let signal = any_signal(text)?;
+    if super::launch::catches(signal) {
+        Ok(signal)
+    } else {
+        Err(format!(
+            "{} cannot be passed on to the command (it would end or stop fencelock's launcher, \
+             which must outlive the command); for a SIGKILL at once pass --grace 0",
+            signal.as_str()
+        ))
+    }
+}
+
+/// A signal by name or number.
+fn any_signal(text: &str) -> Result<Signal, String> {
     let upper = text.trim().to_ascii_uppercase();
     let named = if upper.starts_with("SIG") {
         upper
@@ -65,4 +82,20 @@ pub fn parse_signal(text: &str) -> Result<Signal, String> {
         .ok_or_else(|| {
             format!("{text:?} is not a signal: write a name such as TERM or USR1, or a number")
         })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn on_request_takes_every_signal_the_launcher_catches_and_no_other() {
+        assert_eq!(parse_signal("alrm"), Ok(Signal::SIGALRM));
+        assert_eq!(parse_signal("SIGUSR1"), Ok(Signal::SIGUSR1));
+        assert_eq!(parse_signal("15"), Ok(Signal::SIGTERM));
+        for refused in ["KILL", "9", "STOP", "SEGV", "ILL", "FPE"] {
+            assert!(parse_signal(refused).is_err(), "{refused}");
+        }
+        assert!(parse_signal("NOPE").is_err());
+    }
 }

@@ -1,37 +1,60 @@
-//! The launcher between `fencelock run` (or `elect`) and its command, so that the command never
-//! outlives its supervisor: `fencelock __launch --parent PID -- COMMAND [ARGS...]`.
+//! The launcher between `fencelock run` (or `elect`) and its command, so that nothing the
+//! command starts outlives its supervisor: `fencelock __launch --parent PID -- COMMAND [ARGS...]`.
 //!
-//! A SIGKILLed supervisor (the OOM killer, `kill -9`) cannot stop its command, and the command's
-//! lease then lapses while it runs: another holder starts the same work beside it. The kernel
-//! can signal a process when its parent dies (`PR_SET_PDEATHSIG`); the command must not have to
-//! set that up itself, and the crate forbids the `unsafe` of `pre_exec`. So the supervisor starts
-//! this launcher in the command's process group: it asks for SIGTERM when its parent dies,
-//! checks that the parent is still there (it may have died before), starts the command in the
-//! same process group, and waits for it. The signals the supervisor sends to the group reach the
-//! command as before; the launcher only looks whether its parent is gone, and if it is, kills the
-//! whole group (SIGKILL: also a command that ignores SIGTERM, and what it started). It exits with
-//! the command's code (128 + N for a signal N), which the supervisor reports as the command's.
+//! The supervisor starts it from `/proc/self/exe` (the running binary, even after an upgrade
+//! replaced its file) as the leader of a new process group. It names itself `fl-launcher`, so
+//! that `pkill fencelock` reaches only the supervisor, and
+//! - asks the kernel for SIGTERM when its parent dies (`PR_SET_PDEATHSIG`; the crate forbids the
+//!   `unsafe` of `pre_exec`, and the command must not have to set that up itself), and checks
+//!   that the parent is still there (it may have died before);
+//! - becomes a child subreaper (`PR_SET_CHILD_SUBREAPER`): what the command starts and leaves
+//!   behind, also in a session of its own (`setsid`, a double fork), is re-parented to the
+//!   launcher, not to init, and stays in the supervisor's tree;
+//! - catches every signal it can (all but SIGKILL, SIGSTOP, SIGILL, SIGFPE and SIGSEGV: the
+//!   six the supervisor forwards, and every one `--on-request` accepts), so that a signal sent to
+//!   the group reaches the command and leaves the launcher standing;
+//! - starts the command in the launcher's process group and collects every child it gets (the command,
+//!   and the orphans re-parented to it) until the command has ended; then it exits with the
+//!   command's code (128 + N for a signal N), and what the command left behind is re-parented to
+//!   the supervisor, a subreaper too, which stops it (`ladder.rs`) before the release.
+//!
+//! If its parent is gone (a SIGKILLed supervisor: `kill -9`, the OOM killer), the launcher kills
+//! the group and every descendant it has (SIGKILL: also a command that ignores SIGTERM) and
+//! exits: nothing may run without its lock. Its own failures exit with [`EXIT_LAUNCHER`] (125).
 //!
 //! The death signal follows the *thread* that started the launcher: the supervisor starts it
 //! from its main thread (a one-thread runtime), which lives as long as the process.
 
 use std::ffi::OsString;
 use std::process::ExitCode;
+use std::time::Duration;
 
-use nix::sys::signal::{Signal, killpg};
-use nix::unistd::{getpgrp, getppid};
+use nix::errno::Errno;
+use nix::sys::signal::Signal;
+use nix::sys::wait::{WaitStatus, waitpid};
+use nix::unistd::{Pid, getpgrp, getppid};
 use tokio::signal::unix::{SignalKind, signal};
+use tokio::time::Instant;
 
-use super::child;
-use crate::error::{EXIT_CANNOT_EXECUTE, EXIT_FAILURE, EXIT_NOT_FOUND};
+use super::status::show;
+use super::tree::Tree;
+use crate::error::{EXIT_CANNOT_EXECUTE, EXIT_LAUNCHER, EXIT_NOT_FOUND};
 
 /// The hidden subcommand that runs the launcher.
 pub const SUBCOMMAND: &str = "__launch";
 
+/// The launcher's process name (`ps`, `pkill`): not `fencelock`, so that a `pkill -9 fencelock`
+/// kills the supervisor and leaves the launcher to kill the command's tree, instead of killing
+/// both and leaving the command running without its lock.
+const NAME: &std::ffi::CStr = c"fl-launcher";
+
+/// How long the launcher of a dead supervisor goes on killing before it gives up.
+const KILL_LIMIT: Duration = Duration::from_secs(10);
+
 /// Arguments of `fencelock __launch`.
 #[derive(Debug, clap::Args)]
 pub struct LaunchArgs {
-    /// The supervisor's process id: the launcher ends the command's group when it is gone
+    /// The supervisor's process id: the launcher ends the command's tree when it is gone
     #[arg(long, value_name = "PID")]
     parent: i32,
 
@@ -40,15 +63,32 @@ pub struct LaunchArgs {
     command: Vec<OsString>,
 }
 
+/// Whether the launcher catches `signal` (and so survives it): every signal but those no
+/// process can catch (SIGKILL, SIGSTOP) and those a handler cannot return from (SIGILL, SIGFPE,
+/// SIGSEGV). `--on-request` accepts exactly these.
+pub fn catches(signal: Signal) -> bool {
+    !matches!(
+        signal,
+        Signal::SIGKILL | Signal::SIGSTOP | Signal::SIGILL | Signal::SIGFPE | Signal::SIGSEGV
+    )
+}
+
 /// Runs the launcher (see the module docs); its exit code is the command's.
 pub fn launch(args: &LaunchArgs) -> ExitCode {
+    if let Err(err) = nix::sys::prctl::set_name(NAME) {
+        tracing::debug!(%err, "cannot rename the launcher");
+    }
     if let Err(err) = nix::sys::prctl::set_pdeathsig(Some(Signal::SIGTERM)) {
-        eprintln!("fencelock: cannot ask to be told of the supervisor's end: {err}");
-        return ExitCode::from(EXIT_FAILURE);
+        eprintln!("fencelock: launcher: cannot ask to be told of the supervisor's end: {err}");
+        return ExitCode::from(EXIT_LAUNCHER);
     }
     // The supervisor may have died before the request above: then nothing is started.
     if getppid().as_raw() != args.parent {
-        return ExitCode::from(EXIT_FAILURE);
+        return ExitCode::from(EXIT_LAUNCHER);
+    }
+    if let Err(err) = nix::sys::prctl::set_child_subreaper(true) {
+        eprintln!("fencelock: launcher: cannot become a subreaper: {err}");
+        return ExitCode::from(EXIT_LAUNCHER);
     }
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -56,40 +96,40 @@ pub fn launch(args: &LaunchArgs) -> ExitCode {
     {
         Ok(runtime) => runtime,
         Err(err) => {
-            eprintln!("fencelock: cannot start the launcher's runtime: {err}");
-            return ExitCode::from(EXIT_FAILURE);
+            eprintln!("fencelock: launcher: cannot start its runtime: {err}");
+            return ExitCode::from(EXIT_LAUNCHER);
         }
     };
-    ExitCode::from(runtime.block_on(supervise(args)))
+    let code = runtime.block_on(supervise(args));
+    // The collecting thread may still wait for a child: do not wait for it.
+    runtime.shutdown_background();
+    ExitCode::from(code)
 }
 
 async fn supervise(args: &LaunchArgs) -> u8 {
     // Caught before the command starts: the signals sent to the group must not end the launcher
     // (the command gets them too, and decides). TERM also comes from the kernel when the
     // supervisor dies.
-    let kinds = [
-        SignalKind::terminate(),
-        SignalKind::interrupt(),
-        SignalKind::hangup(),
-        SignalKind::quit(),
-        SignalKind::user_defined1(),
-        SignalKind::user_defined2(),
-    ];
-    let mut caught = Vec::with_capacity(kinds.len());
-    for kind in kinds {
-        match signal(kind) {
+    let mut caught = Vec::new();
+    for caught_signal in Signal::iterator().filter(|s| catches(*s)) {
+        match signal(SignalKind::from_raw(caught_signal as i32)) {
             Ok(s) => caught.push(s),
             Err(err) => {
-                eprintln!("fencelock: cannot handle a signal in the launcher: {err}");
-                return EXIT_FAILURE;
+                eprintln!(
+                    "fencelock: launcher: cannot handle {}: {err}",
+                    caught_signal.as_str()
+                );
+                return EXIT_LAUNCHER;
             }
         }
     }
     let Some((program, program_args)) = args.command.split_first() else {
-        return EXIT_FAILURE;
+        return EXIT_LAUNCHER;
     };
-    // In the launcher's own process group (the supervisor made it the group's leader).
-    let mut command = match tokio::process::Command::new(program)
+    // In the launcher's own process group (the supervisor made it the group's leader). The
+    // standard library resets the signal mask and SIGPIPE in the child; the handlers above
+    // are reset by the exec.
+    let command = match std::process::Command::new(program)
         .args(program_args)
         .spawn()
     {
@@ -100,28 +140,68 @@ async fn supervise(args: &LaunchArgs) -> u8 {
             } else {
                 EXIT_CANNOT_EXECUTE
             };
-            eprintln!("fencelock: {}: cannot execute: {err}", child::show(program));
+            eprintln!("fencelock: {}: cannot execute: {err}", show(program));
             return code;
         }
     };
+    let Ok(pid) = i32::try_from(command.id()) else {
+        return EXIT_LAUNCHER;
+    };
+    let mut collected = tokio::task::spawn_blocking(move || collect_until(Pid::from_raw(pid)));
     loop {
         let any_signal =
             futures_util::future::select_all(caught.iter_mut().map(|s| Box::pin(s.recv())));
         tokio::select! {
-            status = command.wait() => {
+            status = &mut collected => {
                 return match status {
-                    Ok(status) => child::exit_code_of(status),
-                    Err(_) => EXIT_FAILURE,
+                    Ok(Some(code)) => code,
+                    _ => {
+                        eprintln!("fencelock: launcher: lost track of {}", show(program));
+                        EXIT_LAUNCHER
+                    }
                 };
             }
             _ = any_signal => {
                 if getppid().as_raw() != args.parent {
                     // The supervisor is gone: nothing may run without its lock.
-                    let _ = killpg(getpgrp(), Signal::SIGKILL);
-                    return EXIT_FAILURE;
+                    kill_tree().await;
+                    return EXIT_LAUNCHER;
                 }
             }
         }
+    }
+}
+
+/// Collects every child of the launcher (the orphans re-parented to it as well, so that none
+/// stays a zombie) until `command` ends; returns the command's exit code. Blocks: runs on a
+/// thread of its own.
+fn collect_until(command: Pid) -> Option<u8> {
+    loop {
+        match waitpid(None, None) {
+            Ok(WaitStatus::Exited(pid, code)) if pid == command => {
+                return u8::try_from(code & 0xff).ok();
+            }
+            Ok(WaitStatus::Signaled(pid, signal, _)) if pid == command => {
+                return u8::try_from(128 + signal as i32).ok();
+            }
+            Ok(_) | Err(Errno::EINTR) => {}
+            Err(_) => return None,
+        }
+    }
+}
+
+/// Kills the launcher's process group and every descendant, until none is alive (at most
+/// `KILL_LIMIT`): the collecting thread collects them meanwhile.
+async fn kill_tree() {
+    let tree = Tree::new(Pid::this(), getpgrp());
+    let give_up = Instant::now() + KILL_LIMIT;
+    loop {
+        // One by one: the launcher leads the group, and must outlive the killing.
+        let members = tree.signal_each(Signal::SIGKILL);
+        if members.alive.is_empty() || Instant::now() >= give_up {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
 

@@ -2,39 +2,48 @@
 //!
 //! Acquire the lock (waiting as asked), run the command in a process group of its own with the
 //! lock's name and fencing token in its environment while the library's watchdog renews the
-//! lease, release the lock when the command ends, and exit with the command's exit code. If the
-//! lock is lost while the command runs, the command's process group gets SIGTERM, then SIGKILL
-//! after a grace period, and `fencelock` exits with [`EXIT_LOCK_LOST`].
+//! lease, release the lock when the command and everything it started have ended, and exit with
+//! the command's exit code. If the lock is lost while the command runs, the command's process
+//! tree gets SIGTERM, then SIGKILL after a grace period, and `fencelock` exits with
+//! [`EXIT_LOCK_LOST`](crate::error::EXIT_LOCK_LOST).
 //!
 //! With several names the command runs under all of them (a multi-lock); with `--permits N`
 //! under permits of the semaphore NAME (one, or `--take K`); with `--once KEY` only if KEY was
 //! not done before, and KEY is recorded as done when it succeeds.
 //!
-//! The module supervises the command for `run` and `elect` alike: what is held ([`Held`]), the
-//! command under it ([`Job`]: started through the launcher, watched, stopped), the signals, and
-//! the `FENCELOCK_*` names (`env.rs`). `elect.rs` is a thin command over it.
+//! `fencelock` supervises the command's whole process tree: the lock is given back only once
+//! nothing the command started is alive, whatever ends the run (the command's exit, a loss, a
+//! release request, the launcher's death); `job.rs` says what that covers and what it cannot.
+//!
+//! The module serves `run` and `elect` alike: what is held (`held.rs`), the command under it
+//! (`job.rs`: started through the launcher of `launch.rs`, watched in `child.rs`, its tree
+//! (`tree.rs`) stopped by the ladder of `ladder.rs`), the signals, the exit statuses in the
+//! command's terms (`status.rs`), and the `FENCELOCK_*` names (`env.rs`). `elect.rs` is a thin
+//! command over it.
 
 mod acquire;
 mod child;
 pub mod elect;
 mod env;
 mod flags;
+mod held;
+mod job;
+mod ladder;
 pub mod launch;
 mod signals;
+mod status;
+mod tree;
 
 use crate::error::{exit, exit_help};
 use std::ffi::{OsStr, OsString};
-use std::future::{Future, IntoFuture};
-use std::pin::Pin;
 use std::time::Duration;
 
-use nix::sys::signal::{Signal, killpg};
-
-use crate::duration::{format_duration, parse_duration};
-use crate::error::{CliError, EXIT_LOCK_LOST};
+use crate::duration::parse_duration;
+use crate::error::CliError;
 use crate::servers::{ServerArgs, Servers};
-use child::{Command, Outcome, show};
 use flags::{StopArgs, WaitArgs};
+use held::Held;
+use job::Job;
 use signals::Signals;
 
 /// How long `run` waits, before it exits, for work the library still has under way in the
@@ -53,9 +62,17 @@ lease (--ttl) is renewed every third of its length while the command runs, and t
 released when the command ends; fencelock then exits with the command's exit code (128+N if a \
 signal N killed it).
 
+The lock is released only once nothing the command started is still running. What it leaves \
+behind when it exits (a background job, a daemon that left its process group with setsid or a \
+double fork: fencelock and its launcher are child subreapers, so such a process stays in their \
+tree) gets SIGTERM, then SIGKILL after --kill-after, before the release. The same holds when \
+the lock is lost, when a release is requested, and when fencelock's launcher is killed (exit \
+125). What the tree cannot hold is work handed to a process outside it (systemd-run --user, a \
+service started through D-Bus, at): keep the work inside by running it in the foreground.
+
 A lock on Redis is a lease, not a mutex. If the lock is lost while the command runs (the lease \
 could not be renewed in time, or an operator ran `fencelock release --force`), the command's \
-process group gets SIGTERM, then SIGKILL after --kill-after, and fencelock exits with 74. Pass \
+process tree gets SIGTERM, then SIGKILL after --kill-after, and fencelock exits with 74. Pass \
 $FENCELOCK_FENCE to the resource the command writes to, so that it can refuse a holder that \
 lost the lock without knowing it.
 
@@ -67,7 +84,9 @@ SIGTERM and SIGHUP stop the wait at once (exit 130, 143, 129) with nothing held.
 
 Asked to let go (`fencelock release --ask NAME`), fencelock passes the request on to the \
 command's process group (SIGTERM, or --on-request SIGNAL), gives it --grace to end, sends SIGKILL \
-to what is left after that, releases the lock and exits with the command's code.
+to what is left of its tree after that, releases the lock and exits with the command's code. \
+Signals sent to fencelock meanwhile are still forwarded (a Ctrl-C reaches the command), and a \
+loss of the lock meanwhile cuts the grace short (SIGKILL, exit 74).
 
 With --permits N, NAME is a semaphore of N permits instead of a lock: up to N commands run at \
 once under it, each holding one permit (a lease of its own, renewed and lost like a lock) with a \
@@ -94,6 +113,7 @@ pub fn after_help() -> String {
                  --wait ran out",
             ),
             exit::LOST,
+            exit::LAUNCHER,
             exit::CANNOT_EXECUTE,
             exit::NOT_FOUND,
             exit::SIGNALLED,
@@ -295,234 +315,6 @@ fn single_env(name: &str, fence: u64) -> Vec<(&'static str, String)> {
     ]
 }
 
-/// What a command runs under: a lock's guard, several locks, a run-once's lock, or an
-/// election's leadership.
-trait Held {
-    /// The fence (a leadership's term; the first name's, for several).
-    fn fence(&self) -> u64;
-    /// Resolves when it is lost (any of several names).
-    fn lost(&self) -> Pin<Box<dyn Future<Output = fencelock::LostReason> + Send>>;
-    /// Gives it back (releases, or resigns); whether it was still held.
-    fn give_back(self) -> impl Future<Output = fencelock::Result<bool>>;
-    /// Gives it back after the command ended with `code`; whether it was still held. A
-    /// run-once records its key here when the code is 0.
-    fn finish(self, code: u8) -> impl Future<Output = fencelock::Result<bool>>
-    where
-        Self: Sized,
-    {
-        let _ = code;
-        self.give_back()
-    }
-    /// Resolves when someone asks for it (`fencelock release --ask`); never, where nobody can.
-    fn release_requested(&self) -> impl Future<Output = ()> + 'static {
-        std::future::pending()
-    }
-}
-
-impl Held for fencelock::LockGuard {
-    fn fence(&self) -> u64 {
-        fencelock::LockGuard::fence(self)
-    }
-    fn lost(&self) -> Pin<Box<dyn Future<Output = fencelock::LostReason> + Send>> {
-        Box::pin(fencelock::LockGuard::lost(self).into_future())
-    }
-    fn give_back(self) -> impl Future<Output = fencelock::Result<bool>> {
-        self.release()
-    }
-    fn release_requested(&self) -> impl Future<Output = ()> + 'static {
-        fencelock::LockGuard::release_requested(self)
-    }
-}
-
-impl Held for fencelock::multi::MultiGuard {
-    fn fence(&self) -> u64 {
-        self.fences().next().map_or(0, |(_, fence)| fence)
-    }
-    fn lost(&self) -> Pin<Box<dyn Future<Output = fencelock::LostReason> + Send>> {
-        let signals: Vec<_> = self
-            .guards()
-            .iter()
-            .map(fencelock::LockGuard::lost)
-            .collect();
-        Box::pin(async move {
-            let waits = signals
-                .into_iter()
-                .map(|s| Box::pin(async move { s.wait().await }));
-            futures_util::future::select_all(waits).await.0
-        })
-    }
-    fn give_back(self) -> impl Future<Output = fencelock::Result<bool>> {
-        self.release()
-    }
-    fn release_requested(&self) -> impl Future<Output = ()> + 'static {
-        let asked: Vec<_> = self
-            .guards()
-            .iter()
-            .map(|g| Box::pin(g.release_requested()))
-            .collect();
-        async move {
-            futures_util::future::select_all(asked).await;
-        }
-    }
-}
-
-impl Held for fencelock::once::OnceGuard {
-    fn fence(&self) -> u64 {
-        fencelock::once::OnceGuard::fence(self)
-    }
-    fn lost(&self) -> Pin<Box<dyn Future<Output = fencelock::LostReason> + Send>> {
-        Box::pin(self.guard().lost().into_future())
-    }
-    async fn give_back(self) -> fencelock::Result<bool> {
-        self.give_up().await.map(|()| true)
-    }
-    async fn finish(self, code: u8) -> fencelock::Result<bool> {
-        if code != 0 {
-            return self.give_up().await.map(|()| true);
-        }
-        match self.done().await {
-            Ok(()) => Ok(true),
-            // A newer run's fence was accepted: this one lost its lock on the way.
-            Err(fencelock::Error::Fenced { .. }) => Ok(false),
-            Err(e) => Err(e),
-        }
-    }
-    fn release_requested(&self) -> impl Future<Output = ()> + 'static {
-        self.guard().release_requested()
-    }
-}
-
-/// A command to run while something is held, and how to describe it.
-struct Job<'a> {
-    name: &'a str,
-    /// What is held, for messages: `lock "NAME"`, `permit of semaphore "NAME" (N permits)`.
-    held: String,
-    /// What its number is called in messages: `fence`, `term`.
-    number: &'static str,
-    program: &'a OsStr,
-    program_args: &'a [OsString],
-    kill_after: Duration,
-    /// When a release is requested: the signal passed on to the command, and its grace.
-    on_request: (Signal, Duration),
-    /// The command's own environment variables (the rest is inherited).
-    env: Vec<(&'static str, String)>,
-}
-
-impl Job<'_> {
-    /// Runs the command while `held` lasts: stopped when it is lost (exit 74), `held` given
-    /// back when the command ends (exit with the command's code).
-    async fn run<H: Held>(&self, held: H, signals: &mut Signals) -> Result<(), CliError> {
-        let name = self.name;
-        // A signal that arrived while the lock was being granted: do not start the command.
-        if let Some(signal) = signals.pending().await {
-            give_back_quietly(held, name).await;
-            return Err(acquire::interrupted_while_waiting(signal, name));
-        }
-        // Caught before the command starts, so that none of them finds fencelock without a
-        // handler (which would end it and leave the command running); one that arrives before
-        // the command runs is passed on to it once it does.
-        if let Err(err) = signals.catch_forwarded() {
-            give_back_quietly(held, name).await;
-            return Err(err);
-        }
-        let mut command = match child::start(self.program, self.program_args, &self.env) {
-            Ok(command) => command,
-            Err(err) => {
-                give_back_quietly(held, name).await;
-                return Err(err);
-            }
-        };
-        tracing::debug!(lock = %name, fence = held.fence(), group = %command.group, "command started");
-        let outcome =
-            child::watch(&mut command, held.lost(), held.release_requested(), signals).await;
-        match outcome {
-            Outcome::Exited(Err(err)) => {
-                // Cannot happen in practice (the child is ours); the lock still goes back.
-                let _ = killpg(command.group, Signal::SIGKILL);
-                give_back_quietly(held, name).await;
-                Err(CliError::io(
-                    format!("cannot wait for {}", show(self.program)),
-                    err,
-                ))
-            }
-            Outcome::Exited(Ok(status)) => self.exited(held, child::exit_code_of(status)).await,
-            Outcome::Lost(reason) => self.lost(held, &mut command, &reason).await,
-            Outcome::Requested => {
-                let (signal, grace) = self.on_request;
-                eprintln!(
-                    "fencelock: asked to release {}; sending {} to {} and releasing when it \
-                     ends (SIGKILL after {})",
-                    self.held,
-                    signal.as_str(),
-                    show(self.program),
-                    format_duration(grace)
-                );
-                let code = child::pass_on_request(&mut command, signal, grace).await;
-                self.exited(held, code).await
-            }
-        }
-    }
-
-    /// The command ended with `code`: give back, and exit with the command's code.
-    async fn exited<H: Held>(&self, held: H, code: u8) -> Result<(), CliError> {
-        let fence = held.fence();
-        tracing::debug!(lock = %self.name, code, "command ended; releasing");
-        match held.finish(code).await {
-            Ok(true) => {}
-            Ok(false) => {
-                return Err(CliError::Failed {
-                    message: format!(
-                        "{} ({} {fence}) was lost before {} ended (exit status {code}); \
-                         another holder may have run at the same time",
-                        self.held,
-                        self.number,
-                        show(self.program)
-                    ),
-                    code: EXIT_LOCK_LOST,
-                });
-            }
-            Err(err) => {
-                eprintln!(
-                    "fencelock: warning: {err}; the lock will be free when its lease runs out"
-                );
-            }
-        }
-        if code == 0 {
-            Ok(())
-        } else {
-            Err(CliError::Reported { code })
-        }
-    }
-
-    /// It was lost while the command ran: stop the command, exit with 74.
-    async fn lost<H: Held>(
-        &self,
-        held: H,
-        command: &mut Command,
-        reason: &fencelock::LostReason,
-    ) -> Result<(), CliError> {
-        eprintln!(
-            "fencelock: {} ({} {}) was lost while {} ran: {reason}; stopping it (SIGTERM, \
-             SIGKILL after {})",
-            self.held,
-            self.number,
-            held.fence(),
-            show(self.program),
-            format_duration(self.kill_after)
-        );
-        let how = child::stop_group(&mut command.child, command.group, self.kill_after).await;
-        // Nothing to give back any more (the hold is gone); this ends the renewal.
-        let _ = held.give_back().await;
-        Err(CliError::Failed {
-            message: format!(
-                "{} was lost while the command ran; the command {how}",
-                self.held
-            ),
-            code: EXIT_LOCK_LOST,
-        })
-    }
-}
-
 /// `--permits`: a number of permits, at least 1.
 fn parse_permits(text: &str) -> Result<u32, String> {
     match text.trim().parse::<u32>() {
@@ -535,18 +327,11 @@ fn parse_permits(text: &str) -> Result<u32, String> {
     }
 }
 
-/// Gives back what the command never ran under.
-async fn give_back_quietly<H: Held>(held: H, name: &str) {
-    if let Err(err) = held.give_back().await {
-        tracing::debug!(lock = %name, %err, "release failed; the lease will run out");
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use crate::error::{
-        EXIT_CANNOT_EXECUTE, EXIT_FAILURE, EXIT_LOCK_LOST, EXIT_NOT_ACQUIRED, EXIT_NOT_FOUND,
-        EXIT_REDIS, EXIT_SIGHUP, EXIT_SIGINT, EXIT_SIGTERM, EXIT_USAGE,
+        EXIT_CANNOT_EXECUTE, EXIT_FAILURE, EXIT_LAUNCHER, EXIT_LOCK_LOST, EXIT_NOT_ACQUIRED,
+        EXIT_NOT_FOUND, EXIT_REDIS, EXIT_SIGHUP, EXIT_SIGINT, EXIT_SIGTERM, EXIT_USAGE,
     };
 
     /// The codes at the start of each line of the help's "Exit status" section.
@@ -572,6 +357,7 @@ mod tests {
                 EXIT_REDIS,
                 EXIT_NOT_ACQUIRED,
                 EXIT_LOCK_LOST,
+                EXIT_LAUNCHER,
                 EXIT_CANNOT_EXECUTE,
                 EXIT_NOT_FOUND,
                 EXIT_SIGHUP,

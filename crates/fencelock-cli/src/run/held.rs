@@ -1,0 +1,106 @@
+//! What a command runs under ([`Held`]): a lock's guard, several locks, a run-once's lock, or
+//! an election's leadership (its impl is in `elect.rs`); how it is lost, given back and asked
+//! for.
+
+use std::future::{Future, IntoFuture};
+use std::pin::Pin;
+
+/// A loss of what is held: resolves when it is lost, with the reason.
+pub(super) type Loss = Pin<Box<dyn Future<Output = fencelock::LostReason> + Send>>;
+
+/// What a command runs under: a lock's guard, several locks, a run-once's lock, or an
+/// election's leadership.
+pub(super) trait Held {
+    /// The fence (a leadership's term; the first name's, for several).
+    fn fence(&self) -> u64;
+    /// Resolves when it is lost (any of several names).
+    fn lost(&self) -> Loss;
+    /// Gives it back (releases, or resigns); whether it was still held.
+    fn give_back(self) -> impl Future<Output = fencelock::Result<bool>>;
+    /// Gives it back after the command ended with `code`; whether it was still held. A
+    /// run-once records its key here when the code is 0.
+    fn finish(self, code: u8) -> impl Future<Output = fencelock::Result<bool>>
+    where
+        Self: Sized,
+    {
+        let _ = code;
+        self.give_back()
+    }
+    /// Resolves when someone asks for it (`fencelock release --ask`); never, where nobody can.
+    fn release_requested(&self) -> impl Future<Output = ()> + 'static {
+        std::future::pending()
+    }
+}
+
+impl Held for fencelock::LockGuard {
+    fn fence(&self) -> u64 {
+        fencelock::LockGuard::fence(self)
+    }
+    fn lost(&self) -> Loss {
+        Box::pin(fencelock::LockGuard::lost(self).into_future())
+    }
+    fn give_back(self) -> impl Future<Output = fencelock::Result<bool>> {
+        self.release()
+    }
+    fn release_requested(&self) -> impl Future<Output = ()> + 'static {
+        fencelock::LockGuard::release_requested(self)
+    }
+}
+
+impl Held for fencelock::multi::MultiGuard {
+    fn fence(&self) -> u64 {
+        self.fences().next().map_or(0, |(_, fence)| fence)
+    }
+    fn lost(&self) -> Loss {
+        let signals: Vec<_> = self
+            .guards()
+            .iter()
+            .map(fencelock::LockGuard::lost)
+            .collect();
+        Box::pin(async move {
+            let waits = signals
+                .into_iter()
+                .map(|s| Box::pin(async move { s.wait().await }));
+            futures_util::future::select_all(waits).await.0
+        })
+    }
+    fn give_back(self) -> impl Future<Output = fencelock::Result<bool>> {
+        self.release()
+    }
+    fn release_requested(&self) -> impl Future<Output = ()> + 'static {
+        let asked: Vec<_> = self
+            .guards()
+            .iter()
+            .map(|g| Box::pin(g.release_requested()))
+            .collect();
+        async move {
+            futures_util::future::select_all(asked).await;
+        }
+    }
+}
+
+impl Held for fencelock::once::OnceGuard {
+    fn fence(&self) -> u64 {
+        fencelock::once::OnceGuard::fence(self)
+    }
+    fn lost(&self) -> Loss {
+        Box::pin(self.guard().lost().into_future())
+    }
+    async fn give_back(self) -> fencelock::Result<bool> {
+        self.give_up().await.map(|()| true)
+    }
+    async fn finish(self, code: u8) -> fencelock::Result<bool> {
+        if code != 0 {
+            return self.give_up().await.map(|()| true);
+        }
+        match self.done().await {
+            Ok(()) => Ok(true),
+            // A newer run's fence was accepted: this one lost its lock on the way.
+            Err(fencelock::Error::Fenced { .. }) => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+    fn release_requested(&self) -> impl Future<Output = ()> + 'static {
+        self.guard().release_requested()
+    }
+}
