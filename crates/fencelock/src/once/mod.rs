@@ -159,7 +159,10 @@ impl Once {
     ///
     /// # Errors
     ///
-    /// As [`LockRequest::acquire`] ([`Error::TimedOut`], ...), and as [`done`](Self::done).
+    /// As [`LockRequest::acquire`] ([`Error::TimedOut`], ...), and as [`done`](Self::done);
+    /// [`Error::Fenced`] if the resource accepted a newer fence than this run's lock has (a
+    /// write under the same name by something else), [`Error::FencedWrongType`] if the record's
+    /// key holds something that is not a record. The lock is released on every error.
     ///
     /// # Cancel safety
     ///
