@@ -35,7 +35,11 @@ export class FencelockError extends Error {
 
 /** Options of every client. */
 export interface ClientOptions {
-  /** Prefix of every key fencelock writes (default `fencelock:`). */
+  /**
+   * Prefix of every key fencelock writes (default `fencelock`), without the colon fencelock puts
+   * between it and a lock's name (keys are `PREFIX:{NAME}`): a prefix ending with `:` is refused
+   * (`FencelockError` with code `config`).
+   */
   keyPrefix?: string
   /** Bound on each command (ms). */
   commandTimeout?: number

@@ -64,6 +64,15 @@ test('config, with no lock named', () => {
   throwsWith(() => Client.sentinel([server.url], 'mymaster', { replicaTimeout: 100 }), 'config')
 })
 
+test('config: a key prefix ending with a colon, which fencelock adds itself', async () => {
+  throwsWith(() => new Client(server.url, { keyPrefix: 'fencelock:' }), 'config', (e) => e.lock === null && /ends with ':'/.test(e.reason))
+  const nested = new Client(server.url, { keyPrefix: 'app:locks' })
+  const name = uniqueName()
+  const guard = await nested.lock(name).acquire()
+  assert.equal(server.raw('EXISTS', `app:locks:{${name}}`), '1')
+  await guard.release()
+})
+
 test('unreachable names the server', async () => {
   const port = await deadPort()
   const client = new Client(`redis://127.0.0.1:${port}`, { commandTimeout: 500 })

@@ -48,6 +48,18 @@ def test_a_bad_url_is_a_config_error():
     assert caught.value.lock is None
 
 
+def test_a_key_prefix_ending_with_a_colon_is_a_config_error(server, name):
+    # fencelock puts the colon between the prefix and the name itself (`PREFIX:{NAME}`).
+    with pytest.raises(fencelock.ConfigError) as caught:
+        fencelock.Client(server.url, key_prefix="fencelock:")
+    assert caught.value.lock is None
+    assert "ends with ':'" in str(caught.value)
+    nested = fencelock.Client(server.url, key_prefix="app:locks")
+    guard = nested.lock(name, wait=0).acquire()
+    assert server.raw().exists(f"app:locks:{{{name}}}") == 1
+    guard.release()
+
+
 def test_unreachable_names_the_server(name):
     port = free_port()
     client = fencelock.Client(f"redis://127.0.0.1:{port}", command_timeout=0.5)

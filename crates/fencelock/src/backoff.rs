@@ -30,6 +30,19 @@ impl Backoff {
         delay
     }
 
+    /// The next delay with jitter: between half of it and all of it, at random (the next one
+    /// grows as with [`next_delay`](Self::next_delay)), so that clients that back off together
+    /// do not come back together.
+    pub(crate) fn next_jittered(&mut self) -> Duration {
+        let delay = self.next_delay();
+        let half = delay / 2;
+        let mut bytes = [0u8; 2];
+        if getrandom::fill(&mut bytes).is_err() {
+            return delay;
+        }
+        half + half.mul_f64(f64::from(u16::from_le_bytes(bytes)) / f64::from(u16::MAX))
+    }
+
     /// Back to the first delay (after a success).
     pub(crate) fn reset(&mut self) {
         self.next = self.first;
@@ -49,6 +62,11 @@ pub(crate) const RECONNECT: Backoff =
 pub(crate) const SENTINEL: Backoff =
     Backoff::new(Duration::from_millis(500), 1, Duration::from_millis(500));
 
+/// A multi-lock request that waited for one name and found another held: 5 ms, doubling, at
+/// most 500 ms (jittered) before it waits again.
+pub(crate) const MULTI: Backoff =
+    Backoff::new(Duration::from_millis(5), 2, Duration::from_millis(500));
+
 /// A failed renewal, tried again until the lease's deadline: a tenth of the lease, within 5 ms
 /// and 1 s (a constant delay per lease, so the policy is made per lock).
 pub(crate) fn renewal(ttl: Duration) -> Backoff {
@@ -59,6 +77,20 @@ pub(crate) fn renewal(ttl: Duration) -> Backoff {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn jittered_delays_are_between_half_and_all_of_the_delay() {
+        let mut multi = MULTI;
+        let mut plain = MULTI;
+        for _ in 0..12 {
+            let delay = plain.next_delay();
+            let jittered = multi.next_jittered();
+            assert!(
+                jittered >= delay / 2 && jittered <= delay,
+                "{jittered:?} of {delay:?}"
+            );
+        }
+    }
 
     #[test]
     fn delays_grow_to_the_cap_and_reset() {

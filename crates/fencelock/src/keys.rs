@@ -108,11 +108,22 @@ pub(crate) fn validate_name(name: &str) -> Result<()> {
     Ok(())
 }
 
-/// Checks a key prefix with the same rules as a name (it may not be empty either).
+/// Checks a key prefix with the same rules as a name (it may not be empty either), and without
+/// a trailing `:`: the colon between the prefix and a lock's name is added (`PREFIX:{NAME}`), so
+/// a prefix spelled with it would make keys (`fencelock::{NAME}`) that no other holder uses.
 pub(crate) fn validate_prefix(prefix: &str) -> Result<()> {
     validate_name(prefix).map_err(|e| Error::Config {
         reason: format!("bad key prefix {prefix:?}: {e}"),
-    })
+    })?;
+    if let Some(bare) = prefix.strip_suffix(':') {
+        return Err(Error::Config {
+            reason: format!(
+                "bad key prefix {prefix:?}: it ends with ':', which fencelock adds itself \
+                 (keys are PREFIX:{{NAME}}); write {bare:?}"
+            ),
+        });
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -8,6 +8,12 @@
 //! deadlock; and on one server the tries of one round go out together (the client sends calls
 //! of one script that pile up on a connection as one batch).
 //!
+//! Every request tries its names sorted by name, whatever the order given, and waits for the
+//! first held one in that order, so two requests for overlapping sets wait for the same name
+//! rather than each holding the name the other waits for next. A request that waited for a name
+//! and then found another held backs off for a growing, jittered delay (5 ms, doubling, at most
+//! 500 ms) before it waits again.
+//!
 //! ```no_run
 //! # async fn example(client: fencelock::Client) -> fencelock::Result<()> {
 //! let both = client.multi_lock(["accounts/17", "accounts/42"]).acquire().await?;
@@ -114,12 +120,18 @@ impl MultiLockRequest {
         }
         let started = Instant::now();
         let until = self.wait.deadline(started);
+        // One order for every request: the names sorted. The tries go in it, and the name
+        // waited for is the first held one in it.
+        let mut order: Vec<usize> = (0..self.names.len()).collect();
+        order.sort_by(|&x, &y| self.names[x].cmp(&self.names[y]));
+        let mut backoff = crate::backoff::MULTI;
         // The name waited for last, held while the others are tried.
         let mut kept: Option<(usize, LockGuard)> = None;
         loop {
-            let tries = self.names.iter().enumerate().map(|(i, name)| {
+            let waited = kept.is_some();
+            let tries = order.iter().map(|&i| {
                 let kept = kept.as_ref().map(|(k, _)| *k);
-                let request = self.client.lock(name.as_str()).ttl(self.ttl);
+                let request = self.client.lock(self.names[i].as_str()).ttl(self.ttl);
                 async move {
                     if kept == Some(i) {
                         return Ok(None);
@@ -128,26 +140,32 @@ impl MultiLockRequest {
                 }
             });
             let results = join_all(tries).await;
-            let mut guards: Vec<Option<LockGuard>> = Vec::with_capacity(self.names.len());
+            let mut guards: Vec<Option<LockGuard>> = std::iter::repeat_with(|| None)
+                .take(self.names.len())
+                .collect();
             let mut held_by_others = None;
             let mut failure = None;
-            for (i, result) in results.into_iter().enumerate() {
+            for (&i, result) in order.iter().zip(results) {
                 match result {
-                    Ok(Some(guard)) => guards.push(Some(guard)),
+                    Ok(Some(guard)) => {
+                        if let Some(slot) = guards.get_mut(i) {
+                            *slot = Some(guard);
+                        }
+                    }
                     Ok(None) => {
                         if kept.as_ref().is_none_or(|(k, _)| *k != i) && held_by_others.is_none() {
                             held_by_others = Some(i);
                         }
-                        guards.push(None);
                     }
                     Err(e) => {
                         failure.get_or_insert(e);
-                        guards.push(None);
                     }
                 }
             }
-            if let Some((k, guard)) = kept.take() {
-                guards[k] = Some(guard);
+            if let Some((k, guard)) = kept.take()
+                && let Some(slot) = guards.get_mut(k)
+            {
+                *slot = Some(guard);
             }
             if failure.is_none() && held_by_others.is_none() {
                 let guards = guards.into_iter().flatten().collect();
@@ -157,6 +175,15 @@ impl MultiLockRequest {
             release_all(guards.into_iter().flatten()).await;
             if let Some(e) = failure {
                 return Err(e);
+            }
+            if waited {
+                // Another request holds a name this one tries after the one it waited for: let
+                // it finish before waiting again.
+                let pause = backoff.next_jittered();
+                let pause = until.map_or(pause, |at| {
+                    pause.min(at.saturating_duration_since(Instant::now()))
+                });
+                tokio::time::sleep(pause).await;
             }
             let Some(busy) = held_by_others else {
                 continue;

@@ -193,3 +193,39 @@ async fn a_refused_connection_is_unreachable_without_a_tls_hint() {
         "{err:?}"
     );
 }
+
+/// A key prefix spelled with the colon fencelock adds itself (`fencelock:`) is refused when the
+/// client is built, naming the prefix to write instead; a colon inside a prefix is fine, and
+/// its keys are `PREFIX:{NAME}`.
+#[tokio::test]
+async fn a_key_prefix_ending_with_a_colon_is_refused() {
+    let redis = server();
+    for prefix in ["fencelock:", "app:locks:", ":"] {
+        let err = Client::builder(&redis.url())
+            .key_prefix(prefix)
+            .build()
+            .map(|_| ())
+            .unwrap_err();
+        assert!(
+            matches!(&err, Error::Config { reason } if reason.contains("ends with ':'")),
+            "{prefix:?}: {err}"
+        );
+    }
+    let err = Client::builder(&redis.url())
+        .key_prefix("fencelock:")
+        .build()
+        .map(|_| ())
+        .unwrap_err();
+    assert!(err.to_string().contains(r#"write "fencelock""#), "{err}");
+
+    let nested = Client::builder(&redis.url())
+        .key_prefix("app:locks")
+        .build()
+        .unwrap();
+    let guard = nested.lock("n").acquire().await.unwrap();
+    assert_eq!(
+        common::integer_reply(&redis, &["EXISTS", "app:locks:{n}"]),
+        1
+    );
+    assert!(guard.release().await.unwrap());
+}

@@ -528,3 +528,75 @@ async fn a_resignation_is_one_script_call() {
     drop(dropped);
     assert_eq!(next(&mut observer).await, Observation::Vacant);
 }
+
+/// The leader's record outlives its term's lease, renewed with it: a leader renewed over several
+/// leases is the leader at every read, its record expiring after its lock; and once a leader
+/// vanished without resigning (its lease lapsed), its record goes a moment later, so that
+/// elections of many names leave no key each behind.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_leaders_record_expires_after_its_lease_and_not_before() {
+    let redis = server();
+    let proxy = fencelock_testkit::FaultProxy::start(redis.addr())
+        .await
+        .unwrap_or_else(|e| panic!("proxy: {e}"));
+    let leader_client = common::client(&proxy.url());
+    let reader = common::client(&redis.url());
+    let ttl = Duration::from_millis(600);
+    let mut leadership = leader_client
+        .election("expiring")
+        .campaign("node-a")
+        .ttl(ttl)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let election = reader.election("expiring");
+    let lock = "fencelock:{expiring}";
+    let record = "fencelock:{expiring}:leader";
+    let pttl = |key: &str| common::integer_reply(&redis, &["PTTL", key]);
+    // Over several leases, renewed by the leader: the leader at every read, and the record due
+    // after the lock.
+    let until = tokio::time::Instant::now() + ttl * 4;
+    let mut reads = 0;
+    while tokio::time::Instant::now() < until {
+        let seen = current(&election)
+            .await
+            .unwrap_or_else(|| panic!("no leader after {reads} reads"));
+        assert_eq!(seen.term, leadership.term());
+        let (lock_ms, record_ms) = (pttl(lock), pttl(record));
+        assert!(
+            record_ms > 0 && record_ms > lock_ms,
+            "the record is due in {record_ms} ms, the lock in {lock_ms} ms"
+        );
+        reads += 1;
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // A proclaim rewrites the record: still due after the lock.
+    leadership
+        .proclaim("node-b")
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let (lock_ms, record_ms) = (pttl(lock), pttl(record));
+    assert!(
+        record_ms > lock_ms,
+        "after a proclaim the record is due in {record_ms} ms, the lock in {lock_ms} ms"
+    );
+    // The leader vanishes: it neither renews nor resigns.
+    proxy.set_blackhole(true);
+    let lapsed = tokio::time::Instant::now() + STEP;
+    while common::integer_reply(&redis, &["EXISTS", lock]) == 1 {
+        assert!(
+            tokio::time::Instant::now() < lapsed,
+            "the lease never lapsed"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(current(&election).await, None);
+    let gone = tokio::time::Instant::now() + STEP;
+    while common::integer_reply(&redis, &["EXISTS", record]) == 1 {
+        assert!(
+            tokio::time::Instant::now() < gone,
+            "the record of a lapsed leader is still there {STEP:?} after its lease"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    std::mem::forget(leadership);
+}

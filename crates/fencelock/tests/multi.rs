@@ -4,10 +4,11 @@
 mod common;
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
-use fencelock::Error;
+use fencelock::{Client, Error};
+use fencelock_testkit::FaultProxy;
 
 use common::server;
 
@@ -141,4 +142,90 @@ async fn a_loss_of_any_name_is_told() {
     assert_eq!(reason, fencelock::LostReason::NotOwner);
     assert!(!guard.is_held());
     assert!(!guard.release().await.unwrap_or_else(|e| panic!("{e}")));
+}
+
+/// Requests for overlapping sets in opposite orders, beside a taker that holds one of their
+/// names again and again, all get their sets within a generous bound. The requests reach the
+/// server through a proxy that delays every message by 20 ms, which keeps two requests in step:
+/// were each to wait for the first held name in its own order, they would hold and give back
+/// each other's next name round after round.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn opposite_orders_beside_a_hot_taker_all_complete() {
+    const ROUNDS: usize = 20;
+    const BOUND: Duration = Duration::from_secs(60);
+    let redis = server();
+    let proxy = FaultProxy::start(redis.addr())
+        .await
+        .unwrap_or_else(|e| panic!("proxy: {e}"));
+    proxy.set_latency(Duration::from_millis(20));
+    let stop = Arc::new(AtomicBool::new(false));
+    let hot = {
+        let client = common::client(&redis.url());
+        let stop = stop.clone();
+        tokio::spawn(async move {
+            let mut taken = 0usize;
+            while !stop.load(Ordering::SeqCst) {
+                let guard = client
+                    .lock("p/a")
+                    .ttl(Duration::from_secs(10))
+                    .acquire()
+                    .await
+                    .unwrap_or_else(|e| panic!("{e}"));
+                tokio::time::sleep(Duration::from_millis(2)).await;
+                assert!(guard.release().await.unwrap_or_else(|e| panic!("{e}")));
+                taken += 1;
+            }
+            taken
+        })
+    };
+    // Two pairs in opposite orders: one beside the hot taker, one alone.
+    let sets: [&[&str]; 4] = [
+        &["p/a", "p/b"],
+        &["p/b", "p/a"],
+        &["p/c", "p/d"],
+        &["p/d", "p/c"],
+    ];
+    let done = Arc::new(AtomicUsize::new(0));
+    let mut callers = Vec::new();
+    for names in sets {
+        let client = Client::builder(&proxy.url())
+            .command_timeout(Duration::from_secs(5))
+            .build()
+            .unwrap_or_else(|e| panic!("{e}"));
+        let done = done.clone();
+        let names: Vec<String> = names.iter().map(|n| (*n).to_owned()).collect();
+        callers.push(tokio::spawn(async move {
+            for _ in 0..ROUNDS {
+                let guard = client
+                    .multi_lock(names.clone())
+                    .ttl(Duration::from_secs(10))
+                    .acquire()
+                    .await
+                    .unwrap_or_else(|e| panic!("{e}"));
+                tokio::time::sleep(Duration::from_millis(5)).await;
+                assert!(guard.release().await.unwrap_or_else(|e| panic!("{e}")));
+                done.fetch_add(1, Ordering::SeqCst);
+            }
+        }));
+    }
+    let started = std::time::Instant::now();
+    let finished = tokio::time::timeout(BOUND, async {
+        for caller in callers {
+            caller.await.unwrap_or_else(|e| panic!("{e}"));
+        }
+    })
+    .await;
+    stop.store(true, Ordering::SeqCst);
+    let taken = hot.await.unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        finished.is_ok(),
+        "{} of {} multi-lock acquisitions in {BOUND:?} (the hot taker took its name {taken} times)",
+        done.load(Ordering::SeqCst),
+        4 * ROUNDS
+    );
+    eprintln!(
+        "{} multi-lock acquisitions in {:?}; the hot taker took its name {taken} times",
+        4 * ROUNDS,
+        started.elapsed()
+    );
 }

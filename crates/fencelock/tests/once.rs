@@ -7,8 +7,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use fencelock::Error;
 use fencelock::once::{Begun, Outcome};
+use fencelock::{Client, Error};
+use fencelock_testkit::FaultProxy;
 
 use common::server;
 
@@ -135,4 +136,90 @@ async fn a_run_that_lost_its_lock_cannot_record() {
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     assert!(done.is_some());
+}
+
+/// A run paused past its lease records just after a newer run has taken the lock and looked for
+/// the record: the stale run is refused and told ([`Error::Fenced`]), the newer run does the
+/// work, and the record is the newer run's. The newer run's client reaches the server through a
+/// proxy that delays every message by `LATENCY`, so that the stale run's record lands between
+/// the newer run's acquisition and whatever it sends after it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stale_run_recording_while_a_newer_one_begins_is_refused() {
+    const LATENCY: Duration = Duration::from_millis(400);
+    let redis = server();
+    let proxy = FaultProxy::start(redis.addr())
+        .await
+        .unwrap_or_else(|e| panic!("proxy: {e}"));
+    let stale_client = common::client(&redis.url());
+    let newer_client = Client::builder(&proxy.url())
+        .command_timeout(Duration::from_secs(10))
+        .build()
+        .unwrap_or_else(|e| panic!("{e}"));
+    // The newer client's connection made and every script of a run loaded.
+    let warm = newer_client
+        .once("warm")
+        .run(|_| async { Ok::<(), std::io::Error>(()) })
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(matches!(warm, Outcome::Ran(())), "{warm:?}");
+
+    let Begun::Run(stale) = stale_client
+        .once("job")
+        .begin()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"))
+    else {
+        panic!("done already");
+    };
+    // Its lease lapses while it is paused (an operator's release stands in for the pause).
+    assert!(
+        stale_client
+            .force_release("job")
+            .await
+            .unwrap_or_else(|e| panic!("{e}"))
+    );
+    proxy.set_latency(LATENCY);
+    let begin = tokio::spawn(newer_client.once("job").begin());
+    // The newer run's acquisition ran on the server ...
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let held = redis
+            .cmd(&["EXISTS", "fencelock:{job}"])
+            .unwrap_or_else(|e| panic!("{e}"));
+        if held == redis::Value::Int(1) {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the newer run never took the lock"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    // ... its next message reached the server (one round trip later), the one after that has
+    // not: the stale run wakes and records.
+    tokio::time::sleep(LATENCY * 3).await;
+    let stale_fence = stale.fence();
+    let recorded = stale.done().await;
+    let begun = begin
+        .await
+        .unwrap_or_else(|e| panic!("{e}"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    proxy.set_latency(Duration::ZERO);
+
+    assert!(
+        matches!(recorded, Err(Error::Fenced { .. })),
+        "the stale run was not refused: {recorded:?}"
+    );
+    let Begun::Run(newer) = begun else {
+        panic!("the newer run found a record: {begun:?}");
+    };
+    assert!(newer.fence() > stale_fence);
+    let newer_fence = newer.fence();
+    newer.done().await.unwrap_or_else(|e| panic!("{e}"));
+    let done = stale_client
+        .once("job")
+        .done()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(done.map(|d| d.fence), Some(newer_fence));
 }

@@ -6,6 +6,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
+use fencelock::once::Begun;
 use fencelock::{Client, Error, Shortfall};
 use fencelock_testkit::RedisServer;
 
@@ -114,4 +115,34 @@ async fn a_server_without_replicas_cannot_acknowledge() {
         .unwrap_err();
     assert!(matches!(err, Error::NotReplicated { .. }), "{err:?}");
     assert_eq!(integer_reply(&lonely, &["EXISTS", "fencelock:{alone}"]), 0);
+}
+
+/// A run-once's record waits for the replica too: acknowledged, the replica has it; when the
+/// replica stops answering after the grant, recording fails with `NotReplicated`.
+#[tokio::test]
+async fn a_run_once_record_waits_for_the_replica() {
+    let (master, replica) = master_and_replica();
+    let patient = client(&master.url(), Duration::from_secs(3), Shortfall::Fail);
+    let Begun::Run(run) = patient.once("migrate/1").begin().await.unwrap() else {
+        panic!("done already");
+    };
+    run.done().await.unwrap();
+    assert_eq!(
+        integer_reply(
+            &replica,
+            &["EXISTS", "fencelock:once:{migrate/1}:migrate/1"]
+        ),
+        1
+    );
+
+    let Begun::Run(run) = patient.once("migrate/2").begin().await.unwrap() else {
+        panic!("done already");
+    };
+    replica.pause().unwrap();
+    let err = run.done().await.unwrap_err();
+    replica.resume().unwrap();
+    assert!(
+        matches!(&err, Error::NotReplicated { lock, acknowledged: 0, wanted: 1, .. } if lock == "migrate/2"),
+        "{err:?}"
+    );
 }

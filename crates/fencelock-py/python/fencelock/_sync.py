@@ -239,7 +239,8 @@ class Client(_api.ClientBase):
     """A fencelock client for one Redis server (``redis://`` or ``rediss://`` URL).
 
     Other deployments: :meth:`redlock`, :meth:`cluster`, :meth:`sentinel`. Options (keywords):
-    ``key_prefix``; ``command_timeout`` and ``instance_timeout`` (seconds); ``tls_ca``, and
+    ``key_prefix`` (default ``"fencelock"``; keys are ``PREFIX:{NAME}``, so a prefix ending
+    with ``:`` is refused); ``command_timeout`` and ``instance_timeout`` (seconds); ``tls_ca``, and
     ``tls_client_cert`` with ``tls_client_key`` (each a path, or the PEM as ``bytes``);
     ``wait_for_replicas`` (replicas that must acknowledge each grant, with
     ``replica_timeout`` in seconds and ``replica_shortfall``, ``"fail"`` or ``"warn"``); for

@@ -181,7 +181,10 @@ impl ClientBuilder {
         self
     }
 
-    /// The prefix of every key (default `fencelock`). All users of a lock must agree on it.
+    /// The prefix of every key (default `fencelock`), without the colon that fencelock puts
+    /// between it and a lock's name (keys are `PREFIX:{NAME}`): a prefix ending with `:` is
+    /// refused by [`build`](Self::build) ([`Error::Config`](crate::Error::Config)). All users
+    /// of a lock must agree on it.
     pub fn key_prefix(mut self, prefix: impl Into<String>) -> Self {
         self.prefix = prefix.into();
         self

@@ -25,4 +25,8 @@ if record[1] ~= ARGV[1] or not since then
 end
 publish(KEYS[1] .. ':announce', 'leader:' .. ARGV[1] .. ':' .. since .. ':' .. ARGV[2])
 redis.call('hset', KEYS[2], 'term', ARGV[1], 'since', since, 'value', ARGV[2])
+local lease = redis.call('pttl', KEYS[1])
+if lease > 0 then
+  keep_record(KEYS[2], lease)
+end
 return {1, since}

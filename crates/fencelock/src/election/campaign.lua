@@ -26,6 +26,7 @@ if value then
     else
       redis.call('pexpire', KEYS[1], ARGV[2])
     end
+    keep_record(KEYS[3], ARGV[2])
     return fence
   end
   local pttl = redis.call('pttl', KEYS[1])
@@ -55,4 +56,5 @@ publish(KEYS[1] .. ':announce', 'leader:' .. text .. ':' .. since .. ':' .. ARGV
 redis.call('set', KEYS[2], text)
 redis.call('set', KEYS[1], ARGV[1] .. ':' .. text .. mark, 'PX', ARGV[2])
 redis.call('hset', KEYS[3], 'term', text, 'since', since, 'value', ARGV[3])
+keep_record(KEYS[3], ARGV[2])
 return text

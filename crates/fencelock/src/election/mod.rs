@@ -57,7 +57,7 @@ use crate::keys;
 use crate::script::reply::{as_string, as_u64, describe_type, unexpected};
 use crate::script::{Arg, Args, Call, Lua, lua};
 
-static ANNOUNCE: LazyLock<Lua> = lua!("leadership.lua", "announce.lua");
+static ANNOUNCE: LazyLock<Lua> = lua!("leadership.lua", "record.lua", "announce.lua");
 static LEADER: LazyLock<Lua> = lua!("leadership.lua", "leader.lua");
 
 /// One election (see [`Client::election`]): campaign for it, read or follow its leader. Cheap

@@ -1,5 +1,6 @@
-//! The election's lock as a kind of lock the engine runs: the plain lock (same value, fence,
-//! renewal), whose grant also writes the leader's record and announces it (`campaign.lua`), and
+//! The election's lock as a kind of lock the engine runs: the plain lock (same value, fence),
+//! whose grant also writes the leader's record and announces it (`campaign.lua`), whose renewal
+//! also re-arms the record's expiry, a second past the lease (`extend.lua`, `record.lua`), and
 //! whose release also announces the resignation and deletes the record (`step_down.lua`), each
 //! in one script. Nobody takes a place in line: a leader's release wakes one campaign of each
 //! client, which try again.
@@ -11,10 +12,10 @@ use smallvec::smallvec;
 
 use crate::engine::{Attempt, Hold, Protocol, ReleaseFence};
 use crate::kind::LockKind;
-use crate::kinds::plain::Plain;
 use crate::script::{Arg, Call, Lua, lua};
 
-static CAMPAIGN: LazyLock<Lua> = lua!("../kinds/plain/value.lua", "campaign.lua");
+static CAMPAIGN: LazyLock<Lua> = lua!("../kinds/plain/value.lua", "record.lua", "campaign.lua");
+static EXTEND: LazyLock<Lua> = lua!("../kinds/plain/value.lua", "record.lua", "extend.lua");
 static STEP_DOWN: LazyLock<Lua> = lua!("../kinds/plain/value.lua", "step_down.lua");
 
 /// One campaign's protocol: the value it announces, and the election's record key.
@@ -58,11 +59,16 @@ impl Protocol for Elected {
     }
 
     fn extend<'a>(&'a self, hold: &'a Hold, ttl: Duration) -> Call<'a> {
-        Plain.extend(hold, ttl)
+        Call::new(
+            &EXTEND,
+            &[hold.keys.lock(), &self.record],
+            smallvec![hold.token_arg(), Arg::millis(ttl)],
+        )
     }
 
+    /// Never by the server's compare-and-set: a renewal re-arms the record's expiry too.
     fn renews_by_value(&self) -> bool {
-        true
+        false
     }
 
     fn redlock_refusal(&self) -> Option<&'static str> {

@@ -26,8 +26,8 @@ mod shared;
 pub(crate) mod watchdog;
 
 pub use guard::LockGuard;
-pub(crate) use replicas::ReplicaAck;
 pub use replicas::Shortfall;
+pub(crate) use replicas::{ReplicaAck, confirm_on as confirm_replicas_on};
 pub use request::{
     DEFAULT_QUEUE_TIMEOUT, DEFAULT_TTL, LockRequest, MAX_TTL, MIN_QUEUE_TIMEOUT, MIN_TTL,
     WaitPolicy,

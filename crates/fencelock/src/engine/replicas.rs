@@ -7,6 +7,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::connection::Server;
 use crate::engine::protocol::Hold;
 use crate::error::Error;
 use crate::quorum::Instances;
@@ -40,30 +41,46 @@ pub(crate) async fn confirm(
     granted: &[usize],
     ack: ReplicaAck,
 ) -> Result<(), Error> {
-    let mut wait = redis::cmd("WAIT");
-    wait.arg(ack.replicas)
-        .arg(u64::try_from(ack.timeout.as_millis()).unwrap_or(u64::MAX));
-    let limit = ack.timeout.saturating_add(instances.command_timeout());
+    let limit = instances.command_timeout();
     for &i in granted {
         let Some(server) = instances.servers().get(i) else {
             continue;
         };
-        let acknowledged = match server.query_at::<u64>(&wait, hold.keys.lock(), limit).await {
-            Ok(n) => u32::try_from(n).unwrap_or(u32::MAX),
-            Err(err) => return Err(server.error(&hold.name, "wait for replicas", err)),
-        };
-        if acknowledged < ack.replicas {
-            if ack.on_shortfall == Shortfall::Warn {
-                tracing::warn!(lock = %hold.name, server = %server.addr, acknowledged, wanted = ack.replicas, "fewer replicas than asked acknowledged the grant");
-                continue;
-            }
-            return Err(Error::NotReplicated {
-                lock: hold.name.to_string(),
-                server: server.addr.to_string(),
-                acknowledged,
-                wanted: ack.replicas,
-            });
-        }
+        confirm_on(server, &hold.name, hold.keys.lock(), ack, limit, "grant").await?;
     }
     Ok(())
+}
+
+/// Waits for `server`'s replicas to acknowledge the writes made on the connection that serves
+/// `key` (`what` was written, for the log: a grant, a record), for the lock `name`. `Ok` when
+/// they did, or when the shortfall is only to be logged.
+pub(crate) async fn confirm_on(
+    server: &Server,
+    name: &str,
+    key: &str,
+    ack: ReplicaAck,
+    command_timeout: Duration,
+    what: &'static str,
+) -> Result<(), Error> {
+    let mut wait = redis::cmd("WAIT");
+    wait.arg(ack.replicas)
+        .arg(u64::try_from(ack.timeout.as_millis()).unwrap_or(u64::MAX));
+    let limit = ack.timeout.saturating_add(command_timeout);
+    let acknowledged = match server.query_at::<u64>(&wait, key, limit).await {
+        Ok(n) => u32::try_from(n).unwrap_or(u32::MAX),
+        Err(err) => return Err(server.error(name, "wait for replicas", err)),
+    };
+    if acknowledged >= ack.replicas {
+        return Ok(());
+    }
+    if ack.on_shortfall == Shortfall::Warn {
+        tracing::warn!(lock = %name, server = %server.addr, acknowledged, wanted = ack.replicas, "fewer replicas than asked acknowledged the {what}");
+        return Ok(());
+    }
+    Err(Error::NotReplicated {
+        lock: name.to_owned(),
+        server: server.addr.to_string(),
+        acknowledged,
+        wanted: ack.replicas,
+    })
 }

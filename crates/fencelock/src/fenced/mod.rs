@@ -299,6 +299,50 @@ impl FencedStore {
         })
     }
 
+    /// Runs one of the crate's scripts composed after `check.lua` (`KEYS[1]` the resource's
+    /// fence key, `ARGV[1]` the fence), with `keys` after the fence key and no other argument:
+    /// what its reply holds after `{1, fence}`, or the check's refusals as errors
+    /// ([`Error::Fenced`], [`Error::FencedWrongType`]). `what` names the call in errors.
+    pub(crate) async fn run_checked(
+        &self,
+        lua: &Lua,
+        fence: u64,
+        keys: &[&str],
+        what: &'static str,
+    ) -> Result<Vec<Value>> {
+        let mut all: Vec<&str> = Vec::with_capacity(keys.len().saturating_add(1));
+        all.push(&self.fence_key);
+        all.extend_from_slice(keys);
+        let call = Call::new(lua, &all, Args::from_iter([Arg::Int(fence)]));
+        let mut reply: Vec<Value> = self
+            .server
+            .run_script(&call, self.timeout)
+            .await
+            .map_err(|e| self.server.error(&self.resource, what, e))?;
+        if matches!(reply.first(), Some(Value::Int(1))) && reply.len() >= 2 {
+            return Ok(reply.split_off(2));
+        }
+        match self.decode(fence, &reply) {
+            Ok(Err(e)) => Err(e),
+            Ok(Ok(_)) => Err(self
+                .server
+                .error(&self.resource, what, unexpected(what, &reply))),
+            Err(e) => Err(self.server.error(&self.resource, what, e)),
+        }
+    }
+
+    /// Waits, as the client asks (`wait_for_replicas`), for the replicas to acknowledge what
+    /// was written to `key` on the resource's server, for the lock `lock`.
+    pub(crate) async fn confirm_replicas(
+        &self,
+        ack: crate::engine::ReplicaAck,
+        lock: &str,
+        key: &str,
+    ) -> Result<()> {
+        crate::engine::confirm_replicas_on(&self.server, lock, key, ack, self.timeout, "record")
+            .await
+    }
+
     /// What `key` holds, as text (`None`: nothing), read on the resource's server.
     pub(crate) async fn get(&self, key: &str) -> Result<Option<String>> {
         self.server

@@ -65,9 +65,16 @@ end
 
 -- A whole number as Redis wants it in a string: no exponent, no decimals. Below 2^53 (every
 -- fence, clock and expiry) as an integer, which costs a fraction of a float's formatting (and
--- of Redis's own, for a number passed to a call as it is).
+-- of Redis's own, for a number passed to a call as it is), where the server's `%d` holds it:
+-- Lua 5.1 casts a `%d` argument to a C `long`, 32 bits on 32-bit builds and on Windows ports,
+-- where clocks, expiries and fences overflow. Probed once per script run (a batch's calls share
+-- it); `%.0f` there.
+local long_holds_64
 local function int(n)
-  if n >= 0 and n < 9007199254740992 then
+  if long_holds_64 == nil then
+    long_holds_64 = string.format('%d', 1099511627776) == '1099511627776'
+  end
+  if long_holds_64 and n >= 0 and n < 9007199254740992 then
     return string.format('%d', n)
   end
   return string.format('%.0f', n)

@@ -4,13 +4,16 @@
 //! The first run that takes the lock and succeeds records the key as done, with its fence, as a
 //! fenced write; every later run finds the record and does nothing, also a run that was
 //! waiting for the lock meanwhile. A run that fails records nothing, so the next one tries
-//! again. A holder paused past its lease cannot record: every run that begins the work first
-//! raises the fence the lock's resource accepts to its own, so the stale holder's record, a
-//! [`FencedStore`] write with an older fence, is refused.
+//! again. A holder paused past its lease cannot record: a run begins the work with one script
+//! that raises the fence the lock's resource accepts to its own and reads the record, so a
+//! stale holder either recorded before (the newer run finds the record and does nothing) or is
+//! refused when it records ([`Error::Fenced`]: its run is told, and nothing is counted as done).
 //!
 //! The record is `PREFIX:once:{NAME}:KEY` (NAME: the lock's name, the key by default), holding
-//! `<fence>:<ms>` (the run's fence, and when it recorded by its own clock); the fence floor is
-//! the fenced store `NAME`'s. The record never expires: delete it to run the work again
+//! `<fence>:<ms>` (the run's fence, and when it recorded, by the server's clock); the fence
+//! floor is the fenced store `NAME`'s. With
+//! [`wait_for_replicas`](crate::ClientBuilder::wait_for_replicas), recording waits for the
+//! replicas as a grant does. The record never expires: delete it to run the work again
 //! (`redis-cli DEL 'fencelock:once:{NAME}:KEY'`).
 //!
 //! ```no_run
@@ -34,12 +37,20 @@
 //! ```
 
 use std::future::Future;
+use std::sync::LazyLock;
 use std::time::{Duration, SystemTime};
 
 use crate::client::Client;
 use crate::engine::{LockGuard, LockRequest, WaitPolicy};
 use crate::error::{Error, Result};
-use crate::fenced::{FencedStore, Writes};
+use crate::fenced::FencedStore;
+use crate::script::reply::as_string;
+use crate::script::{Lua, lua};
+
+/// Raises the resource's fence floor to the run's fence and reads the record, in one step.
+static BEGIN: LazyLock<Lua> = lua!("../fenced/check.lua", "begin.lua");
+/// Records the work as done, if the run's fence is still the newest accepted.
+static RECORD: LazyLock<Lua> = lua!("../fenced/check.lua", "record.lua");
 
 /// The record of work done once (see [`Once`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -89,6 +100,7 @@ pub struct OnceGuard {
     guard: LockGuard,
     store: FencedStore,
     record: String,
+    replicas: Option<crate::engine::ReplicaAck>,
 }
 
 impl Client {
@@ -147,7 +159,10 @@ impl Once {
     ///
     /// # Errors
     ///
-    /// As [`LockRequest::acquire`] ([`Error::TimedOut`], ...), and as [`done`](Self::done).
+    /// As [`LockRequest::acquire`] ([`Error::TimedOut`], ...), and as [`done`](Self::done);
+    /// [`Error::Fenced`] if the resource accepted a newer fence than this run's lock has (a
+    /// write under the same name by something else), [`Error::FencedWrongType`] if the record's
+    /// key holds something that is not a record. The lock is released on every error.
     ///
     /// # Cancel safety
     ///
@@ -158,27 +173,30 @@ impl Once {
             return Ok(Begun::AlreadyDone(done));
         }
         let guard = self.request.acquire().await?;
-        // A run this one waited for may have done it meanwhile.
-        match read(&store, &record).await {
-            Ok(Some(done)) => {
-                guard.release().await?;
-                Ok(Begun::AlreadyDone(done))
-            }
-            Ok(None) => {
-                // This run's fence becomes the floor: a run before it, paused past its lease
-                // and not told, cannot record any more.
-                let started =
-                    Writes::new().set(&format!("{record}:started"), guard.fence().to_string());
-                if let Err(e) = store.apply(guard.fence(), &started).await {
-                    let _ = guard.release().await;
-                    return Err(e);
-                }
-                Ok(Begun::Run(Box::new(OnceGuard {
+        // One step: this run's fence becomes the floor (a run before it, paused past its lease,
+        // cannot record any more), and the record of a run this one waited for is read.
+        let found = store
+            .run_checked(&BEGIN, guard.fence(), &[&record], "begin run-once")
+            .await;
+        match found {
+            Ok(rest) => match rest.first() {
+                None => Ok(Begun::Run(Box::new(OnceGuard {
                     guard,
                     store,
                     record,
-                })))
-            }
+                    replicas: self.client.shared.replica_ack,
+                }))),
+                Some(value) => {
+                    let done = as_string(value).ok().and_then(|v| parse(&v));
+                    guard.release().await?;
+                    done.map(Begun::AlreadyDone)
+                        .ok_or_else(|| Error::FencedWrongType {
+                            resource: store.resource().to_owned(),
+                            key: record,
+                            found: "a string that is not a run-once record".into(),
+                        })
+                }
+            },
             Err(e) => {
                 let _ = guard.release().await;
                 Err(e)
@@ -246,18 +264,28 @@ impl OnceGuard {
         &self.guard
     }
 
-    /// Records the work as done (a fenced write with the lock's fence) and releases the lock.
+    /// Records the work as done (a fenced write with the lock's fence, at the server's clock;
+    /// with `wait_for_replicas`, acknowledged by the replicas) and releases the lock.
     ///
     /// # Errors
     ///
     /// [`Error::Fenced`] if a newer holder's fence was accepted (this run lost its lock: nothing
-    /// was recorded); connection errors. The lock is released in any case.
+    /// was recorded); [`Error::NotReplicated`] if fewer replicas than asked acknowledged the
+    /// record (it was written on the master; with [`Shortfall::Warn`](crate::Shortfall::Warn) a
+    /// warning instead); connection errors. The lock is released in any case.
     pub async fn done(self) -> Result<()> {
-        let at = format!("{}:{}", self.guard.fence(), now_ms());
-        let recorded = self
+        let fence = self.guard.fence();
+        let mut recorded = self
             .store
-            .apply(self.guard.fence(), &Writes::new().set(&self.record, at))
-            .await;
+            .run_checked(&RECORD, fence, &[&self.record], "record run-once")
+            .await
+            .map(|_| ());
+        if let (Ok(()), Some(ack)) = (&recorded, self.replicas) {
+            recorded = self
+                .store
+                .confirm_replicas(ack, self.guard.name(), &self.record)
+                .await;
+        }
         let released = self.guard.release().await;
         recorded?;
         released.map(|_| ())
@@ -273,21 +301,16 @@ impl OnceGuard {
     }
 }
 
-/// This process's clock in milliseconds, for the record (the fence orders runs; this is for
-/// people).
-fn now_ms() -> u128 {
-    SystemTime::now()
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis())
-}
-
 async fn read(store: &FencedStore, record: &str) -> Result<Option<Done>> {
     let value = store.get(record).await?;
-    Ok(value.and_then(|value| {
-        let (fence, at) = value.split_once(':')?;
-        Some(Done {
-            fence: fence.parse().ok()?,
-            at: SystemTime::UNIX_EPOCH + Duration::from_millis(at.parse().ok()?),
-        })
-    }))
+    Ok(value.and_then(|value| parse(&value)))
+}
+
+/// A record's `<fence>:<ms>`.
+fn parse(value: &str) -> Option<Done> {
+    let (fence, at) = value.split_once(':')?;
+    Some(Done {
+        fence: fence.parse().ok()?,
+        at: SystemTime::UNIX_EPOCH + Duration::from_millis(at.parse().ok()?),
+    })
 }
