@@ -35,7 +35,9 @@ Examples:
 
 Servers: --url (repeatable: several mean Redlock), else $FENCELOCK_URL (comma-separated),
 else the file named by $FENCELOCK_URL_FILE, else redis://127.0.0.1:6379.
-Exit status of `run`: the command's own, or fencelock's (listed by `fencelock run --help`).";
+Exit status of `run`: the command's own, or fencelock's (listed by `fencelock run --help`).
+Output into a pipe whose reader has gone (`fencelock list | head`) ends the command quietly,
+with status 0, as other Unix tools do.";
 
 /// The `fencelock` command line.
 #[derive(Debug, Parser)]
@@ -183,6 +185,8 @@ fn finish(result: Result<(), CliError>) -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(CliError::Reported { code }) => ExitCode::from(code),
+        // The reader of stdout is gone (`fencelock list | head`): end quietly, as other tools do.
+        Err(CliError::StdoutClosed) => ExitCode::SUCCESS,
         Err(err) => {
             eprintln!("fencelock: error: {err}");
             ExitCode::from(err.exit_code())

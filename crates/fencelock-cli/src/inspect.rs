@@ -11,6 +11,7 @@ use fencelock::admin::{Side, Waiter};
 use serde_json::{Map, Value, json};
 
 use crate::error::CliError;
+use crate::output::{print_line, print_text};
 use crate::servers::ServerArgs;
 
 pub const STATUS_ABOUT: &str = "\
@@ -143,7 +144,7 @@ pub async fn status(args: StatusArgs) -> Result<(), CliError> {
         let mut fields = lock_fields(&info);
         fields.insert("servers".into(), json!(servers.addrs));
         fields.insert("prefix".into(), json!(servers.prefix));
-        println!("{}", Value::Object(fields));
+        print_line(&Value::Object(fields).to_string())?;
         return Ok(());
     }
     let last_fence = info
@@ -195,7 +196,7 @@ pub async fn status(args: StatusArgs) -> Result<(), CliError> {
         servers.describe(),
         servers.prefix
     ));
-    println!("{}", lines.join("\n"));
+    print_line(&lines.join("\n"))?;
     Ok(())
 }
 
@@ -222,16 +223,16 @@ pub async fn list(args: ListArgs) -> Result<(), CliError> {
             "pattern": args.pattern,
             "locks": locks,
         });
-        println!("{listing}");
+        print_line(&listing.to_string())?;
         return Ok(());
     }
     if held.is_empty() {
-        println!(
+        print_line(&format!(
             "no held locks matching {:?} on {} (key prefix {:?})",
             args.pattern,
             servers.describe(),
             servers.prefix
-        );
+        ))?;
         return Ok(());
     }
     let mut rows = vec![[
@@ -269,7 +270,7 @@ pub async fn list(args: ListArgs) -> Result<(), CliError> {
             }
         }
     }
-    print!("{}", table(&rows));
+    print_text(&table(&rows))?;
     Ok(())
 }
 
