@@ -454,3 +454,55 @@ fn list_into_a_pipe_closed_early_ends_quietly() {
     assert_eq!(status.code(), Some(0), "{status:?}, stderr:\n{stderr}");
     assert!(stderr.is_empty(), "nothing on stderr, got:\n{stderr}");
 }
+
+/// A usage error, clap's or fencelock's own, ends with status 2 and a line starting with
+/// `fencelock:` on stderr; `--help` and `--version` still print and exit 0.
+#[test]
+fn usage_errors_say_fencelock_and_what_is_expected() {
+    let fencelock_line = |done: &Finished| done.stderr.lines().any(|l| l.starts_with("fencelock:"));
+    let bad_ttl = run(&["run", "--ttl", "nonsense", "x", "--", "true"]);
+    assert_eq!(bad_ttl.code, Some(2), "{}", bad_ttl.explain());
+    assert!(fencelock_line(&bad_ttl), "{}", bad_ttl.explain());
+    assert!(
+        bad_ttl.stderr.contains("not a duration")
+            && bad_ttl.stderr.contains("fencelock run --help"),
+        "{}",
+        bad_ttl.explain()
+    );
+    for args in [&["staus", "x"][..], &["list", "--bogus"], &[]] {
+        let done = run(args);
+        assert_eq!(done.code, Some(2), "{args:?}: {}", done.explain());
+        assert!(fencelock_line(&done), "{args:?}: {}", done.explain());
+    }
+    for args in [&["--help"][..], &["--version"], &["status", "--help"]] {
+        let done = run(args);
+        assert_eq!(done.code, Some(0), "{args:?}: {}", done.explain());
+        assert!(
+            !done.stdout.is_empty() && done.stderr.is_empty(),
+            "{}",
+            done.explain()
+        );
+    }
+
+    // A URL without its scheme says what a Redis URL looks like; a password stays hidden.
+    let bare = run(&["status", "--url", "127.0.0.1:6379", "x"]);
+    assert_eq!(bare.code, Some(2), "{}", bare.explain());
+    assert!(
+        bare.stderr.contains("\"127.0.0.1:6379\"")
+            && bare
+                .stderr
+                .contains("expected redis://HOST:PORT (or rediss://, unix://)")
+            && !bare.stderr.contains("InvalidClientConfig"),
+        "{}",
+        bare.explain()
+    );
+    let mut command = fencelock(&["status", "x"]);
+    command.env("FENCELOCK_URL", "app:s3cret@cache.internal:6379");
+    let secret = Running::start(command).finish();
+    assert_eq!(secret.code, Some(2), "{}", secret.explain());
+    assert!(
+        secret.stderr.contains("expected redis://") && !secret.stderr.contains("s3cret"),
+        "{}",
+        secret.explain()
+    );
+}
