@@ -25,9 +25,11 @@ semaphore each permit held; then who waits, in line order: a lock's line of wait
 order a release passes the lock on, which changes as waiters refresh their places), a fair \
 lock's queue (arrival order), a read-write lock's waiting readers and writers (arrival order), \
 each with its place, its token's first 8 hex digits and how long it has waited where that is \
-known (a semaphore's and a reentrant lock's waiters keep no place in Redis and are not seen). Over several --url \
-(Redlock), a holder or a waiter counts when it is found on a majority of the servers. Nothing \
-is changed.";
+known (a semaphore's and a reentrant lock's waiters keep no place in Redis and are not seen). Then \
+the run-once records kept under NAME (`fencelock run --once KEY NAME`): each KEY done, with its \
+fence, when it was recorded, and the `redis-cli DEL` that clears it so that the work runs again. \
+Over several --url (Redlock), a holder or a waiter counts when it is found on a majority of the \
+servers. Nothing is changed.";
 
 /// The help after the options.
 pub fn status_after_help() -> String {
@@ -59,6 +61,9 @@ JSON (--json), one object with these fields, in this order:
                 (read-write lock) else null
   servers       [string] (host:port)
   prefix        string
+  once          [{key, fence, recorded_ms, record}] the run-once records under NAME, by key:
+                recorded_ms when it was recorded (ms since the Unix epoch), record the Redis
+                key (delete it to have the work done again)
 
 Examples:
   fencelock status nightly-report
@@ -140,10 +145,20 @@ pub async fn status(args: StatusArgs) -> Result<(), CliError> {
     let servers = args.servers.resolve()?;
     let client = servers.client()?;
     let info = client.inspect(&args.name).await?;
+    // The run-once records are an addition to the lock's state: without them (an ACL user that
+    // may not SCAN) the rest is still worth showing.
+    let once = match client.once_records(&args.name).await {
+        Ok(records) => records,
+        Err(err) => {
+            eprintln!("fencelock: warning: cannot read the run-once records: {err}");
+            Vec::new()
+        }
+    };
     if args.json {
         let mut fields = lock_fields(&info);
         fields.insert("servers".into(), json!(servers.addrs));
         fields.insert("prefix".into(), json!(servers.prefix));
+        fields.insert("once".into(), once_json(&once));
         print_line(&Value::Object(fields).to_string())?;
         return Ok(());
     }
@@ -191,6 +206,18 @@ pub async fn status(args: StatusArgs) -> Result<(), CliError> {
         lines.push(format!("    {}", waiter_text(waiter)));
     }
     lines.push(format!("  last fence: {last_fence}"));
+    for record in &once {
+        lines.push(format!(
+            "  done once:  {} (fence {}, recorded {})",
+            record.key,
+            record.fence,
+            humantime::format_rfc3339_millis(record.at)
+        ));
+        lines.push(format!(
+            "              to run it again: redis-cli DEL {}",
+            shell_quote(&record.record)
+        ));
+    }
     lines.push(format!(
         "  servers:    {} (key prefix {:?})",
         servers.describe(),
@@ -323,6 +350,32 @@ pub(crate) fn lock_fields(info: &fencelock::admin::LockInfo) -> Map<String, Valu
     }
 }
 
+/// The run-once records as `status --json` shows them.
+fn once_json(records: &[fencelock::admin::OnceRecord]) -> Value {
+    let millis = |at: std::time::SystemTime| {
+        at.duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+    };
+    Value::Array(
+        records
+            .iter()
+            .map(|r| {
+                json!({
+                    "key": r.key,
+                    "fence": r.fence,
+                    "recorded_ms": millis(r.at),
+                    "record": r.record,
+                })
+            })
+            .collect(),
+    )
+}
+
+/// `text` as one word for a POSIX shell, in single quotes.
+fn shell_quote(text: &str) -> String {
+    format!("'{}'", text.replace('\'', "'\\''"))
+}
+
 /// A remaining lease for people: `27.4s`, `850ms`, `no expiry`.
 pub(crate) fn remaining(d: Option<Duration>) -> String {
     match d {
@@ -426,6 +479,15 @@ mod tests {
         );
         assert_eq!(info(Some(2), None, None), "2. 5f3e9a01");
         assert_eq!(info(None, None, None), "- 5f3e9a01");
+    }
+
+    #[test]
+    fn shell_words_are_quoted() {
+        assert_eq!(
+            shell_quote("fencelock:once:{m}:v42"),
+            "'fencelock:once:{m}:v42'"
+        );
+        assert_eq!(shell_quote("it's"), "'it'\\''s'");
     }
 
     #[test]
