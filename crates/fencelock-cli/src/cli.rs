@@ -35,7 +35,9 @@ Examples:
 
 Servers: --url (repeatable: several mean Redlock), else $FENCELOCK_URL (comma-separated),
 else the file named by $FENCELOCK_URL_FILE, else redis://127.0.0.1:6379.
-Exit status of `run`: the command's own, or fencelock's (listed by `fencelock run --help`).";
+Exit status of `run`: the command's own, or fencelock's (listed by `fencelock run --help`).
+Output into a pipe whose reader has gone (`fencelock list | head`) ends the command quietly,
+with status 0, as other Unix tools do.";
 
 /// The `fencelock` command line.
 #[derive(Debug, Parser)]
@@ -117,7 +119,10 @@ pub enum Command {
 
 /// Parses the command line, runs the subcommand and turns its outcome into an exit code.
 pub fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(err) => return parse_failed(&err),
+    };
     if let Command::Launch(args) = &cli.command {
         return run::launch::launch(args);
     }
@@ -178,11 +183,54 @@ pub fn main() -> ExitCode {
     finish(result)
 }
 
+/// What the command line's parser found instead of a command: `--help` or `--version` (printed,
+/// status 0), or a usage error, printed as clap words it and followed by the `fencelock:` line
+/// every status of fencelock's own comes with (status 2).
+fn parse_failed(err: &clap::Error) -> ExitCode {
+    use std::io::Write;
+
+    // A reader gone (`fencelock --help | head`) is no reason to complain.
+    let _ = err.print();
+    if !err.use_stderr() {
+        return ExitCode::from(u8::try_from(err.exit_code()).unwrap_or(0));
+    }
+    let _ = writeln!(
+        std::io::stderr(),
+        "fencelock: usage error (exit {}); see `{}`",
+        crate::error::EXIT_USAGE,
+        help_for(std::env::args_os().skip(1))
+    );
+    ExitCode::from(crate::error::EXIT_USAGE)
+}
+
+/// The help to read after a usage error: `fencelock SUBCOMMAND --help` for the subcommand named
+/// in `args` (the arguments after the program's name), else `fencelock --help`.
+fn help_for(args: impl Iterator<Item = std::ffi::OsString>) -> String {
+    use clap::CommandFactory;
+
+    let command = Cli::command();
+    let named = args
+        .filter_map(|arg| arg.into_string().ok())
+        .find(|arg| !arg.starts_with('-'))
+        .and_then(|arg| {
+            command
+                .get_subcommands()
+                .find(|sub| !sub.is_hide_set() && sub.get_name() == arg)
+                .map(|sub| sub.get_name().to_owned())
+        });
+    match named {
+        Some(name) => format!("fencelock {name} --help"),
+        None => "fencelock --help".to_owned(),
+    }
+}
+
 /// The exit code of a command's outcome (an error is printed first).
 fn finish(result: Result<(), CliError>) -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(CliError::Reported { code }) => ExitCode::from(code),
+        // The reader of stdout is gone (`fencelock list | head`): end quietly, as other tools do.
+        Err(CliError::StdoutClosed) => ExitCode::SUCCESS,
         Err(err) => {
             eprintln!("fencelock: error: {err}");
             ExitCode::from(err.exit_code())
@@ -228,5 +276,15 @@ mod tests {
     #[test]
     fn the_command_line_is_consistent() {
         Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn a_usage_error_points_to_its_subcommands_help() {
+        let help = |args: &[&str]| help_for(args.iter().map(std::ffi::OsString::from));
+        assert_eq!(help(&["run", "--ttl", "x", "n"]), "fencelock run --help");
+        assert_eq!(help(&["-v", "status"]), "fencelock status --help");
+        assert_eq!(help(&["--bogus"]), "fencelock --help");
+        assert_eq!(help(&["no-such-command"]), "fencelock --help");
+        assert_eq!(help(&[]), "fencelock --help");
     }
 }

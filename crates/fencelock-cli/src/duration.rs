@@ -44,6 +44,35 @@ pub fn format_duration(d: Duration) -> String {
     }
 }
 
+/// Formats a measured duration for people, rounded: `250us`, `502ms` (not `501.655815ms`),
+/// `1.5s` (tenths below a minute), `1m30s`, `2h5m` (whole seconds above); what it prints,
+/// [`parse_duration`] reads back, give or take the rounding.
+pub fn format_rounded(d: Duration) -> String {
+    let ms = (d.as_micros() + 500) / 1000;
+    if ms == 0 {
+        return format!("{}us", d.as_micros());
+    }
+    if ms < 1000 {
+        return format!("{ms}ms");
+    }
+    let tenths = (ms + 50) / 100;
+    if tenths < 600 {
+        return match tenths % 10 {
+            0 => format!("{}s", tenths / 10),
+            t => format!("{}.{t}s", tenths / 10),
+        };
+    }
+    let secs = (ms + 500) / 1000;
+    let (h, m, s) = (secs / 3600, secs / 60 % 60, secs % 60);
+    let mut text = String::new();
+    for (n, unit) in [(h, "h"), (m, "m"), (s, "s")] {
+        if n > 0 {
+            text.push_str(&format!("{n}{unit}"));
+        }
+    }
+    text
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)] // a test fails by panicking
 mod tests {
@@ -86,5 +115,38 @@ mod tests {
         }
         assert_eq!(format_duration(Duration::from_millis(2500)), "2.5s");
         assert_eq!(format_duration(Duration::from_millis(300)), "300ms");
+    }
+
+    #[test]
+    fn measured_durations_print_rounded() {
+        for (d, text) in [
+            (Duration::ZERO, "0us"),
+            (Duration::from_nanos(400), "0us"),
+            (Duration::from_micros(250), "250us"),
+            (Duration::from_nanos(501_655_815), "502ms"),
+            (Duration::from_micros(999_600), "1s"),
+            (Duration::from_millis(1_000), "1s"),
+            (Duration::from_micros(1_502_317), "1.5s"),
+            (Duration::from_millis(27_431), "27.4s"),
+            (Duration::from_millis(59_960), "1m"),
+            (Duration::from_secs(90), "1m30s"),
+            (Duration::from_secs(3_600), "1h"),
+            (Duration::from_secs(7_500), "2h5m"),
+            (Duration::from_secs(3_605), "1h5s"),
+        ] {
+            assert_eq!(format_rounded(d), text, "{d:?}");
+        }
+    }
+
+    #[test]
+    fn rounded_durations_parse_back_close_to_what_they_were() {
+        for ms in [
+            1, 7, 501, 999, 1_000, 1_549, 27_431, 59_949, 90_400, 7_500_000,
+        ] {
+            let d = Duration::from_millis(ms);
+            let back = parse_duration(&format_rounded(d)).unwrap();
+            let off = back.abs_diff(d);
+            assert!(off <= d / 20 + Duration::from_millis(1), "{d:?}: {back:?}");
+        }
     }
 }

@@ -249,6 +249,11 @@ pub enum CliError {
         code: u8,
     },
 
+    /// Stdout was closed by its reader (`fencelock list | head`): the command stops writing and
+    /// exits quietly with status 0, as `grep` or `ls` piped into `head` end without a message.
+    #[error("stdout was closed")]
+    StdoutClosed,
+
     /// Already reported to whoever needs to know (a demo worker reports to the demo); exit with
     /// this code without printing anything more.
     #[error("exit code {code}")]
@@ -278,6 +283,8 @@ impl CliError {
             CliError::Interrupted("SIGHUP") => EXIT_SIGHUP,
             CliError::Interrupted(_) => EXIT_SIGTERM,
             CliError::Failed { code, .. } | CliError::Reported { code } => *code,
+            // Nobody reads any more: nothing went wrong that anyone could be told about.
+            CliError::StdoutClosed => 0,
             CliError::RedisServerNotFound | CliError::RedisServerStart(_) | CliError::Io { .. } => {
                 EXIT_FAILURE
             }

@@ -11,6 +11,7 @@ use fencelock::admin::{Side, Waiter};
 use serde_json::{Map, Value, json};
 
 use crate::error::CliError;
+use crate::output::{print_line, print_text};
 use crate::servers::ServerArgs;
 
 pub const STATUS_ABOUT: &str = "\
@@ -24,9 +25,11 @@ semaphore each permit held; then who waits, in line order: a lock's line of wait
 order a release passes the lock on, which changes as waiters refresh their places), a fair \
 lock's queue (arrival order), a read-write lock's waiting readers and writers (arrival order), \
 each with its place, its token's first 8 hex digits and how long it has waited where that is \
-known (a semaphore's and a reentrant lock's waiters keep no place in Redis and are not seen). Over several --url \
-(Redlock), a holder or a waiter counts when it is found on a majority of the servers. Nothing \
-is changed.";
+known (a semaphore's and a reentrant lock's waiters keep no place in Redis and are not seen). Then \
+the run-once records kept under NAME (`fencelock run --once KEY NAME`): each KEY done, with its \
+fence, when it was recorded, and the `redis-cli DEL` that clears it so that the work runs again. \
+Over several --url (Redlock), a holder or a waiter counts when it is found on a majority of the \
+servers. Nothing is changed.";
 
 /// The help after the options.
 pub fn status_after_help() -> String {
@@ -58,6 +61,9 @@ JSON (--json), one object with these fields, in this order:
                 (read-write lock) else null
   servers       [string] (host:port)
   prefix        string
+  once          [{key, fence, recorded_ms, record}] the run-once records under NAME, by key:
+                recorded_ms when it was recorded (ms since the Unix epoch), record the Redis
+                key (delete it to have the work done again)
 
 Examples:
   fencelock status nightly-report
@@ -139,11 +145,21 @@ pub async fn status(args: StatusArgs) -> Result<(), CliError> {
     let servers = args.servers.resolve()?;
     let client = servers.client()?;
     let info = client.inspect(&args.name).await?;
+    // The run-once records are an addition to the lock's state: without them (an ACL user that
+    // may not SCAN) the rest is still worth showing.
+    let once = match client.once_records(&args.name).await {
+        Ok(records) => records,
+        Err(err) => {
+            eprintln!("fencelock: warning: cannot read the run-once records: {err}");
+            Vec::new()
+        }
+    };
     if args.json {
         let mut fields = lock_fields(&info);
         fields.insert("servers".into(), json!(servers.addrs));
         fields.insert("prefix".into(), json!(servers.prefix));
-        println!("{}", Value::Object(fields));
+        fields.insert("once".into(), once_json(&once));
+        print_line(&Value::Object(fields).to_string())?;
         return Ok(());
     }
     let last_fence = info
@@ -190,12 +206,24 @@ pub async fn status(args: StatusArgs) -> Result<(), CliError> {
         lines.push(format!("    {}", waiter_text(waiter)));
     }
     lines.push(format!("  last fence: {last_fence}"));
+    for record in &once {
+        lines.push(format!(
+            "  done once:  {} (fence {}, recorded {})",
+            record.key,
+            record.fence,
+            humantime::format_rfc3339_millis(record.at)
+        ));
+        lines.push(format!(
+            "              to run it again: redis-cli DEL {}",
+            shell_quote(&record.record)
+        ));
+    }
     lines.push(format!(
         "  servers:    {} (key prefix {:?})",
         servers.describe(),
         servers.prefix
     ));
-    println!("{}", lines.join("\n"));
+    print_line(&lines.join("\n"))?;
     Ok(())
 }
 
@@ -222,16 +250,16 @@ pub async fn list(args: ListArgs) -> Result<(), CliError> {
             "pattern": args.pattern,
             "locks": locks,
         });
-        println!("{listing}");
+        print_line(&listing.to_string())?;
         return Ok(());
     }
     if held.is_empty() {
-        println!(
+        print_line(&format!(
             "no held locks matching {:?} on {} (key prefix {:?})",
             args.pattern,
             servers.describe(),
             servers.prefix
-        );
+        ))?;
         return Ok(());
     }
     let mut rows = vec![[
@@ -269,7 +297,7 @@ pub async fn list(args: ListArgs) -> Result<(), CliError> {
             }
         }
     }
-    print!("{}", table(&rows));
+    print_text(&table(&rows))?;
     Ok(())
 }
 
@@ -320,6 +348,32 @@ pub(crate) fn lock_fields(info: &fencelock::admin::LockInfo) -> Map<String, Valu
         Value::Object(fields) => fields,
         _ => Map::new(),
     }
+}
+
+/// The run-once records as `status --json` shows them.
+fn once_json(records: &[fencelock::admin::OnceRecord]) -> Value {
+    let millis = |at: std::time::SystemTime| {
+        at.duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+    };
+    Value::Array(
+        records
+            .iter()
+            .map(|r| {
+                json!({
+                    "key": r.key,
+                    "fence": r.fence,
+                    "recorded_ms": millis(r.at),
+                    "record": r.record,
+                })
+            })
+            .collect(),
+    )
+}
+
+/// `text` as one word for a POSIX shell, in single quotes.
+fn shell_quote(text: &str) -> String {
+    format!("'{}'", text.replace('\'', "'\\''"))
 }
 
 /// A remaining lease for people: `27.4s`, `850ms`, `no expiry`.
@@ -425,6 +479,15 @@ mod tests {
         );
         assert_eq!(info(Some(2), None, None), "2. 5f3e9a01");
         assert_eq!(info(None, None, None), "- 5f3e9a01");
+    }
+
+    #[test]
+    fn shell_words_are_quoted() {
+        assert_eq!(
+            shell_quote("fencelock:once:{m}:v42"),
+            "'fencelock:once:{m}:v42'"
+        );
+        assert_eq!(shell_quote("it's"), "'it'\\''s'");
     }
 
     #[test]

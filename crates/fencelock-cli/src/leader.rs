@@ -9,6 +9,7 @@ use futures_util::StreamExt;
 use serde_json::{Value, json};
 
 use crate::error::CliError;
+use crate::output::print_line;
 use crate::servers::ServerArgs;
 
 pub const LONG_ABOUT: &str = "\
@@ -71,7 +72,7 @@ pub async fn leader(args: LeaderArgs) -> Result<(), CliError> {
             Some(leader) => Observation::Leader(leader),
             None => Observation::Vacant,
         };
-        print(&args, &seen);
+        print(&args, &seen)?;
         return Ok(());
     }
     let mut observer = election.observe().await?;
@@ -80,7 +81,7 @@ pub async fn leader(args: LeaderArgs) -> Result<(), CliError> {
     loop {
         tokio::select! {
             seen = observer.next() => match seen {
-                Some(seen) => print(&args, &seen),
+                Some(seen) => print(&args, &seen)?,
                 None => return Ok(()),
             },
             _ = tokio::signal::ctrl_c() => return Ok(()),
@@ -89,11 +90,11 @@ pub async fn leader(args: LeaderArgs) -> Result<(), CliError> {
     }
 }
 
-fn print(args: &LeaderArgs, seen: &Observation) {
+fn print(args: &LeaderArgs, seen: &Observation) -> Result<(), CliError> {
     if args.json {
-        println!("{}", json_of(&args.name, seen));
+        print_line(&json_of(&args.name, seen).to_string())
     } else {
-        println!("{}", line(seen));
+        print_line(&line(seen))
     }
 }
 

@@ -8,6 +8,35 @@ use std::io::{IsTerminal, Write};
 
 use crate::error::CliError;
 
+/// Writes `text` and a newline to stdout, at once. A reader that is gone (`fencelock list |
+/// head`) is [`CliError::StdoutClosed`]: the command ends quietly, as other Unix tools do.
+pub fn print_line(text: &str) -> Result<(), CliError> {
+    let mut stdout = std::io::stdout().lock();
+    stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.write_all(b"\n"))
+        .and_then(|()| stdout.flush())
+        .map_err(stdout_error)
+}
+
+/// Writes `text` as it is to stdout (see [`print_line`]).
+pub fn print_text(text: &str) -> Result<(), CliError> {
+    let mut stdout = std::io::stdout().lock();
+    stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush())
+        .map_err(stdout_error)
+}
+
+/// The error of a write to stdout: [`CliError::StdoutClosed`] when the reader is gone.
+pub fn stdout_error(err: std::io::Error) -> CliError {
+    if err.kind() == std::io::ErrorKind::BrokenPipe {
+        CliError::StdoutClosed
+    } else {
+        CliError::io("cannot write to stdout", err)
+    }
+}
+
 /// How a piece of text is emphasized in a terminal.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Tone {
@@ -88,7 +117,7 @@ impl Output {
             stdout.flush()
         })();
         self.status_shown = false;
-        result.map_err(|e| CliError::io("cannot write to stdout", e))
+        result.map_err(stdout_error)
     }
 
     /// Draws the live status line (terminal only; nothing in a pipe).
@@ -101,7 +130,7 @@ impl Output {
         let painted = self.paint(Tone::Dim, text);
         let result = write!(stdout, "\r\x1b[2K{painted}").and_then(|()| stdout.flush());
         self.status_shown = true;
-        result.map_err(|e| CliError::io("cannot write to stdout", e))
+        result.map_err(stdout_error)
     }
 
     /// Erases the live status line, if one is shown.

@@ -4,6 +4,7 @@
 
 use crate::error::CliError;
 use crate::error::{exit, exit_help};
+use crate::output::print_line;
 use crate::servers::ServerArgs;
 
 pub const ABOUT: &str = "\
@@ -90,17 +91,17 @@ pub async fn release(args: ReleaseArgs) -> Result<(), CliError> {
                 .map_or_else(String::new, |f| format!(" with fence {f}"));
             format!(", held by {}{fence}", holder.token_prefix)
         });
-        println!(
+        print_line(&format!(
             "lock {:?} released on {}{by}; its holder loses it at its next renewal",
             args.name,
             servers.describe()
-        );
+        ))?;
     } else {
-        println!(
+        print_line(&format!(
             "lock {:?} was not held on {}; nothing to release",
             args.name,
             servers.describe()
-        );
+        ))?;
     }
     Ok(())
 }
@@ -110,17 +111,17 @@ async fn ask(args: ReleaseArgs) -> Result<(), CliError> {
     let servers = args.servers.resolve()?;
     let client = servers.client()?;
     if client.request_release(&args.name).await? {
-        println!(
+        print_line(&format!(
             "asked the holder of lock {:?} on {} to release it; it keeps the lock until it does",
             args.name,
             servers.describe()
-        );
+        ))?;
     } else {
-        println!(
+        print_line(&format!(
             "lock {:?} was not held on {}; nobody to ask",
             args.name,
             servers.describe()
-        );
+        ))?;
     }
     Ok(())
 }

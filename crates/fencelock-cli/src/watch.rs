@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 
 use crate::error::CliError;
 use crate::inspect::{lock_fields, remaining, waiter_text};
+use crate::output::print_line;
 use crate::servers::ServerArgs;
 
 pub const ABOUT: &str = "\
@@ -132,9 +133,9 @@ pub async fn watch(args: WatchArgs) -> Result<(), CliError> {
             if args.json {
                 let mut fields = fields;
                 fields.insert("at".into(), json!(now_ms()));
-                println!("{}", Value::Object(fields));
+                print_line(&Value::Object(fields).to_string())?;
             } else {
-                println!("{}", line(&info));
+                print_line(&line(&info))?;
             }
             last = Some(now);
         }

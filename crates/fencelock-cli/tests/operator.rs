@@ -397,3 +397,112 @@ fn status_shows_a_locks_line_of_waiters_in_order() {
         assert_eq!(done.code, Some(0), "{}", done.explain());
     }
 }
+
+/// `fencelock list | head -1`: the reader goes away after a line, and `list` ends quietly with
+/// status 0 (no panic, no "Broken pipe"), as other Unix tools do.
+#[test]
+fn list_into_a_pipe_closed_early_ends_quietly() {
+    use std::io::{BufRead, BufReader, Read};
+
+    let server = server();
+    let url = server.url();
+    // Far more than a pipe's buffer (64 KiB) of table: the write meets the closed pipe.
+    let locks = 2000;
+    let made = server
+        .cmd(&[
+            "EVAL",
+            "for i = 1, tonumber(ARGV[1]) do \
+               redis.call('SET', 'fencelock:{reports/' .. string.rep('x', 60) .. '/' .. i .. '}', \
+                 'deadbeefdeadbeefdeadbeefdeadbeef:' .. i, 'PX', 600000) \
+             end \
+             return 1",
+            "0",
+            &locks.to_string(),
+        ])
+        .expect("make the locks");
+    assert_eq!(made, redis::Value::Int(1));
+
+    let mut child = fencelock(&["list", "--url", &url])
+        .spawn()
+        .expect("start fencelock list");
+    let mut stderr = child.stderr.take().expect("stderr");
+    let stderr = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = stderr.read_to_string(&mut text);
+        text
+    });
+    let mut first = String::new();
+    {
+        let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
+        stdout.read_line(&mut first).expect("read the first line");
+        // The reader goes away here, as `head -1` does.
+    }
+    assert!(first.starts_with("NAME"), "{first}");
+    let give_up = Instant::now() + LIMIT;
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait for fencelock") {
+            break status;
+        }
+        if Instant::now() >= give_up {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("fencelock list did not end within {LIMIT:?} after its reader left");
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    let stderr = stderr.join().unwrap_or_default();
+    assert_eq!(status.code(), Some(0), "{status:?}, stderr:\n{stderr}");
+    assert!(stderr.is_empty(), "nothing on stderr, got:\n{stderr}");
+}
+
+/// A usage error, clap's or fencelock's own, ends with status 2 and a line starting with
+/// `fencelock:` on stderr; `--help` and `--version` still print and exit 0.
+#[test]
+fn usage_errors_say_fencelock_and_what_is_expected() {
+    let fencelock_line = |done: &Finished| done.stderr.lines().any(|l| l.starts_with("fencelock:"));
+    let bad_ttl = run(&["run", "--ttl", "nonsense", "x", "--", "true"]);
+    assert_eq!(bad_ttl.code, Some(2), "{}", bad_ttl.explain());
+    assert!(fencelock_line(&bad_ttl), "{}", bad_ttl.explain());
+    assert!(
+        bad_ttl.stderr.contains("not a duration")
+            && bad_ttl.stderr.contains("fencelock run --help"),
+        "{}",
+        bad_ttl.explain()
+    );
+    for args in [&["staus", "x"][..], &["list", "--bogus"], &[]] {
+        let done = run(args);
+        assert_eq!(done.code, Some(2), "{args:?}: {}", done.explain());
+        assert!(fencelock_line(&done), "{args:?}: {}", done.explain());
+    }
+    for args in [&["--help"][..], &["--version"], &["status", "--help"]] {
+        let done = run(args);
+        assert_eq!(done.code, Some(0), "{args:?}: {}", done.explain());
+        assert!(
+            !done.stdout.is_empty() && done.stderr.is_empty(),
+            "{}",
+            done.explain()
+        );
+    }
+
+    // A URL without its scheme says what a Redis URL looks like; a password stays hidden.
+    let bare = run(&["status", "--url", "127.0.0.1:6379", "x"]);
+    assert_eq!(bare.code, Some(2), "{}", bare.explain());
+    assert!(
+        bare.stderr.contains("\"127.0.0.1:6379\"")
+            && bare
+                .stderr
+                .contains("expected redis://HOST:PORT (or rediss://, unix://)")
+            && !bare.stderr.contains("InvalidClientConfig"),
+        "{}",
+        bare.explain()
+    );
+    let mut command = fencelock(&["status", "x"]);
+    command.env("FENCELOCK_URL", "app:s3cret@cache.internal:6379");
+    let secret = Running::start(command).finish();
+    assert_eq!(secret.code, Some(2), "{}", secret.explain());
+    assert!(
+        secret.stderr.contains("expected redis://") && !secret.stderr.contains("s3cret"),
+        "{}",
+        secret.explain()
+    );
+}

@@ -257,3 +257,105 @@ fn elect_passes_a_release_request_on_and_resigns_when_its_command_ends() {
     let after = run(&["leader", "--url", &url, "primary"]);
     assert_eq!(after.stdout.trim(), "vacant", "{}", after.explain());
 }
+
+/// `status NAME` shows the run-once records kept under NAME, with their fences and the command
+/// that clears one; `--json` too.
+#[test]
+fn status_shows_the_run_once_records_under_a_name() {
+    let server = server();
+    let url = server.url();
+    for key in ["migrations/0042", "migrations/0043"] {
+        let done = run(&[
+            "run",
+            "--url",
+            &url,
+            "--once",
+            key,
+            "migrate",
+            "--",
+            "sh",
+            "-c",
+            "echo \"$FENCELOCK_FENCE\"",
+        ]);
+        assert_eq!(done.code, Some(0), "{}", done.explain());
+    }
+    // A run whose command fails records nothing (its `:started` mark is no record).
+    let failed = run(&[
+        "run",
+        "--url",
+        &url,
+        "--once",
+        "migrations/0044",
+        "migrate",
+        "--",
+        "false",
+    ]);
+    assert_eq!(failed.code, Some(1), "{}", failed.explain());
+    let record = |key: &str| format!("fencelock:once:{{migrate}}:{key}");
+    let fence_of = |key: &str| -> String {
+        let value: String =
+            redis::from_redis_value(server.cmd(&["GET", &record(key)]).unwrap()).unwrap();
+        value.split(':').next().unwrap().to_owned()
+    };
+
+    let text = run(&["status", "--url", &url, "migrate"]);
+    assert_eq!(text.code, Some(0), "{}", text.explain());
+    assert!(text.stdout.contains("free"), "{}", text.explain());
+    for key in ["migrations/0042", "migrations/0043"] {
+        let shown = format!("  done once:  {key} (fence {}, recorded ", fence_of(key));
+        assert!(text.stdout.contains(&shown), "{shown}\n{}", text.explain());
+        let clear = format!("to run it again: redis-cli DEL '{}'\n", record(key));
+        assert!(text.stdout.contains(&clear), "{clear}\n{}", text.explain());
+    }
+    assert!(!text.stdout.contains("0044"), "{}", text.explain());
+    assert!(text.stderr.is_empty(), "{}", text.explain());
+
+    let json = run(&["status", "--url", &url, "--json", "migrate"]);
+    assert_eq!(json.code, Some(0), "{}", json.explain());
+    let status: serde_json::Value = serde_json::from_str(json.stdout.trim()).unwrap();
+    let once = status["once"].as_array().expect("a once array");
+    assert_eq!(once.len(), 2, "{status}");
+    assert_eq!(once[0]["key"], "migrations/0042", "{status}");
+    assert_eq!(once[0]["record"], record("migrations/0042"), "{status}");
+    assert_eq!(
+        once[0]["fence"].to_string(),
+        fence_of("migrations/0042"),
+        "{status}"
+    );
+    assert!(
+        once[1]["recorded_ms"].as_u64().unwrap() > 1_600_000_000_000,
+        "{status}"
+    );
+
+    // Cleared as the status says, the work runs again.
+    server.cmd(&["DEL", &record("migrations/0042")]).unwrap();
+    let after = run(&["status", "--url", &url, "--json", "migrate"]);
+    let status: serde_json::Value = serde_json::from_str(after.stdout.trim()).unwrap();
+    assert_eq!(status["once"].as_array().map(Vec::len), Some(1), "{status}");
+}
+
+/// `--once` over Redlock is refused in one sentence, without a run of spaces in it.
+#[test]
+fn once_over_several_servers_is_refused_in_one_sentence() {
+    let (a, b) = (server(), server());
+    let done = run(&[
+        "run",
+        "--url",
+        &a.url(),
+        "--url",
+        &b.url(),
+        "--once",
+        "v1",
+        "migrate",
+        "--",
+        "true",
+    ]);
+    assert_eq!(done.code, Some(2), "{}", done.explain());
+    assert!(
+        done.stderr
+            .contains("on one server; nothing was sent and nothing was run"),
+        "{}",
+        done.explain()
+    );
+    assert!(!done.stderr.contains("  "), "{}", done.explain());
+}

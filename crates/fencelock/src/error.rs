@@ -30,7 +30,7 @@ pub enum Error {
     },
 
     /// The lock was still held by another owner when the caller's wait limit ran out.
-    #[error("timed out after {waited:?} waiting for lock {lock:?}")]
+    #[error("timed out after {} waiting for lock {lock:?}", rounded(*waited))]
     TimedOut {
         /// The lock waited for.
         lock: String,
@@ -366,9 +366,37 @@ fn fmt_current(current: Option<u64>) -> String {
     }
 }
 
+/// A measured duration for a message, rounded as people write it: `250us`, `502ms`, `1.5s`,
+/// `1m30s` (not `501.655815ms`).
+fn rounded(d: Duration) -> String {
+    let ms = (d.as_micros() + 500) / 1000;
+    if ms == 0 {
+        return format!("{}us", d.as_micros());
+    }
+    if ms < 1000 {
+        return format!("{ms}ms");
+    }
+    let tenths = (ms + 50) / 100;
+    if tenths < 600 {
+        return match tenths % 10 {
+            0 => format!("{}s", tenths / 10),
+            t => format!("{}.{t}s", tenths / 10),
+        };
+    }
+    let secs = (ms + 500) / 1000;
+    let (h, m, s) = (secs / 3600, secs / 60 % 60, secs % 60);
+    let mut text = String::new();
+    for (n, unit) in [(h, "h"), (m, "m"), (s, "s")] {
+        if n > 0 {
+            text.push_str(&format!("{n}{unit}"));
+        }
+    }
+    text
+}
+
 fn fmt_remaining(remaining: Option<Duration>) -> String {
     match remaining {
-        Some(d) => format!(" (its lease has {d:?} left)"),
+        Some(d) => format!(" (its lease has {} left)", rounded(d)),
         None => String::new(),
     }
 }
@@ -534,6 +562,36 @@ impl fmt::Display for LostReason {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn measured_durations_read_rounded() {
+        let busy = Error::Busy {
+            lock: "jobs".into(),
+            remaining: Some(Duration::from_nanos(501_655_815)),
+        };
+        assert_eq!(
+            busy.to_string(),
+            "lock \"jobs\" is held by another owner (its lease has 502ms left)"
+        );
+        let timed_out = Error::TimedOut {
+            lock: "jobs".into(),
+            waited: Duration::from_micros(1_502_317),
+        };
+        assert_eq!(
+            timed_out.to_string(),
+            "timed out after 1.5s waiting for lock \"jobs\""
+        );
+        for (d, text) in [
+            (Duration::from_micros(250), "250us"),
+            (Duration::from_micros(999_600), "1s"),
+            (Duration::from_millis(2_000), "2s"),
+            (Duration::from_millis(59_960), "1m"),
+            (Duration::from_secs(90), "1m30s"),
+            (Duration::from_secs(3_605), "1h5s"),
+        ] {
+            assert_eq!(rounded(d), text, "{d:?}");
+        }
+    }
 
     fn redis_error() -> redis::RedisError {
         redis::RedisError::from(std::io::Error::other("down"))

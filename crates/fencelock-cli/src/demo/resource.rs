@@ -71,7 +71,10 @@ impl Resource {
             Err(_) => {
                 return Err(CliError::Unreachable {
                     server,
-                    reason: format!("no connection within {:?}", TIMEOUT * 2),
+                    reason: format!(
+                        "no connection within {}",
+                        crate::duration::format_rounded(TIMEOUT * 2)
+                    ),
                 });
             }
         };
@@ -189,7 +192,10 @@ async fn within<T>(fut: impl Future<Output = redis::RedisResult<T>>) -> redis::R
         .unwrap_or_else(|_| {
             Err(RedisError::from(std::io::Error::new(
                 std::io::ErrorKind::TimedOut,
-                format!("no reply within {TIMEOUT:?}"),
+                format!(
+                    "no reply within {}",
+                    crate::duration::format_rounded(TIMEOUT)
+                ),
             )))
         })
 }

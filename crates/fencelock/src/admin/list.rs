@@ -158,7 +158,7 @@ async fn scan_node(
 }
 
 /// `text` with the glob's special characters escaped, so that it matches itself.
-fn escape_glob(text: &str) -> String {
+pub(super) fn escape_glob(text: &str) -> String {
     let mut escaped = String::with_capacity(text.len());
     for c in text.chars() {
         if matches!(c, '*' | '?' | '[' | ']' | '\\') {

@@ -1,6 +1,7 @@
 //! What an operator needs: reading a lock's state ([`Client::inspect`]), finding the held locks
-//! ([`Client::list`]), following a lock's releases ([`Client::releases`]), and clearing a lock
-//! whoever holds it ([`Client::force_release`]). Over Redlock a holder counts when a majority of
+//! ([`Client::list`]), following a lock's releases ([`Client::releases`]), the run-once records
+//! under a lock's name ([`Client::once_records`]), and clearing a lock whoever holds it
+//! ([`Client::force_release`]). Over Redlock a holder counts when a majority of
 //! the instances agree on it. The scripts here read every kind's layout, which is why they live
 //! apart from the engine.
 //!
@@ -17,6 +18,7 @@
 //! ```
 
 mod list;
+mod once;
 mod releases;
 mod stored;
 
@@ -25,6 +27,7 @@ use std::time::Duration;
 
 pub use crate::redact::redact_password;
 pub use list::Listing;
+pub use once::OnceRecord;
 pub use releases::{Release, Releases};
 
 use crate::client::Client;
