@@ -68,7 +68,8 @@ fn once_runs_the_command_exactly_once_across_concurrent_runs_and_again_after_a_f
 fn several_names_are_held_together_with_their_fences_in_the_environment() {
     let server = server();
     let url = server.url();
-    let done = run(&[
+    // An outer fencelock's name and fence (a nested run) are not passed on either.
+    let mut several = fencelock(&[
         "run",
         "--url",
         &url,
@@ -79,6 +80,10 @@ fn several_names_are_held_together_with_their_fences_in_the_environment() {
         "-c",
         "echo \"$FENCELOCK_NAMES $FENCELOCK_FENCES ${FENCELOCK_NAME-unset} ${FENCELOCK_FENCE-unset}\"",
     ]);
+    several
+        .env("FENCELOCK_NAME", "outer")
+        .env("FENCELOCK_FENCE", "1");
+    let done = Running::start(several).finish();
     assert_eq!(done.code, Some(0), "{}", done.explain());
     let seen: Vec<&str> = done.stdout.split_whitespace().collect();
     let [names, fences, name, fence] = seen[..] else {
