@@ -1,6 +1,15 @@
 //! `fencelock watch NAME`: a live view of one lock — holder, fence, remaining lease, waiters —
-//! read again at every release message and at least once a second, printed when it changes,
-//! until Ctrl-C (or SIGTERM), which ends it cleanly with exit 0.
+//! read again at every release message on the lock's channel and at least every [`EVERY`],
+//! printed when it changes, until Ctrl-C (or SIGTERM), which ends it cleanly with exit 0.
+//!
+//! A lock passed to a waiter (the plain lock's pass, the fair lock's) is announced on that
+//! waiter's own channel (`PREFIX:{NAME}:released:<token>`), not on the lock's, so `watch` sees
+//! such a change by reading the lock again, within [`EVERY`]. It does not `PSUBSCRIBE` the
+//! waiters' channels: a pattern subscription counts as a receiver of `PUBLISH`, so a release
+//! would take the pass as delivered and not repeat it on the lock's channel, and a waiter that
+//! listens only there (an earlier revision of the protocol) would miss it and wait out the
+//! claim (docs/PROTOCOL.md, "A waiter's own channel"). An operator's view must not slow the
+//! lock down.
 
 use crate::error::{exit, exit_help};
 use std::time::Duration;
@@ -16,9 +25,16 @@ use crate::servers::ServerArgs;
 pub const ABOUT: &str = "\
 Watch one lock: who holds it, its fence, the lease left, who waits.
 
-Reads the lock at every release message and at least once a second (nothing is changed), and \
-prints a line (or, with --json, one JSON object) each time the holder, the fence, the kind or \
-the line of waiters (who waits, in which order) changes. Ends cleanly on Ctrl-C or SIGTERM.";
+Reads the lock at every release message on the lock's channel and at least every 1s (nothing is \
+changed), and prints a line (or, with --json, one JSON object) each time the holder, the fence, \
+the kind or the line of waiters (who waits, in which order) changes. Ends cleanly on Ctrl-C or \
+SIGTERM.
+
+A lock passed from its holder to a waiter is announced to that waiter alone, on a channel of \
+its own, so watch sees the new holder when it next reads the lock: up to 1s late. (Listening on \
+every waiter's channel with a pattern would make a release believe its pass was heard, and a \
+waiter of an older fencelock, which listens only on the lock's channel, would miss it and wait \
+longer for the lock.)";
 
 /// The help after the options.
 pub fn after_help() -> String {
@@ -39,7 +55,8 @@ Examples:
     )
 }
 
-/// How often the lock is read when no release message comes.
+/// How often the lock is read when no release message comes: the most a pass to a waiter (not
+/// announced on the lock's channel) is shown late. `ABOUT` and docs/command.md state it.
 const EVERY: Duration = Duration::from_secs(1);
 
 /// Arguments of `fencelock watch`.
@@ -145,5 +162,36 @@ pub async fn watch(args: WatchArgs) -> Result<(), CliError> {
             _ = tokio::signal::ctrl_c() => return Ok(()),
             _ = terminate.recv() => return Ok(()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{ABOUT, EVERY};
+
+    /// The interval as the help and the guide write it.
+    fn stated() -> String {
+        assert_eq!(EVERY.subsec_nanos(), 0, "the help states whole seconds");
+        format!("{}s", EVERY.as_secs())
+    }
+
+    #[test]
+    fn the_help_states_the_read_interval_and_the_delay_of_a_pass() {
+        let every = stated();
+        assert!(
+            ABOUT.contains(&format!("at least every {every}")),
+            "{ABOUT}"
+        );
+        assert!(ABOUT.contains(&format!("up to {every} late")), "{ABOUT}");
+    }
+
+    #[test]
+    fn the_guide_states_the_same_interval() {
+        let guide = include_str!("../../../docs/command.md");
+        let every = stated();
+        assert!(
+            guide.contains(&format!("up to {every} late")),
+            "docs/command.md must say a pass shows up to {every} late"
+        );
     }
 }

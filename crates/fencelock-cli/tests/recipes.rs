@@ -68,7 +68,8 @@ fn once_runs_the_command_exactly_once_across_concurrent_runs_and_again_after_a_f
 fn several_names_are_held_together_with_their_fences_in_the_environment() {
     let server = server();
     let url = server.url();
-    let done = run(&[
+    // An outer fencelock's name and fence (a nested run) are not passed on either.
+    let mut several = fencelock(&[
         "run",
         "--url",
         &url,
@@ -77,17 +78,54 @@ fn several_names_are_held_together_with_their_fences_in_the_environment() {
         "--",
         "sh",
         "-c",
-        "echo \"$FENCELOCK_NAMES $FENCELOCK_FENCES\"",
+        "echo \"$FENCELOCK_NAMES $FENCELOCK_FENCES ${FENCELOCK_NAME-unset} ${FENCELOCK_FENCE-unset}\"",
     ]);
+    several
+        .env("FENCELOCK_NAME", "outer")
+        .env("FENCELOCK_FENCE", "1");
+    let done = Running::start(several).finish();
     assert_eq!(done.code, Some(0), "{}", done.explain());
-    let (names, fences) = done
-        .stdout
-        .trim()
-        .split_once(' ')
-        .expect("names and fences");
+    let seen: Vec<&str> = done.stdout.split_whitespace().collect();
+    let [names, fences, name, fence] = seen[..] else {
+        panic!("four words expected: {}", done.explain());
+    };
     assert_eq!(names, "acct/2,acct/1");
     let fences: Vec<u64> = fences.split(',').map(|f| f.parse().unwrap()).collect();
     assert_eq!(fences.len(), 2);
+    // A fence belongs to one name: neither is set (not even empty) with several names.
+    assert_eq!((name, fence), ("unset", "unset"), "{}", done.explain());
+    // Each fence is its name's: the last one handed out for that name.
+    for (lock, fence) in [("acct/2", fences[0]), ("acct/1", fences[1])] {
+        let key = format!("{}:fence", lock_key(lock));
+        let stored = match server.cmd(&["GET", &key]).expect("GET") {
+            redis::Value::BulkString(bytes) => String::from_utf8(bytes).unwrap(),
+            other => panic!("GET {key} answered {other:?}"),
+        };
+        assert_eq!(stored.parse::<u64>().unwrap(), fence, "{lock}");
+    }
+    // With one name all four are set, the lists of one.
+    let one = run(&[
+        "run",
+        "--url",
+        &url,
+        "acct/1",
+        "--",
+        "sh",
+        "-c",
+        "echo \"${FENCELOCK_NAME-unset} ${FENCELOCK_FENCE-unset} $FENCELOCK_NAMES $FENCELOCK_FENCES\"",
+    ]);
+    assert_eq!(one.code, Some(0), "{}", one.explain());
+    let seen: Vec<&str> = one.stdout.split_whitespace().collect();
+    let [name, fence, names, listed] = seen[..] else {
+        panic!("four words expected: {}", one.explain());
+    };
+    assert_eq!((name, names), ("acct/1", "acct/1"));
+    assert_eq!(fence, listed);
+    assert!(
+        fence.parse::<u64>().unwrap() > fences[1],
+        "{}",
+        one.explain()
+    );
     assert!(!exists(&server, &lock_key("acct/1")) && !exists(&server, &lock_key("acct/2")));
 
     // One of them held elsewhere: with --no-wait nothing runs and nothing is left held.

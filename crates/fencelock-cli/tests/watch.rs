@@ -66,3 +66,47 @@ fn watch_prints_each_change_and_ends_cleanly_on_ctrl_c() {
     let finished = watch.finish_within(Duration::from_secs(5));
     assert_eq!(finished.code, Some(0), "{}", finished.explain());
 }
+
+#[test]
+fn watch_shows_a_lock_passed_to_a_waiter() {
+    let server = server();
+    let url = server.url();
+    let dir = scratch();
+    let out = path(dir.path(), "watch.jsonl");
+    let mut watch = fencelock(&["watch", "--json", "--url", &url, "passed"]);
+    watch.stdout(std::fs::File::create(&out).unwrap());
+    let watch = Running::start(watch);
+    wait_for(&out, "the free lock was not printed", |seen| {
+        seen.first().is_some_and(|o| o["held"] == false)
+    });
+
+    let holder = hold(&url, "passed", dir.path(), &[], Some(0));
+    let taken = path(dir.path(), "waiter.fence");
+    let script = format!(
+        "echo \"$FENCELOCK_FENCE\" > '{t}.tmp'; mv '{t}.tmp' '{t}'; sleep 2",
+        t = taken.display()
+    );
+    let waiter = Running::start(fencelock(&[
+        "run", "--url", &url, "passed", "--", "sh", "-c", &script,
+    ]));
+    wait_for(&out, "the waiter in line was not printed", |seen| {
+        seen.last()
+            .is_some_and(|o| o["waiters"].as_array().is_some_and(|w| !w.is_empty()))
+    });
+    // The release passes the lock to the waiter, on the waiter's own channel.
+    holder.signal(Signal::SIGTERM);
+    wait_for_file(&taken, LIMIT);
+    let fence: u64 = std::fs::read_to_string(&taken)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    wait_for(&out, "the waiter's hold was not printed", |seen| {
+        seen.iter()
+            .any(|o| o["held"] == true && o["fence"].as_u64() == Some(fence))
+    });
+    assert_eq!(waiter.finish().code, Some(0));
+    watch.signal(Signal::SIGINT);
+    let finished = watch.finish_within(Duration::from_secs(5));
+    assert_eq!(finished.code, Some(0), "{}", finished.explain());
+}

@@ -347,6 +347,112 @@ async fn a_killed_waiter_leaves_the_queue_after_its_queue_timeout() {
     assert_eq!(keys(&redis), vec!["fencelock:{dead-waiter}:fence"]);
 }
 
+/// The members of a sorted set, in order.
+fn members(redis: &RedisServer, key: &str) -> Vec<String> {
+    match redis.cmd(&["ZRANGE", key, "0", "-1"]) {
+        Ok(redis::Value::Array(items)) => items
+            .into_iter()
+            .map(|item| {
+                redis::from_redis_value::<String>(item).unwrap_or_else(|e| panic!("{key}: {e}"))
+            })
+            .collect(),
+        other => panic!("ZRANGE {key}: {other:?}"),
+    }
+}
+
+/// A head of the queue killed after its last refresh (its place, 5 s, still live) is passed the
+/// lock for the claim only (1 s, as the plain lock's dead waiter), and the pass names the waiter
+/// behind it, which tries again when the claim runs out rather than at its next refresh (a
+/// third of its queue timeout).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dead_head_is_passed_the_lock_for_the_claim_and_names_the_waiter_behind_it() {
+    use futures_util::StreamExt;
+
+    let redis = server();
+    let a = client(&redis.url());
+    let b = client(&redis.url());
+    let name = "dead-head";
+    let holder = a
+        .fair_lock(name)
+        .ttl(Duration::from_secs(30))
+        .acquire()
+        .await
+        .unwrap();
+    let mut child = spawn_fair_user(
+        &redis,
+        name,
+        Duration::from_secs(10),
+        Duration::from_secs(5),
+    );
+    wait_for_queue(&redis, name, 1, Duration::from_secs(20)).await;
+    let behind = tokio::spawn(
+        b.fair_lock(name)
+            .ttl(Duration::from_secs(10))
+            .wait_up_to(Duration::from_secs(20))
+            .acquire(),
+    );
+    wait_for_queue(&redis, name, 2, Duration::from_secs(5)).await;
+    let queue = members(&redis, &queue_key(name));
+    let [dead, live] = &queue[..] else {
+        panic!("two places expected: {queue:?}");
+    };
+    child.kill().unwrap();
+    // Its connection is gone: nobody hears its own channel, so the pass goes on the lock's.
+    let own = format!("fencelock:{{{name}}}:released:{dead}");
+    wait_for_count(
+        "subscribers of the dead head's channel",
+        0,
+        Duration::from_secs(5),
+        || match redis.cmd(&["PUBSUB", "NUMSUB", &own]) {
+            Ok(redis::Value::Array(reply)) => match reply.get(1) {
+                Some(redis::Value::Int(n)) => *n,
+                other => panic!("PUBSUB NUMSUB: {other:?}"),
+            },
+            other => panic!("PUBSUB NUMSUB: {other:?}"),
+        },
+    )
+    .await;
+    let listener = redis::Client::open(redis.url()).unwrap();
+    let mut on_lock_channel = listener.get_async_pubsub().await.unwrap();
+    on_lock_channel
+        .subscribe(format!("fencelock:{{{name}}}:released"))
+        .await
+        .unwrap();
+
+    assert!(holder.release().await.unwrap());
+    let lock_key = format!("fencelock:{{{name}}}");
+    let pttl = integer_reply(&redis, &["PTTL", &lock_key]);
+    let passed = match redis.cmd(&["GET", &lock_key]) {
+        Ok(redis::Value::BulkString(v)) => String::from_utf8(v).unwrap(),
+        other => panic!("GET: {other:?}"),
+    };
+    assert!(passed.starts_with(dead.as_str()), "passed to {passed}");
+    // The claim (PASS_CLAIM, 1000 ms), not what was left of the dead head's place.
+    assert!((1..=1000).contains(&pttl), "the passed lease is {pttl} ms");
+    let message = tokio::time::timeout(Duration::from_secs(5), on_lock_channel.on_message().next())
+        .await
+        .expect("no pass on the lock's channel")
+        .unwrap();
+    let payload: String = message.get_payload().unwrap();
+    assert!(
+        payload.starts_with(&format!("to:{dead}:")),
+        "heard {payload}"
+    );
+    assert!(
+        payload.ends_with(&format!(":{live}")),
+        "the pass does not name the waiter behind the head: {payload}"
+    );
+    let guard = tokio::time::timeout(Duration::from_secs(15), behind)
+        .await
+        .expect("the waiter behind the dead head never got the lock")
+        .unwrap()
+        .unwrap();
+    let passed_fence: u64 = passed.split_once(':').unwrap().1.parse().unwrap();
+    assert!(guard.fence() > passed_fence, "{passed}");
+    assert_eq!(queued(&redis, name), 0);
+    assert!(guard.release().await.unwrap());
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_waiter_that_gives_up_or_is_cancelled_leaves_the_queue_at_once() {
     let redis = server();

@@ -38,9 +38,10 @@ pub(super) enum Outcome {
 }
 
 /// Starts `program` with `args` through the launcher, in a process group of its own, with `env`
-/// added to its environment (`FENCELOCK_NAME`, `FENCELOCK_FENCE`, and for a semaphore
-/// `FENCELOCK_PERMITS`, for an election `FENCELOCK_TERM`). Those of the set that `env` leaves
-/// out are not inherited from an outer `fencelock`: they would describe another name.
+/// added to its environment (the `FENCELOCK_*` names of `env.rs`). Those of the set that `env`
+/// leaves out, or gives an empty value, are not set at all: not inherited from an outer
+/// `fencelock` (they would describe another name), and never empty, so that a script's
+/// `${FENCELOCK_FENCE:?}` stops rather than pass no fence.
 pub(super) fn start(
     program: &OsStr,
     args: &[OsString],
@@ -71,7 +72,11 @@ pub(super) fn start(
     // Not `kill_on_drop`: the launcher is the one process that stops the whole tree should this
     // one end without doing it; killing it would leave the command running.
     command
-        .envs(env.iter().map(|(name, value)| (name, value)))
+        .envs(
+            env.iter()
+                .filter(|(_, value)| !value.is_empty())
+                .map(|(name, value)| (name, value)),
+        )
         .process_group(0);
     let child = command.spawn().map_err(|err| {
         failed(format!(

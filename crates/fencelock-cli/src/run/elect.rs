@@ -19,9 +19,11 @@ Run a command while leading an election: campaign, lead, resign.
 
 fencelock campaigns for the election NAME with --value (what `fencelock leader NAME` shows about \
 the leader: an address, a host name), waiting as long as it takes (or up to --wait, or not at \
-all with --no-wait). Once it leads, it runs COMMAND (no shell) with FENCELOCK_NAME, \
-FENCELOCK_TERM and FENCELOCK_FENCE (the term, the same number: larger than every earlier \
-leader's) in its environment. The leadership is a lock on NAME with the lease --ttl, renewed \
+all with --no-wait). Once it leads, it runs COMMAND (no shell) with FENCELOCK_NAME and \
+FENCELOCK_NAMES (NAME), FENCELOCK_TERM, FENCELOCK_FENCE and FENCELOCK_FENCES (the term, the same \
+number: larger than every earlier leader's) in its environment (an outer fencelock's \
+FENCELOCK_PERMITS and FENCELOCK_TAKEN are not inherited: they would describe another lock). The \
+leadership is a lock on NAME with the lease --ttl, renewed \
 while the command runs; when the command ends, fencelock resigns (observers are told at once) \
 and exits with the command's exit code.
 

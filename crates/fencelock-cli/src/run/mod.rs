@@ -55,9 +55,21 @@ pub const LONG_ABOUT: &str = "\
 Run a command while holding a distributed lock: the distributed flock(1).
 
 fencelock acquires the lock NAME (waiting for it as long as it takes, or up to --wait, or not at \
-all with --no-wait), then runs COMMAND directly (no shell) with its arguments. The command gets \
-FENCELOCK_NAME (the lock's name) and FENCELOCK_FENCE (the fencing token: larger than that of \
-every earlier holder of NAME) in its environment; stdin, stdout and stderr are inherited. The \
+all with --no-wait), then runs COMMAND directly (no shell) with its arguments; stdin, stdout and \
+stderr are inherited. The command gets in its environment:
+  FENCELOCK_NAME    the lock's name (one NAME only)
+  FENCELOCK_FENCE   its fencing token: larger than that of every earlier holder of NAME (one \
+NAME only)
+  FENCELOCK_NAMES   every NAME held, comma-separated, in the order given
+  FENCELOCK_FENCES  each NAME's fence, comma-separated, in the order of FENCELOCK_NAMES
+  FENCELOCK_PERMITS the semaphore's N (--permits only)
+  FENCELOCK_TAKEN   how many of its permits the command holds, 1 or --take K (--permits only)
+A fence belongs to one name: with several names FENCELOCK_NAME and FENCELOCK_FENCE are not set \
+at all (never empty), so that a script's ${FENCELOCK_FENCE:?} stops instead of passing no fence; \
+take each name's fence from FENCELOCK_FENCES. A variable fencelock does not set is not inherited \
+either (an outer fencelock's would describe another lock).
+
+The \
 lease (--ttl) is renewed every third of its length while the command runs, and the lock is \
 released when the command ends; fencelock then exits with the command's exit code (128+N if a \
 signal N killed it).
@@ -129,7 +141,7 @@ password in the environment or the file, never on the command line.
 Examples:
   fencelock run nightly-report -- ./make-report.sh --date today
   fencelock run --no-wait backup -- rsync -a /data/ backup:/data/
-  fencelock run --wait 5m --ttl 10s migrate -- sh -c 'exec ./migrate --fence \"$FENCELOCK_FENCE\"'
+  fencelock run --wait 5m --ttl 10s migrate -- sh -c 'exec ./migrate --fence \"${FENCELOCK_FENCE:?}\"'
   fencelock run --permits 3 transcode -- ./transcode.sh   # at most 3 at once, fleet-wide
   FENCELOCK_URL=redis://r1:6379,redis://r2:6379,redis://r3:6379 fencelock run job -- ./job",
     )
@@ -346,6 +358,39 @@ mod tests {
                 label.split(", ").map(str::to_owned).collect::<Vec<_>>()
             })
             .collect()
+    }
+
+    /// Whether `help` names the variable `name` as a whole word (`FENCELOCK_NAME` is not in
+    /// `FENCELOCK_NAMES`).
+    fn names(help: &str, name: &str) -> bool {
+        help.match_indices(name).any(|(at, _)| {
+            !help[at + name.len()..].starts_with(|c: char| c.is_ascii_alphanumeric() || c == '_')
+        })
+    }
+
+    #[test]
+    fn run_and_elect_name_every_variable_their_command_gets() {
+        use super::env;
+        for name in [
+            env::NAME,
+            env::FENCE,
+            env::NAMES,
+            env::FENCES,
+            env::PERMITS,
+            env::TAKEN,
+        ] {
+            assert!(names(super::LONG_ABOUT, name), "run --help lacks {name}");
+        }
+        for name in [env::NAME, env::FENCE, env::NAMES, env::FENCES, env::TERM] {
+            assert!(
+                names(super::elect::LONG_ABOUT, name),
+                "elect --help lacks {name}"
+            );
+        }
+        assert!(
+            super::LONG_ABOUT.contains("FENCELOCK_NAME and FENCELOCK_FENCE are not set"),
+            "run --help must say what several names leave out"
+        );
     }
 
     #[test]

@@ -49,9 +49,13 @@ impl Client {
     /// the subscription; one that does not is listened to once its connection works.
     ///
     /// A release that wakes all or one of the lock's waiters (of any holder, or by an
-    /// operator) is an item of the stream. A fair lock's release addressed to its next waiter
-    /// is not: poll [`Client::inspect`] as well (at least every second or so) to see every
-    /// change.
+    /// operator) is an item of the stream. A release that passes the lock to a waiter (the
+    /// plain lock's pass, the fair lock's) is not: it goes on that waiter's own channel. Poll
+    /// [`Client::inspect`] as well (`fencelock watch` does every second) to see every change.
+    /// The stream does not pattern-subscribe the waiters' channels on purpose: such a
+    /// subscription counts as a receiver of the pass, and a waiter of an earlier revision of
+    /// the protocol, which listens only on the lock's channel, would miss it (docs/PROTOCOL.md,
+    /// "A waiter's own channel").
     ///
     /// # Errors
     ///

@@ -79,8 +79,8 @@ redis.call('zadd', KEYS[4], int(lapses), ARGV[1])
 keep_for(KEYS[3], ARGV[3])
 keep_for(KEYS[4], ARGV[3])
 -- A waiter behind the head comes back when the head's place lapses, at the latest: a release
--- wakes only the head, and a dead head must not keep the others waiting for longer than its
--- queue timeout. (A live head refreshes its place long before that.)
+-- wakes only the head (and names the one behind it), and a dead head must not keep the others
+-- waiting for longer than its queue timeout. (A live head refreshes its place long before that.)
 local head_lapses = nil
 if head ~= ARGV[1] then
   head_lapses = math.max(tonumber(redis.call('zscore', KEYS[4], head) or now) - now, 1)

@@ -8,12 +8,13 @@
 //! or is cancelled leaves the queue at once.
 //!
 //! A release passes the lock to the waiter at the head of the queue (lock passing, as the plain
-//! lock's: a new fence, a lease ending when the head's place would lapse, and a message
-//! `to:<token>:<fence>:<lapses>` that the head takes as its grant), not to every waiter: a
-//! handoff costs one script run, however long the queue, and the head sends no acquire. The
-//! others sleep until the head's place would lapse at the latest, so a head that died while
-//! queued delays them by at most its queue timeout. A lock that is free with nobody queued is
-//! taken without a place in the queue.
+//! lock's: a new fence, a lease that is the claim (`PASS_CLAIM`, 1 s, or less if the head's place
+//! lapses sooner), and a message `to:<token>:<fence>:<lapses>:<ends>` that the head takes as its
+//! grant and confirms within the claim), not to every waiter: a handoff costs one script run,
+//! however long the queue, and the head sends no acquire. The message names the waiter behind
+//! the head (`:<token>`), which tries again once the claim has run out, so a head that died while
+//! queued keeps the lock idle for the claim, as a plain lock's dead waiter does. A lock that is
+//! free with nobody queued is taken without a place in the queue.
 //!
 //! The held lock is the plain lock's key (`<token>:<fence>`), so extend and renewal are the
 //! plain lock's. Not offered over Redlock: each instance would order its own queue.

@@ -24,19 +24,23 @@ local function live_head(queue, alive, keep)
 end
 
 -- The token that will head the queue once `skip` has left and every lapsed place is gone (the
--- first place, other than `skip`'s, whose liveness entry lapses after `now`); nil for none.
--- Reads only: a release publishes the head's name before it writes anything.
+-- first place, other than `skip`'s, whose liveness entry lapses after `now`), and the one that
+-- will be behind it (the second such place); nil for none. Reads only: a release publishes
+-- their names before it writes anything.
 local function next_head(queue, alive, skip, now)
-  local start = 0
+  local start, head = 0, nil
   while true do
     local page = redis.call('zrange', queue, start, start + 15)
     if #page == 0 then
-      return nil
+      return head, nil
     end
     for _, token in ipairs(page) do
       local lapses = redis.call('zscore', alive, token)
       if token ~= skip and lapses and tonumber(lapses) > now then
-        return token
+        if head then
+          return head, token
+        end
+        head = token
       end
     end
     start = start + 16
