@@ -137,6 +137,27 @@ fn once_from_the_command_and_from_the_library_is_one_record() {
 }
 
 #[test]
+fn once_over_several_servers_is_refused_in_one_readable_line() {
+    let (a, b) = (server(), server());
+    let (url_a, url_b) = (a.url(), b.url());
+    let dir = scratch();
+    let marker = file(dir.path(), "ran");
+    let touch = format!("touch \"{marker}\"");
+    let refused = run(&[
+        "run", "--url", &url_a, "--url", &url_b, "--once", "v42", "--", "sh", "-c", &touch,
+    ]);
+    assert_eq!(refused.code, Some(2), "{}", refused.explain());
+    assert!(
+        refused
+            .stderr
+            .contains("on one server; nothing was sent and nothing was run"),
+        "{}",
+        refused.explain()
+    );
+    assert!(!path(dir.path(), "ran").exists(), "the command ran");
+}
+
+#[test]
 fn several_names_are_held_together_with_their_fences_in_the_environment() {
     let server = server();
     let url = server.url();

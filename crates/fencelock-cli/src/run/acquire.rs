@@ -78,7 +78,8 @@ pub(super) async fn begin_once(
         begun = once.begin() => begun.map_err(|err| match err {
             fencelock::Error::Unsupported { .. } => CliError::Failed {
                 message: format!(
-                    "{err} (on {}): --once records its key with a fenced write, on one server;                      nothing was sent and nothing was run",
+                    "{err} (on {}): --once records its key with a fenced write, on one server; \
+                     nothing was sent and nothing was run",
                     servers.describe()
                 ),
                 code: crate::error::EXIT_USAGE,
