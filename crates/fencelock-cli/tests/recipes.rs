@@ -64,6 +64,99 @@ fn once_runs_the_command_exactly_once_across_concurrent_runs_and_again_after_a_f
     assert!(exists(&server, record), "no record {record}");
 }
 
+/// `fencelock run --once KEY [NAME]` and the library's `client.once(KEY)` (`.lock(NAME)`) are
+/// one record: with the lock's name left out it is the key in both. What one did, the other
+/// finds done: the library's work is not called, the command runs nothing.
+#[test]
+fn once_from_the_command_and_from_the_library_is_one_record() {
+    use fencelock::once::Outcome;
+
+    let server = server();
+    let url = server.url();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let client = runtime
+        .block_on(async { fencelock::Client::open(&url) })
+        .unwrap();
+    let library = |key: &str, lock: Option<&str>| {
+        let once = match lock {
+            Some(lock) => client.once(key).lock(lock),
+            None => client.once(key),
+        };
+        runtime
+            .block_on(once.run(|_fence| async { Ok::<_, std::io::Error>(()) }))
+            .unwrap()
+    };
+    let command = |key: &str, lock: Option<&str>, script: &str| {
+        let mut args = vec!["run", "--url", url.as_str(), "--once", key];
+        args.extend(lock);
+        args.extend(["--", "sh", "-c", script]);
+        run(&args)
+    };
+
+    for (key, lock) in [
+        ("migrations/0042", None),
+        ("migrations/0043", Some("migrate")),
+    ] {
+        // The command first: it runs under the lock named as the key unless given one.
+        let first = command(key, lock, "echo \"$FENCELOCK_NAME\"");
+        assert_eq!(first.code, Some(0), "{}", first.explain());
+        assert_eq!(
+            first.stdout.trim(),
+            lock.unwrap_or(key),
+            "{}",
+            first.explain()
+        );
+        let record = format!("fencelock:once:{{{}}}:{key}", lock.unwrap_or(key));
+        assert!(exists(&server, &record), "no record {record}");
+        let outcome = library(key, lock);
+        assert!(
+            matches!(outcome, Outcome::AlreadyDone(_)),
+            "the library did {key} (lock {lock:?}) again after the command: {outcome:?}"
+        );
+    }
+
+    for (key, lock) in [
+        ("migrations/0044", None),
+        ("migrations/0045", Some("migrate")),
+    ] {
+        // The library first: the command finds the record and runs nothing.
+        let outcome = library(key, lock);
+        assert!(matches!(outcome, Outcome::Ran(())), "{outcome:?}");
+        let later = command(key, lock, "echo ran");
+        assert_eq!(later.code, Some(0), "{}", later.explain());
+        assert_eq!(later.stdout, "", "the command ran: {}", later.explain());
+        assert!(
+            later.stderr.contains("was done before"),
+            "{}",
+            later.explain()
+        );
+    }
+}
+
+#[test]
+fn once_over_several_servers_is_refused_in_one_readable_line() {
+    let (a, b) = (server(), server());
+    let (url_a, url_b) = (a.url(), b.url());
+    let dir = scratch();
+    let marker = file(dir.path(), "ran");
+    let touch = format!("touch \"{marker}\"");
+    let refused = run(&[
+        "run", "--url", &url_a, "--url", &url_b, "--once", "v42", "--", "sh", "-c", &touch,
+    ]);
+    assert_eq!(refused.code, Some(2), "{}", refused.explain());
+    assert!(
+        refused
+            .stderr
+            .contains("on one server; nothing was sent and nothing was run"),
+        "{}",
+        refused.explain()
+    );
+    assert!(!path(dir.path(), "ran").exists(), "the command ran");
+}
+
 #[test]
 fn several_names_are_held_together_with_their_fences_in_the_environment() {
     let server = server();

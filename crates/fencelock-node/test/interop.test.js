@@ -1,13 +1,15 @@
 'use strict'
 // One lock, four front ends: Node, Python, a plain Rust program and the `fencelock` command
 // exclude each other, fences grow across them, a release on one side wakes a waiter on the
-// other (the leases are long: only the release message can wake them this soon), and a Node
-// fenced write refuses a paused job's fence.
+// other (the leases are long: only the release message can wake them this soon), a Node
+// fenced write refuses a paused job's fence, and `fencelock run --once` and `client.once` keep
+// one record.
 
 const test = require('node:test')
 const assert = require('node:assert/strict')
 const path = require('node:path')
 const { spawn } = require('node:child_process')
+const { once } = require('node:events')
 const { ROOT, PACKAGE, program, startServer, uniqueName, sleep, lines, ended } = require('./helpers')
 const { Client, Writes } = require(PACKAGE)
 
@@ -144,3 +146,40 @@ test("a Node fenced store refuses a paused job's stale fence", async () => {
     await ended(job)
   }
 })
+
+/** What a child wrote, and its status, once it has ended (killed after 30 s). */
+async function output (child) {
+  let stdout = ''
+  let stderr = ''
+  child.stdout.setEncoding('utf8').on('data', (chunk) => { stdout += chunk })
+  child.stderr.setEncoding('utf8').on('data', (chunk) => { stderr += chunk })
+  const timer = setTimeout(() => child.kill('SIGKILL'), 30000)
+  const [code] = await once(child, 'close')
+  clearTimeout(timer)
+  return { code, stdout, stderr }
+}
+
+for (const named of [false, true]) {
+  test(`fencelock run --once and Node's once keep one record (${named ? 'a lock named' : 'the lock named as the key'})`, async () => {
+    const lockOf = (key) => (named ? `${key}/lock` : undefined)
+    const runOnce = (key, ...command) => run('run', '--once', key, ...(named ? [lockOf(key)] : []), '--', ...command)
+
+    // The command first: Node finds the work done and does not call it.
+    const first = uniqueName('once-cli-first')
+    const made = await output(runOnce(first, 'sh', '-c', 'echo "$FENCELOCK_NAME"'))
+    assert.equal(made.code, 0, made.stderr)
+    assert.equal(made.stdout.trim(), lockOf(first) ?? first)
+    let called = false
+    const found = await client.once(first, { lock: lockOf(first) }).run(async () => { called = true })
+    assert.equal(found.ran, false, `Node did ${first} again after the command`)
+    assert.equal(called, false)
+
+    // Node first: the command finds the record and runs nothing.
+    const second = uniqueName('once-node-first')
+    assert.equal((await client.once(second, { lock: lockOf(second) }).run(async (fence) => fence)).ran, true)
+    const later = await output(runOnce(second, 'echo', 'ran'))
+    assert.equal(later.code, 0, later.stderr)
+    assert.equal(later.stdout, '', later.stderr)
+    assert.match(later.stderr, /was done before/)
+  })
+}

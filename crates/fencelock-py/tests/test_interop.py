@@ -1,6 +1,7 @@
 """One lock for Python, Rust and the command line: they exclude each other, fences grow across
-them, a release on one side wakes a waiter on the other (no polling: the leases are long), and
-a Python fenced write refuses a paused `fencelock run` job's fence."""
+them, a release on one side wakes a waiter on the other (no polling: the leases are long), a
+Python fenced write refuses a paused `fencelock run` job's fence, and `fencelock run --once` and
+`client.once` keep one record."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ import os
 import signal
 import subprocess
 import time
+
+import pytest
 
 import fencelock
 
@@ -133,3 +136,38 @@ def test_python_fenced_store_refuses_a_paused_run_jobs_fence(server, name, fence
         os.kill(job.pid, signal.SIGCONT)
         job.kill()
         job.wait()
+
+
+def once_by_cli(fencelock_cli, server, key, lock, script):
+    """`fencelock run --once KEY [LOCK] -- sh -c SCRIPT`: its status, stdout and stderr."""
+    names = [lock] if lock else []
+    done = cli(
+        fencelock_cli, server, "run", "--once", key, *names, "--", "sh", "-c", script,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    out, err = done.communicate(timeout=30)
+    return done.returncode, out, err
+
+
+@pytest.mark.parametrize("named", [False, True], ids=["lock-is-the-key", "lock-named"])
+def test_once_from_the_cli_and_from_python_is_one_record(server, name, fencelock_cli, named):
+    client = fencelock.Client(server.url)
+
+    # The command first: Python finds the work done and does not call it.
+    key = f"{name}/cli-first"
+    lock = f"{key}/lock" if named else None
+    code, out, err = once_by_cli(fencelock_cli, server, key, lock, 'echo "$FENCELOCK_NAME"')
+    assert code == 0, err
+    assert out.strip() == (lock or key)
+    called = []
+    found = client.once(key, lock=lock).run(called.append)
+    assert isinstance(found, fencelock.Done), f"Python did {key} again after the command: {found!r}"
+    assert called == []
+
+    # Python first: the command finds the record and runs nothing.
+    key = f"{name}/python-first"
+    lock = f"{key}/lock" if named else None
+    assert isinstance(client.once(key, lock=lock).run(lambda fence: fence), fencelock.Ran)
+    code, out, err = once_by_cli(fencelock_cli, server, key, lock, "echo ran")
+    assert (code, out) == (0, ""), err
+    assert "was done before" in err, err

@@ -19,7 +19,7 @@ pub(super) async fn acquire(
     servers: &Servers,
     signals: &mut Signals,
 ) -> Result<fencelock::LockGuard, CliError> {
-    let name = args.names.first().cloned().unwrap_or_default();
+    let name = args.name().to_owned();
     let request = match args.permits {
         Some(permits) => client
             .semaphore(name.clone(), permits)
@@ -66,7 +66,7 @@ pub(super) async fn begin_once(
     servers: &Servers,
     signals: &mut Signals,
 ) -> Result<fencelock::once::Begun, CliError> {
-    let name = args.names.first().cloned().unwrap_or_default();
+    let name = args.name().to_owned();
     let once = client
         .once(key)
         .lock(name.clone())

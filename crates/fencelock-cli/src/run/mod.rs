@@ -9,7 +9,8 @@
 //!
 //! With several names the command runs under all of them (a multi-lock); with `--permits N`
 //! under permits of the semaphore NAME (one, or `--take K`); with `--once KEY` only if KEY was
-//! not done before, and KEY is recorded as done when it succeeds.
+//! not done before, and KEY is recorded as done when it succeeds (NAME, the lock the runs take
+//! turns on, is KEY when left out, as in the libraries' `once`).
 //!
 //! `fencelock` supervises the command's whole process tree: the lock is given back only once
 //! nothing the command started is alive, whatever ends the run (the command's exit, a loss, a
@@ -184,18 +185,31 @@ pub struct RunArgs {
 
     /// Run COMMAND only if KEY is not done yet, and record KEY as done when COMMAND exits 0 (a
     /// fenced write with the lock's fence). A run that finds KEY done, also after waiting for
-    /// the lock, exits 0 without running anything
+    /// the lock, exits 0 without running anything. The runs take turns on the lock NAME, by
+    /// default the lock named KEY (the record of the libraries' `once(KEY)`)
     #[arg(long, value_name = "KEY", conflicts_with = "permits")]
     once: Option<String>,
 
     /// The lock's name (no braces, no control characters). Several: all of them are held
-    /// (every one or none; never waiting while holding some)
-    #[arg(value_name = "NAME", required = true, num_args = 1..)]
+    /// (every one or none; never waiting while holding some). With --once: one, or none for the
+    /// lock named KEY
+    #[arg(value_name = "NAME", required_unless_present = "once", num_args = 1..)]
     names: Vec<String>,
 
     /// The command to run and its arguments, after `--`
     #[arg(value_name = "COMMAND", last = true, required = true, num_args = 1..)]
     command: Vec<OsString>,
+}
+
+impl RunArgs {
+    /// The name of the one lock the run takes: the first NAME, or with `--once KEY` and no NAME
+    /// the key (as the libraries' `once(KEY)`).
+    fn name(&self) -> &str {
+        self.names
+            .first()
+            .or(self.once.as_ref())
+            .map_or("", String::as_str)
+    }
 }
 
 /// Runs `fencelock run`. `Ok(())` means exit 0; the command's non-zero exit code comes back as
@@ -305,7 +319,7 @@ impl UnderLock<'_> {
     fn job(&self, held: String, env: Vec<(&'static str, String)>) -> Job<'_> {
         let args = self.args;
         Job {
-            name: args.names.first().map_or("", String::as_str),
+            name: args.name(),
             held,
             number: "fence",
             program: self.program,
