@@ -154,6 +154,7 @@ fn once_over_several_servers_is_refused_in_one_readable_line() {
         "{}",
         refused.explain()
     );
+    assert!(!refused.stderr.contains("  "), "{}", refused.explain());
     assert!(!path(dir.path(), "ran").exists(), "the command ran");
 }
 
@@ -466,27 +467,25 @@ fn status_shows_the_run_once_records_under_a_name() {
 }
 
 /// `--once` over Redlock is refused in one sentence, without a run of spaces in it.
+
 #[test]
-fn once_over_several_servers_is_refused_in_one_sentence() {
-    let (a, b) = (server(), server());
-    let done = run(&[
-        "run",
-        "--url",
-        &a.url(),
-        "--url",
-        &b.url(),
-        "--once",
-        "v1",
-        "migrate",
-        "--",
-        "true",
-    ]);
-    assert_eq!(done.code, Some(2), "{}", done.explain());
-    assert!(
-        done.stderr
-            .contains("on one server; nothing was sent and nothing was run"),
-        "{}",
-        done.explain()
-    );
-    assert!(!done.stderr.contains("  "), "{}", done.explain());
+fn a_lock_delay_with_several_names_or_once_is_refused_and_nothing_runs() {
+    let redis = server();
+    let url = redis.url();
+    let dir = scratch();
+    let marker = file(dir.path(), "ran");
+    let touch = format!("touch \"{marker}\"");
+    for names in [&["a", "b"][..], &["--once", "v7"][..]] {
+        let mut line = vec!["run", "--url", &url, "--lock-delay", "5s"];
+        line.extend_from_slice(names);
+        line.extend_from_slice(&["--", "sh", "-c", &touch]);
+        let refused = run(&line);
+        assert_eq!(refused.code, Some(2), "{}", refused.explain());
+        assert!(
+            refused.stderr.contains("--lock-delay applies to one name"),
+            "{}",
+            refused.explain()
+        );
+        assert!(!path(dir.path(), "ran").exists(), "the command ran");
+    }
 }

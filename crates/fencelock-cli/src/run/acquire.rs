@@ -103,7 +103,10 @@ pub(super) fn acquire_error(
     let message = match (&err, permits) {
         (Error::Busy { lock, remaining }, Some(n)) => {
             let next = remaining.map_or_else(String::new, |d| {
-                format!(" (the first of their leases runs out in {d:?})")
+                format!(
+                    " (the first of their leases runs out in {})",
+                    crate::duration::format_rounded(d)
+                )
             });
             format!(
                 "semaphore {lock:?}: {} held{next} (on {on})",

@@ -222,6 +222,16 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
             "several names hold several plain locks: --permits and --once take one name".into(),
         ));
     }
+    // A lock-delay is a property of one lock's lease: the requests of several names and of a
+    // run-once take none, and silently running without the delay would leave the resource
+    // unprotected.
+    if args.lock_delay.is_some() && (args.names.len() > 1 || args.once.is_some()) {
+        return Err(CliError::Usage(
+            "--lock-delay applies to one name (a lock or permits): it cannot be given with \
+             several names or with --once"
+                .into(),
+        ));
+    }
     if let (Some(permits), Some(take)) = (args.permits, args.take)
         && take > permits
     {
