@@ -4,6 +4,9 @@
 //!
 //! The check reads the sources: every `crate::` and `super::` path outside comments and test
 //! modules, resolved to the file that defines the item (through a module's re-exports).
+//!
+//! The command's files (`crates/fencelock-cli/src`) are read the same way: no two of them
+//! import each other, directly or around a circle.
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -33,6 +36,11 @@ fn rows() -> Vec<String> {
 
 /// Every `.rs` file under `dir`, relative to `src/`.
 fn files(dir: &Path, out: &mut Vec<String>) {
+    files_under(dir, &src(), out);
+}
+
+/// Every `.rs` file under `dir`, relative to `base`.
+fn files_under(dir: &Path, base: &Path, out: &mut Vec<String>) {
     let mut entries: Vec<_> = fs::read_dir(dir)
         .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
         .filter_map(Result::ok)
@@ -41,9 +49,9 @@ fn files(dir: &Path, out: &mut Vec<String>) {
     entries.sort();
     for path in entries {
         if path.is_dir() {
-            files(&path, out);
+            files_under(&path, base, out);
         } else if path.extension().is_some_and(|e| e == "rs") {
-            let rel = path.strip_prefix(src()).unwrap_or(&path);
+            let rel = path.strip_prefix(base).unwrap_or(&path);
             out.push(rel.to_string_lossy().replace('\\', "/"));
         }
     }
@@ -77,16 +85,25 @@ fn code(text: &str) -> String {
 fn module_of(file: &str) -> Vec<String> {
     let stem = file.trim_end_matches(".rs");
     let mut parts: Vec<String> = stem.split('/').map(str::to_owned).collect();
-    if parts.last().is_some_and(|p| p == "mod" || p == "lib") {
+    if parts
+        .last()
+        .is_some_and(|p| p == "mod" || p == "lib" || p == "main")
+    {
         parts.pop();
     }
     parts
 }
 
-/// The file of a module path, if it is one: `engine::acquire` -> `engine/acquire.rs`.
+/// The file of a module path, if it is one: `engine::acquire` -> `engine/acquire.rs`; the
+/// crate root is `lib.rs` (or a binary's `main.rs`).
 fn file_of(module: &[String], all: &[String]) -> Option<String> {
     if module.is_empty() {
-        return Some("lib.rs".to_owned());
+        let root = if all.iter().any(|f| f == "main.rs") {
+            "main.rs"
+        } else {
+            "lib.rs"
+        };
+        return Some(root.to_owned());
     }
     let joined = module.join("/");
     [format!("{joined}.rs"), format!("{joined}/mod.rs")]
@@ -181,7 +198,7 @@ fn expand(rest: &str, prefix: &mut Vec<String>, out: &mut Vec<Vec<String>>) {
 /// The file that defines what `path` names: the deepest module file on the path, and, where the
 /// next segment is an item re-exported by that module (`pub(crate) use child::Item`), the child.
 fn defining_file(path: &[String], all: &[String], sources: &BTreeMap<String, String>) -> String {
-    let mut best = "lib.rs".to_owned();
+    let mut best = file_of(&[], all).unwrap_or_else(|| "lib.rs".to_owned());
     let mut depth = 0;
     for n in 1..=path.len() {
         if let Some(f) = file_of(&path[..n], all) {
@@ -250,6 +267,93 @@ fn child_imports(file: &str, text: &str) -> Vec<Vec<String>> {
     found
 }
 
+/// The paths a file imports: `crate::` and `super::` paths, and a module file's own uses of its
+/// children (not its `pub use` re-exports, which only pass an item on).
+fn paths_of(file: &str, text: &str) -> Vec<Vec<String>> {
+    let code = code(text);
+    let mut paths = imports(file, &code);
+    let uses: String = code
+        .lines()
+        .filter(|l| !(l.trim_start().starts_with("pub") && l.contains(" use ")))
+        .collect::<Vec<_>>()
+        .join("\n");
+    paths.extend(child_imports(file, &uses));
+    paths
+}
+
+/// The import circles among the files under `base` (a crate's `src`): each as the files around
+/// it. A file's use of its own module's `mod.rs` (where a module keeps what its files share) is
+/// not an edge.
+fn circles(base: &Path) -> Vec<String> {
+    let mut all = Vec::new();
+    files_under(base, base, &mut all);
+    let sources: BTreeMap<String, String> = all
+        .iter()
+        .map(|f| {
+            let text = fs::read_to_string(base.join(f)).unwrap_or_else(|e| panic!("{f}: {e}"));
+            (f.clone(), text)
+        })
+        .collect();
+    let mut edges: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+    for (file, text) in &sources {
+        let parent = module_of(file)
+            .split_last()
+            .and_then(|(_, parent)| file_of(parent, &all));
+        for path in paths_of(file, text) {
+            let target = defining_file(&path, &all, &sources);
+            let own_parent =
+                parent.as_deref() == Some(target.as_str()) && !file.ends_with("mod.rs");
+            if target != *file && !own_parent {
+                edges.entry(file.as_str()).or_default().push(target);
+            }
+        }
+    }
+    // Depth first: an edge back to a file on the current path closes a circle.
+    fn visit<'a>(
+        file: &'a str,
+        edges: &'a BTreeMap<&str, Vec<String>>,
+        path: &mut Vec<&'a str>,
+        done: &mut Vec<&'a str>,
+        found: &mut Vec<String>,
+    ) {
+        if done.contains(&file) {
+            return;
+        }
+        if let Some(at) = path.iter().position(|f| *f == file) {
+            let mut circle: Vec<&str> = path[at..].to_vec();
+            circle.push(file);
+            found.push(circle.join(" -> "));
+            return;
+        }
+        path.push(file);
+        for next in edges.get(file).into_iter().flatten() {
+            visit(next, edges, path, done, found);
+        }
+        path.pop();
+        done.push(file);
+    }
+    let mut found = Vec::new();
+    let mut done = Vec::new();
+    for file in &all {
+        visit(file, &edges, &mut Vec::new(), &mut done, &mut found);
+    }
+    found
+}
+
+#[test]
+fn the_commands_files_import_in_no_circle() {
+    let cli = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fencelock-cli/src");
+    let mut all = Vec::new();
+    files_under(&cli, &cli, &mut all);
+    assert!(all.len() > 20, "too few files read: {all:?}");
+    let circles = circles(&cli);
+    assert!(
+        circles.is_empty(),
+        "import circles among the command's files:\n{}",
+        circles.join("\n")
+    );
+}
+
 #[test]
 fn the_module_table_lists_every_file_and_imports_point_down_it() {
     let rows = rows();
@@ -275,17 +379,7 @@ fn the_module_table_lists_every_file_and_imports_point_down_it() {
         let Some(own) = row_of(&rows, file) else {
             continue;
         };
-        let code = code(text);
-        let mut paths = imports(file, &code);
-        // A module file's own uses of its children (not its `pub use` re-exports, which only
-        // pass an item on).
-        let uses: String = code
-            .lines()
-            .filter(|l| !(l.trim_start().starts_with("pub") && l.contains(" use ")))
-            .collect::<Vec<_>>()
-            .join("\n");
-        paths.extend(child_imports(file, &uses));
-        for path in paths {
+        for path in paths_of(file, text) {
             let target = defining_file(&path, &all, &sources);
             let Some(theirs) = row_of(&rows, &target) else {
                 continue;
