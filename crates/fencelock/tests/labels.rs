@@ -267,3 +267,31 @@ async fn several_locks_and_an_election_carry_their_label() {
     assert!(leadership.resign().await.unwrap());
     assert_eq!(label_keys(&redis), Vec::<String>::new());
 }
+
+#[tokio::test]
+async fn over_redlock_every_instance_keeps_the_label_until_the_release() {
+    let (servers, urls) = common::redlock_servers(3);
+    let a = common::redlock_client(&urls, Duration::from_secs(2));
+    let guard = a.lock("spread").label("node-b:77").acquire().await.unwrap();
+    // The write returns at a majority; the third follows.
+    common::wait_for_count(
+        "instances with the label",
+        3,
+        Duration::from_secs(5),
+        || servers.iter().filter(|s| label_keys(s).len() == 1).count(),
+    )
+    .await;
+    let info = a.inspect("spread").await.unwrap();
+    assert_eq!(
+        info.holder.and_then(|h| h.label).as_deref(),
+        Some("node-b:77")
+    );
+    assert!(guard.release().await.unwrap());
+    common::wait_for_count(
+        "instances with the label",
+        0,
+        Duration::from_secs(5),
+        || servers.iter().filter(|s| !label_keys(s).is_empty()).count(),
+    )
+    .await;
+}

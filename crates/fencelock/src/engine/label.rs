@@ -82,13 +82,16 @@ pub(crate) async fn send(server: Server, cmd: redis::Cmd, lock: &str, limit: Dur
     }
 }
 
-/// Writes the label of `hold`, just granted with lease `ttl`, on every instance.
+/// Writes the label of `hold`, just granted with lease `ttl`, on every instance; returns once
+/// a majority answered (over Redlock the others' writes run on in the background, so that an
+/// instance that does not answer delays the grant no more than it delayed the grant itself).
 pub(crate) async fn write_on_all(instances: &Instances, hold: &Hold, ttl: Duration) {
     let Some(cmd) = write(hold, ttl) else {
         return;
     };
     let limit = instances.limit(ttl);
     let lock = hold.name.clone();
+    let quorum = instances.quorum();
     instances
         .on_all(
             None,
@@ -99,7 +102,7 @@ pub(crate) async fn write_on_all(instances: &Instances, hold: &Hold, ttl: Durati
                     Ok(())
                 }
             },
-            |_| false,
+            |answers| quorum.reached(answers.iter().filter(|a| a.is_some()).count()),
         )
         .await;
 }
