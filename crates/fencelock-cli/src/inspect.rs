@@ -19,7 +19,8 @@ Show whether a lock is held, by whom, for how long, and its fences.
 
 Prints the state (free or held, and the kind of lock: lock, reentrant lock, read-write lock, \
 semaphore), the first 8 hex digits of the holder's owner token (enough to tell holders apart, \
-too little to impersonate one), what is left of the holder's lease, the holder's fence and the \
+too little to impersonate one), the holder's label where its hold has one (who holds it, in the \
+holder's words: `fencelock run` and `elect` label theirs HOST:PID, or --label), what is left of the holder's lease, the holder's fence and the \
 last fence handed out for the name; for a read-write lock the writer or each reader, for a \
 semaphore each permit held; then who waits, in line order: a lock's line of waiters (in the \
 order a release passes the lock on, which changes as waiters refresh their places), a fair \
@@ -53,12 +54,15 @@ JSON (--json), one object with these fields, in this order:
   last_fence    number (the last fence handed out for the name), null if none is known
   kind          \"lock\", \"reentrant\", \"read-write\" or \"semaphore\"; null when free
   permits       number (a semaphore's N), else null
-  shared        [{holder, remaining_ms, fence}] (readers, or semaphore permits)
+  shared        [{holder, label, remaining_ms, fence, permits}] (readers, or semaphore
+                permits)
   waiting       number (how many wait: the length of waiters)
   waiters       [{place, waiter, waited_ms, side}] in line order: place 1, 2, ... (null: no
                 order), waiter the first 8 hex digits of its token, waited_ms null when not
                 known (a lock's line keeps no arrival time), side \"reader\" or \"writer\"
                 (read-write lock) else null
+  label         string (the holder's label: `fencelock run` and `elect` label theirs HOST:PID
+                or --label), null when free or unlabelled
   servers       [string] (host:port)
   prefix        string
   once          [{key, fence, recorded_ms, record}] the run-once records under NAME, by key:
@@ -72,7 +76,7 @@ Examples:
 }
 
 pub const LIST_ABOUT: &str = "\
-List the locks that are held, with their holder, remaining lease and fence.
+List the locks that are held, with their holder, remaining lease, fence and label.
 
 Finds lock keys (PREFIX:{NAME}) with SCAN, never KEYS, on every server, keeps the names that \
 match PATTERN, and shows each lock that is held (over several --url: held by one owner on a \
@@ -100,7 +104,7 @@ them, \\ escapes the next character. Default: *.
             "\
 JSON (--json), one object: {\"servers\": [string], \"prefix\": string, \"pattern\": string,
 \"locks\": [lock, ...]}, each lock with the fields of `fencelock status --json` from `name` to
-`waiters`, sorted by name.
+`label`, sorted by name.
 
 Examples:
   fencelock list
@@ -180,6 +184,9 @@ pub async fn status(args: StatusArgs) -> Result<(), CliError> {
             _ => "holder:    ",
         };
         lines.push(format!("  {role} {}", holder.token_prefix));
+        if let Some(label) = &holder.label {
+            lines.push(format!("  label:      {label}"));
+        }
         lines.push(format!("  remaining:  {}", remaining(holder.remaining)));
         lines.push(format!("  fence:      {}", optional(holder.fence)));
     }
@@ -192,8 +199,12 @@ pub async fn status(args: StatusArgs) -> Result<(), CliError> {
             Some(n) if n > 1 => format!("{n} permits, "),
             _ => String::new(),
         };
+        let label = holder
+            .label
+            .as_ref()
+            .map_or_else(String::new, |label| format!(", label {label}"));
         lines.push(format!(
-            "  {role} {} ({several}remaining {}, fence {})",
+            "  {role} {} ({several}remaining {}, fence {}{label})",
             holder.token_prefix,
             remaining(holder.remaining),
             optional(holder.fence)
@@ -268,6 +279,7 @@ pub async fn list(args: ListArgs) -> Result<(), CliError> {
         "HOLDER".to_owned(),
         "REMAINING".to_owned(),
         "FENCE".to_owned(),
+        "LABEL".to_owned(),
     ]];
     for info in &held {
         let kind = if info.kind.is_some() {
@@ -282,23 +294,40 @@ pub async fn list(args: ListArgs) -> Result<(), CliError> {
                 holder.token_prefix.clone(),
                 remaining(holder.remaining),
                 optional(holder.fence),
+                holder.label.clone().unwrap_or_default(),
             ]),
             None => {
                 // Shared holders: how many, the soonest lease to run out, the largest fence.
                 let soonest = info.shared.iter().filter_map(|h| h.remaining).min();
                 let largest = info.shared.iter().filter_map(|h| h.fence).max();
+                let mut labels: Vec<&str> = info
+                    .shared
+                    .iter()
+                    .filter_map(|h| h.label.as_deref())
+                    .collect();
+                labels.sort_unstable();
+                labels.dedup();
                 rows.push([
                     info.name.clone(),
                     kind,
                     format!("{} shared", info.shared.len()),
                     remaining(soonest),
                     optional(largest),
+                    labels.join(", "),
                 ]);
             }
         }
     }
     print_text(&table(&rows))?;
     Ok(())
+}
+
+/// A holder for people: its token's first digits, and its label in parentheses if it has one.
+pub(crate) fn holder_text(holder: &fencelock::admin::Holder) -> String {
+    match &holder.label {
+        Some(label) => format!("{} ({label})", holder.token_prefix),
+        None => holder.token_prefix.clone(),
+    }
 }
 
 /// The JSON fields of one lock, in a stable order.
@@ -311,6 +340,7 @@ pub(crate) fn lock_fields(info: &fencelock::admin::LockInfo) -> Map<String, Valu
         .map(|h| {
             json!({
                 "holder": h.token_prefix,
+                "label": h.label,
                 "remaining_ms": millis(h.remaining),
                 "fence": h.fence,
                 "permits": h.permits,
@@ -343,6 +373,7 @@ pub(crate) fn lock_fields(info: &fencelock::admin::LockInfo) -> Map<String, Valu
         "shared": shared,
         "waiting": info.waiting,
         "waiters": waiters,
+        "label": holder.and_then(|h| h.label.as_ref()),
     });
     match fields {
         Value::Object(fields) => fields,

@@ -18,7 +18,7 @@ use futures_util::StreamExt;
 use serde_json::{Value, json};
 
 use crate::error::CliError;
-use crate::inspect::{lock_fields, remaining, waiter_text};
+use crate::inspect::{holder_text, lock_fields, remaining, waiter_text};
 use crate::output::print_line;
 use crate::servers::ServerArgs;
 
@@ -103,7 +103,7 @@ fn line(info: &fencelock::admin::LockInfo) -> String {
         Some(holder) => format!(
             "{:?}: held by {}, fence {}, {} left",
             info.name,
-            holder.token_prefix,
+            holder_text(holder),
             holder.fence.map_or_else(|| "-".into(), |f| f.to_string()),
             remaining(holder.remaining)
         ),
@@ -112,7 +112,7 @@ fn line(info: &fencelock::admin::LockInfo) -> String {
             info.name,
             info.shared
                 .iter()
-                .map(|h| h.token_prefix.as_str())
+                .map(holder_text)
                 .collect::<Vec<_>>()
                 .join(", ")
         ),

@@ -506,3 +506,91 @@ fn usage_errors_say_fencelock_and_what_is_expected() {
         secret.explain()
     );
 }
+
+#[test]
+fn status_and_list_show_the_label_of_a_run_by_default_its_host_and_pid() {
+    let server = server();
+    let url = server.url();
+    let dir = scratch();
+    let labelled = hold(
+        &url,
+        "jobs/labelled",
+        dir.path(),
+        &["--label", "job-7"],
+        Some(0),
+    );
+    let unnamed = hold(&url, "jobs/default", dir.path(), &[], Some(0));
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
+    let default = format!("{}:{}", host.trim(), unnamed.pid());
+
+    let status = run(&["status", "--url", &url, "jobs/labelled"]);
+    assert_eq!(status.code, Some(0), "{}", status.explain());
+    assert!(
+        status.stdout.contains("  label:      job-7\n"),
+        "{}",
+        status.explain()
+    );
+    let json = run(&["status", "--url", &url, "--json", "jobs/labelled"]);
+    assert!(
+        json.stdout.contains("\"label\":\"job-7\""),
+        "{}",
+        json.explain()
+    );
+    let status = run(&["status", "--url", &url, "jobs/default"]);
+    assert!(
+        status
+            .stdout
+            .contains(&format!("  label:      {default}\n")),
+        "{}",
+        status.explain()
+    );
+
+    let list = run(&["list", "--url", &url]);
+    assert_eq!(list.code, Some(0), "{}", list.explain());
+    assert!(list.stdout.contains("LABEL"), "{}", list.explain());
+    for (name, label) in [
+        ("jobs/labelled", "job-7"),
+        ("jobs/default", default.as_str()),
+    ] {
+        let row = list
+            .stdout
+            .lines()
+            .find(|line| line.starts_with(name))
+            .unwrap_or_else(|| panic!("{name}: {}", list.explain()));
+        assert!(row.ends_with(label), "{row}");
+    }
+    let list = run(&["list", "--url", &url, "--json"]);
+    assert!(
+        list.stdout.contains(&format!("\"label\":\"{default}\"")),
+        "{}",
+        list.explain()
+    );
+
+    for holder in [labelled, unnamed] {
+        holder.signal(Signal::SIGTERM);
+        assert_eq!(holder.finish().code, Some(0));
+    }
+    let keys = server.keys().unwrap();
+    assert!(
+        keys.iter().all(|k| !k.contains(":label:")),
+        "the labels went with the releases: {keys:?}"
+    );
+    let after = run(&["status", "--url", &url, "--json", "jobs/labelled"]);
+    assert!(
+        after.stdout.contains("\"label\":null"),
+        "{}",
+        after.explain()
+    );
+}
+
+#[test]
+fn a_label_too_long_is_refused_before_anything_runs() {
+    let server = server();
+    let url = server.url();
+    let long = "x".repeat(129);
+    let refused = run(&[
+        "run", "--url", &url, "--label", &long, "jobs/x", "--", "true",
+    ]);
+    assert_eq!(refused.code, Some(2), "{}", refused.explain());
+    assert!(refused.stderr.contains("label"), "{}", refused.explain());
+}

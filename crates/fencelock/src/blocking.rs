@@ -286,6 +286,11 @@ impl LockRequest {
         self.inner = self.inner.queue_timeout(timeout);
         self
     }
+    /// See [`crate::LockRequest::label`].
+    pub fn label(mut self, label: impl Into<String>) -> Self {
+        self.inner = self.inner.label(label);
+        self
+    }
 
     /// Takes the lock, blocking as the wait policy allows.
     pub fn acquire(self) -> Result<LockGuard> {

@@ -110,8 +110,8 @@ pub mod blocking;
 
 pub use client::{Client, ClientBuilder, DEFAULT_COMMAND_TIMEOUT, DEFAULT_PREFIX};
 pub use engine::{
-    DEFAULT_QUEUE_TIMEOUT, DEFAULT_TTL, LockGuard, LockRequest, MAX_TTL, MIN_QUEUE_TIMEOUT,
-    MIN_TTL, Shortfall, WaitPolicy,
+    DEFAULT_QUEUE_TIMEOUT, DEFAULT_TTL, LockGuard, LockRequest, MAX_LABEL_LEN, MAX_TTL,
+    MIN_QUEUE_TIMEOUT, MIN_TTL, Shortfall, WaitPolicy,
 };
 pub use error::{Conflict, Error, LostReason, Result};
 pub use keys::MAX_NAME_LEN;

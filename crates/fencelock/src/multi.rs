@@ -42,6 +42,7 @@ pub struct MultiLockRequest {
     names: Vec<String>,
     ttl: Duration,
     wait: WaitPolicy,
+    label: Option<String>,
 }
 
 /// Several locks held together (see [`Client::multi_lock`]): each name's own guard, in the
@@ -65,6 +66,7 @@ impl Client {
             names: names.into_iter().map(Into::into).collect(),
             ttl: DEFAULT_TTL,
             wait: WaitPolicy::Forever,
+            label: None,
         }
     }
 }
@@ -74,6 +76,21 @@ impl MultiLockRequest {
     pub fn ttl(mut self, ttl: Duration) -> Self {
         self.ttl = ttl;
         self
+    }
+
+    /// A label for every name's hold (see [`LockRequest::label`](crate::LockRequest::label)).
+    pub fn label(mut self, label: impl Into<String>) -> Self {
+        self.label = Some(label.into());
+        self
+    }
+
+    /// The request for one of the names, with this request's options.
+    fn request(&self, name: &str) -> crate::LockRequest {
+        let request = self.client.lock(name).ttl(self.ttl);
+        match &self.label {
+            Some(label) => request.label(label.as_str()),
+            None => request,
+        }
     }
 
     /// How long to wait while a name is held (default: forever).
@@ -131,7 +148,7 @@ impl MultiLockRequest {
             let waited = kept.is_some();
             let tries = order.iter().map(|&i| {
                 let kept = kept.as_ref().map(|(k, _)| *k);
-                let request = self.client.lock(self.names[i].as_str()).ttl(self.ttl);
+                let request = self.request(&self.names[i]);
                 async move {
                     if kept == Some(i) {
                         return Ok(None);
@@ -189,7 +206,7 @@ impl MultiLockRequest {
                 continue;
             };
             let name = &self.names[busy];
-            let request = self.client.lock(name.as_str()).ttl(self.ttl);
+            let request = self.request(name);
             let request = match until {
                 Some(at) if at <= Instant::now() => {
                     return Err(match self.wait {

@@ -19,7 +19,7 @@ use futures_util::StreamExt;
 use common::server;
 
 /// Every example this file checks, by the name after `example:` in the document.
-const CHECKED: [&str; 15] = [
+const CHECKED: [&str; 17] = [
     "lock",
     "lock-waited",
     "lock-passed",
@@ -33,6 +33,8 @@ const CHECKED: [&str; 15] = [
     "semaphore",
     "semaphore-released",
     "fenced",
+    "lock-labelled",
+    "lock-labelled-released",
     "election",
     "election-resigned",
 ];
@@ -233,6 +235,11 @@ fn stored(redis: &RedisServer) -> Vec<Key> {
                 ),
                 other => panic!("{name} is a {other}"),
             };
+            // A label's key ends with its hold token.
+            let name = name
+                .split_once(":label:")
+                .map(|(lock, _)| format!("{lock}:label:<token>"))
+                .unwrap_or(name);
             Key {
                 name,
                 kind,
@@ -653,6 +660,16 @@ async fn the_fenced_store_writes_what_the_document_shows() {
         get(&redis, "fencelock:fenced:{ledger}"),
         guard.fence().to_string()
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_labelled_hold_writes_what_the_document_shows() {
+    let redis = server();
+    let a = client(&redis);
+    let guard = take(a.lock("builds").label("ci-runner-4:812")).await;
+    assert_example(&redis, "lock-labelled", None);
+    assert!(guard.release().await.unwrap());
+    assert_example(&redis, "lock-labelled-released", None);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -28,6 +28,7 @@ pub(super) async fn acquire(
     }
     .ttl(args.ttl)
     .lock_delay(args.lock_delay.unwrap_or_default())
+    .label(args.label.text())
     .wait(args.wait.policy());
     tracing::debug!(lock = %name, permits = ?args.permits, take = ?args.take, servers = %servers.describe(), "acquiring");
     tokio::select! {
@@ -49,6 +50,7 @@ pub(super) async fn acquire_all(
     let request = client
         .multi_lock(args.names.iter().cloned())
         .ttl(args.ttl)
+        .label(args.label.text())
         .wait(args.wait.policy());
     tracing::debug!(locks = ?args.names, servers = %servers.describe(), "acquiring");
     tokio::select! {
@@ -71,6 +73,7 @@ pub(super) async fn begin_once(
         .once(key)
         .lock(name.clone())
         .ttl(args.ttl)
+        .label(args.label.text())
         .wait(args.wait.policy());
     tokio::select! {
         biased;

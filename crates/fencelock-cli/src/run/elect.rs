@@ -7,7 +7,7 @@ use std::ffi::OsString;
 use std::future::{Future, IntoFuture};
 use std::time::Duration;
 
-use super::flags::{StopArgs, WaitArgs};
+use super::flags::{LabelArgs, StopArgs, WaitArgs};
 use super::signals::Signals;
 use super::{FINISH_LIMIT, Held, Job, acquire, child, env};
 use crate::duration::parse_duration;
@@ -84,6 +84,9 @@ pub struct ElectArgs {
     #[command(flatten)]
     stop: StopArgs,
 
+    #[command(flatten)]
+    label: LabelArgs,
+
     /// The election's name (no braces, no control characters); also its lock's
     #[arg(value_name = "NAME")]
     name: String,
@@ -153,7 +156,8 @@ async fn campaign(
     let mut campaign = client
         .election(args.name.clone())
         .campaign(args.value.clone())
-        .ttl(args.ttl);
+        .ttl(args.ttl)
+        .label(args.label.text());
     campaign = campaign.wait(args.wait.policy());
     tokio::select! {
         biased;

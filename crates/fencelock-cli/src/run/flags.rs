@@ -29,6 +29,35 @@ impl WaitArgs {
     }
 }
 
+/// Who holds it, as `fencelock status` and `list` show it.
+#[derive(Debug, Clone, clap::Args)]
+pub struct LabelArgs {
+    /// The hold's label, shown by `fencelock status`, `list` and `watch` beside the holder's
+    /// token (at most 128 bytes, no control characters) [default: HOST:PID, this fencelock's
+    /// host name and process id]
+    #[arg(long, value_name = "TEXT")]
+    pub label: Option<String>,
+}
+
+impl LabelArgs {
+    /// The label to hold with: `--label`, else `HOST:PID`.
+    pub fn text(&self) -> String {
+        match &self.label {
+            Some(label) => label.clone(),
+            None => format!("{}:{}", host_name(), std::process::id()),
+        }
+    }
+}
+
+/// This machine's host name (`/proc/sys/kernel/hostname`; `localhost` if it cannot be read).
+fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|name| name.trim().to_owned())
+        .filter(|name| !name.is_empty())
+        .unwrap_or_else(|| "localhost".to_owned())
+}
+
 /// How the command is stopped: asked to let go, or after a loss.
 #[derive(Debug, Clone, clap::Args)]
 pub struct StopArgs {

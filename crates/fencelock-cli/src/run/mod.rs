@@ -42,7 +42,7 @@ use std::time::Duration;
 use crate::duration::parse_duration;
 use crate::error::CliError;
 use crate::servers::{ServerArgs, Servers};
-use flags::{StopArgs, WaitArgs};
+use flags::{LabelArgs, StopArgs, WaitArgs};
 use held::Held;
 use job::Job;
 use signals::Signals;
@@ -171,6 +171,9 @@ pub struct RunArgs {
 
     #[command(flatten)]
     stop: StopArgs,
+
+    #[command(flatten)]
+    label: LabelArgs,
 
     /// Take permits of the semaphore NAME with N permits instead of the lock: at most N
     /// permits held at once. Every user of NAME must pass the same N (--permits 1 is not the

@@ -1,13 +1,16 @@
 -- Read a lock's state, of any kind, without changing it.
 -- KEYS[1] the lock key, KEYS[2] the fence key, KEYS[3] the fair lock's queue, KEYS[4] its
 -- liveness set, KEYS[5] the plain lock's line of waiters
--- Reply: {1, kind, last fence or '', detail or '', waiting, role1, token1, ms1, fence1, ...}
+-- Reply: {1, kind, last fence or '', detail or '', waiting, role1, token1, ms1, fence1,
+--          label1, ...}
 --          kind: 'free', 'lock' (plain or fair), 'reentrant', 'rw' or 'semaphore';
 --          detail: a reentrant lock's hold count, a semaphore's N;
 --          waiting: how many waiters follow the holders;
---          one (role, token, remaining ms (-1: no expiry), fence or '') per holder, role being
---          'holder' (token: the owner's), 'writer', 'reader' or 'permit' (token: the hold's);
---          holders whose lease ran out are left out;
+--          one (role, token, remaining ms (-1: no expiry), fence or '', label or '') per
+--          holder, role being 'holder' (token: the owner's), 'writer', 'reader' or 'permit'
+--          (token: the hold's); the label is the string at KEYS[1] .. ':label:<hold token>'
+--          (a reentrant lock's: the first of its holds' that has one); holders whose lease
+--          ran out are left out;
 --          then one (role, token, waited ms (-1: not known), place) per waiter, in line order
 --          (place 1 first), role being 'wait' (a plain lock's line, a fair lock's queue) or
 --          'wait-writer' / 'wait-reader' (a read-write lock's waiting entries; token: the
@@ -31,6 +34,25 @@ local function add_waiter(role, token, waited)
   table.insert(reply, token)
   table.insert(reply, waited)
   table.insert(reply, tostring(reply[5]))
+end
+
+-- The label a hold wrote beside the lock (`:label:<hold token>`), or '' (none, or not a
+-- string).
+local function label_of(token)
+  local label = redis.pcall('get', KEYS[1] .. ':label:' .. token)
+  if type(label) == 'string' then
+    return label
+  end
+  return ''
+end
+
+-- Appends one holder to the reply, with its label.
+local function add_holder(role, token, remaining, held, label)
+  table.insert(reply, role)
+  table.insert(reply, token)
+  table.insert(reply, remaining)
+  table.insert(reply, held)
+  table.insert(reply, label)
 end
 
 -- A key's type when it is a sorted set (anything else is no line: the scripts that use it
@@ -70,17 +92,19 @@ if kind == 'free' then
 elseif kind == 'lock' then
   local value = redis.call('get', KEYS[1])
   local token, held = string.match(value, '^(%x+):(%d+)%+?$')
-  table.insert(reply, 'holder')
-  table.insert(reply, token)
-  table.insert(reply, redis.call('pttl', KEYS[1]))
-  table.insert(reply, held)
+  add_holder('holder', token, redis.call('pttl', KEYS[1]), held, label_of(token))
   plain_and_fair_lines()
 elseif kind == 'reentrant' then
   reply[4] = tostring(hold_count(KEYS[1]))
-  table.insert(reply, 'holder')
-  table.insert(reply, redis.call('hget', KEYS[1], 'owner') or '')
-  table.insert(reply, redis.call('pttl', KEYS[1]))
-  table.insert(reply, redis.call('hget', KEYS[1], 'fence') or '')
+  local label = ''
+  for _, field in ipairs(redis.call('hkeys', KEYS[1])) do
+    local hold = string.match(field, '^h:(%x+)$')
+    if hold and label == '' then
+      label = label_of(hold)
+    end
+  end
+  add_holder('holder', redis.call('hget', KEYS[1], 'owner') or '', redis.call('pttl', KEYS[1]),
+    redis.call('hget', KEYS[1], 'fence') or '', label)
 elseif kind == 'rw' or kind == 'semaphore' then
   reply[4] = redis.call('hget', KEYS[1], 'permits') or ''
   local all = redis.call('hgetall', KEYS[1])
@@ -97,13 +121,10 @@ elseif kind == 'rw' or kind == 'semaphore' then
         table.insert(waiters, {role, id, arrival})
       else
         local names = {r = 'reader', w = 'writer', p = 'permit'}
-        table.insert(reply, names[role] or role)
-        table.insert(reply, id)
-        table.insert(reply, remaining)
         -- A writer's and a permit's value end with their fence; a reader's ends with its
         -- owner's token, which may be all digits: a reader shows no fence.
         local fence = role ~= 'r' and string.match(all[i + 1], ':(%d+)$') or ''
-        table.insert(reply, fence)
+        add_holder(names[role] or role, id, remaining, fence, label_of(id))
       end
     end
   end

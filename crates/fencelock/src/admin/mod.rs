@@ -96,6 +96,10 @@ pub struct Holder {
     /// How many permits a semaphore's holder holds (a hold of several: see
     /// [`LockRequest::take`](crate::LockRequest::take)); `None` for other kinds.
     pub permits: Option<u32>,
+    /// Who holds it, in the holder's own words ([`LockRequest::label`](crate::LockRequest::label));
+    /// `None` for a hold without one. A reentrant lock's owner shows the label of one of its
+    /// holds.
+    pub label: Option<String>,
 }
 
 /// A request waiting for a lock, as far as it is safe to show (from [`LockInfo::waiters`]).
@@ -286,6 +290,7 @@ fn merge_inspected(name: &str, states: &[StoredLock], quorum: crate::quorum::Quo
                     .map(Duration::from_millis),
                 holds: (state.kind == "reentrant").then(|| state.detail.unwrap_or(0)),
                 permits: (entry.role == "permit").then_some(1),
+                label: entry.label.clone(),
             };
             held.push((&entry.role, &entry.token, this));
         }
@@ -297,6 +302,9 @@ fn merge_inspected(name: &str, states: &[StoredLock], quorum: crate::quorum::Quo
                 Some((_, held, count)) => {
                     *count += 1;
                     held.fence = held.fence.max(this.fence);
+                    if held.label.is_none() {
+                        held.label = this.label;
+                    }
                     held.remaining = match (held.remaining, this.remaining) {
                         (Some(a), Some(b)) => Some(a.min(b)),
                         (a, b) => a.or(b),

@@ -42,6 +42,8 @@ pub(crate) struct StoredEntry {
     /// Milliseconds left on its lease (-1: no expiry).
     pub(crate) remaining_ms: i64,
     pub(crate) fence: Option<u64>,
+    /// The label its hold wrote beside the lock (`LockRequest::label`), if any.
+    pub(crate) label: Option<String>,
 }
 
 /// One waiter of a stored lock.
@@ -80,22 +82,27 @@ pub(crate) async fn inspect(
         ] => {
             let mut entries = Vec::new();
             let mut waiters = Vec::new();
-            for chunk in rest.chunks(4) {
-                let [role, token, Value::Int(ms), last] = chunk else {
-                    return Err(unexpected("inspect", &reply));
-                };
+            // A holder is (role, token, ms, fence, label), a waiter (role, token, ms, place).
+            let mut rest = rest;
+            while let [role, token, Value::Int(ms), last, more @ ..] = rest {
                 let (role, token) = (as_string(role)?, as_string(token)?);
                 let side = match role.as_str() {
                     "wait" => None,
                     "wait-reader" => Some(Side::Reader),
                     "wait-writer" => Some(Side::Writer),
                     _ => {
+                        let [label, more @ ..] = more else {
+                            return Err(unexpected("inspect", &reply));
+                        };
+                        let label = as_string(label)?;
                         entries.push(StoredEntry {
                             role,
                             token,
                             remaining_ms: *ms,
                             fence: as_string(last)?.parse().ok(),
+                            label: (!label.is_empty()).then_some(label),
                         });
+                        rest = more;
                         continue;
                     }
                 };
@@ -105,6 +112,10 @@ pub(crate) async fn inspect(
                     waited_ms: *ms,
                     place: as_string(last)?.parse().ok(),
                 });
+                rest = more;
+            }
+            if !rest.is_empty() {
+                return Err(unexpected("inspect", &reply));
             }
             if usize::try_from(*waiting).ok() != Some(waiters.len()) {
                 return Err(unexpected("inspect", &reply));

@@ -62,6 +62,14 @@ impl Campaign {
         self
     }
 
+    /// A label for the leadership's hold, shown by [`Client::inspect`](crate::Client::inspect)
+    /// beside its token (the election's `value` is what its observers see). See
+    /// [`LockRequest::label`].
+    pub fn label(mut self, label: impl Into<String>) -> Self {
+        self.request = self.request.label(label);
+        self
+    }
+
     /// How long to wait while another leads (default: forever). See [`LockRequest::wait`].
     pub fn wait(mut self, wait: WaitPolicy) -> Self {
         self.request = self.request.wait(wait);

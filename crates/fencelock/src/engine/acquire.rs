@@ -11,6 +11,7 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 
 use crate::engine::guard::LockGuard;
+use crate::engine::label;
 use crate::engine::memory::FenceMemory;
 use crate::engine::protocol::Hold;
 use crate::engine::release::{self, Abandoned};
@@ -114,6 +115,13 @@ impl LockRequest {
                     .await;
             in_flight.armed = answers.iter().any(|a| !matches!(a, Some(Ok(_))));
         }
+        // A labelled hold's label, written once the hold is ours (an unlabelled one sends
+        // nothing here).
+        if let Ok(guard) = &result
+            && guard.hold().holder_label.is_some()
+        {
+            label::write_on_all(&shared.instances, guard.hold(), self.ttl).await;
+        }
         result
     }
 
@@ -126,6 +134,7 @@ impl LockRequest {
             token: OwnerToken::for_lock(&self.name)?,
             linger: self.lock_delay,
             marked: Default::default(),
+            holder_label: self.label.clone(),
         }))
     }
 

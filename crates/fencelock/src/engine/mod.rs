@@ -13,6 +13,7 @@
 mod acquire;
 mod extend;
 mod guard;
+mod label;
 mod memory;
 mod native;
 mod ops;
@@ -26,6 +27,7 @@ mod shared;
 pub(crate) mod watchdog;
 
 pub use guard::LockGuard;
+pub use label::MAX_LABEL_LEN;
 pub use replicas::Shortfall;
 pub(crate) use replicas::{ReplicaAck, confirm_on as confirm_replicas_on};
 pub use request::{

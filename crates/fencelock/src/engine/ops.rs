@@ -12,9 +12,9 @@ use redis::cluster_routing::Slot;
 use redis::{FromRedisValue, RedisError, Value};
 
 use crate::connection::{Server, Undelivered};
-use crate::engine::native;
 use crate::engine::protocol::Hold;
 use crate::engine::protocol::{Attempt, ReleaseFence};
+use crate::engine::{label, native};
 use crate::error::Conflict;
 use crate::kind::LockKind;
 use crate::script::Call;
@@ -114,9 +114,16 @@ pub(crate) async fn release(
     fence: ReleaseFence,
     limit: Duration,
 ) -> redis::RedisResult<bool> {
-    let value = server
-        .run_coalesced(&hold.release_call(fence), limit, || Box::new(|_| {}))
-        .await?;
+    let call = hold.release_call(fence);
+    let release = server.run_coalesced(&call, limit, || Box::new(|_| {}));
+    // A labelled hold's label goes with it, side by side with the release.
+    let value = match label::delete(&hold) {
+        None => release.await?,
+        Some(cmd) => {
+            let delete = label::send(server.clone(), cmd, &hold.name, limit);
+            futures_util::future::join(release, delete).await.0?
+        }
+    };
     match i64::from_redis_value(value).map_err(RedisError::from)? {
         reply::RELEASED_UNTOLD => {
             tracing::warn!(lock = %hold.name, server = %server.addr, "released, but the server refused the wake-up message (the ACL user may not publish on the lock's channel): waiters take the lock when they next look, at the latest when the lease they were told would have run out");
@@ -157,13 +164,33 @@ pub(crate) async fn extend(
     ttl: Duration,
     limit: Duration,
 ) -> redis::RedisResult<Extended> {
-    if let Some(answer) = native::extend(&server, &hold, fence, ttl, limit).await {
+    match label::rearm(&hold, ttl) {
+        None => extend_lease(server, &hold, fence, ttl, limit).await,
+        // A labelled hold's label is re-armed side by side with its lease.
+        Some(cmd) => {
+            let rearm = label::send(server.clone(), cmd, &hold.name, limit);
+            futures_util::future::join(extend_lease(server, &hold, fence, ttl, limit), rearm)
+                .await
+                .0
+        }
+    }
+}
+
+/// [`extend`] of the lease alone.
+async fn extend_lease(
+    server: Server,
+    hold: &Arc<Hold>,
+    fence: Option<u64>,
+    ttl: Duration,
+    limit: Duration,
+) -> redis::RedisResult<Extended> {
+    if let Some(answer) = native::extend(&server, hold, fence, ttl, limit).await {
         return answer.map(|()| Extended::Yes);
     }
     let reply: i64 = server.run_script(&hold.extend_call(ttl), limit).await?;
     let extended = Extended::from_reply(reply);
     if extended == Extended::Yes {
-        native::remember_mark(&server, &hold, fence);
+        native::remember_mark(&server, hold, fence);
     }
     Ok(extended)
 }
@@ -213,11 +240,32 @@ pub(crate) async fn extend_many(
         return Ok(vec![Ok(answer.await?)]);
     }
     let calls: Vec<Call> = items.iter().map(|i| i.hold.extend_call(i.ttl)).collect();
+    if items.iter().any(|i| i.hold.holder_label.is_some()) {
+        // Labelled holds' labels are re-armed side by side with the batch: one command more
+        // per labelled hold, none for the others.
+        let rearms = items.iter().filter_map(|i| {
+            let cmd = label::rearm(&i.hold, i.ttl)?;
+            Some(label::send(server.clone(), cmd, &i.hold.name, limit))
+        });
+        let batch = extend_calls(&server, &calls, limit);
+        return futures_util::future::join(batch, futures_util::future::join_all(rearms))
+            .await
+            .0;
+    }
+    extend_calls(&server, &calls, limit).await
+}
+
+/// The extend calls of [`extend_many`] in one pipeline (on Redis Cluster, one per slot).
+async fn extend_calls(
+    server: &Server,
+    calls: &[Call<'_>],
+    limit: Duration,
+) -> redis::RedisResult<Vec<redis::RedisResult<Extended>>> {
     #[cfg(feature = "cluster")]
     if server.sharded() {
-        return extend_by_slot(&server, &calls, limit).await;
+        return extend_by_slot(server, calls, limit).await;
     }
-    extend_batch(&server, &calls, limit).await
+    extend_batch(server, calls, limit).await
 }
 
 /// [`extend_many`] on Redis Cluster.
@@ -325,6 +373,7 @@ mod tests {
             token: OwnerToken::generate().unwrap(),
             linger: Duration::ZERO,
             marked: Default::default(),
+            holder_label: None,
         })
     }
 
@@ -424,6 +473,7 @@ mod tests {
             token: OwnerToken::generate().unwrap(),
             linger: Duration::ZERO,
             marked: Default::default(),
+            holder_label: None,
         });
         for hold in [&held, &permit] {
             let reply = acquire(

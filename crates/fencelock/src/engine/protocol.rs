@@ -175,6 +175,9 @@ pub(crate) struct Hold {
     /// (`native.rs`) compares with the marked value from then on. A mark is never taken back
     /// while the hold lasts.
     pub(crate) marked: std::sync::atomic::AtomicBool,
+    /// Who holds it, in the holder's words (`LockRequest::label`; see `label.rs`): `None`, the
+    /// default, sends nothing more than an unlabelled hold ever did.
+    pub(crate) holder_label: Option<Arc<str>>,
 }
 
 impl Hold {

@@ -84,6 +84,8 @@ pub struct LockRequest {
     pub(crate) owner_error: Option<getrandom::Error>,
     /// A [`take`](Self::take) this kind has no units for.
     pub(crate) refused_take: Option<u32>,
+    /// Who holds it ([`label`](Self::label)); `None` by default.
+    pub(crate) label: Option<Arc<str>>,
 }
 
 impl LockRequest {
@@ -100,6 +102,7 @@ impl LockRequest {
             lock_delay: Duration::ZERO,
             owner_error: None,
             refused_take: None,
+            label: None,
         }
     }
 
@@ -224,6 +227,28 @@ impl LockRequest {
         self
     }
 
+    /// A label for this hold: who holds the lock, in the holder's own words (a host and a
+    /// process id, a job's name), shown by [`Client::inspect`](crate::Client::inspect) (and
+    /// `fencelock status` / `list`) beside the holder's token. At most
+    /// [`MAX_LABEL_LEN`](crate::MAX_LABEL_LEN) bytes, without control characters
+    /// ([`Error::InvalidArgument`] at the acquisition otherwise). Default: none.
+    ///
+    /// The label is kept beside the lock, in `PREFIX:{NAME}:label:<hold token>`: written after
+    /// the grant, re-armed with each renewal and deleted with the release, so that it lapses
+    /// with the lease of a holder that stops renewing. That is one command more per grant,
+    /// renewal and release of a labelled hold; an unlabelled one sends nothing more. A label
+    /// is information only: a server that refuses it (an ACL) is logged, and the hold goes on.
+    ///
+    /// ```no_run
+    /// # async fn example(client: fencelock::Client) -> fencelock::Result<()> {
+    /// let guard = client.lock("nightly-report").label("worker-3:4711").acquire().await?;
+    /// # guard.release().await?; Ok(()) }
+    /// ```
+    pub fn label(mut self, label: impl Into<String>) -> Self {
+        self.label = Some(Arc::from(label.into()));
+        self
+    }
+
     /// How long this request's place in a queue lasts without a refresh: zero when it takes
     /// none (a request that does not wait, or a kind without a queue); else what the kind makes
     /// of the queue timeout and the lease ([`Protocol::place_lasts`]).
@@ -267,6 +292,9 @@ impl LockRequest {
             ));
         }
         validate_ttl(&self.name, self.ttl)?;
+        if let Some(label) = &self.label {
+            crate::engine::label::validate(&self.name, label)?;
+        }
         if self.ttl.saturating_add(self.lock_delay) > MAX_TTL {
             return Err(Error::invalid(
                 &self.name,

@@ -123,6 +123,13 @@ impl Once {
     pub fn lock(mut self, name: impl Into<String>) -> Self {
         let request = std::mem::replace(&mut self.request, self.client.lock(name));
         self.request = self.request.ttl(request.ttl).wait(request.wait);
+        self.request.label = request.label;
+        self
+    }
+
+    /// A label for the lock's hold while the work runs (see [`LockRequest::label`]).
+    pub fn label(mut self, label: impl Into<String>) -> Self {
+        self.request = self.request.label(label);
         self
     }
 

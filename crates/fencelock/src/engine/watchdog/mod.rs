@@ -326,6 +326,7 @@ mod tests {
                     token: OwnerToken::generate().unwrap(),
                     linger: Duration::ZERO,
                     marked: Default::default(),
+                    holder_label: None,
                 }),
                 fence: 1,
                 lease: tokio::sync::watch::channel(state).0,
