@@ -34,6 +34,18 @@ fn spawn_acquire(request: LockRequest) -> JoinHandle<LockGuard> {
     })
 }
 
+/// How many clients subscribe `channel`.
+fn subscribers(redis: &RedisServer, channel: &str) -> u64 {
+    match redis.cmd(&["PUBSUB", "NUMSUB", channel]) {
+        Ok(value) => {
+            let (_, count): (String, u64) =
+                redis::from_redis_value(value).unwrap_or_else(|e| panic!("{channel}: {e}"));
+            count
+        }
+        Err(e) => panic!("PUBSUB NUMSUB {channel}: {e}"),
+    }
+}
+
 /// The members of the sorted set `key`, lowest score first.
 fn members(redis: &RedisServer, key: &str) -> Vec<String> {
     match redis.cmd(&["ZRANGE", key, "0", "-1"]) {
@@ -119,6 +131,18 @@ async fn a_locks_line_shows_its_waiters_in_the_order_the_lock_is_passed_on() {
         .await;
         tokens.push(newcomer(&tokens, &members(&redis, line)));
     }
+    // A plain lock's line is ordered by when each place lapses, and a waiter tries once more
+    // (refreshing its place) once it listens on its own channel: on a loaded machine that can
+    // come after a later arrival's place. The line is read once every waiter listens.
+    wait_for_count("waiters listening", WAITERS, LIMIT, || {
+        tokens
+            .iter()
+            .filter(|t| subscribers(&redis, &format!("fencelock:{{line}}:released:{t}")) > 0)
+            .count()
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let tokens = members(&redis, line);
     let info = inspect(&clients[0], "line").await;
     assert_line(&info, &tokens, &[None; WAITERS]);
     // A lock's line records no arrival.
