@@ -63,9 +63,14 @@ pub(crate) const SENTINEL: Backoff =
     Backoff::new(Duration::from_millis(500), 1, Duration::from_millis(500));
 
 /// A multi-lock request that waited for one name and found another held: 5 ms, doubling, at
-/// most 500 ms (jittered) before it waits again.
+/// most 40 ms (jittered: 2.5–5, 5–10, 10–20, then 20–40 ms) before it waits again in that
+/// name's line. The cap is tens of milliseconds, not seconds: the pause only has to let the
+/// request that holds the other name finish (which breaks the round-by-round hand-back of two
+/// requests in opposite orders); a long one (500 ms before) let the others and a hot taker take
+/// the names meanwhile, round after round, and starved the request that slept
+/// (docs/BENCHMARKS.md, `fencelock-multi`).
 pub(crate) const MULTI: Backoff =
-    Backoff::new(Duration::from_millis(5), 2, Duration::from_millis(500));
+    Backoff::new(Duration::from_millis(5), 2, Duration::from_millis(40));
 
 /// A failed renewal, tried again until the lease's deadline: a tenth of the lease, within 5 ms
 /// and 1 s (a constant delay per lease, so the policy is made per lock).
@@ -112,6 +117,9 @@ mod tests {
         let delays: Vec<u128> = (0..8).map(|_| ms(reconnect.next_delay())).collect();
         assert_eq!(delays, [50, 100, 200, 400, 800, 1600, 2000, 2000]);
         assert_eq!(ms(SENTINEL.clone().next_delay()), 500);
+        let mut multi = MULTI;
+        let delays: Vec<u128> = (0..6).map(|_| ms(multi.next_delay())).collect();
+        assert_eq!(delays, [5, 10, 20, 40, 40, 40]);
         assert_eq!(ms(renewal(Duration::from_secs(30)).next_delay()), 1000);
         assert_eq!(ms(renewal(Duration::from_millis(20)).next_delay()), 5);
         assert_eq!(ms(renewal(Duration::from_millis(300)).next_delay()), 30);

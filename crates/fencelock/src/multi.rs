@@ -11,8 +11,20 @@
 //! Every request tries its names sorted by name, whatever the order given, and waits for the
 //! first held one in that order, so two requests for overlapping sets wait for the same name
 //! rather than each holding the name the other waits for next. A request that waited for a name
-//! and then found another held backs off for a growing, jittered delay (5 ms, doubling, at most
-//! 500 ms) before it waits again.
+//! and then found another held backs off for a short, growing, jittered delay (5 ms, doubling,
+//! at most 40 ms) and then waits in that name's line (as a plain waiter, woken by its release).
+//!
+//! The cap is low on purpose (tens of milliseconds, not seconds). The pause only has to let the
+//! request holding the other name finish, so that two requests in opposite orders stop handing
+//! names back and forth (the sorted order does most of that; the pause covers a name taken by a
+//! third party, such as a hot single-name taker, between the rounds). A long pause (up to 500 ms,
+//! never reset within a request, before) left an unlucky request asleep while the others and the
+//! hot taker took its names, round after round: some workers starved and a few requests timed out.
+//! With the low cap a request that lost is back in line within tens of milliseconds: in the
+//! benchmark the worst-served worker got about twice the grants and no request timed out, for a
+//! longer p99 wait (more requests pause a few times; docs/BENCHMARKS.md, `fencelock-multi`).
+//! Resetting the delay on progress was not needed for that, so the policy stays one capped
+//! doubling.
 //!
 //! ```no_run
 //! # async fn example(client: fencelock::Client) -> fencelock::Result<()> {
