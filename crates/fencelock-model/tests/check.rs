@@ -5,6 +5,7 @@
 use std::collections::BTreeSet;
 use std::time::Instant;
 
+use fencelock_model::once::OnceModel;
 use fencelock_model::{LockModel, Mutants};
 use stateright::{Checker, HasDiscoveries, Model};
 
@@ -132,4 +133,25 @@ fn a_promoted_replica_whose_clock_lags_too_far_breaks_the_fences() {
     });
     finds(model.clone(), &[FENCES]);
     finds(model, &[FENCING]);
+}
+
+#[test]
+fn run_once_begins_in_one_step_and_counts_the_work_once() {
+    let checker = OnceModel::small().checker().spawn_bfs().join();
+    eprintln!("run-once: {} unique states", checker.unique_state_count());
+    checker.assert_properties();
+}
+
+#[test]
+fn a_two_step_begin_counts_the_work_twice() {
+    let model = OnceModel {
+        two_step_begin: true,
+        ..OnceModel::small()
+    };
+    let checker = model.checker().spawn_bfs().join();
+    let path = checker.discovery("the work is counted done by at most one run");
+    let Some(path) = path else {
+        panic!("no double run in {} states", checker.unique_state_count());
+    };
+    eprintln!("double run: {:?}", path.into_actions());
 }
