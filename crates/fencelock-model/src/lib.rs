@@ -191,7 +191,8 @@ pub struct Server {
 }
 
 impl Server {
-    fn holder(&self, now: u8) -> Option<Hold> {
+    /// What holds the lock at step `now` (an expired key holds nothing).
+    pub fn holder(&self, now: u8) -> Option<Hold> {
         self.lock.filter(|h| h.expires > now)
     }
 }
