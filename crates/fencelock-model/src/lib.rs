@@ -75,6 +75,8 @@ pub struct LockModel {
     pub failovers: u8,
     /// How many times the server clock may step back ([`MAX_BACK`] each).
     pub steps_back: u8,
+    /// How many times the server clock may jump forward by a step (keys expire a step early).
+    pub jumps: u8,
     /// How many clients may crash in a run.
     pub crashes: u8,
     /// Waiters take a place in line and a release passes the lock to the first (the plain lock
@@ -101,6 +103,7 @@ impl LockModel {
             max_grants: 3,
             failovers: 1,
             steps_back: 1,
+            jumps: 0,
             crashes: 0,
             passing: false,
             lossy: false,
@@ -119,6 +122,7 @@ impl LockModel {
             max_grants: 3,
             failovers: 0,
             steps_back: 0,
+            jumps: 0,
             crashes: 1,
             passing: true,
             lossy: true,
@@ -286,6 +290,8 @@ pub struct State {
     pub steps_back: u8,
     /// Budgets used.
     pub crashes: u8,
+    /// Budgets used.
+    pub jumps: u8,
     /// Ghost: the largest fence granted so far.
     pub max_fence: u32,
     /// Ghost: a grant's fence was not above every earlier one.
@@ -320,6 +326,7 @@ impl State {
             (
                 self.failovers,
                 self.steps_back,
+                self.jumps,
                 self.crashes,
                 self.max_fence,
                 self.fence_regressed,
@@ -356,6 +363,14 @@ impl State {
         let c =
             i64::from(CLOCK_BASE) + i64::from(self.now) * i64::from(STEP_US) + i64::from(self.skew);
         u32::try_from(c.max(0)).unwrap_or(0)
+    }
+
+    /// How many clients believe they hold the lock and are within their deadlines.
+    fn within_deadline(&self) -> usize {
+        self.clients
+            .iter()
+            .filter(|c| matches!(c.phase, Phase::Holding { deadline, .. } if self.now < deadline))
+            .count()
     }
 
     fn live(&self, i: usize) -> bool {
@@ -414,6 +429,8 @@ pub enum Action {
     Failover,
     /// The master's clock steps back by [`MAX_BACK`].
     ClockBack,
+    /// The master's clock jumps forward by a step: its keys expire a step early.
+    ClockJump,
 }
 
 impl Model for LockModel {
@@ -444,6 +461,7 @@ impl Model for LockModel {
             failovers: 0,
             steps_back: 0,
             crashes: 0,
+            jumps: 0,
             max_fence: 0,
             fence_regressed: false,
             accepted_grant: None,
@@ -500,6 +518,9 @@ impl Model for LockModel {
         }
         if s.steps_back < self.steps_back {
             actions.push(Action::ClockBack);
+        }
+        if s.jumps < self.jumps {
+            actions.push(Action::ClockJump);
         }
     }
 
@@ -644,6 +665,16 @@ impl Model for LockModel {
                 n.steps_back += 1;
                 n.seen.clock_back = true;
             }
+            Action::ClockJump => {
+                n.skew += i32::try_from(STEP_US).unwrap_or(i32::MAX);
+                n.jumps += 1;
+                if let Some(h) = &mut n.server.lock {
+                    h.expires = h.expires.saturating_sub(1);
+                }
+                for place in &mut n.server.waiters {
+                    place.0 = place.0.saturating_sub(1);
+                }
+            }
         }
         if !self.witnesses {
             n.seen = Seen::default();
@@ -676,15 +707,8 @@ impl Model for LockModel {
                 |_, s: &State| !s.fencing_broken,
             ),
             Property::always(
-                "one holder within its deadline unless a failover lost a grant",
-                |_, s: &State| {
-                    s.grant_lost
-                    || s.clients
-                        .iter()
-                        .filter(|c| matches!(c.phase, Phase::Holding { deadline, .. } if s.now < deadline))
-                        .count()
-                        <= 1
-                },
+                "one holder within its deadline unless a failover lost a grant or the clock jumped",
+                |_, s: &State| s.grant_lost || s.jumps > 0 || s.within_deadline() <= 1,
             ),
             Property::always(
                 "a passed lease lasts the claim until confirmed",
@@ -732,6 +756,12 @@ impl Model for LockModel {
         }
         if self.steps_back > 0 {
             add("the clock steps back", |_, s: &State| s.seen.clock_back);
+        }
+        if self.jumps > 0 {
+            add(
+                "after a forward jump two clients hold within their deadlines",
+                |_, s: &State| s.jumps > 0 && s.within_deadline() >= 2,
+            );
         }
         properties
     }

@@ -26,7 +26,7 @@ fn main() -> ExitCode {
         let value = args.next().and_then(|v| v.parse::<usize>().ok());
         let Some(value) = value else {
             eprintln!(
-                "usage: fencelock-model [fences|passing] [--clients N] [--time STEPS] [--grants N] [--depth N] [--failovers N] [--crashes N] [--back N] [--passing 0|1] [--lossy 0|1] [--writes 0|1]"
+                "usage: fencelock-model [fences|passing] [--clients N] [--time STEPS] [--grants N] [--depth N] [--failovers N] [--crashes N] [--back N] [--jumps N] [--passing 0|1] [--lossy 0|1] [--writes 0|1]"
             );
             return ExitCode::from(2);
         };
@@ -38,6 +38,7 @@ fn main() -> ExitCode {
             "--failovers" => model.failovers = small,
             "--crashes" => model.crashes = small,
             "--back" => model.steps_back = small,
+            "--jumps" => model.jumps = small,
             "--passing" => model.passing = value != 0,
             "--lossy" => model.lossy = value != 0,
             "--writes" => model.writes = value != 0,

@@ -34,6 +34,20 @@ fn fences_failover_and_the_clock_pass_every_property() {
 }
 
 #[test]
+fn a_clock_that_jumps_forward_ends_leases_early_and_the_fences_still_hold() {
+    // Two clients within their deadlines (a witness), and every fence property holds.
+    passes(
+        "forward jump",
+        LockModel {
+            jumps: 1,
+            failovers: 0,
+            steps_back: 0,
+            ..LockModel::fences()
+        },
+    );
+}
+
+#[test]
 fn the_line_and_the_pass_pass_every_property() {
     passes("passing", LockModel::passing());
 }
