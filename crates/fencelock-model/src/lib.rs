@@ -151,6 +151,12 @@ impl LockModel {
         self
     }
 
+    /// Whether the resource, having accepted `resource`, accepts a write with `fence`
+    /// (`fenced/check.lua`).
+    pub fn resource_accepts(&self, resource: u32, fence: u32) -> bool {
+        self.mutants.no_resource_check || fence >= resource
+    }
+
     fn next_fence(&self, last: u32, clock: u32) -> u32 {
         if self.mutants.fence_counter_only {
             last + 1
@@ -598,7 +604,7 @@ impl Model for LockModel {
                 else {
                     return None;
                 };
-                if self.mutants.no_resource_check || fence >= n.resource {
+                if self.resource_accepts(n.resource, fence) {
                     if fence < n.resource {
                         n.stale_accepted = true;
                     }

@@ -35,6 +35,7 @@ impl Rng {
 }
 
 struct Real {
+    model: LockModel,
     client: Client,
     redis: redis::aio::MultiplexedConnection,
     name: String,
@@ -129,7 +130,9 @@ impl Real {
                 let store = self.client.fenced_store(&self.name).unwrap();
                 let data = format!("data:{{{}}}", self.name);
                 let writes = Writes::new().set(&data, i.to_string());
-                let accepts = before.clients_fence(i) >= before.resource;
+                let accepts = self
+                    .model
+                    .resource_accepts(before.resource, before.clients_fence(i));
                 match store.apply(fence, &writes).await {
                     Ok(accepted) => {
                         assert_eq!(accepted, fence);
@@ -225,6 +228,7 @@ async fn random_walks_of_the_model_match_the_real_scripts() {
     let mut seen: HashMap<&'static str, usize> = HashMap::new();
     for walk in 0..WALKS {
         let mut real = Real {
+            model: model.clone(),
             client: client.clone(),
             redis: redis.clone(),
             name: format!("walk{walk}"),
