@@ -1,0 +1,905 @@
+//! A model of fencelock's plain lock on one Redis server, its fences and a fenced resource,
+//! checked exhaustively with [Stateright](https://docs.rs/stateright).
+//!
+//! The model is a plain state machine ([`LockModel`] implements [`Model`]): one lock on a server
+//! (the lock key with its owner token, fence and expiry, the fence counter, the line of waiters,
+//! the server clock), an asynchronous replica that a failover promotes, 2–3 clients, and a
+//! resource that accepts a write iff its fence is at least the largest it accepted. Each step of
+//! a run is one action: a client's script call (acquire, renew, release), its decision to write
+//! and the write itself (time can pass in between: a pause), a crash, the delivery or loss of a
+//! pass message, time passing by one step, a replication, a failover, a clock step back.
+//!
+//! Time moves in whole steps. A lease lasts [`LEASE`] steps, a pass's claim [`CLAIM`]; the
+//! server clock advances [`STEP_US`] µs per step (so a step stands for far more than the
+//! handful of grants a run can make within it). Each break of the protocol that
+//! [`Mutants`] names is a flag; `tests/` asserts that the checker finds each one.
+
+pub mod once;
+
+use std::hash::{Hash, Hasher};
+
+use stateright::{Model, Property};
+
+/// A lease, in time steps.
+pub const LEASE: u8 = 3;
+/// A pass's claim (`PASS_CLAIM_MS`), in time steps: the lease a passed waiter gets until it
+/// confirms the full lease.
+pub const CLAIM: u8 = 1;
+/// How long a waiter's place in line lasts unless refreshed, in time steps.
+pub const PLACE: u8 = 3;
+/// A waiter tries again (refreshing its place) at least this often, in time steps.
+pub const REFRESH: u8 = 1;
+/// The server clock's advance per time step, in µs.
+pub const STEP_US: u32 = 100;
+/// The server clock at time 0, in µs.
+pub const CLOCK_BASE: u32 = 1000;
+/// How far one step back of the server clock goes, in µs.
+pub const MAX_BACK: u32 = 10;
+/// How far a promoted replica's clock lags the old master's, in µs (the stated assumption:
+/// less than the time the failover takes, here one step, less the fences' lead over the clock).
+pub const MAX_LAG: u32 = 10;
+/// The lag of a promoted replica's clock when the assumption is dropped
+/// ([`Mutants::unbounded_clock_lag`]): three steps.
+pub const UNBOUNDED_LAG: u32 = 3 * STEP_US;
+
+/// Breaks of the protocol, each a flag. The unmutated model (all false) passes every property;
+/// each flag makes the checker find a counterexample to one of them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Mutants {
+    /// The resource accepts every write, whatever its fence.
+    pub no_resource_check: bool,
+    /// A pass gives the waiter a full lease instead of the claim: a waiter that died in line
+    /// keeps the lock idle for a lease.
+    pub unbounded_claim: bool,
+    /// The fence is `last + 1` only (not `max(last + 1, clock)`): a failover that lost the
+    /// counter hands out a fence again.
+    pub fence_counter_only: bool,
+    /// The fence is the server clock only (not `max(last + 1, clock)`): two grants within one
+    /// clock tick, or a clock step back, repeat or lower it.
+    pub fence_clock_only: bool,
+    /// Drops the clock assumption: a promoted replica's clock may lag the old master's by more
+    /// than the failover takes ([`UNBOUNDED_LAG`]).
+    pub unbounded_clock_lag: bool,
+}
+
+/// The model's bounds and switches.
+#[derive(Clone, Debug)]
+pub struct LockModel {
+    /// How many clients (2 or 3 keep a check within seconds).
+    pub clients: usize,
+    /// The last time step a run reaches.
+    pub max_time: u8,
+    /// How many grants a run may make (each has a fence and a token of its own).
+    pub max_grants: u8,
+    /// How many failovers a run may make.
+    pub failovers: u8,
+    /// How many times the server clock may step back ([`MAX_BACK`] each).
+    pub steps_back: u8,
+    /// How many times the server clock may jump forward by a step (keys expire a step early).
+    pub jumps: u8,
+    /// How many clients may crash in a run.
+    pub crashes: u8,
+    /// Waiters take a place in line and a release passes the lock to the first (the plain lock
+    /// on one server); without it an acquire that finds the lock held gives up (`no_wait`).
+    pub passing: bool,
+    /// Pass messages can be lost.
+    pub lossy: bool,
+    /// Holders write to the resource (off where only the line is checked).
+    pub writes: bool,
+    /// Record the witnesses of `Property::sometimes` (each doubles states at most; off where
+    /// only the `always` properties are checked).
+    pub witnesses: bool,
+    /// The breaks to check for.
+    pub mutants: Mutants,
+}
+
+impl LockModel {
+    /// Fences, failover and the clock: 2 clients that take the lock without waiting, renew,
+    /// release and write to the resource, 3 time steps, 3 grants, a failover, a clock step back.
+    pub fn fences() -> Self {
+        Self {
+            clients: 2,
+            max_time: 3,
+            max_grants: 3,
+            failovers: 1,
+            steps_back: 1,
+            jumps: 0,
+            crashes: 0,
+            passing: false,
+            lossy: false,
+            writes: true,
+            witnesses: true,
+            mutants: Mutants::default(),
+        }
+    }
+
+    /// The line and the pass: 2 clients that wait in line, pass messages that can be lost, a
+    /// crash, 3 time steps, 3 grants; no writes, no failover.
+    pub fn passing() -> Self {
+        Self {
+            clients: 2,
+            max_time: 3,
+            max_grants: 3,
+            failovers: 0,
+            steps_back: 0,
+            jumps: 0,
+            crashes: 1,
+            passing: true,
+            lossy: true,
+            writes: false,
+            witnesses: true,
+            mutants: Mutants::default(),
+        }
+    }
+
+    /// A waiter that dies in line with another behind it: [`LockModel::passing`] with 3
+    /// clients, 2 time steps, no lost messages, and no witnesses (only the `always`
+    /// properties are checked).
+    pub fn dead_waiter() -> Self {
+        Self {
+            clients: 3,
+            max_time: 2,
+            lossy: false,
+            witnesses: false,
+            ..Self::passing()
+        }
+    }
+
+    /// The same model with one break.
+    pub fn with(mut self, mutants: Mutants) -> Self {
+        self.mutants = mutants;
+        self
+    }
+
+    /// Whether the resource, having accepted `resource`, accepts a write with `fence`
+    /// (`fenced/check.lua`).
+    pub fn resource_accepts(&self, resource: u32, fence: u32) -> bool {
+        self.mutants.no_resource_check || fence >= resource
+    }
+
+    fn next_fence(&self, last: u32, clock: u32) -> u32 {
+        if self.mutants.fence_counter_only {
+            last + 1
+        } else if self.mutants.fence_clock_only {
+            clock
+        } else {
+            (last + 1).max(clock)
+        }
+    }
+}
+
+/// What the lock key holds: `<token>:<fence>[+]` with a TTL.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Hold {
+    /// The owner client (which the token belongs to).
+    pub owner: u8,
+    /// The owner token (one per acquire request).
+    pub token: u8,
+    /// The grant's fence.
+    pub fence: u32,
+    /// The time step at which the key expires.
+    pub expires: u8,
+    /// Someone waited (`+`): a release passes the lock on or publishes.
+    pub marked: bool,
+    /// Model only: which grant this is (grants are numbered in the order they are made).
+    pub grant: u8,
+    /// Model only: handed over by a pass and not confirmed since.
+    pub passed: bool,
+    /// Model only: when it was granted or last confirmed.
+    pub since: u8,
+}
+
+/// One Redis server's keys for the lock.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Server {
+    /// The lock key (an expired key counts as absent).
+    pub lock: Option<Hold>,
+    /// The fence key: the last fence handed out (0: none).
+    pub fence: u32,
+    /// The line (`:waiters`): (the step at which the place lapses, client, token), in order.
+    pub waiters: Vec<(u8, u8, u8)>,
+}
+
+impl Server {
+    /// What holds the lock at step `now` (an expired key holds nothing).
+    pub fn holder(&self, now: u8) -> Option<Hold> {
+        self.lock.filter(|h| h.expires > now)
+    }
+}
+
+/// What a client believes and does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Phase {
+    /// Holds nothing and waits for nothing.
+    Idle,
+    /// In line with `token`; tries again at step `wake` at the latest.
+    Waiting { token: u8, wake: u8 },
+    /// Believes it holds the lock until `deadline` (the grant of `grant`); `decided` once it
+    /// checked its deadline and decided to write (the write may come after a pause).
+    Holding {
+        token: u8,
+        fence: u32,
+        grant: u8,
+        deadline: u8,
+        decided: bool,
+    },
+    /// Crashed (a dead waiter keeps its place until it lapses; a dead holder its lease).
+    Dead,
+}
+
+/// A pass message in flight to a waiter: `to:<token>:<fence>:<lapses>:<ends>`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Pass {
+    /// The waiter's token.
+    pub token: u8,
+    /// The passed fence.
+    pub fence: u32,
+    /// When the claim ends.
+    pub ends: u8,
+    /// Model only: the grant.
+    pub grant: u8,
+}
+
+/// A client: its phase and the pass message on its way to it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Client {
+    /// What it believes and does.
+    pub phase: Phase,
+    /// A pass message on its way.
+    pub inbox: Option<Pass>,
+    /// Requests made that wrote a token (a client's token is its number and this count).
+    pub requests: u8,
+}
+
+/// Non-triviality witnesses (`Property::sometimes`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Seen {
+    /// The resource refused a stale write.
+    pub stale_refused: bool,
+    /// A renewal succeeded.
+    pub renewed: bool,
+    /// A client crashed.
+    pub crashed: bool,
+    /// A release passed the lock to a waiter.
+    pub passed: bool,
+    /// A pass message was lost.
+    pub message_lost: bool,
+    /// A client took the lock with its own token after a lost pass message.
+    pub took_own: bool,
+    /// The server clock stepped back.
+    pub clock_back: bool,
+}
+
+/// The whole system's state. Its identity (`Hash`, `Eq`) leaves out the witnesses ([`Seen`]):
+/// states that differ only in what happened on the way are one state, which keeps the count
+/// down; a witness is found on the first path that reaches a state.
+#[derive(Clone, Debug)]
+pub struct State {
+    /// Real time, in steps.
+    pub now: u8,
+    /// The master.
+    pub server: Server,
+    /// The replica, as far as replication got.
+    pub replica: Server,
+    /// The master's clock offset from real time, in µs (a step back lowers it; a failover
+    /// sets the promoted replica's).
+    pub skew: i32,
+    /// The resource's largest accepted fence.
+    pub resource: u32,
+    /// The clients.
+    pub clients: Vec<Client>,
+    /// Grants made (the next grant's number).
+    pub grants: u8,
+    /// Budgets used.
+    pub failovers: u8,
+    /// Budgets used.
+    pub steps_back: u8,
+    /// Budgets used.
+    pub crashes: u8,
+    /// Budgets used.
+    pub jumps: u8,
+    /// Ghost: the largest fence granted so far.
+    pub max_fence: u32,
+    /// Ghost: a grant's fence was not above every earlier one.
+    pub fence_regressed: bool,
+    /// Ghost: the grant of the newest accepted write.
+    pub accepted_grant: Option<u8>,
+    /// Ghost: the resource accepted a fence below one it had accepted.
+    pub stale_accepted: bool,
+    /// Ghost: the resource accepted an older grant's write after a newer grant's.
+    pub fencing_broken: bool,
+    /// Ghost: a failover lost writes to the lock's keys.
+    pub grant_lost: bool,
+    /// Ghost: since when a live waiter in line waits for a lock that a release left to nobody
+    /// alive.
+    pub stalled_since: Option<u8>,
+    /// Witnesses.
+    pub seen: Seen,
+}
+
+impl State {
+    fn key(&self) -> impl Hash + Eq + '_ {
+        (
+            (
+                self.now,
+                &self.server,
+                &self.replica,
+                self.skew,
+                self.resource,
+                &self.clients,
+                self.grants,
+            ),
+            (
+                self.failovers,
+                self.steps_back,
+                self.jumps,
+                self.crashes,
+                self.max_fence,
+                self.fence_regressed,
+            ),
+            (
+                self.accepted_grant,
+                self.stale_accepted,
+                self.fencing_broken,
+                self.grant_lost,
+                self.stalled_since,
+            ),
+            self.seen,
+        )
+    }
+}
+
+impl PartialEq for State {
+    fn eq(&self, other: &Self) -> bool {
+        self.key() == other.key()
+    }
+}
+
+impl Eq for State {}
+
+impl Hash for State {
+    fn hash<H: Hasher>(&self, h: &mut H) {
+        self.key().hash(h);
+    }
+}
+
+impl State {
+    /// The master's clock in µs.
+    pub fn clock(&self) -> u32 {
+        let c =
+            i64::from(CLOCK_BASE) + i64::from(self.now) * i64::from(STEP_US) + i64::from(self.skew);
+        u32::try_from(c.max(0)).unwrap_or(0)
+    }
+
+    /// How many clients believe they hold the lock and are within their deadlines.
+    fn within_deadline(&self) -> usize {
+        self.clients
+            .iter()
+            .filter(|c| matches!(c.phase, Phase::Holding { deadline, .. } if self.now < deadline))
+            .count()
+    }
+
+    fn live(&self, i: usize) -> bool {
+        !matches!(self.clients[i].phase, Phase::Dead)
+    }
+
+    /// Whether a live client waits in line (its place not lapsed) while the lock is not held by
+    /// a live client.
+    fn waiter_unserved(&self) -> bool {
+        let held_live = self
+            .server
+            .holder(self.now)
+            .is_some_and(|h| self.live(usize::from(h.owner)));
+        !held_live
+            && self.server.waiters.iter().any(|&(lapses, c, token)| {
+                lapses > self.now
+                    && matches!(self.clients[usize::from(c)].phase, Phase::Waiting { token: t, .. } if t == token)
+            })
+    }
+
+    fn record_grant(&mut self, fence: u32) -> u8 {
+        if fence <= self.max_fence {
+            self.fence_regressed = true;
+        }
+        self.max_fence = self.max_fence.max(fence);
+        let grant = self.grants;
+        self.grants += 1;
+        grant
+    }
+}
+
+/// One step.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Action {
+    /// Client `i` runs the acquire script (a new request from idle, a waiter's try).
+    Acquire(u8),
+    /// Client `i` renews (its watchdog; a passed waiter's confirmation).
+    Renew(u8),
+    /// Client `i` releases.
+    Release(u8),
+    /// Client `i` checks its deadline and decides to write.
+    Decide(u8),
+    /// Client `i` writes to the resource with its fence.
+    Write(u8),
+    /// Client `i` crashes.
+    Crash(u8),
+    /// The pass message to client `i` arrives.
+    Deliver(u8),
+    /// The pass message to client `i` is lost.
+    Lose(u8),
+    /// One time step passes.
+    Tick,
+    /// The replica catches up with the master.
+    Replicate,
+    /// The master dies and the replica takes over (one time step passes).
+    Failover,
+    /// The master's clock steps back by [`MAX_BACK`].
+    ClockBack,
+    /// The master's clock jumps forward by a step: its keys expire a step early.
+    ClockJump,
+}
+
+impl Model for LockModel {
+    type State = State;
+    type Action = Action;
+
+    fn init_states(&self) -> Vec<State> {
+        let server = Server {
+            lock: None,
+            fence: 0,
+            waiters: Vec::new(),
+        };
+        vec![State {
+            now: 0,
+            replica: server.clone(),
+            server,
+            skew: 0,
+            resource: 0,
+            clients: vec![
+                Client {
+                    phase: Phase::Idle,
+                    inbox: None,
+                    requests: 0
+                };
+                self.clients
+            ],
+            grants: 0,
+            failovers: 0,
+            steps_back: 0,
+            crashes: 0,
+            jumps: 0,
+            max_fence: 0,
+            fence_regressed: false,
+            accepted_grant: None,
+            stale_accepted: false,
+            fencing_broken: false,
+            grant_lost: false,
+            stalled_since: None,
+            seen: Seen::default(),
+        }]
+    }
+
+    fn actions(&self, s: &State, actions: &mut Vec<Action>) {
+        let mut due = false;
+        for (i, c) in s.clients.iter().enumerate() {
+            let i = u8::try_from(i).unwrap_or(u8::MAX);
+            match c.phase {
+                Phase::Idle | Phase::Waiting { .. } => actions.push(Action::Acquire(i)),
+                Phase::Holding {
+                    decided, deadline, ..
+                } => {
+                    actions.push(Action::Renew(i));
+                    actions.push(Action::Release(i));
+                    if !self.writes {
+                    } else if decided {
+                        actions.push(Action::Write(i));
+                    } else if s.now < deadline {
+                        actions.push(Action::Decide(i));
+                    }
+                }
+                Phase::Dead => {}
+            }
+            if let Phase::Waiting { wake, .. } = c.phase {
+                due |= wake <= s.now;
+            }
+            if c.phase != Phase::Dead && s.crashes < self.crashes {
+                actions.push(Action::Crash(i));
+            }
+            if c.inbox.is_some() {
+                actions.push(Action::Deliver(i));
+                if self.lossy {
+                    actions.push(Action::Lose(i));
+                }
+            }
+        }
+        // A waiter's timer fires on time: time does not pass a waiter that is due.
+        if s.now < self.max_time && !due {
+            actions.push(Action::Tick);
+            if s.failovers < self.failovers {
+                actions.push(Action::Failover);
+            }
+        }
+        if s.replica != s.server {
+            actions.push(Action::Replicate);
+        }
+        if s.steps_back < self.steps_back {
+            actions.push(Action::ClockBack);
+        }
+        if s.jumps < self.jumps {
+            actions.push(Action::ClockJump);
+        }
+    }
+
+    fn next_state(&self, s: &State, action: Action) -> Option<State> {
+        let mut n = s.clone();
+        let now = s.now;
+        let mut released = false;
+        match action {
+            Action::Acquire(i) => self.acquire(&mut n, i),
+            Action::Renew(i) => {
+                let c = usize::from(i);
+                let Phase::Holding {
+                    token,
+                    fence,
+                    grant,
+                    decided,
+                    ..
+                } = n.clients[c].phase
+                else {
+                    return None;
+                };
+                match n.server.holder(now) {
+                    Some(h) if h.token == token => {
+                        let expires = now + LEASE;
+                        n.server.lock = Some(Hold {
+                            expires,
+                            passed: false,
+                            since: now,
+                            ..h
+                        });
+                        n.clients[c].phase = Phase::Holding {
+                            token,
+                            fence,
+                            grant,
+                            deadline: expires,
+                            decided,
+                        };
+                        n.seen.renewed = true;
+                    }
+                    _ => n.clients[c].phase = Phase::Idle,
+                }
+            }
+            Action::Release(i) => {
+                released = true;
+                self.release(&mut n, i);
+            }
+            Action::Decide(i) => {
+                let c = usize::from(i);
+                if let Phase::Holding {
+                    token,
+                    fence,
+                    grant,
+                    deadline,
+                    ..
+                } = n.clients[c].phase
+                {
+                    n.clients[c].phase = Phase::Holding {
+                        token,
+                        fence,
+                        grant,
+                        deadline,
+                        decided: true,
+                    };
+                }
+            }
+            Action::Write(i) => {
+                let c = usize::from(i);
+                let Phase::Holding {
+                    token,
+                    fence,
+                    grant,
+                    deadline,
+                    ..
+                } = n.clients[c].phase
+                else {
+                    return None;
+                };
+                if self.resource_accepts(n.resource, fence) {
+                    if fence < n.resource {
+                        n.stale_accepted = true;
+                    }
+                    if n.accepted_grant.is_some_and(|g| grant < g) {
+                        n.fencing_broken = true;
+                    }
+                    n.accepted_grant = Some(n.accepted_grant.map_or(grant, |g| g.max(grant)));
+                    n.resource = n.resource.max(fence);
+                } else {
+                    n.seen.stale_refused = true;
+                }
+                n.clients[c].phase = Phase::Holding {
+                    token,
+                    fence,
+                    grant,
+                    deadline,
+                    decided: false,
+                };
+            }
+            Action::Crash(i) => {
+                n.clients[usize::from(i)].phase = Phase::Dead;
+                n.clients[usize::from(i)].inbox = None;
+                n.crashes += 1;
+                n.seen.crashed = true;
+            }
+            Action::Deliver(i) => {
+                let c = usize::from(i);
+                let pass = n.clients[c].inbox.take()?;
+                if let Phase::Waiting { token, .. } = n.clients[c].phase
+                    && token == pass.token
+                {
+                    n.clients[c].phase = Phase::Holding {
+                        token,
+                        fence: pass.fence,
+                        grant: pass.grant,
+                        deadline: pass.ends,
+                        decided: false,
+                    };
+                }
+            }
+            Action::Lose(i) => {
+                n.clients[usize::from(i)].inbox = None;
+                n.seen.message_lost = true;
+            }
+            Action::Tick => n.now += 1,
+            Action::Replicate => n.replica = n.server.clone(),
+            Action::Failover => {
+                if n.replica != n.server {
+                    n.grant_lost = true;
+                }
+                n.server = n.replica.clone();
+                let lag = if self.mutants.unbounded_clock_lag {
+                    UNBOUNDED_LAG
+                } else {
+                    MAX_LAG
+                };
+                n.skew -= i32::try_from(lag).unwrap_or(i32::MAX);
+                n.failovers += 1;
+                n.now += 1;
+                n.stalled_since = None;
+            }
+            Action::ClockBack => {
+                n.skew -= i32::try_from(MAX_BACK).unwrap_or(i32::MAX);
+                n.steps_back += 1;
+                n.seen.clock_back = true;
+            }
+            Action::ClockJump => {
+                n.skew += i32::try_from(STEP_US).unwrap_or(i32::MAX);
+                n.jumps += 1;
+                if let Some(h) = &mut n.server.lock {
+                    h.expires = h.expires.saturating_sub(1);
+                }
+                for place in &mut n.server.waiters {
+                    place.0 = place.0.saturating_sub(1);
+                }
+            }
+        }
+        if !self.witnesses {
+            n.seen = Seen::default();
+        }
+        if n.waiter_unserved() {
+            if released && n.stalled_since.is_none() {
+                n.stalled_since = Some(n.now);
+            }
+        } else {
+            n.stalled_since = None;
+        }
+        Some(n)
+    }
+
+    fn within_boundary(&self, s: &State) -> bool {
+        s.grants <= self.max_grants && s.clients.iter().all(|c| c.requests <= self.max_grants + 1)
+    }
+
+    fn properties(&self) -> Vec<Property<Self>> {
+        let mut properties = vec![
+            Property::always("fences of grants strictly increase", |_, s: &State| {
+                !s.fence_regressed
+            }),
+            Property::always(
+                "the resource accepts no fence below one it accepted",
+                |_, s: &State| !s.stale_accepted,
+            ),
+            Property::always(
+                "the resource refuses an older grant's write after a newer one's",
+                |_, s: &State| !s.fencing_broken,
+            ),
+            Property::always(
+                "one holder within its deadline unless a failover lost a grant or the clock jumped",
+                |_, s: &State| s.grant_lost || s.jumps > 0 || s.within_deadline() <= 1,
+            ),
+            Property::always(
+                "a passed lease lasts the claim until confirmed",
+                |_, s: &State| {
+                    s.server
+                        .holder(s.now)
+                        .is_none_or(|h| !h.passed || h.expires <= h.since + CLAIM)
+                },
+            ),
+            Property::always(
+                "a release with a live waiter in line grants it within the claim",
+                |_, s: &State| s.stalled_since.is_none_or(|t| s.now <= t + CLAIM),
+            ),
+        ];
+        let mut add = |name, condition| properties.push(Property::sometimes(name, condition));
+        add("a renewal", |_, s: &State| s.seen.renewed);
+        if self.writes {
+            add(
+                "a pause outlives a lease (a write decided in time is pending after it)",
+                |_, s: &State| {
+                    s.clients.iter().any(
+                    |c| matches!(c.phase, Phase::Holding { decided: true, deadline, .. } if s.now >= deadline),
+                )
+                },
+            );
+            add("a stale write is refused", |_, s: &State| {
+                s.seen.stale_refused
+            });
+        }
+        if self.crashes > 0 {
+            add("a crash", |_, s: &State| s.seen.crashed);
+        }
+        if self.passing {
+            add("a pass", |_, s: &State| s.seen.passed);
+        }
+        if self.passing && self.lossy {
+            add("a lost pass message", |_, s: &State| s.seen.message_lost);
+            add(
+                "a waiter takes the lock passed to it after a lost message",
+                |_, s: &State| s.seen.took_own,
+            );
+        }
+        if self.failovers > 0 {
+            add("a failover loses a grant", |_, s: &State| s.grant_lost);
+        }
+        if self.steps_back > 0 {
+            add("the clock steps back", |_, s: &State| s.seen.clock_back);
+        }
+        if self.jumps > 0 {
+            add(
+                "after a forward jump two clients hold within their deadlines",
+                |_, s: &State| s.jumps > 0 && s.within_deadline() >= 2,
+            );
+        }
+        properties
+    }
+}
+
+impl LockModel {
+    /// The acquire script (kinds/plain/acquire.lua) run by client `i`.
+    fn acquire(&self, n: &mut State, i: u8) {
+        let c = usize::from(i);
+        let now = n.now;
+        // A new request's token is taken only if the script writes it (a grant, a place).
+        let (token, new) = match n.clients[c].phase {
+            Phase::Waiting { token, .. } => (token, false),
+            _ => ((i << 4) | (n.clients[c].requests & 15), true),
+        };
+        let held = n.server.holder(now);
+        if new && (held.is_none() || self.passing) {
+            n.clients[c].requests += 1;
+        }
+        let mut mark = false;
+        if self.passing {
+            n.server.waiters.retain(|&(_, _, t)| t != token);
+            mark = !n.server.waiters.is_empty();
+        }
+        match held {
+            None => {
+                let clock = n.clock();
+                let fence = self.next_fence(n.server.fence, clock);
+                n.server.fence = fence;
+                let grant = n.record_grant(fence);
+                let expires = now + LEASE;
+                n.server.lock = Some(Hold {
+                    owner: i,
+                    token,
+                    fence,
+                    expires,
+                    marked: mark,
+                    grant,
+                    passed: false,
+                    since: now,
+                });
+                n.clients[c].phase = Phase::Holding {
+                    token,
+                    fence,
+                    grant,
+                    deadline: expires,
+                    decided: false,
+                };
+            }
+            Some(h) if h.token == token => {
+                // Passed to this waiter, whose message was lost: confirmed with the full lease.
+                let expires = now + LEASE;
+                n.server.lock = Some(Hold {
+                    expires,
+                    marked: h.marked || mark,
+                    passed: false,
+                    since: now,
+                    ..h
+                });
+                n.clients[c].phase = Phase::Holding {
+                    token,
+                    fence: h.fence,
+                    grant: h.grant,
+                    deadline: expires,
+                    decided: false,
+                };
+                n.seen.took_own = true;
+            }
+            Some(h) => {
+                if self.passing {
+                    n.server.lock = Some(Hold { marked: true, ..h });
+                    let lapses = now + PLACE;
+                    n.server.waiters.push((lapses, i, token));
+                    n.server.waiters.sort_unstable();
+                    let wake = h.expires.min(now + REFRESH);
+                    n.clients[c].phase = Phase::Waiting { token, wake };
+                } else {
+                    n.clients[c].phase = Phase::Idle;
+                }
+            }
+        }
+    }
+
+    /// The release script (kinds/plain/release.lua) run by client `i`.
+    fn release(&self, n: &mut State, i: u8) {
+        let c = usize::from(i);
+        let now = n.now;
+        let Phase::Holding { token, .. } = n.clients[c].phase else {
+            return;
+        };
+        n.clients[c].phase = Phase::Idle;
+        let Some(h) = n.server.holder(now).filter(|h| h.token == token) else {
+            n.server.waiters.retain(|&(_, _, t)| t != token);
+            return;
+        };
+        n.server.lock = None;
+        if !h.marked || !self.passing {
+            return;
+        }
+        n.server.waiters.retain(|&(lapses, _, _)| lapses > now);
+        if n.server.waiters.is_empty() {
+            return;
+        }
+        let (lapses, w, wtoken) = n.server.waiters.remove(0);
+        let clock = n.clock();
+        let fence = self.next_fence(n.server.fence, clock);
+        n.server.fence = fence;
+        let grant = n.record_grant(fence);
+        let ends = if self.mutants.unbounded_claim {
+            now + LEASE
+        } else {
+            lapses.min(now + CLAIM)
+        };
+        n.server.lock = Some(Hold {
+            owner: w,
+            token: wtoken,
+            fence,
+            expires: ends,
+            marked: !n.server.waiters.is_empty(),
+            grant,
+            passed: true,
+            since: now,
+        });
+        n.seen.passed = true;
+        let waiter = &mut n.clients[usize::from(w)];
+        if waiter.phase != Phase::Dead {
+            waiter.inbox = Some(Pass {
+                token: wtoken,
+                fence,
+                ends,
+                grant,
+            });
+        }
+    }
+}

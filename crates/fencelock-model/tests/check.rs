@@ -1,0 +1,171 @@
+//! The exhaustive checks: the protocol as it is passes every property within the small bounds,
+//! and each break of it (a mutant) makes the checker find a counterexample.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::BTreeSet;
+use std::time::Instant;
+
+use fencelock_model::once::OnceModel;
+use fencelock_model::{LockModel, Mutants};
+use stateright::{Checker, HasDiscoveries, Model};
+
+const FENCES: &str = "fences of grants strictly increase";
+const RESOURCE: &str = "the resource accepts no fence below one it accepted";
+const FENCING: &str = "the resource refuses an older grant's write after a newer one's";
+const CLAIMED: &str = "a passed lease lasts the claim until confirmed";
+const GRANTED: &str = "a release with a live waiter in line grants it within the claim";
+
+fn passes(name: &str, model: LockModel) {
+    let started = Instant::now();
+    let checker = model.checker().spawn_bfs().join();
+    eprintln!(
+        "{name}: {} unique states, {} states, depth {}, {:.1?}",
+        checker.unique_state_count(),
+        checker.state_count(),
+        checker.max_depth(),
+        started.elapsed()
+    );
+    checker.assert_properties();
+}
+
+#[test]
+fn fences_failover_and_the_clock_pass_every_property() {
+    passes("fences", LockModel::fences());
+}
+
+#[test]
+fn a_clock_that_jumps_forward_ends_leases_early_and_the_fences_still_hold() {
+    // Two clients within their deadlines (a witness), and every fence property holds.
+    passes(
+        "forward jump",
+        LockModel {
+            jumps: 1,
+            failovers: 0,
+            steps_back: 0,
+            ..LockModel::fences()
+        },
+    );
+}
+
+#[test]
+fn the_line_and_the_pass_pass_every_property() {
+    passes("passing", LockModel::passing());
+}
+
+#[test]
+fn a_dead_waiter_with_one_behind_it_passes_every_property() {
+    let model = LockModel::dead_waiter();
+    let checker = model.clone().checker().spawn_bfs().join();
+    eprintln!(
+        "dead waiter: {} unique states",
+        checker.unique_state_count()
+    );
+    for property in model.properties() {
+        if property.expectation == stateright::Expectation::Always {
+            checker.assert_no_discovery(property.name);
+        }
+    }
+}
+
+/// Checks `model` until one of `names` fails, and asserts that one did.
+fn finds(model: LockModel, names: &[&'static str]) {
+    let checker = model
+        .checker()
+        .finish_when(HasDiscoveries::AnyOf(
+            names.iter().copied().collect::<BTreeSet<_>>(),
+        ))
+        .spawn_bfs()
+        .join();
+    let found = names
+        .iter()
+        .copied()
+        .find(|name| checker.discovery(name).is_some());
+    let Some(name) = found else {
+        panic!(
+            "none of {names:?} failed in {} states",
+            checker.unique_state_count()
+        );
+    };
+    eprintln!(
+        "found: {name}\n{:?}",
+        checker.discovery(name).expect("found").into_actions()
+    );
+}
+
+#[test]
+fn a_resource_without_the_fence_check_accepts_a_stale_write() {
+    let model = LockModel::fences().with(Mutants {
+        no_resource_check: true,
+        ..Mutants::default()
+    });
+    finds(model, &[RESOURCE]);
+}
+
+#[test]
+fn a_pass_without_the_claim_bound_keeps_the_lock_for_a_dead_waiter() {
+    let mutant = Mutants {
+        unbounded_claim: true,
+        ..Mutants::default()
+    };
+    finds(LockModel::passing().with(mutant), &[CLAIMED]);
+    // The liveness bound itself: a waiter died in line with a live one behind it.
+    finds(LockModel::dead_waiter().with(mutant), &[GRANTED]);
+}
+
+#[test]
+fn a_counter_only_fence_goes_backwards_after_a_failover() {
+    let model = LockModel::fences().with(Mutants {
+        fence_counter_only: true,
+        ..Mutants::default()
+    });
+    finds(model.clone(), &[FENCES]);
+    // Without a failover the counter alone keeps growing.
+    LockModel {
+        failovers: 0,
+        ..model
+    }
+    .checker()
+    .spawn_bfs()
+    .join()
+    .assert_no_discovery(FENCES);
+}
+
+#[test]
+fn a_clock_only_fence_goes_backwards() {
+    let model = LockModel::fences().with(Mutants {
+        fence_clock_only: true,
+        ..Mutants::default()
+    });
+    finds(model, &[FENCES]);
+}
+
+#[test]
+fn a_promoted_replica_whose_clock_lags_too_far_breaks_the_fences() {
+    let model = LockModel::fences().with(Mutants {
+        unbounded_clock_lag: true,
+        ..Mutants::default()
+    });
+    finds(model.clone(), &[FENCES]);
+    finds(model, &[FENCING]);
+}
+
+#[test]
+fn run_once_begins_in_one_step_and_counts_the_work_once() {
+    let checker = OnceModel::small().checker().spawn_bfs().join();
+    eprintln!("run-once: {} unique states", checker.unique_state_count());
+    checker.assert_properties();
+}
+
+#[test]
+fn a_two_step_begin_counts_the_work_twice() {
+    let model = OnceModel {
+        two_step_begin: true,
+        ..OnceModel::small()
+    };
+    let checker = model.checker().spawn_bfs().join();
+    let path = checker.discovery("the work is counted done by at most one run");
+    let Some(path) = path else {
+        panic!("no double run in {} states", checker.unique_state_count());
+    };
+    eprintln!("double run: {:?}", path.into_actions());
+}
