@@ -96,9 +96,11 @@ elseif kind == 'lock' then
   plain_and_fair_lines()
 elseif kind == 'reentrant' then
   reply[4] = tostring(hold_count(KEYS[1]))
+  -- (HGETALL, not HKEYS: the commands of docs/deployments.md's ACL rules.)
   local label = ''
-  for _, field in ipairs(redis.call('hkeys', KEYS[1])) do
-    local hold = string.match(field, '^h:(%x+)$')
+  local all = redis.call('hgetall', KEYS[1])
+  for i = 1, #all, 2 do
+    local hold = string.match(all[i], '^h:(%x+)$')
     if hold and label == '' then
       label = label_of(hold)
     end
