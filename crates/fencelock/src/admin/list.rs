@@ -121,6 +121,28 @@ async fn scan_node(
     limit: Duration,
     names: &mut BTreeSet<String>,
 ) -> redis::RedisResult<()> {
+    scan_keys(server, matching, limit, |key| {
+        // Lock names are UTF-8 without braces; anything else is not a fencelock lock key.
+        if let Some(name) = key
+            .strip_prefix(key_start)
+            .and_then(|rest| rest.strip_suffix('}'))
+            && !name.is_empty()
+            && !name.contains(['{', '}'])
+        {
+            names.insert(name.to_owned());
+        }
+    })
+    .await
+}
+
+/// Every key of one node that matches the glob `matching` (UTF-8 keys only), to `each`: `SCAN`
+/// to its end, `SCAN_COUNT` at a time (a key may come more than once).
+pub(super) async fn scan_keys(
+    server: &Server,
+    matching: &str,
+    limit: Duration,
+    mut each: impl FnMut(String),
+) -> redis::RedisResult<()> {
     let mut cursor: u64 = 0;
     for _ in 0..MAX_SCAN_CALLS {
         let mut command = redis::cmd("SCAN");
@@ -132,17 +154,8 @@ async fn scan_node(
             .arg(SCAN_COUNT);
         let (next, keys): (u64, Vec<Vec<u8>>) = server.query(&command, limit).await?;
         for key in keys {
-            // Lock names are UTF-8 without braces; anything else is not a fencelock lock key.
-            let Ok(key) = String::from_utf8(key) else {
-                continue;
-            };
-            if let Some(name) = key
-                .strip_prefix(key_start)
-                .and_then(|rest| rest.strip_suffix('}'))
-                && !name.is_empty()
-                && !name.contains(['{', '}'])
-            {
-                names.insert(name.to_owned());
+            if let Ok(key) = String::from_utf8(key) {
+                each(key);
             }
         }
         if next == 0 {

@@ -11,10 +11,6 @@ use crate::keys;
 
 use super::list::escape_glob;
 
-/// Keys asked for per `SCAN` call.
-const SCAN_COUNT: usize = 1000;
-/// At most this many `SCAN` calls per node (a bound far above what any keyspace needs).
-const MAX_SCAN_CALLS: usize = 1_000_000;
 /// Records read per `MGET`.
 const MGET_COUNT: usize = 500;
 
@@ -138,37 +134,17 @@ fn parse(start: &str, record: &str, value: &str) -> Option<OnceRecord> {
     })
 }
 
-/// Adds the keys of one node that match `matching` to `names`.
+/// Adds the keys of one node that match `matching` to `names`, each once.
 async fn scan_node(
     server: &Server,
     matching: &str,
     limit: Duration,
     names: &mut Vec<String>,
 ) -> redis::RedisResult<()> {
-    let mut cursor: u64 = 0;
-    for _ in 0..MAX_SCAN_CALLS {
-        let mut command = redis::cmd("SCAN");
-        command
-            .arg(cursor)
-            .arg("MATCH")
-            .arg(matching)
-            .arg("COUNT")
-            .arg(SCAN_COUNT);
-        let (next, keys): (u64, Vec<Vec<u8>>) = server.query(&command, limit).await?;
-        names.extend(keys.into_iter().filter_map(|k| String::from_utf8(k).ok()));
-        if next == 0 {
-            // SCAN may return a key more than once.
-            names.sort();
-            names.dedup();
-            return Ok(());
-        }
-        cursor = next;
-    }
-    Err(redis::RedisError::from((
-        redis::ErrorKind::Client,
-        "SCAN did not finish",
-        format!("after {MAX_SCAN_CALLS} calls"),
-    )))
+    super::list::scan_keys(server, matching, limit, |key| names.push(key)).await?;
+    names.sort();
+    names.dedup();
+    Ok(())
 }
 
 #[cfg(test)]
