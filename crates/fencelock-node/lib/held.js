@@ -19,6 +19,7 @@ function lostError (what, name, code, message) {
 class Held {
   #native
   #signal = null
+  #abort = null
 
   constructor (native) {
     this.#native = native
@@ -59,6 +60,7 @@ class Held {
       const controller = new AbortController()
       this.#signal = controller.signal
       const abort = (code, message) => controller.abort(lostError(this._what, this._label, code, message))
+      this.#abort = abort
       const now = this.#native.lostNow()
       if (now !== null) abort(now[now.length - 2], now[now.length - 1])
       else this.#native.onLost(abort)
@@ -66,9 +68,17 @@ class Held {
     return this.#signal
   }
 
-  /** Gives it back (a release, a resignation): `true` if it was still held. */
-  _giveBack () {
-    return run(this.#native.release ? this.#native.release() : this.#native.resign())
+  /**
+   * Gives it back (a release, a resignation): `true` if it was still held. The signal has
+   * aborted by the time it resolves (the native side's own notice comes a tick later, if at all).
+   */
+  async _giveBack () {
+    try {
+      return await run(this.#native.release ? this.#native.release() : this.#native.resign())
+    } finally {
+      const now = this.#native.lostNow()
+      if (this.#abort !== null && now !== null) this.#abort(now[now.length - 2], now[now.length - 1])
+    }
   }
 
   /** `await using`: gives it back at the end of the block. */

@@ -21,6 +21,12 @@ import redis
 
 ROOT = Path(__file__).resolve().parents[3]
 
+# A suite started in the background of a shell without job control (a CI script's `&`) inherits
+# SIGINT ignored, and so would every child it starts: a child's Ctrl-C would never arrive. With
+# a handler here, children start with SIGINT at its default (an exec resets a handled signal, not
+# an ignored one), as they would from a terminal.
+signal.signal(signal.SIGINT, signal.default_int_handler)
+
 
 def server_binary() -> str:
     binary = os.environ.get("FENCELOCK_TEST_SERVER") or shutil.which("redis-server")
