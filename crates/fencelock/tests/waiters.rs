@@ -142,16 +142,21 @@ async fn a_locks_line_shows_its_waiters_in_the_order_the_lock_is_passed_on() {
     })
     .await;
     tokio::time::sleep(Duration::from_millis(200)).await;
-    let tokens = members(&redis, line);
+    let line_tokens = members(&redis, line);
     let info = inspect(&clients[0], "line").await;
-    assert_line(&info, &tokens, &[None; WAITERS]);
+    assert_line(&info, &line_tokens, &[None; WAITERS]);
     // A lock's line records no arrival.
     assert!(info.waiters.iter().all(|w| w.waited.is_none()), "{info:#?}");
     assert!(info.holder.is_some(), "{info:#?}");
 
-    // The lock goes down the line in the order shown.
+    // The lock goes down the line in the order shown, which need not be the order the waiters
+    // arrived in: each waiter is awaited where its token stands in the line.
+    let mut waiters: Vec<_> = tokens.iter().zip(waiters).collect();
+    waiters.sort_by_key(|(token, _)| line_tokens.iter().position(|t| t == *token));
+    let waiters = waiters.into_iter().map(|(_, waiter)| waiter);
+    let tokens = line_tokens;
     assert!(holder.release().await.unwrap());
-    for (i, waiter) in waiters.into_iter().enumerate() {
+    for (i, waiter) in waiters.enumerate() {
         let guard = tokio::time::timeout(LIMIT, waiter).await.unwrap().unwrap();
         let info = inspect(&clients[0], "line").await;
         let held = info.holder.as_ref().map(|h| h.token_prefix.clone());
