@@ -76,8 +76,9 @@ class Held {
     try {
       return await run(this.#native.release ? this.#native.release() : this.#native.resign())
     } finally {
-      const now = this.#native.lostNow()
-      if (this.#abort !== null && now !== null) this.#abort(now[now.length - 2], now[now.length - 1])
+      // (Asked only where a signal was made: most holds never make one.)
+      const now = this.#abort === null ? null : this.#native.lostNow()
+      if (now !== null) this.#abort(now[now.length - 2], now[now.length - 1])
     }
   }
 

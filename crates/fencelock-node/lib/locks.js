@@ -75,7 +75,7 @@ class LockRequest {
   /** @internal */
   constructor (acquirer, kind, name, options) {
     this.#acquirer = acquirer
-    this.#spec = sync(() => new native.Spec(kind, name, specOptions(options)))
+    this.#spec = sync(() => newSpec(kind, name, options))
   }
 
   /** The lock's name. */
@@ -109,9 +109,10 @@ class LockRequest {
   }
 }
 
-function specOptions (options = {}) {
+/** The native request: its options passed one by one (an object's fields cost a lookup each). */
+function newSpec (kind, name, options = {}) {
   const { ttl, wait, maxHold, autoRenew, lockDelay, queueTimeout, permits, take } = options
-  return { ttl, wait, maxHold, autoRenew, lockDelay, queueTimeout, permits, take }
+  return new native.Spec(kind, name, ttl, wait, queueTimeout, maxHold, lockDelay, autoRenew, permits, take)
 }
 
 /** A reentrant lock: the acquisitions made through one handle share one owner. */

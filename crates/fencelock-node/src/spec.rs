@@ -7,20 +7,6 @@ use napi_derive::napi;
 
 use crate::errors::{Failure, millis_opt};
 
-/// A request's options, as the package's JavaScript passes them (milliseconds).
-#[napi(object)]
-pub struct SpecOptions {
-    pub permits: Option<u32>,
-    pub take: Option<u32>,
-    pub ttl: Option<f64>,
-    /// `undefined`: as long as it takes; `0`: not at all.
-    pub wait: Option<f64>,
-    pub queue_timeout: Option<f64>,
-    pub max_hold: Option<f64>,
-    pub lock_delay: Option<f64>,
-    pub auto_renew: Option<bool>,
-}
-
 /// A checked lock request: `kind` is one of `lock`, `fair`, `semaphore`, `read`, `write`,
 /// `reentrant`.
 #[napi]
@@ -30,9 +16,31 @@ pub struct Spec {
 
 #[napi]
 impl Spec {
+    /// The options come one by one (fewer lookups than an object's fields), in the order of
+    /// `spec::Options`; `undefined` (or `null`) is the default.
     #[napi(constructor)]
-    pub fn new(env: Env, kind: String, name: String, options: Option<SpecOptions>) -> Result<Self> {
-        Self::check(kind, name, options).map_err(|f| f.into_js(&env))
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        env: Env,
+        kind: String,
+        name: String,
+        ttl: Option<f64>,
+        wait: Option<f64>,
+        queue_timeout: Option<f64>,
+        max_hold: Option<f64>,
+        lock_delay: Option<f64>,
+        auto_renew: Option<bool>,
+        permits: Option<u32>,
+        take: Option<u32>,
+    ) -> Result<Self> {
+        let times = Times {
+            ttl,
+            wait,
+            queue_timeout,
+            max_hold,
+            lock_delay,
+        };
+        Self::check(kind, name, times, auto_renew, permits, take).map_err(|f| f.into_js(&env))
     }
 
     /// The lock's name.
@@ -48,31 +56,33 @@ impl Spec {
     }
 }
 
+/// A request's times, in milliseconds as JavaScript gives them.
+struct Times {
+    ttl: Option<f64>,
+    wait: Option<f64>,
+    queue_timeout: Option<f64>,
+    max_hold: Option<f64>,
+    lock_delay: Option<f64>,
+}
+
 impl Spec {
     fn check(
         kind: String,
         name: String,
-        options: Option<SpecOptions>,
+        times: Times,
+        auto_renew: Option<bool>,
+        permits: Option<u32>,
+        take: Option<u32>,
     ) -> std::result::Result<Self, Failure> {
-        let o = options.unwrap_or(SpecOptions {
-            permits: None,
-            take: None,
-            ttl: None,
-            wait: None,
-            queue_timeout: None,
-            max_hold: None,
-            lock_delay: None,
-            auto_renew: None,
-        });
         let options = spec::Options {
-            permits: o.permits.unwrap_or(1),
-            take: o.take.unwrap_or(1),
-            ttl: millis_opt(&name, "ttl", o.ttl)?,
-            wait: millis_opt(&name, "wait", o.wait)?,
-            queue_timeout: millis_opt(&name, "queueTimeout", o.queue_timeout)?,
-            max_hold: millis_opt(&name, "maxHold", o.max_hold)?,
-            lock_delay: millis_opt(&name, "lockDelay", o.lock_delay)?,
-            auto_renew: o.auto_renew.unwrap_or(true),
+            permits: permits.unwrap_or(1),
+            take: take.unwrap_or(1),
+            ttl: millis_opt(&name, "ttl", times.ttl)?,
+            wait: millis_opt(&name, "wait", times.wait)?,
+            queue_timeout: millis_opt(&name, "queueTimeout", times.queue_timeout)?,
+            max_hold: millis_opt(&name, "maxHold", times.max_hold)?,
+            lock_delay: millis_opt(&name, "lockDelay", times.lock_delay)?,
+            auto_renew: auto_renew.unwrap_or(true),
         };
         let spec = spec::Spec::new(&kind, name.clone(), options)
             .map_err(|e| Failure::invalid(&name, e))?;
