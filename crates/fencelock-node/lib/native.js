@@ -60,4 +60,6 @@ function load () {
   throw new Error(`fencelock's native addon was not found (looked for ${errors.join(' and ')}): install the package with its optional dependencies (npm install fencelock, without --no-optional / --omit=optional), or ${HOW_TO_BUILD}`)
 }
 
-module.exports = load()
+const addon = load()
+require('./bridge').install(addon)
+module.exports = addon

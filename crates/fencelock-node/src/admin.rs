@@ -142,8 +142,8 @@ where
         convert: C,
     ) -> Result<PromiseRaw<'env, Option<V>>>
     where
-        V: ToNapiValue,
-        C: FnOnce(S::Item) -> V + 'static,
+        V: ToNapiValue + 'static,
+        C: FnOnce(S::Item) -> V + Send + 'static,
     {
         let limit = millis_opt("", "timeout", timeout).map_err(|f| f.into_js(env))?;
         let stream = self.stream.clone();

@@ -15,6 +15,7 @@ use napi::{Env, Result};
 use napi_derive::napi;
 use tokio::sync::watch;
 
+use crate::bridge;
 use crate::env::keeper;
 use crate::errors::Failure;
 
@@ -69,10 +70,11 @@ pub fn call<'env, T, V, W, C, U>(
 ) -> Result<PromiseRaw<'env, V>>
 where
     T: Send + 'static,
-    V: ToNapiValue,
+    V: ToNapiValue + 'static,
     W: Future<Output = T> + Send + 'static,
-    C: FnOnce(&Env, T) -> std::result::Result<V, Failure> + 'static,
-    U: FnOnce(T) -> Option<Task> + 'static,
+    V: 'static,
+    C: FnOnce(&Env, T) -> std::result::Result<V, Failure> + Send + 'static,
+    U: FnOnce(T) -> Option<Task> + Send + 'static,
 {
     let keeper = keeper(env)?;
     let (token, running) = match stop {
@@ -113,7 +115,7 @@ where
         }
         Ok::<_, napi::Error>(outcome)
     };
-    env.spawn_future_with_callback(running, move |env, outcome| {
+    bridge::promise(env, running, move |env, outcome| {
         let Some(outcome) = outcome else {
             return Err(Failure::Cancelled.into_js(env));
         };
@@ -142,9 +144,9 @@ pub enum Stop<'a> {
 pub fn answer<'env, T, V, W, C>(env: &'env Env, work: W, convert: C) -> Result<PromiseRaw<'env, V>>
 where
     T: Send + 'static,
-    V: ToNapiValue,
+    V: ToNapiValue + 'static,
     W: Future<Output = fencelock::Result<T>> + Send + 'static,
-    C: FnOnce(T) -> V + 'static,
+    C: FnOnce(T) -> V + Send + 'static,
 {
     call(
         env,

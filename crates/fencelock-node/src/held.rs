@@ -75,9 +75,9 @@ impl<T: GiveBack> Kept<T> {
     ) -> Result<PromiseRaw<'env, V>>
     where
         R: Send + 'static,
-        V: ToNapiValue,
+        V: ToNapiValue + 'static,
         F: Future<Output = std::result::Result<R, Failure>> + Send + 'static,
-        W: FnOnce(R) -> V + 'static,
+        W: FnOnce(R) -> V + Send + 'static,
     {
         // Counted as background work: the end of the thread waits for it.
         let busy = self.keeper.busy();

@@ -13,6 +13,7 @@
 #![cfg_attr(test, allow(dead_code))]
 
 mod admin;
+mod bridge;
 mod cancel;
 mod client;
 mod election;

@@ -176,3 +176,25 @@ test('a worker thread that ends, or is terminated, while holding leaves nothing 
     assert.ok(await free(name), `the lock is still held after a worker ${how}`)
   }
 })
+
+test('a pending call keeps the process alive, and nothing else does once it settles', async () => {
+  const name = uniqueName('alive')
+  const guard = await client.lock(name).acquire()
+  try {
+    // The child's only pending work is its wait: without it the process would exit at once,
+    // with nothing printed. It waits 400 ms, gives up, and then exits on its own.
+    const started = Date.now()
+    const child = node(`
+      const { Client } = require(${pkg})
+      const client = new Client(process.env.URL)
+      client.lock(process.env.NAME, { wait: 400 }).acquire()
+        .then(() => console.log('held'), (e) => console.log(e.code))
+    `, { URL: server.url, NAME: name })
+    const out = lines(child)
+    assert.equal(await out.next(30000), 'timed_out')
+    assert.deepEqual(await ended(child, 30000), { code: 0, signal: null })
+    assert.ok(Date.now() - started >= 400)
+  } finally {
+    await guard.release()
+  }
+})
