@@ -27,7 +27,7 @@ function settle (id, error, value) {
 
 /** Installs the bridge on `addon` (once per thread, as the addon is loaded). */
 function install (addon) {
-  addon.installBridge({ pending, settle }, () => {})
+  addon.installBridge([pending, settle], () => {})
 }
 
 module.exports = { install }

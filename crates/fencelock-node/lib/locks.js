@@ -70,17 +70,44 @@ async function holding (guard, fn) {
 /** A request for a lock: `acquire()` waits for it as its options say. */
 class LockRequest {
   #acquirer
-  #spec
+  #kind
+  #name
+  #ttl
+  #wait
+  #queueTimeout
+  #maxHold
+  #lockDelay
+  #autoRenew
+  #permits
+  #take
 
   /** @internal */
-  constructor (acquirer, kind, name, options) {
+  constructor (acquirer, kind, name, options = {}) {
+    // Checked now, and passed to the addon one by one at each acquisition (a native object
+    // per request would cost more than the addon's own work for an uncontended lock).
+    const { ttl, wait, maxHold, autoRenew, lockDelay, queueTimeout, permits, take } = options
+    sync(() => native.checkSpec(kind, name, ttl, wait, queueTimeout, maxHold, lockDelay, autoRenew, permits, take))
     this.#acquirer = acquirer
-    this.#spec = sync(() => newSpec(kind, name, options))
+    this.#kind = kind
+    this.#name = name
+    this.#ttl = ttl
+    this.#wait = wait
+    this.#queueTimeout = queueTimeout
+    this.#maxHold = maxHold
+    this.#lockDelay = lockDelay
+    this.#autoRenew = autoRenew
+    this.#permits = permits
+    this.#take = take
   }
 
   /** The lock's name. */
   get name () {
-    return this.#spec.name
+    return this.#name
+  }
+
+  #start (tryOnly, cancel) {
+    return this.#acquirer.acquire(this.#kind, this.#name, this.#ttl, this.#wait, this.#queueTimeout,
+      this.#maxHold, this.#lockDelay, this.#autoRenew, this.#permits, this.#take, tryOnly, cancel)
   }
 
   /**
@@ -91,7 +118,7 @@ class LockRequest {
   async acquire ({ signal } = {}) {
     const made = await cancellable(
       signal,
-      (cancel) => this.#acquirer.acquire(this.#spec, false, cancel),
+      (cancel) => this.#start(false, cancel),
       (guard) => guard.release()
     )
     return new Guard(made)
@@ -99,7 +126,7 @@ class LockRequest {
 
   /** One try: the guard, or `null` if another owner holds the lock. */
   async tryAcquire () {
-    const made = await run(this.#acquirer.acquire(this.#spec, true, null))
+    const made = await run(this.#start(true, null))
     return made === null ? null : new Guard(made)
   }
 
@@ -107,12 +134,6 @@ class LockRequest {
   async using (fn, { signal } = {}) {
     return holding(await this.acquire({ signal }), fn)
   }
-}
-
-/** The native request: its options passed one by one (an object's fields cost a lookup each). */
-function newSpec (kind, name, options = {}) {
-  const { ttl, wait, maxHold, autoRenew, lockDelay, queueTimeout, permits, take } = options
-  return new native.Spec(kind, name, ttl, wait, queueTimeout, maxHold, lockDelay, autoRenew, permits, take)
 }
 
 /** A reentrant lock: the acquisitions made through one handle share one owner. */

@@ -32,18 +32,23 @@ type SettleFn<'env, V> = Function<'env, FnArgs<(u32, Option<Error>, Option<V>)>,
 type Queue = ThreadsafeFunction<Settle, (), (), Status, false, true>;
 
 struct Bridge {
-    /// `{ pending(id), settle(id, error, value) }`, the package's JavaScript.
+    /// `[pending(id), settle(id, error, value)]`, the package's JavaScript (read by index:
+    /// no property name to make on each call).
     hooks: ObjectRef<false>,
     queue: Arc<Queue>,
 }
+
+/// The places of `pending` and `settle` in the hooks.
+const PENDING: u32 = 0;
+const SETTLE: u32 = 1;
 
 thread_local! {
     static BRIDGE: RefCell<Option<Rc<Bridge>>> = const { RefCell::new(None) };
     static NEXT: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
 }
 
-/// Installs this thread's bridge: `hooks` has `pending(id)` (a new pending Promise) and
-/// `settle(id, error, value)`; `wake` is called (with nothing) after each batch of settlings.
+/// Installs this thread's bridge: `hooks` is `[pending(id), settle(id, error, value)]`
+/// (`pending` makes a pending Promise, `settle` settles it); `wake` is called (with nothing) after each batch of settlings.
 #[napi]
 pub fn install_bridge(hooks: Object, wake: Function<(), ()>) -> Result<()> {
     let queue = wake
@@ -81,10 +86,12 @@ where
         id
     });
     let hooks = bridge.hooks.get_value(env)?;
-    let pending: Function<'_, u32, PromiseRaw<'env, V>> = hooks.get_named_property("pending")?;
+    let pending: Function<'_, u32, PromiseRaw<'env, V>> = hooks.get_element(PENDING)?;
     let promise = pending.call(id)?;
     let queue = bridge.queue.clone();
-    napi::bindgen_prelude::spawn(async move {
+    // Boxed: the task then moves a pointer, not the future (some kilobytes), as it starts and
+    // as it ends.
+    napi::bindgen_prelude::spawn(Box::pin(async move {
         let outcome = match AssertUnwindSafe(work).catch_unwind().await {
             Ok(outcome) => outcome,
             Err(_) => Err(Error::new(
@@ -95,7 +102,7 @@ where
         let settle: Settle =
             Box::new(move |env| settle(env, id, outcome.and_then(|v| convert(env, v))));
         queue.call(settle, ThreadsafeFunctionCallMode::NonBlocking);
-    });
+    }));
     Ok(promise)
 }
 
@@ -105,7 +112,7 @@ fn settle<V: ToNapiValue>(env: &Env, id: u32, outcome: Result<V>) -> Result<()> 
         return Ok(());
     };
     let hooks = bridge.hooks.get_value(env)?;
-    let settle: SettleFn<'_, V> = hooks.get_named_property("settle")?;
+    let settle: SettleFn<'_, V> = hooks.get_element(SETTLE)?;
     let args = match outcome {
         Ok(value) => (id, None, Some(value)),
         Err(error) => (id, Some(error), None),

@@ -19,7 +19,7 @@ use crate::errors::{Failure, millis_opt};
 use crate::fenced::{self, Write};
 use crate::guard::Guard;
 use crate::recipes::{self, MultiGuard, OnceDone, OnceRun};
-use crate::spec::Spec;
+use crate::spec::Args;
 
 /// A client's options, as the package's JavaScript passes them (milliseconds; TLS material as
 /// PEM).
@@ -74,18 +74,42 @@ impl Client {
         self.client.server().to_owned()
     }
 
-    /// Acquires the lock `spec` describes: the guard, or `null` with `tryOnly` when it is held.
+    /// Acquires the lock the arguments describe (as `checkSpec` takes them): the guard, or
+    /// `null` with `tryOnly` when it is held.
     #[napi(ts_return_type = "Promise<Guard | null>")]
+    #[allow(clippy::too_many_arguments)]
     pub fn acquire<'env>(
         &self,
         env: &'env Env,
-        spec: &Spec,
+        kind: String,
+        name: String,
+        ttl: Option<f64>,
+        wait: Option<f64>,
+        queue_timeout: Option<f64>,
+        max_hold: Option<f64>,
+        lock_delay: Option<f64>,
+        auto_renew: Option<bool>,
+        permits: Option<u32>,
+        take: Option<u32>,
         try_only: bool,
         cancel: Option<&Cancel>,
     ) -> Result<PromiseRaw<'env, Option<Guard>>> {
-        let Some(request) = spec.spec.request(&self.client) else {
+        let args = Args {
+            kind,
+            name,
+            ttl,
+            wait,
+            queue_timeout,
+            max_hold,
+            lock_delay,
+            auto_renew,
+            permits,
+            take,
+        };
+        let spec = args.spec().map_err(|f| f.into_js(env))?;
+        let Some(request) = spec.request(&self.client) else {
             return Err(Failure::invalid(
-                spec.spec.name(),
+                spec.name(),
                 "a reentrant lock is acquired through its handle",
             )
             .into_js(env));
@@ -424,14 +448,37 @@ impl Reentrant {
     /// Acquires the lock (again, if this handle holds it); `null` with `tryOnly` when another
     /// owner holds it.
     #[napi(ts_return_type = "Promise<Guard | null>")]
+    #[allow(clippy::too_many_arguments)]
     pub fn acquire<'env>(
         &self,
         env: &'env Env,
-        spec: &Spec,
+        kind: String,
+        name: String,
+        ttl: Option<f64>,
+        wait: Option<f64>,
+        queue_timeout: Option<f64>,
+        max_hold: Option<f64>,
+        lock_delay: Option<f64>,
+        auto_renew: Option<bool>,
+        permits: Option<u32>,
+        take: Option<u32>,
         try_only: bool,
         cancel: Option<&Cancel>,
     ) -> Result<PromiseRaw<'env, Option<Guard>>> {
-        let request = spec.spec.configure(self.handle.request());
+        let args = Args {
+            kind,
+            name,
+            ttl,
+            wait,
+            queue_timeout,
+            max_hold,
+            lock_delay,
+            auto_renew,
+            permits,
+            take,
+        };
+        let spec = args.spec().map_err(|f| f.into_js(env))?;
+        let request = spec.configure(self.handle.request());
         let context = Context {
             keeper: keeper(env)?,
             client: self.client.clone(),
