@@ -3,7 +3,7 @@
 // aborts when the hold ends (lost, or given back), and `await using`.
 
 const { FencelockError } = require('./errors')
-const { run } = require('./run')
+const { call } = require('./run')
 
 const asyncDispose = Symbol.asyncDispose ?? Symbol.for('nodejs.asyncDispose')
 
@@ -72,14 +72,22 @@ class Held {
    * Gives it back (a release, a resignation): `true` if it was still held. The signal has
    * aborted by the time it resolves (the native side's own notice comes a tick later, if at all).
    */
-  async _giveBack () {
-    try {
-      return await run(this.#native.release ? this.#native.release() : this.#native.resign())
-    } finally {
-      // (Asked only where a signal was made: most holds never make one.)
-      const now = this.#abort === null ? null : this.#native.lostNow()
+  _giveBack () {
+    const native = this.#native
+    // The signal, if one was made (most holds never make one), aborts first.
+    const ended = () => {
+      if (this.#abort === null) return
+      const now = native.lostNow()
       if (now !== null) this.#abort(now[now.length - 2], now[now.length - 1])
     }
+    return call(
+      () => native.release ? native.release() : native.resign(),
+      (held) => {
+        ended()
+        return held
+      },
+      ended
+    )
   }
 
   /** `await using`: gives it back at the end of the block. */

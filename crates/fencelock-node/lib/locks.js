@@ -5,7 +5,7 @@
 const native = require('./native')
 const { notHeld } = require('./errors')
 const { Held } = require('./held')
-const { run, sync, cancellable } = require('./run')
+const { call, run, sync, cancellable } = require('./run')
 
 /** A held lock. */
 class Guard extends Held {
@@ -67,6 +67,10 @@ async function holding (guard, fn) {
   return value
 }
 
+function newGuard (made) {
+  return new Guard(made)
+}
+
 /** A request for a lock: `acquire()` waits for it as its options say. */
 class LockRequest {
   #acquirer
@@ -115,19 +119,18 @@ class LockRequest {
    * `timed_out` when the wait runs out, `busy` with `wait: 0`, another `FencelockError`, or
    * the signal's reason when `signal` aborts (nothing held, the place in line left).
    */
-  async acquire ({ signal } = {}) {
-    const made = await cancellable(
+  acquire ({ signal } = {}) {
+    if (signal === undefined || signal === null) return call(() => this.#start(false, null), newGuard)
+    return cancellable(
       signal,
       (cancel) => this.#start(false, cancel),
       (guard) => guard.release()
-    )
-    return new Guard(made)
+    ).then(newGuard)
   }
 
   /** One try: the guard, or `null` if another owner holds the lock. */
-  async tryAcquire () {
-    const made = await run(this.#start(true, null))
-    return made === null ? null : new Guard(made)
+  tryAcquire () {
+    return call(() => this.#start(true, null), (made) => made === null ? null : new Guard(made))
   }
 
   /** Runs `fn(signal, guard)` holding the lock, and releases it after, whatever happens. */
