@@ -7,6 +7,9 @@
 //       grants/s, wait p50/p99 (from calling acquire to getting the lock), and the server's
 //       CPU per grant (INFO cpu before and after the window, over the grants)
 //   N3  the same with 64 loops
+//   N5  32 async loops on one client, each on its own new keys: acquire + release, cycles/s,
+//       cycle p50/p99 and this process's CPU per cycle (process.cpuUsage: the JavaScript, the
+//       addon and its runtime thread together)
 //   N4  Redlock over 5 redis-server instances, one client, sequential cycles on new keys:
 //       first with all 5 up, then with the first instance SIGSTOPped (SIGCONT after the row);
 //       every cycle is bounded at 10 s, so that a contender that waits for the stopped
@@ -17,7 +20,7 @@
 //
 //   (cd crates/fencelock-node/bench && npm ci)
 //   node crates/fencelock-node/bench/bench.js [--seconds 5] [--rounds 3] [--json FILE]
-//       [--only N1,N2,N3,N4] [--contenders fencelock,redlock,sesame,semaphore]
+//       [--only N1,N2,N3,N4,N5] [--contenders fencelock,redlock,sesame,semaphore]
 //
 // FENCELOCK_NODE_PACKAGE: the fencelock package (default: the directory above this one);
 // FENCELOCK_TEST_SERVER: the redis-server binary (default: redis-server on PATH).
@@ -49,7 +52,7 @@ const SLOW = 5000 // ms, N4: a cycle that took longer did not really finish
 // Arguments
 
 function parseArgs (argv) {
-  const args = { seconds: 5, rounds: 3, json: null, only: ['N1', 'N2', 'N3', 'N4'], contenders: null }
+  const args = { seconds: 5, rounds: 3, json: null, only: ['N1', 'N5', 'N2', 'N3', 'N4'], contenders: null }
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]
     const value = () => {
@@ -68,12 +71,12 @@ function parseArgs (argv) {
   }
   if (!(args.seconds > 0)) usage('--seconds must be positive')
   if (!(Number.isInteger(args.rounds) && args.rounds > 0)) usage('--rounds must be a positive integer')
-  for (const w of args.only) if (!['N1', 'N2', 'N3', 'N4'].includes(w)) usage(`unknown workload ${w}`)
+  for (const w of args.only) if (!['N1', 'N2', 'N3', 'N4', 'N5'].includes(w)) usage(`unknown workload ${w}`)
   return args
 }
 
 function usage (error) {
-  const text = 'usage: node bench.js [--seconds S] [--rounds R] [--json FILE] [--only N1,N2,N3,N4] ' +
+  const text = 'usage: node bench.js [--seconds S] [--rounds R] [--json FILE] [--only N1,N2,N3,N4,N5] ' +
     '[--contenders fencelock,redlock,sesame,semaphore]\n'
   if (error) {
     process.stderr.write(`${error}\n${text}`)
@@ -363,8 +366,8 @@ function runId () {
   return crypto.randomBytes(6).toString('hex')
 }
 
-// N1: one loop, a new key each cycle.
-async function n1 (contender, ctx) {
+// N1: one loop, a new key each cycle. N5: 32 loops on one client, each its own new keys.
+async function uncontended (contender, ctx, loops) {
   const env = await contender.open([ctx.single.url])
   try {
     const prefix = `bench/n1/${runId()}/`
@@ -374,19 +377,30 @@ async function n1 (contender, ctx) {
     let lastError = null
     const start = performance.now()
     const end = start + ctx.seconds * 1000
-    for (let i = 0; performance.now() < end; i++) {
-      const t0 = performance.now()
-      try {
-        const handle = await env.acquire(`${prefix}${i}`)
-        if (!(await env.release(handle))) errors++
-        times.push(performance.now() - t0)
-      } catch (error) {
-        errors++
-        lastError = errorText(error)
+    const cpu = process.cpuUsage()
+    await Promise.all(Array.from({ length: loops }, async (_, loop) => {
+      for (let i = 0; performance.now() < end; i++) {
+        const t0 = performance.now()
+        try {
+          const handle = await env.acquire(`${prefix}${loop}/${i}`)
+          if (!(await env.release(handle))) errors++
+          times.push(performance.now() - t0)
+        } catch (error) {
+          errors++
+          lastError = errorText(error)
+        }
       }
-    }
+    }))
     const elapsed = (performance.now() - start) / 1000
-    return { per_s: times.length / elapsed, p50_ms: percentile(times, 0.5), p99_ms: percentile(times, 0.99), errors, last_error: lastError }
+    const used = process.cpuUsage(cpu)
+    return {
+      per_s: times.length / elapsed,
+      p50_ms: percentile(times, 0.5),
+      p99_ms: percentile(times, 0.99),
+      client_us_per_cycle: (used.user + used.system) / Math.max(1, times.length),
+      errors,
+      last_error: lastError
+    }
   } finally {
     await env.close()
   }
@@ -591,6 +605,7 @@ function rows (medians) {
       if (m.loop_max !== undefined) notes.push(`grants per loop ${m.loop_min}–${m.loop_max}`)
       let label = workload
       if (workload === 'N1') label = 'N1 uncontended'
+      if (workload === 'N5') label = 'N5 32 loops, own keys'
       if (workload === 'N2') label = 'N2 8 on one key'
       if (workload === 'N3') label = 'N3 64 on one key'
       if (workload === 'N4') label = 'N4 Redlock, 5 up'
@@ -609,6 +624,7 @@ function rows (medians) {
         p50: contendedRow ? m.wait_p50_ms : m.p50_ms,
         p99: contendedRow ? m.wait_p99_ms : m.p99_ms,
         cpu: contendedRow ? m.server_us_per_grant : NaN,
+        client: contendedRow ? NaN : m.client_us_per_cycle,
         hung: !!m.hung,
         notes: notes.join('; ')
       })
@@ -619,17 +635,17 @@ function rows (medians) {
 
 function printTables (medians) {
   const all = rows(medians)
-  console.log('| workload | contender | grants or cycles/s | p50 | p99 | server µs/grant | notes |')
-  console.log('|---|---|---:|---:|---:|---:|---|')
+  console.log('| workload | contender | grants or cycles/s | p50 | p99 | server µs/grant | client CPU µs/cycle | notes |')
+  console.log('|---|---|---:|---:|---:|---:|---:|---|')
   for (const r of all) {
     const wait = r.workload === 'N2' || r.workload === 'N3' ? 'wait ' : ''
-    console.log(`| ${r.label} | ${r.contender} | ${fmtRate(r.per_s)} | ${wait}${fmtTime(r.p50)} | ${wait}${fmtTime(r.p99)} | ${fmtUs(r.cpu)} | ${r.notes} |`)
+    console.log(`| ${r.label} | ${r.contender} | ${fmtRate(r.per_s)} | ${wait}${fmtTime(r.p50)} | ${wait}${fmtTime(r.p99)} | ${fmtUs(r.cpu)} | ${fmtUs(r.client)} | ${r.notes} |`)
   }
   if (!all.some((r) => r.contender === 'fencelock') || !all.some((r) => r.contender !== 'fencelock')) return
   console.log('\nRatios of fencelock against the best peer per column (above 1: fencelock is better; ' +
     'rate: fencelock ÷ peer; times and CPU: peer ÷ fencelock). A peer that hangs is left out.\n')
-  console.log('| workload | rate | p50 | p99 | server µs/grant |')
-  console.log('|---|---:|---:|---:|---:|')
+  console.log('| workload | rate | p50 | p99 | server µs/grant | client CPU/cycle |')
+  console.log('|---|---:|---:|---:|---:|---:|')
   const labels = [...new Set(all.map((r) => r.label))]
   for (const label of labels) {
     const inRow = all.filter((r) => r.label === label)
@@ -644,7 +660,7 @@ function printTables (medians) {
       return `${fmtRatio(ratio)} (${best.contender})`
     }
     const contendedRow = inRow[0].workload === 'N2' || inRow[0].workload === 'N3'
-    console.log(`| ${label} | ${cell('per_s', true)} | ${cell('p50', false)} | ${cell('p99', false)} | ${contendedRow ? cell('cpu', false) : ''} |`)
+    console.log(`| ${label} | ${cell('per_s', true)} | ${cell('p50', false)} | ${cell('p99', false)} | ${contendedRow ? cell('cpu', false) : ''} | ${contendedRow ? '' : cell('client', false)} |`)
   }
 }
 
@@ -680,7 +696,8 @@ async function main () {
       process.stderr.write(`round ${round} of ${args.rounds}\n`)
       for (const workload of args.only) {
         for (const contender of contenders) {
-          if (workload === 'N1') record('N1', contender.name, await n1(contender, ctx))
+          if (workload === 'N1') record('N1', contender.name, await uncontended(contender, ctx, 1))
+          if (workload === 'N5') record('N5', contender.name, await uncontended(contender, ctx, 32))
           if (workload === 'N2') record('N2', contender.name, await contended(contender, ctx, 8))
           if (workload === 'N3') record('N3', contender.name, await contended(contender, ctx, 64))
           if (workload === 'N4') {
