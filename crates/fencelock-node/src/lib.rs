@@ -21,6 +21,7 @@ mod errors;
 mod fenced;
 mod guard;
 mod held;
+mod logger;
 mod recipes;
 mod spec;
 
