@@ -5,6 +5,7 @@
 const native = require('./native')
 const { notHeld } = require('./errors')
 const { Held } = require('./held')
+const { checkOptions, checkName, LOCK } = require('./options')
 const { run, sync, cancellable } = require('./run')
 
 /** A held lock. */
@@ -71,11 +72,15 @@ async function holding (guard, fn) {
 class LockRequest {
   #acquirer
   #spec
+  #scope
 
   /** @internal */
-  constructor (acquirer, kind, name, options) {
+  constructor (acquirer, kind, name, options, scope) {
+    checkName(name)
+    scope.check(name)
     this.#acquirer = acquirer
-    this.#spec = sync(() => new native.Spec(kind, name, specOptions(options)))
+    this.#scope = scope
+    this.#spec = sync(() => new native.Spec(kind, name, specOptions(checkOptions(name, options, LOCK))))
   }
 
   /** The lock's name. */
@@ -88,24 +93,27 @@ class LockRequest {
    * `timed_out` when the wait runs out, `busy` with `wait: 0`, another `FencelockError`, or
    * the signal's reason when `signal` aborts (nothing held, the place in line left).
    */
-  async acquire ({ signal } = {}) {
+  async acquire (options = {}) {
+    const { signal } = checkOptions(this.name, options, { signal: 'signal' })
     const made = await cancellable(
-      signal,
+      this.#scope.signal(signal),
       (cancel) => this.#acquirer.acquire(this.#spec, false, cancel),
       (guard) => guard.release()
     )
-    return new Guard(made)
+    return new Guard(made, this.#scope)
   }
 
   /** One try: the guard, or `null` if another owner holds the lock. */
   async tryAcquire () {
+    this.#scope.check(this.name)
     const made = await run(this.#acquirer.acquire(this.#spec, true, null))
-    return made === null ? null : new Guard(made)
+    return made === null ? null : new Guard(made, this.#scope)
   }
 
   /** Runs `fn(signal, guard)` holding the lock, and releases it after, whatever happens. */
-  async using (fn, { signal } = {}) {
-    return holding(await this.acquire({ signal }), fn)
+  async using (fn, options = {}) {
+    if (typeof fn !== 'function') throw new TypeError('using takes a function')
+    return holding(await this.acquire(options), fn)
   }
 }
 
@@ -117,10 +125,12 @@ function specOptions (options = {}) {
 /** A reentrant lock: the acquisitions made through one handle share one owner. */
 class ReentrantLock {
   #native
+  #scope
 
   /** @internal */
-  constructor (nativeHandle) {
+  constructor (nativeHandle, scope) {
     this.#native = nativeHandle
+    this.#scope = scope
   }
 
   get name () {
@@ -129,12 +139,12 @@ class ReentrantLock {
 
   /** A request with the options of `client.lock`. */
   request (options = {}) {
-    return new LockRequest(this.#native, 'reentrant', this.name, options)
+    return new LockRequest(this.#native, 'reentrant', this.name, options, this.#scope)
   }
 
   /** Acquires the lock (again); see `LockRequest.acquire`. */
   acquire (options = {}) {
-    const { signal, ...rest } = options
+    const { signal, ...rest } = checkOptions(this.name, options, { ...LOCK, signal: 'signal' })
     return this.request(rest).acquire({ signal })
   }
 
@@ -147,20 +157,22 @@ class ReentrantLock {
 /** A read-write lock: many readers, or one writer. */
 class ReadWriteLock {
   #client
+  #scope
   /** @internal */
-  constructor (client, name) {
+  constructor (client, name, scope) {
     this.#client = client
+    this.#scope = scope
     this.name = name
   }
 
   /** A request for the read side (the options of `client.lock`). */
   read (options = {}) {
-    return new LockRequest(this.#client, 'read', this.name, options)
+    return new LockRequest(this.#client, 'read', this.name, options, this.#scope)
   }
 
   /** A request for the write side (the options of `client.lock`). */
   write (options = {}) {
-    return new LockRequest(this.#client, 'write', this.name, options)
+    return new LockRequest(this.#client, 'write', this.name, options, this.#scope)
   }
 }
 

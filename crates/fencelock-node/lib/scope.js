@@ -1,0 +1,64 @@
+'use strict'
+// What a client keeps to close itself (`client.close()`): the waits it started (each given a
+// signal that the closing aborts) and the holds it made (given back by the closing). The
+// objects a client hands out (requests, elections, stores) share its scope.
+
+const { ClientClosedError } = require('./errors')
+
+class Scope {
+  #closing = new AbortController()
+  #holds = new Set()
+  #closed = null
+
+  /** The application's logger (`{ warn, info, debug }`), or `null`. */
+  logger = null
+
+  /** Whether `close()` was called. */
+  get closed () {
+    return this.#closing.signal.aborted
+  }
+
+  /** Throws the closed client's error if it is closed (`lock`: the name in it). */
+  check (lock = null) {
+    if (this.closed) throw new ClientClosedError(lock)
+  }
+
+  /** A signal that aborts when `signal` does or the client closes (its reason says which). */
+  signal (signal) {
+    const closing = this.#closing.signal
+    if (signal === undefined || signal === null) return closing
+    if (!(signal instanceof AbortSignal)) throw new TypeError('signal must be an AbortSignal')
+    if (signal.aborted) return signal
+    if (closing.aborted) return closing
+    const both = new AbortController()
+    const fromCaller = () => { closing.removeEventListener('abort', fromClient); both.abort(signal.reason) }
+    const fromClient = () => { signal.removeEventListener('abort', fromCaller); both.abort(closing.reason) }
+    signal.addEventListener('abort', fromCaller, { once: true })
+    closing.addEventListener('abort', fromClient, { once: true })
+    return both.signal
+  }
+
+  /** Remembers `held` (weakly) until `forget`: the closing gives it back. */
+  track (held) {
+    const ref = new WeakRef(held)
+    this.#holds.add(ref)
+    return ref
+  }
+
+  forget (ref) {
+    this.#holds.delete(ref)
+  }
+
+  /** Ends the waits (they reject with `ClientClosedError`) and gives back every hold. */
+  close () {
+    if (this.#closed === null) {
+      this.#closing.abort(new ClientClosedError())
+      const holds = [...this.#holds].map((ref) => ref.deref()).filter((h) => h !== undefined)
+      this.#holds.clear()
+      this.#closed = Promise.allSettled(holds.map((h) => h._giveBack())).then(() => undefined)
+    }
+    return this.#closed
+  }
+}
+
+module.exports = { Scope }
