@@ -107,6 +107,24 @@ test('a lost lock goes to standard error without a logger (the default)', async 
   assert.match(out.stderr(), /lock lost/)
 })
 
+test('with a logger, the lost lock\'s line goes to it and not to standard error', async () => {
+  const name = uniqueName('not-stderr')
+  const child = node(`
+    const { Client } = require(${pkg})
+    ;(async () => {
+      const client = new Client(process.env.URL, { logger: { warn: (line) => console.log('warn ' + line) } })
+      const guard = await client.lock(process.env.NAME, { ttl: 200, autoRenew: false }).acquire()
+      guard.signal.addEventListener('abort', () => setTimeout(() => process.exit(0), 200))
+    })()
+  `, { URL: server.url, NAME: name })
+  const out = lines(child)
+  const line = await out.next()
+  assert.match(line, /^warn .*lock lost/)
+  assert.ok(line.includes(name), line)
+  assert.deepEqual(await ended(child), { code: 0, signal: null })
+  assert.doesNotMatch(out.stderr(), /lock lost/)
+})
+
 test('an error class per code, each a FencelockError', async () => {
   for (const code of FencelockError.CODES) {
     const found = Object.values(fencelock).filter((c) => typeof c === 'function' && c.code === code && c !== ClientClosedError)
