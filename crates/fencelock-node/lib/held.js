@@ -44,7 +44,6 @@ class Held {
     if (!this.#ended) {
       this.#ended = true
       this.#alive.end()
-      if (this.#ref !== null) this.#scope.forget(this.#ref)
     }
     // A release is not a loss: the signal aborts for a loss only.
     if (code !== 'released' && this.#controller !== null && !this.#controller.signal.aborted) {
@@ -100,6 +99,9 @@ class Held {
     try {
       return await run(this.#native.release ? this.#native.release() : this.#native.resign())
     } finally {
+      // Given back: nothing left for the client's close() (a multi-lock guard with one name
+      // lost stays there until then, its other names still held).
+      if (this.#ref !== null) this.#scope.forget(this.#ref)
       const now = this.#native.lostNow()
       if (now !== null) this.#end(now)
     }
