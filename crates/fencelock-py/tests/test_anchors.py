@@ -202,3 +202,12 @@ def test_a_lost_lock_is_a_warning_in_logging_naming_it(server, name, caplog):
             assert time.monotonic() < deadline, [r.getMessage() for r in caplog.records]
             client.inspect(name)  # a call: the queued records are logged
             time.sleep(0.05)
+
+
+def test_a_with_block_whose_lock_the_close_released_says_so(server, name):
+    client = fencelock.Client(server.url)
+    with pytest.raises(fencelock.NotHeld) as raised:
+        with client.lock(name):
+            client.close()
+    assert raised.value.reason == "released"
+    assert not key_exists(server, name)

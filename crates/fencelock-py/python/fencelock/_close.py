@@ -6,8 +6,9 @@ Every call of a client goes through its scope: a call on a closed client raises
 until it is over, so that the closing can give it up (it then raises ``ClientClosed``); and
 what a call gives that holds something (a guard, a leadership, a multi-lock guard) is
 remembered, weakly, for the closing to release. The calls of a guard itself (``release``,
-``extend``) are not the client's: a ``with`` block that ends after the close still ends
-quietly.
+``extend``) are not the client's: they still answer after the close (``release()`` gives
+``False``), and a ``with`` block whose lock the close released raises ``NotHeld`` (reason
+``released``) at its end, as for any lock lost during the block.
 """
 
 from __future__ import annotations
