@@ -287,17 +287,21 @@ class Client {
     const { signal } = checkOptions(name, options, { signal: 'signal' })
     this.#scope.check(name)
     const watch = await run(this.#native.releases(name))
-    const either = this.#scope.signal(signal)
-    while (true) {
-      let next
-      try {
-        next = await cancellable(either, (cancel) => watch.next(undefined, cancel))
-      } catch (error) {
-        if (signal && signal.aborted && error === signal.reason) return
-        throw convert(error)
+    const [either, dispose] = this.#scope.combine(signal)
+    try {
+      while (true) {
+        let next
+        try {
+          next = await cancellable(either, (cancel) => watch.next(undefined, cancel))
+        } catch (error) {
+          if (signal && signal.aborted && error === signal.reason) return
+          throw convert(error)
+        }
+        if (next === null) return
+        yield name
       }
-      if (next === null) return
-      yield name
+    } finally {
+      dispose()
     }
   }
 

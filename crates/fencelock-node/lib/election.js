@@ -73,11 +73,11 @@ class Election {
    */
   async campaign (value, options = {}) {
     const { ttl, wait, signal } = checkOptions(this.name, options, { ttl: 'ms', wait: 'ms', signal: 'signal' })
-    const made = await cancellable(
-      this.#scope.signal(signal),
+    const made = await this.#scope.during(signal, (either) => cancellable(
+      either,
       (cancel) => this.#client.campaign(this.name, String(value), ttl, wait, cancel),
       (leadership) => leadership.resign()
-    )
+    ))
     return new Leadership(made, this.#scope)
   }
 
@@ -97,17 +97,21 @@ class Election {
     const { signal } = checkOptions(this.name, options, { signal: 'signal' })
     this.#scope.check(this.name)
     const observer = await run(this.#client.observe(this.name))
-    const either = this.#scope.signal(signal)
-    while (true) {
-      let seen
-      try {
-        seen = await cancellable(either, (cancel) => observer.next(undefined, cancel))
-      } catch (error) {
-        if (signal && signal.aborted && error === signal.reason) return
-        throw error
+    const [either, dispose] = this.#scope.combine(signal)
+    try {
+      while (true) {
+        let seen
+        try {
+          seen = await cancellable(either, (cancel) => observer.next(undefined, cancel))
+        } catch (error) {
+          if (signal && signal.aborted && error === signal.reason) return
+          throw error
+        }
+        if (seen === null) return
+        yield seen.code === 'leader' ? { code: 'leader', ...leader(seen.leader) } : { code: seen.code }
       }
-      if (seen === null) return
-      yield seen.code === 'leader' ? { code: 'leader', ...leader(seen.leader) } : { code: seen.code }
+    } finally {
+      dispose()
     }
   }
 }

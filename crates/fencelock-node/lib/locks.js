@@ -95,11 +95,11 @@ class LockRequest {
    */
   async acquire (options = {}) {
     const { signal } = checkOptions(this.name, options, { signal: 'signal' })
-    const made = await cancellable(
-      this.#scope.signal(signal),
+    const made = await this.#scope.during(signal, (either) => cancellable(
+      either,
       (cancel) => this.#acquirer.acquire(this.#spec, false, cancel),
       (guard) => guard.release()
-    )
+    ))
     return new Guard(made, this.#scope)
   }
 

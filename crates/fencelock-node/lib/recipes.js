@@ -50,11 +50,11 @@ class MultiLockRequest {
   /** Takes every name, or none (rejects as `LockRequest.acquire`). */
   async acquire (options = {}) {
     const { signal } = checkOptions(this.names[0], options, { signal: 'signal' })
-    const made = await cancellable(
-      this.#scope.signal(signal),
+    const made = await this.#scope.during(signal, (either) => cancellable(
+      either,
       (cancel) => this.#client.multiAcquire(this.names, this.#ttl, this.#wait, cancel),
       (guard) => guard.release()
-    )
+    ))
     return new MultiGuard(made, this.#scope)
   }
 
@@ -106,11 +106,11 @@ class Once {
   async run (work, options = {}) {
     if (typeof work !== 'function') throw new TypeError('run takes a function')
     const { signal } = checkOptions(this.#lock ?? this.key, options, { signal: 'signal' })
-    const begun = await cancellable(
-      this.#scope.signal(signal),
+    const begun = await this.#scope.during(signal, (either) => cancellable(
+      either,
       (cancel) => this.#client.onceBegin(this.key, this.#lock, this.#ttl, this.#wait, cancel),
       (made) => (made.giveUp ? made.giveUp() : undefined)
-    )
+    ))
     if (typeof begun.giveUp !== 'function') {
       return { ran: false, fence: begun.fence, at: new Date(begun.at) }
     }

@@ -3,12 +3,18 @@
 // signal that the closing aborts) and the holds it made (given back by the closing). The
 // objects a client hands out (requests, elections, stores) share its scope.
 
+const { setMaxListeners } = require('node:events')
 const { ClientClosedError } = require('./errors')
 
 class Scope {
   #closing = new AbortController()
   #holds = new Set()
   #closed = null
+
+  constructor () {
+    // Each wait of the client listens to it: as many as there are waits.
+    setMaxListeners(0, this.#closing.signal)
+  }
 
   /** The application's logger (`{ warn, info, debug }`), or `null`. */
   logger = null
@@ -23,19 +29,35 @@ class Scope {
     if (this.closed) throw new ClientClosedError(lock)
   }
 
-  /** A signal that aborts when `signal` does or the client closes (its reason says which). */
-  signal (signal) {
+  /**
+   * `[either, dispose]`: a signal that aborts when `signal` does or the client closes (its
+   * reason says which), and what removes its listeners once the call is over.
+   */
+  combine (signal) {
     const closing = this.#closing.signal
-    if (signal === undefined || signal === null) return closing
+    if (signal === undefined || signal === null) return [closing, () => {}]
     if (!(signal instanceof AbortSignal)) throw new TypeError('signal must be an AbortSignal')
-    if (signal.aborted) return signal
-    if (closing.aborted) return closing
+    if (signal.aborted) return [signal, () => {}]
+    if (closing.aborted) return [closing, () => {}]
     const both = new AbortController()
-    const fromCaller = () => { closing.removeEventListener('abort', fromClient); both.abort(signal.reason) }
-    const fromClient = () => { signal.removeEventListener('abort', fromCaller); both.abort(closing.reason) }
+    const fromCaller = () => both.abort(signal.reason)
+    const fromClient = () => both.abort(closing.reason)
     signal.addEventListener('abort', fromCaller, { once: true })
     closing.addEventListener('abort', fromClient, { once: true })
-    return both.signal
+    return [both.signal, () => {
+      signal.removeEventListener('abort', fromCaller)
+      closing.removeEventListener('abort', fromClient)
+    }]
+  }
+
+  /** `fn(either)` with `combine(signal)`'s signal, its listeners removed after. */
+  async during (signal, fn) {
+    const [either, dispose] = this.combine(signal)
+    try {
+      return await fn(either)
+    } finally {
+      dispose()
+    }
   }
 
   /** Remembers `held` (weakly) until `forget`: the closing gives it back. */

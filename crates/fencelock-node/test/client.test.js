@@ -57,6 +57,30 @@ test('close() releases the holds, ends the waits, and later calls throw ClientCl
   await closing.close() // twice: harmless
 })
 
+test('waits leave no listeners behind: many at once, or one signal used again and again', async () => {
+  const warnings = []
+  const onWarning = (warning) => warnings.push(warning)
+  process.on('warning', onWarning)
+  try {
+    const name = uniqueName('listeners')
+    const held = await client.lock(name).acquire()
+    const controllers = Array.from({ length: 20 }, () => new AbortController())
+    const waits = controllers.map((c) => client.lock(name).acquire({ signal: c.signal }).catch((e) => e))
+    await until(async () => (await client.inspect(name)).waiting === 20, 'twenty waits in line')
+    for (const c of controllers) c.abort(new Error('enough'))
+    for (const outcome of await Promise.all(waits)) assert.equal(outcome.message, 'enough')
+    const one = new AbortController()
+    for (let i = 0; i < 30; i++) {
+      await assert.rejects(client.lock(name, { wait: 0 }).acquire({ signal: one.signal }), fencelock.BusyError)
+    }
+    await held.release()
+    await sleep(20)
+  } finally {
+    process.off('warning', onWarning)
+  }
+  assert.deepEqual(warnings.map(String), [])
+})
+
 test('a request made before close() fails after it', async () => {
   const closing = new Client(server.url)
   const request = closing.lock(uniqueName('early'), { wait: 0 })
