@@ -25,12 +25,75 @@ export type KindCode = 'lock' | 'reentrant' | 'read-write' | 'semaphore' | 'othe
  */
 export class FencelockError extends Error {
   constructor (message: string, fields?: { code?: ErrorCode, lock?: string | null, cause?: unknown, [field: string]: unknown })
-  readonly name: 'FencelockError'
+  /** The class's name: `FencelockError`, or the subclass's (`BusyError`, ...). */
+  readonly name: string
   readonly code: ErrorCode
   readonly lock: string | null
   readonly [field: string]: unknown
   /** Every code a `FencelockError` can have. */
   static readonly CODES: readonly ErrorCode[]
+}
+
+/**
+ * One subclass of `FencelockError` per code, for `instanceof` (each keeps its `code`):
+ *
+ * ```ts
+ * try {
+ *   await client.lock('jobs', { wait: 0 }).acquire()
+ * } catch (err) {
+ *   if (err instanceof BusyError) console.log('held elsewhere for', err.remaining, 'ms')
+ *   else throw err
+ * }
+ * ```
+ */
+export class InvalidArgumentError extends FencelockError {
+  readonly code: 'invalid_argument'
+  /** What was wrong. */
+  readonly reason: string
+  /** The option at fault, when an option was (`wait`, `ttl`, ...). */
+  readonly option?: string
+}
+/** A bad client configuration (a URL, a TLS file, an option of the client). */
+export class ConfigError extends FencelockError { readonly code: 'config'; readonly reason: string; readonly option?: string }
+/** The wait ran out (`waited`, ms). */
+export class TimedOutError extends FencelockError { readonly code: 'timed_out' }
+/** Held by another owner, and the request did not wait (`remaining`: ms left on its lease). */
+export class BusyError extends FencelockError { readonly code: 'busy' }
+/** No longer held (`reason`: why). */
+export class NotHeldError extends FencelockError { readonly code: 'not_held'; readonly reason: LostReason }
+export class NotLeaderError extends FencelockError { readonly code: 'not_leader' }
+export class UnreachableError extends FencelockError { readonly code: 'unreachable' }
+export class NoQuorumError extends FencelockError { readonly code: 'no_quorum' }
+export class TlsError extends FencelockError { readonly code: 'tls' }
+export class NotReplicatedError extends FencelockError { readonly code: 'not_replicated' }
+export class AuthFailedError extends FencelockError { readonly code: 'auth_failed' }
+export class PermissionDeniedError extends FencelockError { readonly code: 'permission_denied' }
+export class RedisError extends FencelockError { readonly code: 'redis' }
+export class WrongTypeError extends FencelockError { readonly code: 'wrong_type' }
+export class FencedError extends FencelockError { readonly code: 'fenced' }
+export class FencedWrongTypeError extends FencelockError { readonly code: 'fenced_wrong_type' }
+export class SqlError extends FencelockError { readonly code: 'sql' }
+export class ConflictError extends FencelockError { readonly code: 'conflict'; readonly conflict: ConflictCode }
+export class RandomSourceError extends FencelockError { readonly code: 'random_source' }
+export class UnsupportedError extends FencelockError { readonly code: 'unsupported' }
+/**
+ * A call on a closed client (`client.close()`), or a wait its closing ended: an
+ * `InvalidArgumentError` (`reason: "closed"`).
+ */
+export class ClientClosedError extends InvalidArgumentError {
+  constructor (lock?: string | null)
+}
+
+/**
+ * Where the library's log goes instead of standard error: pino's and winston's loggers fit.
+ * Each event is one line of text, given to the method of its level; a missing method falls
+ * back to a more severe one the logger has (`debug` to `info` to `warn` to `error`).
+ */
+export interface Logger {
+  error?: (line: string) => unknown
+  warn?: (line: string) => unknown
+  info?: (line: string) => unknown
+  debug?: (line: string) => unknown
 }
 
 /** Options of every client. */
@@ -56,6 +119,12 @@ export interface ClientOptions {
   /** Sentinel: the master's user and password (the sentinels' are in their URLs). */
   masterUsername?: string
   masterPassword?: string
+  /**
+   * The library's warnings (a lost lock, a failed renewal) go to this logger instead of
+   * standard error, while the client is open: `new Client(url, { logger: pino() })`. Their
+   * level is `FENCELOCK_LOG`'s (default `warn`).
+   */
+  logger?: Logger
 }
 
 /** Options of a lock request. */
@@ -92,8 +161,24 @@ declare abstract class Held implements AsyncDisposable {
   /** `null` while held; then why it ended. */
   readonly lostReason: LostReason | null
   /**
-   * Aborts when the hold ends: lost (its reason a `not_held` `FencelockError` whose `reason`
-   * says why) or given back (`reason: "released"`).
+   * Aborts when the hold is lost, and only then: its reason is a `NotHeldError` whose
+   * `reason` says why (`not_owner`, `expired`, `max_hold_reached`). A release (a resignation,
+   * the end of `using`, the client's `close()`) ends the hold without aborting it, so an abort
+   * always means failure:
+   *
+   * ```ts
+   * const guard = await client.lock('report').acquire()
+   * guard.signal.addEventListener('abort', () => {
+   *   // Lost, never released: guard.signal.reason.reason is 'not_owner', 'expired' or 'max_hold_reached'.
+   *   console.error(guard.signal.reason.message)
+   * })
+   * await writeReport({ signal: guard.signal }) // stops if the lock is lost
+   * await guard.release() // the listener does not run
+   * ```
+   *
+   * While it is held, a hold keeps the process alive (as a timer does): a program that only
+   * awaits its signal runs until the loss. Release it (or close its client) to let the process
+   * exit.
    */
   readonly signal: AbortSignal
   /** `await using`: gives it back at the end of the block. */
@@ -277,7 +362,7 @@ export interface LockInfo {
   lastFence: bigint | null
 }
 
-export class Client {
+export class Client implements AsyncDisposable {
   /**
    * A client for one Redis server (`redis://` or `rediss://` URL). It connects on first use;
    * one client serves a whole process.
@@ -314,6 +399,16 @@ export class Client {
   list (pattern?: string): Promise<{ locks: LockInfo[], skipped: FencelockError[], unanswered: string[] }>
   /** Deletes lock `name`, whoever holds it: `true` if it was held. */
   forceRelease (name: string): Promise<boolean>
+  /**
+   * Closes the client: its waits reject with `ClientClosedError`, what it holds is released
+   * (its leaderships resigned), and later calls on it, or on the requests it made, throw
+   * `ClientClosedError`. Resolves once the releases are done; closing twice is harmless.
+   * `await using client = new Client(url)` closes it at the end of the block.
+   */
+  close (): Promise<void>
+  /** Whether `close()` was called. */
+  readonly closed: boolean
+  [Symbol.asyncDispose] (): Promise<void>
   /** Each release of lock `name` as it happens, until `signal` aborts. */
   releases (name: string, options?: WaitOptions): AsyncGenerator<string, void, undefined>
 }

@@ -4,7 +4,7 @@
 
 const native = require('./lib/native')
 const { Client } = require('./lib/client')
-const { FencelockError } = require('./lib/errors')
+const { FencelockError, classes: errorClasses } = require('./lib/errors')
 const { Election, Leadership } = require('./lib/election')
 const { Writes, FencedStore } = require('./lib/fenced')
 const { Guard, LockRequest, ReentrantLock, ReadWriteLock } = require('./lib/locks')
@@ -13,6 +13,9 @@ const { MultiGuard, MultiLockRequest, Once } = require('./lib/recipes')
 module.exports = {
   Client,
   FencelockError,
+  // One subclass of FencelockError per code (BusyError, TimedOutError, NotHeldError, ...), and
+  // ClientClosedError (an InvalidArgumentError).
+  ...errorClasses,
   Guard,
   LockRequest,
   ReentrantLock,

@@ -1,17 +1,16 @@
 'use strict'
 // The addon's Promises, made here and settled through one queue per thread (src/bridge.rs):
-// `pending(id)` makes the Promise of call `id`, `settle(id, error, value)` settles it. While
-// any is pending, a timer is kept referenced, so that the process stays alive for it as it
-// would for napi's own Promises; the queue itself never keeps it alive.
+// `pending(id)` makes the Promise of call `id`, `settle(id, error, value)` settles it. A pending
+// call keeps the process alive (alive.js), as napi's own Promises do; the queue itself never
+// does.
+
+const { up, down } = require('./alive')
 
 const calls = new Map()
-// An idle timer (it never fires in practice): referenced only while a call is pending.
-const alive = setInterval(() => {}, 0x7fffffff)
-alive.unref()
 
 function pending (id) {
   return new Promise((resolve, reject) => {
-    if (calls.size === 0) alive.ref()
+    up()
     calls.set(id, { resolve, reject })
   })
 }
@@ -20,7 +19,7 @@ function settle (id, error, value) {
   const call = calls.get(id)
   if (call === undefined) return
   calls.delete(id)
-  if (calls.size === 0) alive.unref()
+  down()
   if (error !== undefined && error !== null) call.reject(error)
   else call.resolve(value)
 }

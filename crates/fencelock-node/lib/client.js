@@ -3,13 +3,31 @@
 // recipes, election, fenced writes, and the operator's calls.
 
 const native = require('./native')
-const { FencelockError, convert } = require('./errors')
+const { fencelockError, convert } = require('./errors')
 const { Election } = require('./election')
 const { FencedStore } = require('./fenced')
 const { LockRequest, ReentrantLock, ReadWriteLock } = require('./locks')
 const { MultiLockRequest, Once } = require('./recipes')
 const { run, sync, cancellable } = require('./run')
+const { Scope } = require('./scope')
+const { asyncDispose } = require('./held')
+const { checkOptions, checkName } = require('./options')
+const { addLogger, removeLogger } = require('./logger')
 require('./lifecycle')
+
+/** A client's options, and the check of each. */
+const CLIENT = {
+  keyPrefix: 'string',
+  commandTimeout: 'ms',
+  instanceTimeout: 'ms',
+  tls: 'object',
+  masterUsername: 'string',
+  masterPassword: 'string',
+  waitForReplicas: 'count',
+  replicaTimeout: 'ms',
+  replicaShortfall: 'shortfall',
+  logger: 'logger'
+}
 
 function pem (value, what) {
   if (value === undefined || value === null) return undefined
@@ -20,7 +38,8 @@ function pem (value, what) {
 }
 
 function nativeOptions (options = {}) {
-  const tls = options.tls ?? {}
+  checkOptions(null, options, CLIENT, 'config')
+  const tls = checkOptions(null, options.tls ?? undefined, { ca: 'pem', cert: 'pem', key: 'pem' }, 'config')
   return {
     keyPrefix: options.keyPrefix,
     commandTimeout: options.commandTimeout,
@@ -74,6 +93,7 @@ const MADE = Symbol('made')
 /** A fencelock client. It connects on first use; one client serves a whole process. */
 class Client {
   #native
+  #scope = new Scope()
 
   /**
    * A client for one Redis server (`redis://` or `rediss://` URL). Options: `keyPrefix`;
@@ -84,14 +104,44 @@ class Client {
    */
   constructor (url, options = {}) {
     if (url === MADE) {
-      this.#native = options
+      this.#native = options.native
+      this.#setLogger(options.logger)
       return
     }
     this.#native = sync(() => new native.Client('server', urlList(url), null, nativeOptions(options)))
+    this.#setLogger(options.logger)
   }
 
-  static #make (deployment, urls, master, options) {
-    return new Client(MADE, sync(() => new native.Client(deployment, urlList(urls), master, nativeOptions(options))))
+  static #make (deployment, urls, master, options = {}) {
+    const made = sync(() => new native.Client(deployment, urlList(urls), master, nativeOptions(options)))
+    return new Client(MADE, { native: made, logger: options.logger })
+  }
+
+  #setLogger (logger) {
+    if (logger !== undefined && logger !== null) {
+      this.#scope.logger = logger
+      addLogger(logger)
+    }
+  }
+
+  /**
+   * Closes the client: the waits it started reject with `ClientClosedError`, everything it
+   * holds is released (leaderships resigned), and every later call on it, or on what it made,
+   * throws `ClientClosedError`. Resolves once the releases are done. Closing twice is harmless.
+   */
+  async close () {
+    await this.#scope.close()
+    if (this.#scope.logger !== null) removeLogger(this.#scope.logger)
+  }
+
+  /** Whether `close()` was called. */
+  get closed () {
+    return this.#scope.closed
+  }
+
+  /** `await using client = new Client(...)`: closes it at the end of the block. */
+  async [asyncDispose] () {
+    await this.close()
   }
 
   /** A client for Redlock over independent servers (a majority must agree). */
@@ -122,12 +172,12 @@ class Client {
    * is not granted again for this long.
    */
   lock (name, options = {}) {
-    return new LockRequest(this.#native, 'lock', name, options)
+    return new LockRequest(this.#native, 'lock', name, options, this.#scope)
   }
 
   /** A request for the fair lock `name`: granted in the order of asking (`queueTimeout`). */
   fairLock (name, options = {}) {
-    return new LockRequest(this.#native, 'fair', name, options)
+    return new LockRequest(this.#native, 'fair', name, options, this.#scope)
   }
 
   /**
@@ -135,17 +185,24 @@ class Client {
    * with one lease and one fence; first come, first served.
    */
   semaphore (name, permits, options = {}) {
-    return new LockRequest(this.#native, 'semaphore', name, { ...options, permits })
+    checkOptions(name, options, { ttl: 'ms', wait: 'ms', maxHold: 'ms', lockDelay: 'ms', queueTimeout: 'ms', autoRenew: 'bool', take: 'count' })
+    checkOptions(name, { permits }, { permits: 'count' })
+    return new LockRequest(this.#native, 'semaphore', name, { ...options, permits }, this.#scope)
   }
 
   /** The read-write lock `name`: `.read()` and `.write()` make requests. */
   readWriteLock (name) {
-    return new ReadWriteLock(this.#native, name)
+    checkName(name)
+    this.#scope.check(name)
+    return new ReadWriteLock(this.#native, name, this.#scope)
   }
 
   /** A handle on the reentrant lock `name` (`maxReentry`). */
-  reentrantLock (name, { maxReentry } = {}) {
-    return new ReentrantLock(sync(() => this.#native.reentrant(name, maxReentry)))
+  reentrantLock (name, options = {}) {
+    checkName(name)
+    const { maxReentry } = checkOptions(name, options, { maxReentry: 'count' })
+    this.#scope.check(name)
+    return new ReentrantLock(sync(() => this.#native.reentrant(name, maxReentry)), this.#scope)
   }
 
   /**
@@ -159,13 +216,15 @@ class Client {
       fn = options
       options = {}
     }
-    const { signal, ...rest } = options ?? {}
+    const { signal, ...rest } = checkOptions(name, options ?? {}, {
+      ttl: 'ms', wait: 'ms', maxHold: 'ms', lockDelay: 'ms', queueTimeout: 'ms', autoRenew: 'bool', signal: 'signal'
+    })
     return this.lock(name, rest).using(fn, { signal })
   }
 
   /** A request for the plain locks `names`, all or none (deadlock-free whatever the order). */
   multiLock (names, options = {}) {
-    return new MultiLockRequest(this.#native, names, options)
+    return new MultiLockRequest(this.#native, names, options, this.#scope)
   }
 
   /**
@@ -173,26 +232,30 @@ class Client {
    * on the lock `lock` (the key by default). See `Once.run`.
    */
   once (key, options = {}) {
-    return new Once(this.#native, key, options)
+    return new Once(this.#native, key, options, this.#scope)
   }
 
   /** Fenced writes to `resource`. */
   fencedStore (resource) {
-    return new FencedStore(this.#native, resource)
+    checkName(resource, 'resource')
+    this.#scope.check(resource)
+    return new FencedStore(this.#native, resource, this.#scope)
   }
 
   /** The election `name` (its leadership is the plain lock `name`). */
   election (name) {
-    return new Election(this.#native, name)
+    return new Election(this.#native, name, this.#scope)
   }
 
   /** Asks the holders of lock `name` to release it; takes nothing. `true` if it was held. */
   requestRelease (name) {
+    this.#scope.check(name)
     return run(this.#native.requestRelease(name))
   }
 
   /** The state of lock `name` as Redis has it: its holders and its line. Reads only. */
   async inspect (name) {
+    this.#scope.check(name)
     return lockInfo(await run(this.#native.inspect(name)))
   }
 
@@ -201,10 +264,11 @@ class Client {
    * `{ locks, skipped, unanswered }`. Reads only.
    */
   async list (pattern = '*') {
+    this.#scope.check()
     const found = await run(this.#native.list(pattern))
     return {
       locks: found.locks.map(lockInfo),
-      skipped: found.skipped.map((e) => new FencelockError(e.message, { code: e.code, lock: e.lock })),
+      skipped: found.skipped.map((e) => fencelockError(e.message, { code: e.code, lock: e.lock })),
       unanswered: found.unanswered
     }
   }
@@ -214,22 +278,30 @@ class Client {
    * holder that is gone. `true` if it was held.
    */
   forceRelease (name) {
+    this.#scope.check(name)
     return run(this.#native.forceRelease(name))
   }
 
   /** Each release of lock `name` as it happens (yields the name), until `signal` aborts. */
-  async * releases (name, { signal } = {}) {
+  async * releases (name, options = {}) {
+    const { signal } = checkOptions(name, options, { signal: 'signal' })
+    this.#scope.check(name)
     const watch = await run(this.#native.releases(name))
-    while (true) {
-      let next
-      try {
-        next = await cancellable(signal, (cancel) => watch.next(undefined, cancel))
-      } catch (error) {
-        if (signal && signal.aborted && error === signal.reason) return
-        throw convert(error)
+    const [either, dispose] = this.#scope.combine(signal)
+    try {
+      while (true) {
+        let next
+        try {
+          next = await cancellable(either, (cancel) => watch.next(undefined, cancel))
+        } catch (error) {
+          if (signal && signal.aborted && error === signal.reason) return
+          throw convert(error)
+        }
+        if (next === null) return
+        yield name
       }
-      if (next === null) return
-      yield name
+    } finally {
+      dispose()
     }
   }
 

@@ -4,6 +4,7 @@
 
 const { Held } = require('./held')
 const { run, cancellable } = require('./run')
+const { checkOptions, checkName } = require('./options')
 
 /** A leader as its record says: `value`, `term` (a `bigint` fence) and `since` (a `Date`). */
 function leader (native) {
@@ -54,10 +55,14 @@ class Leadership extends Held {
 /** One election (`client.election(name)`). */
 class Election {
   #client
+  #scope
 
   /** @internal */
-  constructor (client, name) {
+  constructor (client, name, scope) {
+    checkName(name)
+    scope.check(name)
     this.#client = client
+    this.#scope = scope
     this.name = name
   }
 
@@ -66,17 +71,19 @@ class Election {
    * and gives the leadership. Rejects `busy` or `timed_out` when someone else leads and the
    * wait is over, or the signal's reason when `signal` aborts.
    */
-  async campaign (value, { ttl, wait, signal } = {}) {
-    const made = await cancellable(
-      signal,
+  async campaign (value, options = {}) {
+    const { ttl, wait, signal } = checkOptions(this.name, options, { ttl: 'ms', wait: 'ms', signal: 'signal' })
+    const made = await this.#scope.during(signal, (either) => cancellable(
+      either,
       (cancel) => this.#client.campaign(this.name, String(value), ttl, wait, cancel),
       (leadership) => leadership.resign()
-    )
-    return new Leadership(made)
+    ))
+    return new Leadership(made, this.#scope)
   }
 
   /** The current leader, or `null`. */
   async leader () {
+    this.#scope.check(this.name)
     const found = await run(this.#client.leader(this.name))
     return found ? leader(found) : null
   }
@@ -86,18 +93,25 @@ class Election {
    * (nobody leads) or `{ code: "gap" }` (announcements may have been missed; the current
    * leader follows). The first is the leader now. Ends when `signal` aborts.
    */
-  async * observe ({ signal } = {}) {
+  async * observe (options = {}) {
+    const { signal } = checkOptions(this.name, options, { signal: 'signal' })
+    this.#scope.check(this.name)
     const observer = await run(this.#client.observe(this.name))
-    while (true) {
-      let seen
-      try {
-        seen = await cancellable(signal, (cancel) => observer.next(undefined, cancel))
-      } catch (error) {
-        if (signal && signal.aborted && error === signal.reason) return
-        throw error
+    const [either, dispose] = this.#scope.combine(signal)
+    try {
+      while (true) {
+        let seen
+        try {
+          seen = await cancellable(either, (cancel) => observer.next(undefined, cancel))
+        } catch (error) {
+          if (signal && signal.aborted && error === signal.reason) return
+          throw error
+        }
+        if (seen === null) return
+        yield seen.code === 'leader' ? { code: 'leader', ...leader(seen.leader) } : { code: seen.code }
       }
-      if (seen === null) return
-      yield seen.code === 'leader' ? { code: 'leader', ...leader(seen.leader) } : { code: seen.code }
+    } finally {
+      dispose()
     }
   }
 }

@@ -94,10 +94,12 @@ function fence (value) {
 /** Fenced writes to one resource (`client.fencedStore(resource)`). */
 class FencedStore {
   #client
+  #scope
 
   /** @internal */
-  constructor (client, resource) {
+  constructor (client, resource, scope) {
     this.#client = client
+    this.#scope = scope
     this.resource = resource
   }
 
@@ -108,11 +110,13 @@ class FencedStore {
    */
   async apply (fenceValue, writes) {
     if (!(writes instanceof Writes)) throw new TypeError('writes must be a fencelock Writes')
+    this.#scope.check(this.resource)
     return run(this.#client.fencedApply(this.resource, fence(fenceValue), writes.ops))
   }
 
   /** The fence the resource accepted last (`0n`: none yet). */
   accepted () {
+    this.#scope.check(this.resource)
     return run(this.#client.fencedAccepted(this.resource))
   }
 }

@@ -1,15 +1,17 @@
 'use strict'
 // What a guard, a leadership and a multi-lock guard share: the native object, the `signal` that
-// aborts when the hold ends (lost, or given back), and `await using`.
+// aborts when the hold is lost, `await using`, and its place among what keeps the process alive
+// (`alive.js`) and what its client's `close()` gives back (`scope.js`).
 
-const { FencelockError } = require('./errors')
+const { fencelockError } = require('./errors')
+const { keepAlive } = require('./alive')
 const { call } = require('./run')
 
 const asyncDispose = Symbol.asyncDispose ?? Symbol.for('nodejs.asyncDispose')
 
 /** The reason a hold's signal aborts with: a `not_held` error, its `reason` the loss's code. */
 function lostError (what, name, code, message) {
-  return new FencelockError(`${what} ${JSON.stringify(name)} is no longer held: ${message}`, {
+  return fencelockError(`${what} ${JSON.stringify(name)} is no longer held: ${message}`, {
     code: 'not_held',
     lock: name,
     reason: code
@@ -18,11 +20,50 @@ function lostError (what, name, code, message) {
 
 class Held {
   #native
-  #signal = null
-  #abort = null
+  #controller = null
+  #alive
+  #scope
+  #ref = null
+  #ended = false
+  #watched = false
 
-  constructor (native) {
+  constructor (native, scope = null) {
     this.#native = native
+    this.#scope = scope
+    this.#alive = keepAlive(this)
+    if (scope !== null) this.#ref = scope.track(this)
+  }
+
+  /** It no longer keeps the process alive. */
+  #over () {
+    if (!this.#ended) {
+      this.#ended = true
+      this.#alive.end()
+    }
+  }
+
+  /**
+   * Watches for the end of the hold, once, from the first look at its `signal`: a native
+   * callback (weak toward the process) per hold would cost more than an uncontended cycle's
+   * own work, so holds nobody watches end their keep-alive when given back (or collected).
+   */
+  #watch () {
+    if (this.#watched) return
+    this.#watched = true
+    const now = this.#native.lostNow()
+    if (now !== null) this.#end(now)
+    else this.#native.onLost((code, message) => this.#end([code, message]))
+  }
+
+  /** The hold ended (`[..., code, message]`): it no longer keeps the process alive. */
+  #end (now) {
+    const code = now[now.length - 2]
+    const message = now[now.length - 1]
+    this.#over()
+    // A release is not a loss: the signal aborts for a loss only.
+    if (code !== 'released' && this.#controller !== null && !this.#controller.signal.aborted) {
+      this.#controller.abort(lostError(this._what, this._label, code, message))
+    }
   }
 
   /** @internal */
@@ -52,33 +93,37 @@ class Held {
   }
 
   /**
-   * An `AbortSignal` that aborts when the hold ends: lost (its reason a `not_held`
-   * `FencelockError` whose `reason` says why) or given back (`reason: "released"`).
+   * An `AbortSignal` that aborts when the hold is lost, its reason a `NotHeldError` whose
+   * `reason` says why (`not_owner`, `expired`, `max_hold_reached`). A release (a resignation,
+   * the end of `using`, the client's `close()`) does not abort it.
    */
   get signal () {
-    if (this.#signal === null) {
-      const controller = new AbortController()
-      this.#signal = controller.signal
-      const abort = (code, message) => controller.abort(lostError(this._what, this._label, code, message))
-      this.#abort = abort
-      const now = this.#native.lostNow()
-      if (now !== null) abort(now[now.length - 2], now[now.length - 1])
-      else this.#native.onLost(abort)
+    if (this.#controller === null) {
+      this.#controller = new AbortController()
+      this.#watch()
     }
-    return this.#signal
+    return this.#controller.signal
   }
 
   /**
-   * Gives it back (a release, a resignation): `true` if it was still held. The signal has
-   * aborted by the time it resolves (the native side's own notice comes a tick later, if at all).
+   * Gives it back (a release, a resignation): `true` if it was still held. If it had been lost,
+   * the signal has aborted by the time it resolves.
    */
   _giveBack () {
     const native = this.#native
-    // The signal, if one was made (most holds never make one), aborts first.
+    // Given back: nothing left for the client's close() (a multi-lock guard with one name lost
+    // stays there until then, its other names still held), nothing kept alive, and a signal
+    // (if one was made) aborted first if the hold had been lost.
     const ended = () => {
-      if (this.#abort === null) return
-      const now = native.lostNow()
-      if (now !== null) this.#abort(now[now.length - 2], now[now.length - 1])
+      if (this.#ref !== null) {
+        this.#scope.forget(this.#ref)
+        this.#ref = null
+      }
+      if (this.#controller !== null) {
+        const now = native.lostNow()
+        if (now !== null) this.#end(now)
+      }
+      this.#over()
     }
     return call(
       () => native.release ? native.release() : native.resign(),

@@ -3,9 +3,12 @@
 // lock's sides, a reentrant lock's handle) and the guard it gives.
 
 const native = require('./native')
-const { notHeld } = require('./errors')
+const { ClientClosedError, convert, notHeld } = require('./errors')
 const { Held } = require('./held')
-const { call, run, sync, cancellable } = require('./run')
+const { checkOptions, checkName, LOCK } = require('./options')
+const { run, sync, cancellable } = require('./run')
+
+const SIGNAL = { signal: 'signal' }
 
 /** A held lock. */
 class Guard extends Held {
@@ -67,13 +70,10 @@ async function holding (guard, fn) {
   return value
 }
 
-function newGuard (made) {
-  return new Guard(made)
-}
-
 /** A request for a lock: `acquire()` waits for it as its options say. */
 class LockRequest {
   #acquirer
+  #scope
   #kind
   #name
   #ttl
@@ -86,12 +86,16 @@ class LockRequest {
   #take
 
   /** @internal */
-  constructor (acquirer, kind, name, options = {}) {
-    // Checked now, and passed to the addon one by one at each acquisition (a native object
-    // per request would cost more than the addon's own work for an uncontended lock).
-    const { ttl, wait, maxHold, autoRenew, lockDelay, queueTimeout, permits, take } = options
+  constructor (acquirer, kind, name, options, scope) {
+    checkName(name)
+    scope.check(name)
+    // Checked now (types here, values by the addon), and passed to the addon one by one at each
+    // acquisition (a native object per request would cost more than the addon's own work for
+    // an uncontended lock).
+    const { ttl, wait, maxHold, autoRenew, lockDelay, queueTimeout, permits, take } = checkOptions(name, options, LOCK)
     sync(() => native.checkSpec(kind, name, ttl, wait, queueTimeout, maxHold, lockDelay, autoRenew, permits, take))
     this.#acquirer = acquirer
+    this.#scope = scope
     this.#kind = kind
     this.#name = name
     this.#ttl = ttl
@@ -115,37 +119,76 @@ class LockRequest {
   }
 
   /**
-   * Waits for the lock (as the request's `wait` says) and gives its guard. Rejects with
-   * `timed_out` when the wait runs out, `busy` with `wait: 0`, another `FencelockError`, or
-   * the signal's reason when `signal` aborts (nothing held, the place in line left).
+   * `start(cancel)` with the client's own cancellation (its `close()`), in one Promise step:
+   * the guard, or `null` (a try that found the lock held).
    */
-  acquire ({ signal } = {}) {
-    if (signal === undefined || signal === null) return call(() => this.#start(false, null), newGuard)
-    return cancellable(
-      signal,
+  #made (tryOnly) {
+    const scope = this.#scope
+    const name = this.#name
+    let promise
+    try {
+      scope.check(name)
+      promise = this.#start(tryOnly, scope.cancel)
+    } catch (error) {
+      return Promise.reject(convert(error))
+    }
+    return promise.then((made) => {
+      if (made === null) return null
+      const guard = new Guard(made, scope)
+      if (!scope.closed) return guard
+      // Granted as the client closed: given back (the closing may have missed it).
+      return guard.release().then(() => { throw new ClientClosedError(name) }, () => { throw new ClientClosedError(name) })
+    }, (error) => {
+      throw scope.closed && error !== null && typeof error === 'object' && error.code === 'cancelled'
+        ? new ClientClosedError(name)
+        : convert(error)
+    })
+  }
+
+  /**
+   * Waits for the lock (as the request's `wait` says) and gives its guard. Rejects with
+   * `timed_out` when the wait runs out, `busy` with `wait: 0`, another `FencelockError`, the
+   * signal's reason when `signal` aborts (nothing held, the place in line left), or
+   * `ClientClosedError` when the client closes.
+   */
+  acquire (options) {
+    let signal
+    if (options !== undefined) {
+      try {
+        signal = checkOptions(this.#name, options, SIGNAL).signal
+      } catch (error) {
+        return Promise.reject(error)
+      }
+    }
+    if (signal === undefined || signal === null) return this.#made(false)
+    return this.#scope.during(signal, (either) => cancellable(
+      either,
       (cancel) => this.#start(false, cancel),
       (guard) => guard.release()
-    ).then(newGuard)
+    )).then((made) => new Guard(made, this.#scope))
   }
 
   /** One try: the guard, or `null` if another owner holds the lock. */
   tryAcquire () {
-    return call(() => this.#start(true, null), (made) => made === null ? null : new Guard(made))
+    return this.#made(true)
   }
 
   /** Runs `fn(signal, guard)` holding the lock, and releases it after, whatever happens. */
-  async using (fn, { signal } = {}) {
-    return holding(await this.acquire({ signal }), fn)
+  async using (fn, options = {}) {
+    if (typeof fn !== 'function') throw new TypeError('using takes a function')
+    return holding(await this.acquire(options), fn)
   }
 }
 
 /** A reentrant lock: the acquisitions made through one handle share one owner. */
 class ReentrantLock {
   #native
+  #scope
 
   /** @internal */
-  constructor (nativeHandle) {
+  constructor (nativeHandle, scope) {
     this.#native = nativeHandle
+    this.#scope = scope
   }
 
   get name () {
@@ -154,12 +197,12 @@ class ReentrantLock {
 
   /** A request with the options of `client.lock`. */
   request (options = {}) {
-    return new LockRequest(this.#native, 'reentrant', this.name, options)
+    return new LockRequest(this.#native, 'reentrant', this.name, options, this.#scope)
   }
 
   /** Acquires the lock (again); see `LockRequest.acquire`. */
   acquire (options = {}) {
-    const { signal, ...rest } = options
+    const { signal, ...rest } = checkOptions(this.name, options, { ...LOCK, signal: 'signal' })
     return this.request(rest).acquire({ signal })
   }
 
@@ -172,20 +215,22 @@ class ReentrantLock {
 /** A read-write lock: many readers, or one writer. */
 class ReadWriteLock {
   #client
+  #scope
   /** @internal */
-  constructor (client, name) {
+  constructor (client, name, scope) {
     this.#client = client
+    this.#scope = scope
     this.name = name
   }
 
   /** A request for the read side (the options of `client.lock`). */
   read (options = {}) {
-    return new LockRequest(this.#client, 'read', this.name, options)
+    return new LockRequest(this.#client, 'read', this.name, options, this.#scope)
   }
 
   /** A request for the write side (the options of `client.lock`). */
   write (options = {}) {
-    return new LockRequest(this.#client, 'write', this.name, options)
+    return new LockRequest(this.#client, 'write', this.name, options, this.#scope)
   }
 }
 

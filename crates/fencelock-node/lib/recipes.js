@@ -4,6 +4,7 @@
 const { notHeld } = require('./errors')
 const { Held } = require('./held')
 const { run, cancellable } = require('./run')
+const { checkOptions, checkName } = require('./options')
 
 /** Several locks held together: `fences` maps each name to its fence (in the order given). */
 class MultiGuard extends Held {
@@ -32,28 +33,34 @@ class MultiLockRequest {
   #client
   #ttl
   #wait
+  #scope
 
   /** @internal */
-  constructor (client, names, { ttl, wait } = {}) {
-    this.#client = client
+  constructor (client, names, options, scope) {
     this.names = [...names]
+    for (const name of this.names) checkName(name, 'each name')
+    const { ttl, wait } = checkOptions(this.names[0], options, { ttl: 'ms', wait: 'ms' })
+    scope.check(this.names[0])
+    this.#client = client
     this.#ttl = ttl
     this.#wait = wait
+    this.#scope = scope
   }
 
   /** Takes every name, or none (rejects as `LockRequest.acquire`). */
-  async acquire ({ signal } = {}) {
-    const made = await cancellable(
-      signal,
+  async acquire (options = {}) {
+    const { signal } = checkOptions(this.names[0], options, { signal: 'signal' })
+    const made = await this.#scope.during(signal, (either) => cancellable(
+      either,
       (cancel) => this.#client.multiAcquire(this.names, this.#ttl, this.#wait, cancel),
       (guard) => guard.release()
-    )
-    return new MultiGuard(made)
+    ))
+    return new MultiGuard(made, this.#scope)
   }
 
   /** Runs `fn(signal, guard)` holding every name, and releases them after. */
-  async using (fn, { signal } = {}) {
-    const guard = await this.acquire({ signal })
+  async using (fn, options = {}) {
+    const guard = await this.acquire(options)
     let value
     try {
       value = await fn(guard.signal, guard)
@@ -74,14 +81,19 @@ class Once {
   #lock
   #ttl
   #wait
+  #scope
 
   /** @internal */
-  constructor (client, key, { lock, ttl, wait } = {}) {
+  constructor (client, key, options, scope) {
+    checkName(key, 'key')
+    const { lock, ttl, wait } = checkOptions(key, options, { lock: 'string', ttl: 'ms', wait: 'ms' })
+    scope.check(key)
     this.#client = client
     this.key = key
     this.#lock = lock
     this.#ttl = ttl
     this.#wait = wait
+    this.#scope = scope
   }
 
   /**
@@ -91,12 +103,14 @@ class Once {
    * `{ ran: false, fence, at }`, the record of the run that did it. Rejects `fenced` if the
    * work finished but this run had lost its lock to a newer one meanwhile (nothing recorded).
    */
-  async run (work, { signal } = {}) {
-    const begun = await cancellable(
-      signal,
+  async run (work, options = {}) {
+    if (typeof work !== 'function') throw new TypeError('run takes a function')
+    const { signal } = checkOptions(this.#lock ?? this.key, options, { signal: 'signal' })
+    const begun = await this.#scope.during(signal, (either) => cancellable(
+      either,
       (cancel) => this.#client.onceBegin(this.key, this.#lock, this.#ttl, this.#wait, cancel),
       (made) => (made.giveUp ? made.giveUp() : undefined)
-    )
+    ))
     if (typeof begun.giveUp !== 'function') {
       return { ran: false, fence: begun.fence, at: new Date(begun.at) }
     }

@@ -63,7 +63,8 @@ pub fn held_count() -> u32 {
     })
 }
 
-/// The library's log (its `tracing` events) on standard error, from `FENCELOCK_LOG`'s level:
+/// The library's log (its `tracing` events) on standard error, or to the application's logger
+/// (`logger.rs`), from `FENCELOCK_LOG`'s level:
 /// `error`, `warn` (the default), `info`, `debug`, `trace`, or `off`.
 pub fn install_logging() {
     let level = match std::env::var("FENCELOCK_LOG").ok().as_deref() {
@@ -77,7 +78,7 @@ pub fn install_logging() {
     // Another subscriber (an embedding program's) wins.
     let _ = tracing_subscriber::fmt()
         .with_max_level(level)
-        .with_writer(std::io::stderr)
+        .with_writer(crate::logger::Writer)
         .with_target(false)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .try_init();

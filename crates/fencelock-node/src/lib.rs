@@ -22,6 +22,7 @@ mod errors;
 mod fenced;
 mod guard;
 mod held;
+mod logger;
 mod recipes;
 mod spec;
 

@@ -28,7 +28,8 @@ test('a campaign leads, the leader is read, a resignation hands over with a larg
   await sleep(100)
   assert.equal(await first.resign(), true)
   assert.equal(first.value, '10.0.0.2', 'the value is kept after the resignation')
-  assert.equal(first.signal.reason.reason, 'released')
+  assert.equal(first.signal.aborted, false, 'a resignation is not a loss')
+  assert.equal(first.lostReason, 'released')
   const next = await second
   assert.ok(next.term > first.term)
   await assert.rejects(election.campaign('x', { wait: 0 }), (e) => e.code === 'busy')

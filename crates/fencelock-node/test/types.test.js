@@ -32,7 +32,7 @@ test('every class and method index.d.ts declares exists', () => {
       methods++
     }
     for (const [, getter] of body.matchAll(/^ {2}readonly (\w+):/gm)) {
-      if (['name', 'key', 'resource', 'names', 'code', 'lock'].includes(getter)) continue // set by constructors
+      if (['name', 'key', 'resource', 'names', 'code', 'lock', 'reason', 'option'].includes(getter)) continue // set by constructors
       assert.ok(hasMethod(cls, getter), `${name}.${getter} is declared but missing`)
     }
   }

@@ -154,7 +154,7 @@ impl Operation {
     /// its result undone if Python never took it, and the client's background work (a place in
     /// line given back) done, within [`FLUSH`].
     fn clean_up(state: &Arc<State>) -> Task {
-        let (task, undo) = {
+        let (task, undo, callback) = {
             let mut inner = state.inner();
             let undo = match std::mem::replace(&mut inner.phase, Phase::Cancelled) {
                 Phase::Ready(outcome) => outcome.undo(),
@@ -164,8 +164,14 @@ impl Operation {
                     None
                 }
             };
-            (inner.task.take(), undo)
+            (inner.task.take(), undo, inner.callback.take())
         };
+        // Whoever waits for the call (another thread, a task: a client's close() cancels calls
+        // it did not start) learns that it is over: cancelled.
+        state.over.notify_all();
+        if let Some(callback) = callback {
+            state.process.deliver(move |py| call(py, &callback));
+        }
         let cancel = state.cancel;
         let client = state.client.clone();
         let process = state.process.clone();

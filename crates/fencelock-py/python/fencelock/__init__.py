@@ -31,12 +31,14 @@ from ._sync import (
     Once,
     ReadWriteLock,
     ReentrantLock,
+    ThreadingLock,
 )
 from ._values import Done, Gap, Holder, Leader, Listing, LockInfo, Ran, Vacant, Waiter
 from ._writes import Writes
 from .errors import (
     AuthFailed,
     Busy,
+    ClientClosed,
     ConfigError,
     Conflict,
     Error,
@@ -69,6 +71,7 @@ __all__ = [
     "LockRequest",
     "ReadWriteLock",
     "ReentrantLock",
+    "ThreadingLock",
     "Writes",
     "Election",
     "Leadership",
@@ -93,6 +96,7 @@ __all__ = [
     "Fenced",
     "FencedWrongType",
     "InvalidArgument",
+    "ClientClosed",
     "NoQuorum",
     "NotHeld",
     "NotReplicated",

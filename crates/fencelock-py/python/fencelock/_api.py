@@ -17,10 +17,11 @@ import os
 import threading
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
-from . import _native
+from . import _checks, _native
 from ._values import Done, Gap, Holder, Leader, LockInfo, Listing, Ran, Vacant, Waiter
+from ._close import Scope
 from ._writes import Writes
-from .errors import Error, NotHeld
+from .errors import ConfigError, Error, NotHeld
 
 atexit.register(_native._shutdown)
 if hasattr(os, "register_at_fork"):
@@ -100,31 +101,10 @@ def _watch(op: Any, on_value: Callable[[Any], None]) -> None:
 # Requests
 
 
-def spec(
-    kind: str,
-    name: str,
-    *,
-    ttl: Optional[float] = None,
-    wait: Optional[float] = None,
-    max_hold: Optional[float] = None,
-    auto_renew: bool = True,
-    queue_timeout: Optional[float] = None,
-    permits: int = 1,
-    lock_delay: Optional[float] = None,
-    take: int = 1,
-) -> Any:
-    return _native.Spec(
-        kind,
-        name,
-        permits=permits,
-        take=take,
-        ttl=ttl,
-        wait=wait,
-        queue_timeout=queue_timeout,
-        max_hold=max_hold,
-        auto_renew=auto_renew,
-        lock_delay=lock_delay,
-    )
+def spec(kind: str, name: str, **options: Any) -> Any:
+    """A checked request (``_checks.LOCK``: ``ttl``, ``wait``, ``max_hold``, ``auto_renew``,
+    ``queue_timeout``, ``permits``, ``lock_delay``, ``take``)."""
+    return _native.Spec(kind, _checks.name(name), **_checks.lock_options(name, options))
 
 
 def not_held(guard: "Guard", lost: Optional[Tuple[str, str]]) -> NotHeld:
@@ -384,6 +364,7 @@ class Election:
         """Waits to lead (``wait``: ``None`` as long as it takes, 0 not at all, else seconds)
         and gives the leadership. Raises :class:`fencelock.Busy` or
         :class:`fencelock.TimedOut` when someone else leads and the wait is over."""
+        _checks.check(self.name, {"ttl": ttl, "wait": wait}, _checks.MULTI)
         client = self._client
         return client._run(
             client._native.campaign,
@@ -501,10 +482,12 @@ class ClientBase:
     """What both clients share: how they are made, and every call, run by the client's
     runner."""
 
-    __slots__ = ("_native",)
+    __slots__ = ("_native", "_scope")
 
-    #: Set by each client class: its runner and the classes it makes.
-    _run: Runner
+    #: Set by each client class: its runners (plain, and through the client's scope) and the
+    #: classes it makes.
+    _runner: Runner
+    _scoped: Callable[..., Any]
     _request_class: Any
     _guard_class: Any
     _leadership_class: Any
@@ -513,12 +496,23 @@ class ClientBase:
 
     def __init__(self, url: str, **options: Any) -> None:
         self._native = _native_client("server", url, None, options)
+        self._scope = Scope()
 
     @classmethod
     def _make(cls, topology: str, urls: Urls, master: Optional[str], options: Dict[str, Any]) -> Any:
         client = cls.__new__(cls)
         client._native = _native_client(topology, urls, master, options)
+        client._scope = Scope()
         return client
+
+    def _run(self, call: Callable[..., Any], *args: Any, then: Optional[Callable[[Any], Any]] = None) -> Any:
+        """Runs a call of the client's (see ``_close.py``)."""
+        return self._scoped(self._scope, self._runner, call, *args, then=then)
+
+    @property
+    def closed(self) -> bool:
+        """Whether the client was closed."""
+        return self._scope.closed
 
     @classmethod
     def redlock(cls, urls: Urls, **options: Any) -> Any:
@@ -578,12 +572,15 @@ class ClientBase:
     def multi_lock(self, names: Sequence[str], *, ttl: Optional[float] = None, wait: Optional[float] = None) -> Any:
         """A request for the plain locks ``names``, all or none (deadlock-free whatever the
         order); each name keeps its own fence."""
-        return self._multi_class(self, list(names), ttl, wait)
+        names = [_checks.name(n, "each name") for n in names]
+        _checks.check(names[0] if names else None, {"ttl": ttl, "wait": wait}, _checks.MULTI)
+        return self._multi_class(self, names, ttl, wait)
 
     def once(self, key: str, *, lock: Optional[str] = None, ttl: Optional[float] = None,
              wait: Optional[float] = None) -> Any:
         """Work to do once across the fleet, recorded under ``key`` when it succeeds (runs take
         turns on the lock ``lock``, the key by default). See :meth:`fencelock.Once.run`."""
+        _checks.check(_checks.name(key, "key"), {"lock": lock, "ttl": ttl, "wait": wait}, _checks.ONCE)
         return self._once_class(self, key, lock, ttl, wait)
 
     def read_write_lock(self, name: str) -> ReadWriteLock:
@@ -592,6 +589,7 @@ class ClientBase:
 
     def reentrant_lock(self, name: str, *, max_reentry: Optional[int] = None) -> ReentrantLock:
         """A handle on the reentrant lock ``name``."""
+        _checks.check(_checks.name(name), {"max_reentry": max_reentry}, _checks.REENTRANT)
         return ReentrantLock(self._native.reentrant(name, max_reentry), self)
 
     def fenced_store(self, resource: str) -> FencedStore:
@@ -634,4 +632,5 @@ def _native_client(topology: str, urls: Urls, master: Optional[str], options: Di
         urls = [urls]
     if "tls_ca_file" in options:  # the name before TLS material could be given as bytes
         options["tls_ca"] = options.pop("tls_ca_file")
+    _checks.check(None, options, _checks.CLIENT, ConfigError)
     return _native.Client(topology, list(urls), master, **options)

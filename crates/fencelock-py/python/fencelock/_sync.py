@@ -7,8 +7,9 @@ import threading
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Iterator, Optional, Type
 
-from . import _api
+from . import _api, _close
 from ._api import FencedStore, ReadWriteLock, ReentrantLock, wait
+from ._threading import ThreadingLock
 from ._values import Done, Leader, LockInfo, Listing, Observation, Ran
 
 __all__ = [
@@ -23,6 +24,7 @@ __all__ = [
     "MultiLockRequest",
     "MultiGuard",
     "Once",
+    "ThreadingLock",
 ]
 
 
@@ -149,9 +151,9 @@ class Election(_api.Election):
         """The leaders as they change: the current one first, then each change in term order,
         by pub/sub; :class:`fencelock.Vacant` when a leader resigns or its lease runs out.
         With ``timeout``, the iteration ends when nothing happens for that long."""
-        observer = wait(self._client._native.observe, self.name)
+        observer = self._client._run(self._client._native.observe, self.name)
         while True:
-            seen = wait(observer.next, timeout)
+            seen = self._client._run(observer.next, timeout)
             if seen is None:
                 return
             yield _api.observation(seen)
@@ -251,7 +253,8 @@ class Client(_api.ClientBase):
     """
 
     __slots__ = ()
-    _run = staticmethod(wait)
+    _runner = staticmethod(wait)
+    _scoped = staticmethod(_close.run_blocking)
     _request_class = LockRequest
     _guard_class = Guard
     _leadership_class = Leadership
@@ -267,9 +270,31 @@ class Client(_api.ClientBase):
         an operator's), by pub/sub, subscribed before the first item is asked for. Read the
         lock with :meth:`inspect` to see its state. With ``timeout``, the iteration ends when
         no release comes for that long."""
-        watch = wait(self._native.releases, name)
-        while wait(watch.next, timeout):
+        watch = self._run(self._native.releases, name)
+        while self._run(watch.next, timeout):
             yield None
+
+    def threading_lock(self, name: str, **options: Any) -> ThreadingLock:
+        """The lock ``name`` with ``threading.Lock``'s protocol (``acquire(blocking=True,
+        timeout=-1) -> bool``, ``release()``, ``locked()``, ``with``), for libraries that take
+        a lock object; ``fence`` is the current hold's. ``options``: those of :meth:`lock`,
+        except ``wait`` (acquire's arguments say how long to wait). See
+        :class:`fencelock.ThreadingLock`."""
+        return ThreadingLock(self, name, options)
+
+    def close(self) -> None:
+        """Closes the client: its calls in progress (a wait, in any thread) raise
+        :class:`fencelock.ClientClosed`, what it holds is released (its leaderships resigned),
+        and later calls on it, or on the requests it made, raise ``ClientClosed``. Returns once
+        the releases are done; closing twice is harmless. A ``with`` block closes it at its
+        end."""
+        _close.close_blocking(self._scope)
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, kind: Any, value: Any, traceback: Any) -> None:
+        self.close()
 
     if TYPE_CHECKING:
 

@@ -18,7 +18,7 @@ import asyncio
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, AsyncIterator, Optional, Type
 
-from . import _api
+from . import _api, _close
 from ._api import FencedStore, ReadWriteLock, ReentrantLock, awaited
 from ._values import Done, Leader, LockInfo, Listing, Observation, Ran
 from ._writes import Writes
@@ -149,9 +149,9 @@ class Election(_api.Election):
 
     async def observe(self) -> AsyncIterator[Observation]:
         """The leaders as they change (see :meth:`fencelock.Election.observe`)."""
-        observer = await awaited(self._client._native.observe, self.name)
+        observer = await self._client._run(self._client._native.observe, self.name)
         while True:
-            seen = await awaited(observer.next)
+            seen = await self._client._run(observer.next)
             if seen is None:
                 return
             yield _api.observation(seen)
@@ -228,7 +228,8 @@ class Client(_api.ClientBase):
     """An asyncio fencelock client; made and configured as :class:`fencelock.Client`."""
 
     __slots__ = ()
-    _run = staticmethod(awaited)
+    _runner = staticmethod(awaited)
+    _scoped = staticmethod(_close.run_async)
     _request_class = LockRequest
     _guard_class = Guard
     _leadership_class = Leadership
@@ -241,9 +242,21 @@ class Client(_api.ClientBase):
 
     async def releases(self, name: str, timeout: Optional[float] = None) -> AsyncIterator[None]:
         """Follows lock ``name`` as it changes hands (see :meth:`fencelock.Client.releases`)."""
-        watch = await awaited(self._native.releases, name)
-        while await awaited(watch.next, timeout):
+        watch = await self._run(self._native.releases, name)
+        while await self._run(watch.next, timeout):
             yield None
+
+    async def aclose(self) -> None:
+        """Closes the client (see :meth:`fencelock.Client.close`): its waits in progress raise
+        :class:`fencelock.ClientClosed`, what it holds is released, and later calls raise
+        ``ClientClosed``. An ``async with`` block closes it at its end."""
+        await _close.close_async(self._scope)
+
+    async def __aenter__(self) -> "Client":
+        return self
+
+    async def __aexit__(self, kind: Any, value: Any, traceback: Any) -> None:
+        await self.aclose()
 
     if TYPE_CHECKING:
 

@@ -16,6 +16,7 @@ from typing import Any, Optional
 __all__ = [
     "Error",
     "InvalidArgument",
+    "ClientClosed",
     "ConfigError",
     "TimedOut",
     "Busy",
@@ -75,6 +76,12 @@ class InvalidArgument(Error, ValueError):
     Attributes: ``reason``."""
 
     code = "invalid_argument"
+
+
+class ClientClosed(InvalidArgument):
+    """A call on a closed client (``close()``, ``aclose()``, the end of its ``with`` block), or
+    a wait that its closing ended. Its code is ``invalid_argument`` (the client is no longer a
+    valid argument, as a closed file is not), ``reason`` is ``"closed"``."""
 
 
 class ConfigError(Error, ValueError):
@@ -223,7 +230,8 @@ def _by_code() -> dict:
     classes = {}
     for name in __all__:
         cls = globals()[name]
-        if cls is not Error:
+        # A class that refines another's code (ClientClosed) is not that code's class.
+        if cls is not Error and "code" in vars(cls):
             classes[cls.code] = cls
     return classes
 

@@ -1,0 +1,55 @@
+'use strict'
+// What keeps the process alive, as a timer does: a pending call of the addon (its Promise is
+// settled through the thread's queue, which keeps nothing alive by itself: bridge.js) and a
+// held lock (a guard, a multi-lock guard, a leadership), so that a program that only awaits its
+// guard's `signal` sees the loss instead of exiting with the lock still held. One idle interval
+// stands for them all: referenced while anything is pending or held, unreferenced otherwise
+// (a flag, where arming and clearing a timer for each hold would cost a timer each). A hold
+// counts until it ends (released, resigned, lost while its signal was watched) or the garbage
+// collector drops it unreleased.
+
+let count = 0
+let holds = 0
+// Long, and a no-op: it only stands for the calls and the holds.
+const timer = setInterval(() => {}, 0x7fffffff)
+timer.unref()
+
+/** One more pending call or hold. */
+function up () {
+  if (count++ === 0) timer.ref()
+}
+
+/** One fewer. */
+function down () {
+  if (--count === 0) timer.unref()
+}
+
+const registry = new FinalizationRegistry((token) => token.end())
+
+class Token {
+  #ended = false
+
+  end () {
+    if (this.#ended) return
+    this.#ended = true
+    registry.unregister(this)
+    holds -= 1
+    down()
+  }
+}
+
+/** Counts `held` as live until `end()` is called on the answer (or `held` is collected). */
+function keepAlive (held) {
+  holds += 1
+  up()
+  const token = new Token()
+  registry.register(held, token, token)
+  return token
+}
+
+/** How many holds keep the process alive now. */
+function liveHolds () {
+  return holds
+}
+
+module.exports = { keepAlive, liveHolds, up, down }

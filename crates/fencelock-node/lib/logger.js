@@ -1,0 +1,49 @@
+'use strict'
+// The library's log in the application's logger: while a client has a `logger` option
+// (`{ warn, info, debug }`, as pino and winston give; `error` too if it has one), each event of
+// the library (a lost lock's warning, a renewal that failed) is a call of its method for the
+// event's level, with the event as one line of text. A missing method falls back to the next
+// more severe one the logger has, and to standard error when it has none. With no such client,
+// the log goes to standard error (its level: FENCELOCK_LOG, default `warn`).
+
+const native = require('./native')
+
+const FALLBACK = {
+  error: ['error', 'warn'],
+  warn: ['warn', 'error'],
+  info: ['info', 'warn', 'error'],
+  debug: ['debug', 'info', 'warn', 'error'],
+  trace: ['trace', 'debug', 'info', 'warn', 'error']
+}
+
+/** The loggers of the clients that have one, each with how many clients gave it. */
+const loggers = new Map()
+
+function deliver (level, line) {
+  // Colours, when standard error is a terminal, are for the terminal only.
+  const text = line.replace(/\x1b\[[0-9;]*m/g, '') // eslint-disable-line no-control-regex
+  for (const logger of loggers.keys()) {
+    const method = (FALLBACK[level] ?? FALLBACK.warn).find((name) => typeof logger[name] === 'function')
+    try {
+      if (method === undefined) process.stderr.write(text + '\n')
+      else logger[method](text)
+    } catch {
+      // A logger that throws loses the line; fencelock goes on.
+    }
+  }
+}
+
+function addLogger (logger) {
+  loggers.set(logger, (loggers.get(logger) ?? 0) + 1)
+  if (loggers.size === 1 && loggers.get(logger) === 1) native.setLogSink(deliver)
+}
+
+function removeLogger (logger) {
+  const count = loggers.get(logger)
+  if (count === undefined) return
+  if (count > 1) loggers.set(logger, count - 1)
+  else loggers.delete(logger)
+  if (loggers.size === 0) native.setLogSink(null)
+}
+
+module.exports = { addLogger, removeLogger }

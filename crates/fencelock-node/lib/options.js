@@ -1,0 +1,76 @@
+'use strict'
+// The options of every call, checked here before the native addon sees them: a wrong type, or
+// a name the call does not know, is a `FencelockError` naming the option (and the lock), not a
+// conversion error of the addon's. The addon checks the values (a negative wait, zero permits).
+
+const { fencelockError } = require('./errors')
+
+const CHECKS = {
+  /** Milliseconds: a number, or `undefined` for the default. */
+  ms: (v) => typeof v === 'number' || `must be a number of milliseconds (or left out), not ${shown(v)}`,
+  bool: (v) => typeof v === 'boolean' || `must be true or false (or left out), not ${shown(v)}`,
+  count: (v) => (Number.isInteger(v) && v >= 0 && v <= 0xffffffff) || `must be a whole number (or left out), not ${shown(v)}`,
+  string: (v) => typeof v === 'string' || `must be a string (or left out), not ${shown(v)}`,
+  signal: (v) => v instanceof AbortSignal || `must be an AbortSignal (or left out), not ${shown(v)}`,
+  pem: (v) => (typeof v === 'string' || v instanceof Uint8Array) || `must be the PEM, as a string or a Buffer (or left out), not ${shown(v)}`,
+  object: (v) => (typeof v === 'object' && v !== null) || `must be an object (or left out), not ${shown(v)}`,
+  shortfall: (v) => v === 'fail' || v === 'warn' || `must be "fail" or "warn" (or left out), not ${shown(v)}`,
+  logger: (v) => ((typeof v === 'object' || typeof v === 'function') && v !== null) || `must be an object with warn, info and debug methods (or left out), not ${shown(v)}`
+}
+
+/** A value as the messages show it. */
+function shown (v) {
+  if (v === null) return 'null'
+  if (typeof v === 'string') return JSON.stringify(v)
+  if (typeof v === 'bigint') return `${v}n`
+  if (typeof v === 'function') return 'a function'
+  if (typeof v === 'object') return Array.isArray(v) ? 'an array' : 'an object'
+  return `${typeof v} ${String(v)}`
+}
+
+/** The options of a lock request. */
+const LOCK = {
+  ttl: 'ms', wait: 'ms', maxHold: 'ms', lockDelay: 'ms', queueTimeout: 'ms', autoRenew: 'bool', permits: 'count', take: 'count'
+}
+
+/**
+ * Checks `options` of the call about `lock` against `allowed` (name: check): the options, or
+ * an `invalid_argument` error (`config` with `code: 'config'`, for a client's options) naming
+ * the first bad one. `undefined` options are left out.
+ */
+function checkOptions (lock, options, allowed, code = 'invalid_argument') {
+  if (options === undefined) return {}
+  const about = lock === null || lock === undefined ? '' : ` for lock ${JSON.stringify(lock)}`
+  const fail = (option, why) => fencelockError(
+    code === 'config' ? `invalid fencelock configuration: ${option} ${why}` : `invalid argument${about}: ${option} ${why}`,
+    { code, lock: lock ?? null, option, reason: `${option} ${why}` }
+  )
+  if (typeof options !== 'object' || options === null || Array.isArray(options)) {
+    throw fail('options', `must be an object, not ${shown(options)}`)
+  }
+  for (const [option, value] of Object.entries(options)) {
+    const check = allowed[option]
+    if (check === undefined) {
+      throw fail(option, `is not an option here (the options: ${Object.keys(allowed).join(', ')})`)
+    }
+    if (value === undefined) continue
+    const verdict = CHECKS[check](value)
+    if (verdict !== true) throw fail(option, verdict)
+  }
+  return options
+}
+
+module.exports = { checkOptions, LOCK }
+
+/** Checks that a lock's (an election's, a key's) name is a string. */
+function checkName (name, what = 'name') {
+  if (typeof name !== 'string') {
+    throw fencelockError(`invalid argument: ${what} must be a string, not ${shown(name)}`, {
+      code: 'invalid_argument', lock: null, option: what, reason: `${what} must be a string, not ${shown(name)}`
+    })
+  }
+  return name
+}
+
+module.exports.checkName = checkName
+module.exports.shown = shown

@@ -1,0 +1,117 @@
+"""The options of every call, checked before the native module sees them: a wrong type, or a
+name the call does not know, raises the package's :class:`fencelock.InvalidArgument` (for a
+client's options, :class:`fencelock.ConfigError`) naming the option and the lock, not a
+``TypeError`` of the native layer's. The native module checks the values (a negative wait,
+zero permits)."""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Callable, Dict, Optional, Type
+
+from .errors import ConfigError, Error, InvalidArgument
+
+
+def _shown(value: Any) -> str:
+    return f"{type(value).__name__} {value!r}"
+
+
+def _seconds(value: Any) -> Optional[str]:
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return None
+    return f"must be a number of seconds (or None), not {_shown(value)}"
+
+
+def _flag(value: Any) -> Optional[str]:
+    return None if isinstance(value, bool) else f"must be True or False, not {_shown(value)}"
+
+
+def _count(value: Any) -> Optional[str]:
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= 0xFFFFFFFF:
+        return None
+    return f"must be a whole number, not {_shown(value)}"
+
+
+def _text(value: Any) -> Optional[str]:
+    return None if isinstance(value, str) else f"must be a string, not {_shown(value)}"
+
+
+def _pem(value: Any) -> Optional[str]:
+    if isinstance(value, (str, bytes, bytearray, os.PathLike)):
+        return None
+    return f"must be a path, or the PEM as bytes, not {_shown(value)}"
+
+
+def _shortfall(value: Any) -> Optional[str]:
+    return None if value in ("fail", "warn") else f'must be "fail" or "warn", not {_shown(value)}'
+
+
+Check = Callable[[Any], Optional[str]]
+
+#: A lock request's options, with their defaults.
+LOCK: Dict[str, Check] = {
+    "ttl": _seconds,
+    "wait": _seconds,
+    "max_hold": _seconds,
+    "auto_renew": _flag,
+    "queue_timeout": _seconds,
+    "permits": _count,
+    "lock_delay": _seconds,
+    "take": _count,
+}
+LOCK_DEFAULTS: Dict[str, Any] = {"auto_renew": True, "permits": 1, "take": 1}
+
+#: A client's options.
+CLIENT: Dict[str, Check] = {
+    "key_prefix": _text,
+    "command_timeout": _seconds,
+    "instance_timeout": _seconds,
+    "tls_ca": _pem,
+    "tls_client_cert": _pem,
+    "tls_client_key": _pem,
+    "master_username": _text,
+    "master_password": _text,
+    "wait_for_replicas": _count,
+    "replica_timeout": _seconds,
+    "replica_shortfall": _shortfall,
+}
+
+#: The options of the other calls that take some.
+MULTI = {"ttl": _seconds, "wait": _seconds}
+ONCE = {"lock": _text, "ttl": _seconds, "wait": _seconds}
+REENTRANT = {"max_reentry": _count}
+
+
+def check(lock: Optional[str], options: Dict[str, Any], allowed: Dict[str, Check],
+          error: Type[Error] = InvalidArgument) -> Dict[str, Any]:
+    """``options`` if each is one of ``allowed`` and of its type (``None`` stands for the
+    default); else ``error`` naming the first that is not."""
+    for option, value in options.items():
+        verdict: Optional[str]
+        if option not in allowed:
+            verdict = f"is not an option here (the options: {', '.join(allowed)})"
+        elif value is None:
+            continue
+        else:
+            verdict = allowed[option](value)
+        if verdict is not None:
+            reason = f"{option} {verdict}"
+            if error is ConfigError:
+                raise ConfigError(f"invalid fencelock configuration: {reason}", reason=reason, option=option)
+            raise error(f"invalid argument for lock {lock!r}: {reason}", lock=lock, reason=reason, option=option)
+    return options
+
+
+def name(value: Any, what: str = "name") -> str:
+    """``value`` if it is a string, else :class:`fencelock.InvalidArgument`."""
+    if not isinstance(value, str):
+        reason = f"{what} must be a string, not {_shown(value)}"
+        raise InvalidArgument(f"invalid argument: {reason}", lock=None, reason=reason, option=what)
+    return value
+
+
+def lock_options(lock: str, options: Dict[str, Any]) -> Dict[str, Any]:
+    """A lock request's options, checked, with the defaults of those left out (or ``None``)."""
+    check(lock, options, LOCK)
+    given = {k: v for k, v in options.items() if v is not None}
+    return {**LOCK_DEFAULTS, **given}

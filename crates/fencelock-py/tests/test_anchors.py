@@ -1,0 +1,213 @@
+"""What users of redis-py and python-redis-lock reach for: closing a client (``close()``,
+``aclose()``, ``with``, ``async with``), ``threading.Lock``'s protocol, options checked by the
+package, and a lost lock's warning in ``logging``."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import time
+
+import pytest
+
+import fencelock
+import fencelock.aio
+
+
+def key_exists(server, name: str) -> bool:
+    """Whether Redis has lock ``name``'s key (read with redis-py, not with fencelock)."""
+    return bool(server.raw().exists(f"fencelock:{{{name}}}"))
+
+
+def test_close_releases_holds_ends_waits_and_refuses_later_calls(server, name):
+    client = fencelock.Client(server.url)
+    other = fencelock.Client(server.url)
+    guard = client.lock(name).acquire()
+    leadership = client.election(name + "/e").campaign("me")
+    assert key_exists(server, name)
+    contested = other.lock(name + "/w").acquire()
+    ended = []
+
+    def waiter() -> None:
+        try:
+            client.lock(name + "/w").acquire()
+        except BaseException as e:  # noqa: BLE001 (what the wait ended with)
+            ended.append(e)
+
+    thread = threading.Thread(target=waiter)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while other.inspect(name + "/w").waiting == 0:
+        assert time.monotonic() < deadline, "the wait never got in line"
+        time.sleep(0.02)
+    started = time.monotonic()
+    client.close()
+    thread.join(5)
+    assert not thread.is_alive(), "the wait did not end at close()"
+    assert time.monotonic() - started < 2.5
+    assert len(ended) == 1 and isinstance(ended[0], fencelock.ClientClosed), ended
+    assert isinstance(ended[0], fencelock.InvalidArgument) and ended[0].code == "invalid_argument"
+    assert "closed" in str(ended[0]) and ended[0].reason == "closed"
+    assert not key_exists(server, name), "the lock is still in Redis after close()"
+    assert not guard.is_held() and guard.lost_reason == "released"
+    assert not leadership.is_held()
+    assert other.inspect(name + "/w").waiting == 0
+    contested.release()
+    assert client.closed
+    with pytest.raises(fencelock.ClientClosed, match="closed"):
+        client.lock(name).acquire()
+    with pytest.raises(fencelock.ClientClosed):
+        client.inspect(name)
+    assert guard.release() is False  # a guard's own call still answers
+    client.close()  # twice: harmless
+
+
+def test_with_client_closes_it(server, name):
+    with fencelock.Client(server.url) as client:
+        guard = client.lock(name).acquire()
+        assert key_exists(server, name)
+    assert not key_exists(server, name)
+    assert not guard.is_held()
+    with pytest.raises(fencelock.ClientClosed):
+        client.lock(name).try_acquire()
+
+
+def test_aclose_and_async_with(server, name):
+    async def main() -> None:
+        other = fencelock.aio.Client(server.url)
+        held = await other.lock(name + "/w").acquire()
+        async with fencelock.aio.Client(server.url) as client:
+            guard = await client.lock(name).acquire()
+            assert key_exists(server, name)
+            waiting = asyncio.ensure_future(client.lock(name + "/w").acquire())
+            while (await other.inspect(name + "/w")).waiting == 0:
+                await asyncio.sleep(0.02)
+            await client.aclose()
+            with pytest.raises(fencelock.ClientClosed):
+                await asyncio.wait_for(waiting, 5)
+            assert not key_exists(server, name)
+            assert not guard.is_held()
+        with pytest.raises(fencelock.ClientClosed):
+            await client.inspect(name)
+        assert (await other.inspect(name + "/w")).waiting == 0
+        await held.release()
+
+    asyncio.run(main())
+
+
+def test_threading_lock_protocol(server, name):
+    client = fencelock.Client(server.url)
+    first = client.threading_lock(name, ttl=10.0)
+    second = client.threading_lock(name, ttl=10.0)
+    assert first.acquire() is True
+    assert first.owned() and first.locked() and second.locked()
+    fence = first.fence
+    assert isinstance(fence, int)
+    assert second.acquire(blocking=False) is False
+    started = time.monotonic()
+    assert second.acquire(timeout=0.3) is False
+    assert 0.25 <= time.monotonic() - started < 5
+    assert not second.owned() and second.fence is None
+    first.release()
+    assert not first.locked()
+    with pytest.raises(RuntimeError, match="unlocked"):
+        first.release()
+    with second as held:
+        assert held is second and second.fence > fence
+        later = second.fence
+    with pytest.raises(ValueError):
+        first.acquire(blocking=False, timeout=1)
+    with pytest.raises(ValueError):
+        first.acquire(timeout=-5)
+    assert first.acquire(timeout=1) is True and first.fence > later
+    first.extend(60.0)
+    assert first._guard.remaining() > 50
+    # Lost meanwhile: the release says so.
+    server.raw().delete(f"fencelock:{{{name}}}")
+    with pytest.raises(fencelock.NotHeld):
+        first.extend(10.0)
+    with pytest.raises(fencelock.NotHeld):
+        first.release()
+
+
+def test_threading_lock_serves_threads_as_a_lock_object(server, name):
+    lock = fencelock.Client(server.url).threading_lock(name)
+    inside = []
+    overlaps = []
+
+    def worker() -> None:
+        for _ in range(5):
+            with lock:
+                inside.append(1)
+                if len(inside) > 1:
+                    overlaps.append(1)
+                time.sleep(0.001)
+                inside.pop()
+
+    threads = [threading.Thread(target=worker) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert overlaps == []
+
+
+BAD_OPTIONS = [
+    (lambda c, n: c.lock(n, ttl="10s"), "ttl"),
+    (lambda c, n: c.lock(n, wait=[1]), "wait"),
+    (lambda c, n: c.lock(n, auto_renew="no"), "auto_renew"),
+    (lambda c, n: c.lock(n, max_hold=True), "max_hold"),
+    (lambda c, n: c.fair_lock(n, queue_timeout="1"), "queue_timeout"),
+    (lambda c, n: c.fair_lock(n, timeout=1), "timeout"),
+    (lambda c, n: c.semaphore(n, "3"), "permits"),
+    (lambda c, n: c.semaphore(n, 3, take=1.5), "take"),
+    (lambda c, n: c.multi_lock([n], wait="1"), "wait"),
+    (lambda c, n: c.once(n, ttl="1"), "ttl"),
+    (lambda c, n: c.reentrant_lock(n, max_reentry="2"), "max_reentry"),
+    (lambda c, n: c.election(n).campaign("v", wait="1"), "wait"),
+    (lambda c, n: c.threading_lock(n, ttl="1"), "ttl"),
+]
+
+
+@pytest.mark.parametrize("call,option", BAD_OPTIONS)
+def test_options_of_the_wrong_type_are_invalid_argument(server, name, call, option):
+    client = fencelock.Client(server.url)
+    with pytest.raises(fencelock.InvalidArgument) as raised:
+        call(client, name)
+    error = raised.value
+    assert not isinstance(error, TypeError)
+    assert error.option == option and error.lock == name
+    assert option in str(error) and name in str(error)
+    assert "Spec" not in str(error)
+
+
+def test_client_options_of_the_wrong_type_are_config_errors(server):
+    with pytest.raises(fencelock.ConfigError, match="command_timeout") as raised:
+        fencelock.Client(server.url, command_timeout="1s")
+    assert raised.value.option == "command_timeout"
+    with pytest.raises(fencelock.ConfigError, match="replica_shortfall"):
+        fencelock.aio.Client(server.url, replica_shortfall="ignore")
+    with pytest.raises(fencelock.InvalidArgument, match="name"):
+        fencelock.Client(server.url).lock(42)
+
+
+def test_a_lost_lock_is_a_warning_in_logging_naming_it(server, name, caplog):
+    client = fencelock.Client(server.url)
+    with caplog.at_level(logging.WARNING, logger="fencelock"):
+        guard = client.lock(name, ttl=0.3, auto_renew=False).acquire()
+        assert guard.lost.wait(5)
+        deadline = time.monotonic() + 5
+        while not any(name in r.getMessage() and r.levelno == logging.WARNING for r in caplog.records):
+            assert time.monotonic() < deadline, [r.getMessage() for r in caplog.records]
+            client.inspect(name)  # a call: the queued records are logged
+            time.sleep(0.05)
+
+
+def test_a_with_block_whose_lock_the_close_released_says_so(server, name):
+    client = fencelock.Client(server.url)
+    with pytest.raises(fencelock.NotHeld) as raised:
+        with client.lock(name):
+            client.close()
+    assert raised.value.reason == "released"
+    assert not key_exists(server, name)
