@@ -91,9 +91,7 @@ impl ReleaseOutcome {
     pub fn into_result(self) -> crate::Result<()> {
         match self {
             ReleaseOutcome::Released => Ok(()),
-            ReleaseOutcome::NotHeld { lock, reason } => {
-                Err(crate::Error::NotHeld { lock, reason })
-            }
+            ReleaseOutcome::NotHeld { lock, reason } => Err(crate::Error::NotHeld { lock, reason }),
         }
     }
 }
