@@ -36,14 +36,4 @@ function convert (error) {
   return converted
 }
 
-/** The `not_held` error for a hold that ended (`[code, message]` from the addon). */
-function notHeld (lock, lost, what = 'lock') {
-  const [reason, text] = lost ?? ['not_owner', 'it was no longer held']
-  return new FencelockError(`${what} ${JSON.stringify(lock)} is no longer held: ${text}`, {
-    code: 'not_held',
-    lock,
-    reason
-  })
-}
-
-module.exports = { FencelockError, convert, notHeld }
+module.exports = { FencelockError, convert }

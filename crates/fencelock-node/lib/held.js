@@ -72,9 +72,23 @@ class Held {
    * Gives it back (a release, a resignation): `true` if it was still held. The signal has
    * aborted by the time it resolves (the native side's own notice comes a tick later, if at all).
    */
-  async _giveBack () {
+  _giveBack () {
+    return this.#ending(this.#native.release ? this.#native.release() : this.#native.resign())
+  }
+
+  /**
+   * @internal Gives it back at the end of a block whose work succeeded: rejects `not_held`
+   * (with the reason the release found) if it was lost meanwhile, as the addon decides for
+   * every package. The signal has aborted by the time it settles.
+   */
+  _endBlock () {
+    return this.#ending(this.#native.endBlock())
+  }
+
+  /** Awaits a give-back, then aborts the signal (if made) with the hold's end. */
+  async #ending (promise) {
     try {
-      return await run(this.#native.release ? this.#native.release() : this.#native.resign())
+      return await run(promise)
     } finally {
       const now = this.#native.lostNow()
       if (this.#abort !== null && now !== null) this.#abort(now[now.length - 2], now[now.length - 1])

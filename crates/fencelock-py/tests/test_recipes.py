@@ -61,8 +61,9 @@ def test_weighted_permits(server, name):
     two.release()
     with pytest.raises(fencelock.InvalidArgument):
         client.semaphore(name, 5, take=6).acquire()
-    with pytest.raises(fencelock.InvalidArgument):
-        fencelock._api.spec("lock", name, take=2)
+    # Permits of a lock that has none: the library's own check, when it is acquired.
+    with pytest.raises(fencelock.InvalidArgument, match="semaphore"):
+        client._request(fencelock._api.spec("lock", name, take=2)).acquire()
 
 
 def test_once_runs_the_work_once_and_again_after_a_failure(server, name):
