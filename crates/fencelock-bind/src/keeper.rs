@@ -13,8 +13,8 @@ use tokio::runtime::Handle;
 
 use crate::held::{EndAtExit, Task};
 
-/// How long a process's end, and a cancelled call, wait for what they leave to the background
-/// (a waiter leaving its place in line, a release).
+/// How long a process's end waits for what is left to the background (a waiter leaving its
+/// place in line, a release), and a cancelled call for its own give-back.
 pub const FLUSH: Duration = Duration::from_secs(2);
 
 /// The runtime a package runs the library on, to build (with `enable_all` and any hook of its
@@ -138,14 +138,6 @@ impl Keeper {
             theirs &= client.wait_idle(left).await;
         }
         ours && theirs
-    }
-
-    /// Waits, at most `limit`, until the background work of the package and of every client
-    /// still in use is done (what a cancelled call hands over: a place in line to leave);
-    /// whether it is.
-    pub fn settled(&self, limit: Duration) -> impl Future<Output = bool> + Send + '_ {
-        let clients = self.live_clients();
-        async move { self.idle(&clients, limit).await }
     }
 
     /// The clients still in use.

@@ -465,13 +465,8 @@ where
     Fut: Future<Output = Box<dyn Outcome>> + Send + 'static,
 {
     let process = Process::get(py)?;
-    let context = process.context(client.clone());
-    Ok(Operation::start(
-        &process,
-        Some(client),
-        cancel,
-        call(context),
-    ))
+    let context = process.context(client);
+    Ok(Operation::start(&process, cancel, call(context)))
 }
 
 /// A finished acquisition.

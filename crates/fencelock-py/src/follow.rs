@@ -42,7 +42,7 @@ where
             PyRuntimeError::new_err("this was made by this process's parent before it forked")
         })?;
         let next = stream.next(limit);
-        Ok(Operation::start(process, None, Cancel::Abort, async move {
+        Ok(Operation::start(process, Cancel::Abort, async move {
             let answer = convert(next.await);
             Box::new(Answer(move |py: Python<'_>| answer.into_py_any(py))) as Box<dyn Outcome>
         }))

@@ -23,8 +23,7 @@ pub fn start<T: GiveBack>(
     cancel: Cancel,
     call: impl Future<Output = Box<dyn Outcome>> + Send + 'static,
 ) -> Operation {
-    let context = kept.context();
-    Operation::start(&context.home, Some(context.client.clone()), cancel, call)
+    Operation::start(&kept.context().home, cancel, call)
 }
 
 /// Starts `call` as an operation of the hold's client, answering its result (the library's

@@ -171,12 +171,6 @@ impl Process {
         self.keeper.forget_held(id);
     }
 
-    /// Waits, at most `limit`, until the background work of the package and of `clients` is
-    /// done.
-    pub async fn idle(&self, clients: &[Arc<fencelock::Client>], limit: Duration) -> bool {
-        self.keeper.idle(clients, limit).await
-    }
-
     /// The interpreter's exit: ends what is still held, then waits for the background work,
     /// all within [`FLUSH`].
     fn shut_down(&self, py: Python<'_>) {

@@ -83,6 +83,7 @@
 )]
 
 pub mod admin;
+mod background;
 mod backoff;
 mod client;
 mod connection;
@@ -108,6 +109,7 @@ mod token;
 
 pub mod blocking;
 
+pub use background::Cleanup;
 pub use client::{Client, ClientBuilder, DEFAULT_COMMAND_TIMEOUT, DEFAULT_PREFIX};
 pub use engine::{
     DEFAULT_QUEUE_TIMEOUT, DEFAULT_TTL, LockGuard, LockRequest, MAX_LABEL_LEN, MAX_TTL,

@@ -316,12 +316,7 @@ impl LockGuard {
         let shared = &self.shared;
         let sent = shared.watchdog.release(
             renewal_id,
-            Abandoned {
-                hold: self.hold.clone(),
-                fence: Some(self.fence),
-                only,
-                running: shared.instances.running(),
-            },
+            Abandoned::new(self.hold.clone(), Some(self.fence), only, &shared.instances),
         );
         if !sent {
             tracing::debug!(lock = %self.hold.name, "client is gone; the lease will run out on its own");
