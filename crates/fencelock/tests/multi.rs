@@ -236,6 +236,15 @@ async fn a_release_says_what_it_found() {
     let redis = server();
     let a = common::client(&redis.url());
     let ok = |r: fencelock::Result<ReleaseOutcome>| r.unwrap_or_else(|e| panic!("{e}"));
+    let delete = |name: &str| {
+        redis
+            .cmd(&["DEL", &format!("fencelock:{{{name}}}")])
+            .unwrap_or_else(|e| panic!("{e}"));
+    };
+    let not_owner = |lock: &str| ReleaseOutcome::NotHeld {
+        lock: lock.to_owned(),
+        reason: LostReason::NotOwner,
+    };
     let held = a
         .lock("outcome/held")
         .acquire()
@@ -248,15 +257,9 @@ async fn a_release_says_what_it_found() {
         .acquire()
         .await
         .unwrap_or_else(|e| panic!("{e}"));
-    redis
-        .cmd(&["DEL", "fencelock:{outcome/deleted}"])
-        .unwrap_or_else(|e| panic!("{e}"));
+    delete("outcome/deleted");
     let outcome = ok(deleted.release_outcome().await);
-    let expected = ReleaseOutcome::NotHeld {
-        lock: "outcome/deleted".into(),
-        reason: LostReason::NotOwner,
-    };
-    assert_eq!(outcome, expected);
+    assert_eq!(outcome, not_owner("outcome/deleted"));
     assert!(matches!(
         outcome.into_result(),
         Err(Error::NotHeld {
@@ -292,15 +295,8 @@ async fn a_release_says_what_it_found() {
         .unwrap_or_else(|e| panic!("{e}"));
     let lost = both.lost_signal();
     assert!(lost.is_held() && lost.reason().is_none());
-    redis
-        .cmd(&["DEL", "fencelock:{outcome/2}"])
-        .unwrap_or_else(|e| panic!("{e}"));
-    let outcome = ok(both.release_outcome().await);
-    let expected = ReleaseOutcome::NotHeld {
-        lock: "outcome/2".into(),
-        reason: LostReason::NotOwner,
-    };
-    assert_eq!(outcome, expected);
+    delete("outcome/2");
+    assert_eq!(ok(both.release_outcome().await), not_owner("outcome/2"));
     assert_eq!(
         lost.reason(),
         Some(("outcome/2".to_owned(), LostReason::NotOwner))
