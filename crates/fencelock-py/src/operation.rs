@@ -5,7 +5,8 @@
 //! leadership resigned. A cancelled call's clean-up (the place in line it leaves, the result it
 //! undoes: its own give-back, counted in its [`Cleanup`], not the rest of the process's
 //! background work) is itself an operation, which the caller waits for, at most [`FLUSH`]. A
-//! call that waits (a lock, a read) is stopped when the interpreter exits, as in Node.js.
+//! call that waits (a lock, a read) is stopped when the interpreter exits, as in Node.js (its
+//! caller is not woken then).
 
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
@@ -14,7 +15,6 @@ use fencelock::Cleanup;
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 
-use crate::errors::python_error;
 use crate::process::{FLUSH, Owned, Process, Task};
 
 /// How often a blocking wait on the main thread takes the GIL back to let Python run its signal
@@ -94,8 +94,7 @@ pub struct Operation {
 
 impl Operation {
     /// Starts `call` on `process`'s runtime. One that is cancelled with [`Cancel::Abort`] is
-    /// also stopped when the interpreter exits (with a `fencelock.Error` whose code is
-    /// `cancelled`).
+    /// also stopped when the interpreter exits (nothing answers it then).
     pub fn start<F>(process: &Arc<Process>, cancel: Cancel, call: F) -> Operation
     where
         F: Future<Output = Box<dyn Outcome>> + Send + 'static,
@@ -128,7 +127,12 @@ impl Operation {
                     };
                     // Counted until the call's future is gone.
                     drop(running);
-                    outcome.unwrap_or_else(ended)
+                    // Stopped by exit: its future is dropped (a waiter leaves its place), and
+                    // nobody is woken. A thread woken now would take the GIL back while the
+                    // interpreter finalizes, which ends that thread by unwinding it through
+                    // this native frame (an abort).
+                    let Some(outcome) = outcome else { return };
+                    outcome
                 }
             };
             finish(&finished, outcome);
@@ -399,15 +403,4 @@ impl Drop for Operation {
             state.process.background(undo);
         }
     }
-}
-
-/// The outcome of a wait that exit stopped.
-fn ended() -> Box<dyn Outcome> {
-    Box::new(Answer(|_: Python<'_>| {
-        Err(python_error(
-            "Error",
-            "fencelock stopped this call: the interpreter is exiting".to_owned(),
-            &[("code", Some("cancelled")), ("lock", None)],
-        ))
-    }))
 }
