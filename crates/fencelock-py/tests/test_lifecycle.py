@@ -26,6 +26,28 @@ def place_count(server, name: str) -> int:
     return server.raw().zcard(f"fencelock:{{{name}}}:waiters")
 
 
+def in_line(child: subprocess.Popen, server, name: str) -> None:
+    """Waits until `child` says it is waiting and its place is in lock `name`'s line."""
+    assert child.stdout.readline().strip() == "waiting"
+    deadline = time.monotonic() + 20
+    while place_count(server, name) == 0:
+        assert time.monotonic() < deadline, "the waiter never took its place"
+        time.sleep(0.01)
+
+
+def ended_in_line(script: str, server, name: str, end) -> None:
+    """Runs `script` until it waits in lock `name`'s line, has `end(child)` end it, and checks
+    that it exits with 0."""
+    waiter = python(script, server.url, name, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        in_line(waiter, server, name)
+        end(waiter)
+        assert waiter.wait(10) == 0
+    finally:
+        waiter.kill()
+        waiter.wait()
+
+
 def python(script: str, *args: str, **popen) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-c", textwrap.dedent(script), *args], text=True, **popen)
 
@@ -74,19 +96,12 @@ INTERRUPTED = """
 def test_ctrl_c_leaves_the_line_before_it_raises(server, name):
     client = fencelock.Client(server.url)
     holder = client.lock(name, ttl=30.0).acquire()
-    waiter = python(INTERRUPTED, server.url, name, stdout=subprocess.PIPE)
-    try:
-        assert waiter.stdout.readline().strip() == "waiting"
-        deadline = time.monotonic() + 20
-        while place_count(server, name) == 0:
-            assert time.monotonic() < deadline, "the waiter never took its place"
-            time.sleep(0.01)
+
+    def interrupt(waiter: subprocess.Popen) -> None:
         os.kill(waiter.pid, signal.SIGINT)
         assert waiter.stdout.readline().strip() == "interrupted"
-        assert waiter.wait(10) == 0
-    finally:
-        waiter.kill()
-        waiter.wait()
+
+    ended_in_line(INTERRUPTED, server, name, interrupt)
     # The place was left before KeyboardInterrupt reached the script, which then ended without
     # anything in the background: the release does not pass the lock to a ghost.
     assert place_count(server, name) == 0
@@ -107,19 +122,12 @@ EXIT_WAITING = """
 def test_an_exit_ends_the_waits_still_running(server, name):
     client = fencelock.Client(server.url)
     holder = client.lock(name, ttl=30.0).acquire()
-    waiter = python(EXIT_WAITING, server.url, name, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-    try:
-        assert waiter.stdout.readline().strip() == "waiting"
-        deadline = time.monotonic() + 20
-        while place_count(server, name) == 0:
-            assert time.monotonic() < deadline, "the waiter never took its place"
-            time.sleep(0.01)
+
+    def leave(waiter: subprocess.Popen) -> None:
         waiter.stdin.write("exit\n")
         waiter.stdin.flush()
-        assert waiter.wait(10) == 0
-    finally:
-        waiter.kill()
-        waiter.wait()
+
+    ended_in_line(EXIT_WAITING, server, name, leave)
     # The exit stopped the wait of a thread it does not join: its place was left.
     assert place_count(server, name) == 0
     assert holder.release() is True
@@ -341,11 +349,7 @@ def test_a_killed_waiter_passed_the_lock_costs_the_claim_only(server, name):
         stdout=subprocess.PIPE,
     )
     try:
-        assert dead.stdout.readline().strip() == "waiting"
-        deadline = time.monotonic() + 20
-        while place_count(server, name) == 0:
-            assert time.monotonic() < deadline, "the waiter never took its place"
-            time.sleep(0.01)
+        in_line(dead, server, name)
         os.kill(dead.pid, signal.SIGKILL)
         dead.wait()
     finally:
