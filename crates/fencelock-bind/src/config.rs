@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use fencelock::{ClientBuilder, Shortfall, WaitPolicy};
+use fencelock::{ClientBuilder, Shortfall};
 
 /// Where the servers are.
 #[derive(Clone, Debug)]
@@ -167,15 +167,5 @@ impl Connection {
             builder = builder.wait_for_replicas(r.replicas, r.timeout, r.shortfall);
         }
         Ok(builder)
-    }
-}
-
-/// A wait as the packages give it: `None` as long as it takes, zero not at all, else up to
-/// that long.
-pub fn wait_policy(wait: Option<Duration>) -> WaitPolicy {
-    match wait {
-        None => WaitPolicy::Forever,
-        Some(d) if d.is_zero() => WaitPolicy::NoWait,
-        Some(d) => WaitPolicy::UpTo(d),
     }
 }

@@ -1,6 +1,9 @@
 //! What fencelock's language packages (Python, Node.js) share, whatever the language: how a
 //! client is described ([`config`]), how a lock request is ([`spec`]), the fields each error
-//! carries ([`fields`]), and the holds a process gives back when it ends ([`held`], [`keeper`]).
+//! carries ([`fields`]), each hold's lifecycle ([`holds`]: a lock, a leadership, several locks,
+//! a run-once) kept for the language ([`kept`], [`held`]), the keeper of a process's background
+//! work and of what it gives back when it ends ([`keeper`]), and a stream followed one item at
+//! a time ([`follow`]).
 //!
 //! A package's native side converts its language's values to these and back; what a value
 //! means, and what is checked, is decided here once. Durations are [`Duration`]s here: each
@@ -11,8 +14,11 @@
 
 pub mod config;
 pub mod fields;
+pub mod follow;
 pub mod held;
+pub mod holds;
 pub mod keeper;
+pub mod kept;
 pub mod spec;
 
 /// The version of the wire protocol the packages speak (PROTOCOL.md).

@@ -5,8 +5,6 @@ use std::time::Duration;
 
 use fencelock::{LockRequest, WaitPolicy};
 
-use crate::config::wait_policy;
-
 /// The kinds a package names (`reentrant` is acquired through its handle).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
@@ -77,22 +75,18 @@ pub struct Spec {
 impl Spec {
     /// The request for lock `name` of `kind` (as [`Kind::from_name`] reads it).
     ///
+    /// Permits taken from a lock that has none (`take` other than 1 for another kind than a
+    /// semaphore) are refused by the library, when the request is acquired.
+    ///
     /// # Errors
     ///
-    /// The reason, for an unknown kind or permits taken from a lock that has none (the
-    /// caller's `InvalidArgument` for lock `name`).
+    /// The reason, for an unknown kind (the caller's `InvalidArgument` for lock `name`).
     pub fn new(kind: &str, name: String, options: Options) -> Result<Spec, String> {
         let kind = Kind::from_name(kind).ok_or_else(|| format!("unknown lock kind {kind:?}"))?;
-        if options.take != 1 && kind != Kind::Semaphore {
-            return Err(format!(
-                "take={} is for a semaphore's permits; this lock has none",
-                options.take
-            ));
-        }
         Ok(Spec {
             kind,
             name,
-            wait: wait_policy(options.wait),
+            wait: WaitPolicy::from(options.wait),
             options,
         })
     }
@@ -117,9 +111,7 @@ impl Spec {
         let request = match self.kind {
             Kind::Lock => client.lock(name),
             Kind::Fair => client.fair_lock(name),
-            Kind::Semaphore => client
-                .semaphore(name, self.options.permits)
-                .take(self.options.take),
+            Kind::Semaphore => client.semaphore(name, self.options.permits),
             Kind::Read => client.read_write_lock(name).read(),
             Kind::Write => client.read_write_lock(name).write(),
             Kind::Reentrant => return None,
@@ -131,6 +123,10 @@ impl Spec {
     pub fn configure(&self, request: LockRequest) -> LockRequest {
         let options = &self.options;
         let mut request = request.auto_renew(options.auto_renew);
+        if options.take != 1 {
+            // The library refuses it for a kind without permits.
+            request = request.take(options.take);
+        }
         if let Some(ttl) = options.ttl {
             request = request.ttl(ttl);
         }

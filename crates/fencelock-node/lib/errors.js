@@ -92,16 +92,6 @@ function convert (error) {
   return fencelockError(error.message, fields)
 }
 
-/** The `not_held` error for a hold that ended (`[code, message]` from the addon). */
-function notHeld (lock, lost, what = 'lock') {
-  const [reason, text] = lost ?? ['not_owner', 'it was no longer held']
-  return fencelockError(`${what} ${JSON.stringify(lock)} is no longer held: ${text}`, {
-    code: 'not_held',
-    lock,
-    reason
-  })
-}
-
 /** The `invalid_argument` error for option `option` of the call about `lock`. */
 function invalidOption (lock, option, why) {
   const about = lock === null || lock === undefined ? '' : ` for lock ${JSON.stringify(lock)}`
@@ -113,4 +103,4 @@ function invalidOption (lock, option, why) {
   })
 }
 
-module.exports = { FencelockError, ClientClosedError, classes, convert, fencelockError, notHeld, invalidOption }
+module.exports = { FencelockError, ClientClosedError, classes, convert, fencelockError, invalidOption }

@@ -111,25 +111,41 @@ class Held {
    */
   _giveBack () {
     const native = this.#native
-    // Given back: nothing left for the client's close() (a multi-lock guard with one name lost
-    // stays there until then, its other names still held), nothing kept alive, and a signal
-    // (if one was made) aborted first if the hold had been lost.
+    return this.#ending(() => native.release ? native.release() : native.resign())
+  }
+
+  /**
+   * @internal Gives it back at the end of a block whose work succeeded: rejects `not_held`
+   * (with the reason the release found) if it was lost meanwhile, as the addon decides for
+   * every package. The signal has aborted by the time it settles.
+   */
+  _endBlock () {
+    const native = this.#native
+    return this.#ending(() => native.endBlock())
+  }
+
+  /**
+   * `start()` (a give-back), in one Promise step: then nothing is left for the client's close()
+   * (a multi-lock guard with one name lost stays there until then, its other names still held),
+   * nothing kept alive, and a signal (if one was made) aborted first if the hold had been lost.
+   */
+  #ending (start) {
     const ended = () => {
       if (this.#ref !== null) {
         this.#scope.forget(this.#ref)
         this.#ref = null
       }
       if (this.#controller !== null) {
-        const now = native.lostNow()
+        const now = this.#native.lostNow()
         if (now !== null) this.#end(now)
       }
       this.#over()
     }
     return call(
-      () => native.release ? native.release() : native.resign(),
-      (held) => {
+      start,
+      (value) => {
         ended()
-        return held
+        return value
       },
       ended
     )

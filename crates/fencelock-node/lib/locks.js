@@ -3,7 +3,7 @@
 // lock's sides, a reentrant lock's handle) and the guard it gives.
 
 const native = require('./native')
-const { ClientClosedError, convert, notHeld } = require('./errors')
+const { ClientClosedError, convert } = require('./errors')
 const { Held } = require('./held')
 const { checkOptions, checkName, LOCK } = require('./options')
 const { run, sync, cancellable } = require('./run')
@@ -64,9 +64,7 @@ async function holding (guard, fn) {
     await guard.release().catch(() => {})
     throw error
   }
-  const lost = guard._native.lostNow()
-  const held = await guard.release()
-  if (!held) throw notHeld(guard.name, lost, 'lock')
+  await guard._endBlock()
   return value
 }
 

@@ -1,7 +1,6 @@
 'use strict'
 // The recipes: several locks at once (all or none) and work done once across the fleet.
 
-const { notHeld } = require('./errors')
 const { Held } = require('./held')
 const { run, cancellable } = require('./run')
 const { checkOptions, checkName } = require('./options')
@@ -68,9 +67,7 @@ class MultiLockRequest {
       await guard.release().catch(() => {})
       throw error
     }
-    const lost = guard._native.lostNow()
-    const held = await guard.release()
-    if (!held) throw notHeld(lost ? lost[0] : guard.names[0], lost ? lost.slice(1) : null)
+    await guard._endBlock()
     return value
   }
 }

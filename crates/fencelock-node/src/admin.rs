@@ -2,10 +2,8 @@
 //! and a watch of a lock's releases; and [`Follow`], a stream of the library's followed one
 //! item at a time (the releases here, an election's observations).
 
-use std::sync::Arc;
-
 use fencelock::admin::{Holder, LockInfo, Release, Waiter};
-use futures_util::{Stream, StreamExt};
+use futures_util::Stream;
 use napi::bindgen_prelude::{PromiseRaw, ToNapiValue};
 use napi::{Env, Result};
 use napi_derive::napi;
@@ -116,10 +114,8 @@ pub fn listing(listing: fencelock::admin::Listing) -> ListingValue {
     }
 }
 
-/// A stream followed one item at a time.
-pub struct Follow<S> {
-    stream: Arc<tokio::sync::Mutex<S>>,
-}
+/// A stream followed one item at a time (`fencelock_bind::follow`), each wait a Promise.
+pub struct Follow<S>(fencelock_bind::follow::Follow<S>);
 
 impl<S> Follow<S>
 where
@@ -127,9 +123,7 @@ where
     S::Item: Send,
 {
     pub fn new(stream: S) -> Self {
-        Follow {
-            stream: Arc::new(tokio::sync::Mutex::new(stream)),
-        }
+        Follow(fencelock_bind::follow::Follow::new(stream))
     }
 
     /// `convert(item)` of the next item, waiting at most `timeout` milliseconds (`None`: as
@@ -146,21 +140,10 @@ where
         C: FnOnce(S::Item) -> V + Send + 'static,
     {
         let limit = millis_opt("", "timeout", timeout).map_err(|f| f.into_js(env))?;
-        let stream = self.stream.clone();
-        let work = async move {
-            let mut stream = stream.lock().await;
-            match limit {
-                Some(limit) => tokio::time::timeout(limit, stream.next())
-                    .await
-                    .ok()
-                    .flatten(),
-                None => stream.next().await,
-            }
-        };
         call(
             env,
             Stop::AtEnd(cancel),
-            work,
+            self.0.next(limit),
             move |_, next| Ok::<_, Failure>(next.map(convert)),
             |_| None,
         )

@@ -4,10 +4,12 @@
 //! dropped (the library's calls are cancel-safe: a waiter leaves its place in line), and a
 //! result that was on its way when the cancellation came is undone there, in one place (a lock
 //! granted to a cancelled request is released). The Promise then rejects with the `cancelled`
-//! code, which the JavaScript side turns into the signal's reason.
+//! code, which the JavaScript side turns into the signal's reason, once the call's own give-back
+//! (counted in its [`Cleanup`]) is done: not the rest of the thread's background work.
 
 use std::future::Future;
 
+use fencelock::Cleanup;
 use fencelock_bind::held::Task;
 use fencelock_bind::keeper::FLUSH;
 use napi::bindgen_prelude::{PromiseRaw, ToNapiValue};
@@ -85,7 +87,8 @@ where
         ),
     };
     let mut waiting = token.clone();
-    let settling = keeper.clone();
+    let cleanup = Cleanup::new();
+    let work = cleanup.scope(work);
     let running = async move {
         let Some(mut running) = running else {
             return Ok(Some(work.await));
@@ -108,10 +111,10 @@ where
         // Counted until the work future is gone.
         drop(running);
         if aborted {
-            // The dropped call handed what it had to its client's background work (its place
-            // in line to leave, a grant to give back): done before the Promise rejects, at
-            // most `FLUSH`.
-            settling.settled(FLUSH).await;
+            // The dropped call handed what it had to the background (its place in line to
+            // leave, a grant to give back): its own give-back is done before the Promise
+            // rejects, at most `FLUSH`.
+            cleanup.done(FLUSH).await;
         }
         Ok::<_, napi::Error>(outcome)
     };

@@ -6,7 +6,6 @@ use std::sync::Arc;
 use fencelock::{LockGuard, LockRequest, ReentrantLock};
 use fencelock_bind::config::{Connection, Deployment, Options, Pem, Replicas, Secret};
 use fencelock_bind::held::GiveBack;
-use fencelock_bind::keeper::Keeper;
 use napi::bindgen_prelude::{BigInt, Buffer, Either, PromiseRaw, within_runtime_if_available};
 use napi::{Env, Result};
 use napi_derive::napi;
@@ -14,7 +13,7 @@ use napi_derive::napi;
 use crate::admin::{self, ListingValue, LockInfoValue, Releases};
 use crate::cancel::{Cancel, Stop, answer, call};
 use crate::election::{self, LeaderValue, Leadership, Observer};
-use crate::env::keeper;
+use crate::env::{Context, context, keeper};
 use crate::errors::{Failure, millis_opt};
 use crate::fenced::{self, Write};
 use crate::guard::Guard;
@@ -36,13 +35,6 @@ pub struct ClientOptions {
     pub wait_for_replicas: Option<u32>,
     pub replica_timeout: Option<f64>,
     pub replica_shortfall: Option<String>,
-}
-
-/// What a guard, a leadership or a run needs of the thread and the client that made it.
-#[derive(Clone)]
-pub struct Context {
-    pub keeper: Arc<Keeper>,
-    pub client: Arc<fencelock::Client>,
 }
 
 /// A fencelock client. It connects on first use.
@@ -289,7 +281,7 @@ impl Client {
             Stop::AtEnd(cancel),
             once.begin(),
             move |_, result| Ok(recipes::begun(result?, context)),
-            recipes::undo_begun,
+            fencelock_bind::holds::undo_begun,
         )
     }
 
@@ -384,10 +376,7 @@ impl Client {
     }
 
     fn context(&self, env: &Env) -> Result<Context> {
-        Ok(Context {
-            keeper: keeper(env)?,
-            client: self.client.clone(),
-        })
+        context(env, self.client.clone())
     }
 }
 
@@ -479,11 +468,13 @@ impl Reentrant {
         };
         let spec = args.spec().map_err(|f| f.into_js(env))?;
         let request = spec.configure(self.handle.request());
-        let context = Context {
-            keeper: keeper(env)?,
-            client: self.client.clone(),
-        };
-        acquire(env, context, request, try_only, cancel)
+        acquire(
+            env,
+            context(env, self.client.clone())?,
+            request,
+            try_only,
+            cancel,
+        )
     }
 }
 
@@ -509,7 +500,7 @@ fn acquire<'env>(
         move |_, result: fencelock::Result<Option<LockGuard>>| {
             Ok(result?.map(|guard| Guard::new(guard, context)))
         },
-        |result| result.ok().flatten().map(GiveBack::give_back),
+        fencelock_bind::holds::undo,
     )
 }
 
@@ -522,5 +513,5 @@ fn lease_and_wait(
 ) -> std::result::Result<(Option<std::time::Duration>, fencelock::WaitPolicy), Failure> {
     let ttl = millis_opt(lock, "ttl", ttl)?;
     let wait = millis_opt(lock, "wait", wait)?;
-    Ok((ttl, fencelock_bind::config::wait_policy(wait)))
+    Ok((ttl, fencelock::WaitPolicy::from(wait)))
 }

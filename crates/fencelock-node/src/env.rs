@@ -14,6 +14,19 @@ use napi::bindgen_prelude::{block_on, within_runtime_if_available};
 use napi::{Env, Result};
 use napi_derive::napi;
 
+/// What a guard, a leadership, a multi-lock guard or a run keeps of the thread and the client
+/// that made it.
+pub type Context = fencelock_bind::kept::Context<()>;
+
+/// What a hold made now with `client` keeps of this thread and of it.
+pub fn context(env: &Env, client: Arc<fencelock::Client>) -> Result<Context> {
+    Ok(Context {
+        keeper: keeper(env)?,
+        home: (),
+        client,
+    })
+}
+
 thread_local! {
     /// This thread's keeper, made with its first client.
     static KEEPER: RefCell<Option<Arc<Keeper>>> = const { RefCell::new(None) };

@@ -17,8 +17,6 @@ pub enum Failure {
     Invalid { lock: String, reason: String },
     /// A bad client configuration, found before the library saw it.
     Config(String),
-    /// The handle gave its lock back already (a release, a resignation).
-    GivenBack { lock: String },
     /// The call was cancelled (its `AbortSignal` aborted): the JavaScript side throws the
     /// signal's reason instead.
     Cancelled,
@@ -64,12 +62,6 @@ impl Failure {
                     "config",
                     None,
                     vec![("reason", Value::Text(reason))],
-                ),
-                Failure::GivenBack { lock } => (
-                    format!("lock {lock:?} is no longer held: it was released"),
-                    "not_held",
-                    Some(lock),
-                    vec![("reason", Value::Word("released"))],
                 ),
                 Failure::Cancelled => (
                     "the call was cancelled".to_owned(),

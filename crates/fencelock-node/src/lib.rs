@@ -29,23 +29,11 @@ mod spec;
 use napi_derive::napi;
 
 /// The runtime: the library only moves bytes and timers; JavaScript's thread is the other half
-/// of the work. Half the cores, at most four (`FENCELOCK_THREADS` overrides), as in Python.
+/// of the work (`fencelock_bind::keeper::runtime_builder`, as in Python).
 #[napi_derive::module_init]
 fn init() {
-    let threads = std::env::var("FENCELOCK_THREADS")
-        .ok()
-        .and_then(|v| v.parse::<usize>().ok())
-        .filter(|n| (1..=64).contains(n))
-        .unwrap_or_else(|| {
-            std::thread::available_parallelism().map_or(1, |n| (n.get() / 2).clamp(1, 4))
-        });
     // napi builds its default runtime if this one cannot be made.
-    if let Ok(runtime) = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(threads)
-        .thread_name("fencelock")
-        .enable_all()
-        .build()
-    {
+    if let Ok(runtime) = fencelock_bind::keeper::runtime_builder().build() {
         napi::bindgen_prelude::create_custom_tokio_runtime(runtime);
     }
     env::install_logging();

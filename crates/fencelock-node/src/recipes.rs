@@ -1,42 +1,28 @@
-//! The recipes for JavaScript: several locks at once (`MultiGuard`) and run-once (`OnceRun`,
-//! `OnceDone`).
+//! The recipes for JavaScript: several locks at once (`MultiGuard`, over `fencelock_bind`'s
+//! [`HeldMulti`]) and run-once (`OnceRun` over [`HeldRun`], `OnceDone`).
 
 use fencelock::multi::MultiGuard as RustMultiGuard;
-use fencelock::once::{Begun, OnceGuard};
-use fencelock::{LostReason, LostSignal};
-use fencelock_bind::held::{GiveBack, Task};
+use fencelock::once::Begun;
+use fencelock_bind::holds::{HeldMulti, HeldRun};
 use napi::bindgen_prelude::{Either, FnArgs, PromiseRaw};
 use napi::threadsafe_function::ThreadsafeFunctionCallMode;
 use napi::{Env, Result};
 use napi_derive::napi;
 
-use crate::client::Context;
 use crate::election::epoch_ms;
-use crate::errors::Failure;
-use crate::held::{Kept, LostCallback};
+use crate::env::Context;
+use crate::held::{self, LostCallback};
 
 /// Several locks held together.
 #[napi]
 pub struct MultiGuard {
-    /// `(name, fence)` in the order the names were given.
-    fences: Vec<(String, u64)>,
-    kept: Kept<RustMultiGuard>,
-    /// Each name's lost signal.
-    lost: Vec<(String, LostSignal)>,
+    held: HeldMulti<()>,
 }
 
 impl MultiGuard {
     pub fn new(guard: RustMultiGuard, context: Context) -> Self {
-        let fences = guard.fences().map(|(n, f)| (n.to_owned(), f)).collect();
-        let lost = guard
-            .guards()
-            .iter()
-            .map(|g| (g.name().to_owned(), g.lost()))
-            .collect();
         MultiGuard {
-            fences,
-            kept: Kept::new(guard, context.keeper),
-            lost,
+            held: HeldMulti::new(guard, context),
         }
     }
 }
@@ -46,59 +32,47 @@ impl MultiGuard {
     /// `[name, fence]` for each name, in the order given.
     #[napi(ts_return_type = "Array<[string, bigint]>")]
     pub fn fences(&self) -> Vec<(String, u64)> {
-        self.fences.clone()
+        self.held.fences().to_vec()
     }
 
     /// Whether every name is still held, as far as this process can tell now.
     #[napi]
     pub fn is_held(&self) -> bool {
-        self.lost.iter().all(|(_, l)| !l.is_lost())
+        self.held.is_held()
     }
 
     /// `[name, code, message]` of a name lost now (one lost rather than released, if any is),
     /// else `null`.
     #[napi(ts_return_type = "[string, string, string] | null")]
     pub fn lost_now(&self) -> Option<Vec<String>> {
-        let mut found = None;
-        for (name, lost) in &self.lost {
-            if let Some(reason) = lost.reason() {
-                let is_release = reason == LostReason::Released;
-                if found.is_none() || !is_release {
-                    found = Some(vec![
-                        name.clone(),
-                        reason.code().to_owned(),
-                        reason.to_string(),
-                    ]);
-                }
-                if !is_release {
-                    break;
-                }
-            }
-        }
-        found
+        let (name, code, message) = self.held.lost_now()?;
+        Some(vec![name, code.to_owned(), message])
     }
 
     /// Calls `callback(code, message)` when any of the names is lost (or released).
     #[napi(ts_args_type = "callback: (code: string, message: string) => void")]
     pub fn on_lost(&self, callback: LostCallback) {
-        let signals = self.lost.clone();
-        let watch = async move {
-            let waits = signals
-                .into_iter()
-                .map(|(name, lost)| Box::pin(async move { (name, lost.wait().await) }));
-            let (name, reason) = futures_util::future::select_all(waits).await.0;
+        let lost = self.held.lost_wait();
+        held::spawn(self.held.kept(), async move {
+            let (name, reason) = lost.await;
             callback.call(
                 FnArgs::from((reason.code().to_owned(), format!("lock {name:?}: {reason}"))),
                 ThreadsafeFunctionCallMode::NonBlocking,
             );
-        };
-        self.kept.spawn(watch);
+        });
     }
 
     /// Releases every name: `true` if every one was still held.
     #[napi]
     pub fn release<'env>(&self, env: &'env Env) -> Result<PromiseRaw<'env, bool>> {
-        self.kept.finish(env)
+        held::release(env, self.held.kept())
+    }
+
+    /// Releases every name at the end of a block: rejects `not_held` (the name, and why) if
+    /// one was no longer held by then.
+    #[napi]
+    pub fn end_block<'env>(&self, env: &'env Env) -> Result<PromiseRaw<'env, ()>> {
+        held::end_block(env, self.held.kept())
     }
 }
 
@@ -112,16 +86,14 @@ pub struct OnceDone {
 /// The lock of a run-once that has the work to do.
 #[napi]
 pub struct OnceRun {
-    fence: u64,
-    kept: Kept<OnceGuard>,
+    held: HeldRun<()>,
 }
 
 /// The JavaScript value of a begun run-once.
 pub fn begun(begun: Begun, context: Context) -> Either<OnceRun, OnceDone> {
     match begun {
         Begun::Run(run) => Either::A(OnceRun {
-            fence: run.fence(),
-            kept: Kept::new(*run, context.keeper),
+            held: HeldRun::new(*run, context),
         }),
         Begun::AlreadyDone(done) => Either::B(OnceDone {
             fence: done.fence,
@@ -130,49 +102,24 @@ pub fn begun(begun: Begun, context: Context) -> Either<OnceRun, OnceDone> {
     }
 }
 
-/// Gives back a run's lock that nobody took.
-pub fn undo_begun(begun: fencelock::Result<Begun>) -> Option<Task> {
-    match begun {
-        Ok(Begun::Run(run)) => Some(run.give_back()),
-        _ => None,
-    }
-}
-
 #[napi]
 impl OnceRun {
     /// The run's fence: the record carries it.
     #[napi(getter)]
     pub fn fence(&self) -> u64 {
-        self.fence
+        self.held.fence()
     }
 
     /// Records the work as done and releases the lock (fails with `fenced` if this run lost its
     /// lock to a newer one: nothing recorded). `true` if it recorded.
     #[napi]
     pub fn done<'env>(&self, env: &'env Env) -> Result<PromiseRaw<'env, bool>> {
-        self.finish(env, true)
+        held::run(env, self.held.kept(), self.held.finish(true), |f| f)
     }
 
     /// Releases the lock without recording anything.
     #[napi]
     pub fn give_up<'env>(&self, env: &'env Env) -> Result<PromiseRaw<'env, bool>> {
-        self.finish(env, false)
-    }
-}
-
-impl OnceRun {
-    fn finish<'env>(&self, env: &'env Env, record: bool) -> Result<PromiseRaw<'env, bool>> {
-        self.kept.run(
-            env,
-            move |hold| async move {
-                let run = hold.slot().write().await.take();
-                match run {
-                    Some(run) if record => run.done().await.map(|()| true).map_err(Failure::Lock),
-                    Some(run) => run.give_up().await.map(|()| true).map_err(Failure::Lock),
-                    None => Ok(false),
-                }
-            },
-            |finished| finished,
-        )
+        held::run(env, self.held.kept(), self.held.finish(false), |f| f)
     }
 }

@@ -78,6 +78,31 @@ test('an aborted wait rejects with the signal reason, holds nothing and leaves i
   await assert.rejects(client.lock(name).acquire({ signal: AbortSignal.abort('no') }), (e) => e === 'no')
 })
 
+test('an aborted wait waits for its own give-back, not for the thread\'s other releases', async () => {
+  // Other holds released through a paused server take seconds; the aborted wait's own place
+  // in line is left at once (it waited up to 2 s for all of the thread's work before).
+  const slow = await startServer()
+  const other = new Client(slow.url, { commandTimeout: 10000 })
+  const name = uniqueName()
+  const guards = []
+  for (let i = 0; i < 8; i++) guards.push(await other.lock(`${name}/other/${i}`, { ttl: 30000 }).acquire())
+  const held = await client.lock(name, { ttl: 30000 }).acquire()
+  slow.raw('CLIENT', 'PAUSE', '4000', 'ALL')
+  let settled = 0
+  const releases = guards.map((g) => g.release().finally(() => { settled += 1 }))
+  await sleep(200)
+  const started = Date.now()
+  await assert.rejects(client.lock(name).acquire({ signal: AbortSignal.timeout(300) }), (e) => e.name === 'TimeoutError')
+  const took = Date.now() - started
+  // 300 ms and its own give-back; the whole background work would take 2300 ms at least.
+  assert.ok(took < 1700, `the aborted wait took ${took} ms`)
+  assert.equal(settled, 0, 'the other releases were not held up')
+  assert.equal((await client.inspect(name)).waiting, 0, 'its place in line is left')
+  await held.release()
+  assert.deepEqual(await Promise.all(releases), guards.map(() => true))
+  slow.stop()
+})
+
 test('aborts racing grants leave nothing held', async () => {
   const name = uniqueName()
   for (let i = 0; i < 30; i++) {
@@ -195,5 +220,6 @@ test('bad arguments are refused before anything is sent, naming the lock', async
   assert.throws(() => client.lock('x', { wait: Number.NaN }), (e) => e.code === 'invalid_argument')
   await assert.rejects(client.lock('').acquire(), (e) => e.code === 'invalid_argument')
   await assert.rejects(client.lock('bad\u0085name').acquire(), (e) => e.code === 'invalid_argument' && e.lock === 'bad\u0085name')
-  assert.throws(() => client.lock('x', { take: 2 }), (e) => e.code === 'invalid_argument' && /semaphore/.test(e.reason))
+  // Permits of a lock that has none: the library's own check, when it is acquired.
+  await assert.rejects(client.lock('x', { take: 2 }).acquire(), (e) => e.code === 'invalid_argument' && /semaphore/.test(e.reason))
 })

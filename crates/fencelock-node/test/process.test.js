@@ -120,6 +120,21 @@ for (const [how, then] of Object.entries(endings)) {
   })
 }
 
+test('process.exit() with an extend in flight releases the lock once the extend ends', async () => {
+  const name = uniqueName('extending')
+  // The server pauses for 500 ms: the extend is on its way when the process exits.
+  const child = holder(name, `
+    const port = new URL(process.env.URL).port
+    require('node:child_process').execFileSync('redis-cli', ['-p', port, 'CLIENT', 'PAUSE', '500', 'ALL'])
+    guard.extend(30000).catch(() => {})
+    setTimeout(() => process.exit(0), 100)
+  `)
+  const out = lines(child)
+  assert.match(await out.next(), /^held/)
+  assert.deepEqual(await ended(child), { code: 0, signal: null }, out.stderr())
+  assert.ok(await free(name), 'the lock is still held: the exit skipped it')
+})
+
 test('a program that handles SIGINT itself keeps its lock through it', async () => {
   const name = uniqueName('handled')
   const child = holder(name, `

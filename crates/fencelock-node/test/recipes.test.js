@@ -28,6 +28,14 @@ test('multiLock takes all or none, with a fence each', async () => {
   assert.equal(value, 3)
 })
 
+test('a multiLock block that lost a name says which, and why', async () => {
+  const [a, b] = [uniqueName('a'), uniqueName('b')]
+  await assert.rejects(client.multiLock([a, b]).using(async () => {
+    await client.forceRelease(b)
+  }), (e) => e.code === 'not_held' && e.lock === b && e.reason === 'not_owner')
+  assert.equal((await client.inspect(a)).holder, null, 'a was left held')
+})
+
 test('reversed orders never deadlock', async () => {
   const [a, b] = [uniqueName('x'), uniqueName('y')]
   let inside = 0

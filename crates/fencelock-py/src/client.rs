@@ -13,9 +13,8 @@ use crate::admin;
 use crate::election::{self, Observer};
 use crate::errors::{config_error, seconds, to_py};
 use crate::guard::Guard;
-use crate::held::GiveBack;
 use crate::operation::{Answer, Cancel, Operation, Outcome};
-use crate::process::{Owned, Process, Task};
+use crate::process::{Context, Owned, Process, Task};
 use crate::request::Spec;
 
 /// TLS material as Python gives it: a path, or the PEM as bytes.
@@ -320,13 +319,6 @@ impl Client {
     }
 }
 
-/// What a guard or a leadership needs of the process and client that made it.
-#[derive(Clone)]
-pub struct Context {
-    pub process: Arc<Process>,
-    pub client: Arc<fencelock::Client>,
-}
-
 /// An outcome from a library result: its conversion, or the library's error as its Python
 /// exception.
 fn answer<F>(convert: F) -> Box<dyn Outcome>
@@ -414,7 +406,7 @@ impl Client {
 /// `wait` as Python gives it: `None` as long as it takes, `0` not at all, else seconds.
 fn wait_policy(name: &str, wait: Option<f64>) -> PyResult<fencelock::WaitPolicy> {
     let wait = wait.map(|w| seconds(name, "wait", w)).transpose()?;
-    Ok(fencelock_bind::config::wait_policy(wait))
+    Ok(fencelock::WaitPolicy::from(wait))
 }
 
 /// A reentrant lock's handle.
@@ -473,16 +465,8 @@ where
     Fut: Future<Output = Box<dyn Outcome>> + Send + 'static,
 {
     let process = Process::get(py)?;
-    let context = Context {
-        process: process.clone(),
-        client: client.clone(),
-    };
-    Ok(Operation::start(
-        &process,
-        Some(client),
-        cancel,
-        call(context),
-    ))
+    let context = process.context(client);
+    Ok(Operation::start(&process, cancel, call(context)))
 }
 
 /// A finished acquisition.
@@ -501,6 +485,6 @@ impl Outcome for Granted {
     }
 
     fn undo(self: Box<Self>) -> Option<Task> {
-        self.result.ok().flatten().map(GiveBack::give_back)
+        fencelock_bind::holds::undo(self.result)
     }
 }

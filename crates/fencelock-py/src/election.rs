@@ -1,19 +1,21 @@
-//! Leader election for Python: the leadership a campaign wins, and an observer of the leaders.
+//! Leader election for Python: the leadership a campaign wins (`fencelock_bind`'s
+//! [`Leading`]), and an observer of the leaders.
 
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::SystemTime;
 
-use fencelock::LostSignal;
+use fencelock::WaitPolicy;
 use fencelock::election::{Leader, Leadership as RustLeadership, Observation, Observe};
+use fencelock_bind::holds::Leading;
+use fencelock_bind::kept::since_epoch;
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 
-use crate::client::Context;
-use crate::errors::{HandleError, lost_pair, seconds, to_py};
+use crate::errors::{seconds, to_py};
 use crate::follow::Follow;
-use crate::held::{GiveBack, Kept};
-use crate::operation::{Answer, Cancel, Operation, Outcome};
-use crate::process::{Owned, Task};
+use crate::held::{self, GiveBack};
+use crate::operation::{Cancel, Operation, Outcome};
+use crate::process::{Context, Owned, Process, Task};
 
 /// How a campaign waits: `None` as long as it takes, `0` not at all, else seconds.
 pub fn campaign(
@@ -27,11 +29,8 @@ pub fn campaign(
     if let Some(ttl) = ttl {
         campaign = campaign.ttl(seconds(name, "ttl", ttl)?);
     }
-    Ok(match wait.map(|w| seconds(name, "wait", w)).transpose()? {
-        None => campaign,
-        Some(d) if d.is_zero() => campaign.no_wait(),
-        Some(d) => campaign.wait_up_to(d),
-    })
+    let wait = wait.map(|w| seconds(name, "wait", w)).transpose()?;
+    Ok(campaign.wait(WaitPolicy::from(wait)))
 }
 
 /// The leader as Python sees it: `(value, term, since)`, `since` in seconds since the epoch.
@@ -44,8 +43,7 @@ pub fn leader_tuple(leader: &Leader) -> (String, u64, f64) {
 }
 
 fn epoch_seconds(at: SystemTime) -> f64 {
-    at.duration_since(SystemTime::UNIX_EPOCH)
-        .map_or(0.0, |d| d.as_secs_f64())
+    since_epoch(at).as_secs_f64()
 }
 
 /// A finished campaign: the leadership, resigned if Python never takes it.
@@ -79,36 +77,21 @@ pub struct Leadership {
     term: u64,
     #[pyo3(get)]
     since: f64,
-    live: Owned<Live>,
-}
-
-struct Live {
-    kept: Kept<RustLeadership>,
-    lost: LostSignal,
-    /// The value announced last: kept through a proclaim in flight and after the resignation.
-    value: Arc<Mutex<String>>,
+    live: Owned<Leading<Arc<Process>>>,
 }
 
 impl Leadership {
     pub fn new(leadership: RustLeadership, context: Context) -> Self {
-        let election = leadership.election().name().to_owned();
-        let term = leadership.term();
-        let since = epoch_seconds(leadership.since());
-        let lost = leadership.lost();
-        let value = Arc::new(Mutex::new(leadership.value().to_owned()));
+        let leading = Leading::new(leadership, context);
         Leadership {
-            election,
-            term,
-            since,
-            live: Owned::new(Live {
-                kept: Kept::new(leadership, context),
-                lost,
-                value,
-            }),
+            election: leading.election().to_owned(),
+            term: leading.term(),
+            since: epoch_seconds(leading.since()),
+            live: Owned::new(leading),
         }
     }
 
-    fn live(&self) -> PyResult<&Live> {
+    fn live(&self) -> PyResult<&Leading<Arc<Process>>> {
         self.live.get().ok_or_else(|| {
             PyRuntimeError::new_err(format!(
                 "the leadership of {:?} was won by this process's parent before it forked; it belongs to that process",
@@ -123,71 +106,43 @@ impl Leadership {
     /// The value announced last in this term (through a proclaim in flight, and after the
     /// resignation).
     fn value(&self) -> String {
-        self.live.get().map_or_else(String::new, |live| {
-            live.value
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .clone()
-        })
+        self.live.get().map_or_else(String::new, Leading::value)
     }
 
     /// Whether this process still leads, as far as it can tell now.
     fn is_held(&self) -> bool {
-        self.live.get().is_some_and(|live| !live.lost.is_lost())
+        self.live.get().is_some_and(Leading::is_held)
     }
 
     /// `(code, message)` if the leadership is lost (or resigned) now, else `None`.
     fn lost_now(&self) -> Option<(&'static str, String)> {
-        self.live.get().and_then(|live| lost_pair(&live.lost))
+        self.live.get().and_then(Leading::lost_now)
     }
 
     /// Answers `(code, message)` when the leadership is lost or resigned.
     fn lost(&self) -> PyResult<Operation> {
         let live = self.live()?;
-        let lost = live.lost.clone();
-        Ok(live.kept.start(Cancel::Abort, |_| async move {
+        let lost = live.lost().clone();
+        Ok(held::reply(live.kept(), Cancel::Abort, async move {
             let reason = lost.wait().await;
-            Box::new(Answer(move |py: Python<'_>| {
-                Ok((reason.code(), reason.to_string())
-                    .into_pyobject(py)?
-                    .into_any()
-                    .unbind())
-            })) as Box<dyn Outcome>
+            Ok((reason.code(), reason.to_string()))
         }))
     }
 
     /// Announces a new value for this term.
     fn proclaim(&self, value: String) -> PyResult<Operation> {
-        let election = self.election.clone();
         let live = self.live()?;
-        let announced = live.value.clone();
-        Ok(live.kept.start(Cancel::Abort, move |hold| async move {
-            let result = {
-                let mut leadership = hold.slot().write().await;
-                match leadership.as_mut() {
-                    Some(leadership) => {
-                        let result = leadership.proclaim(value).await.map_err(HandleError::Lock);
-                        if result.is_ok() {
-                            leadership.value().clone_into(
-                                &mut announced.lock().unwrap_or_else(PoisonError::into_inner),
-                            );
-                        }
-                        result
-                    }
-                    None => Err(HandleError::GivenBack),
-                }
-            };
-            Box::new(Answer(move |py: Python<'_>| match result {
-                Ok(()) => Ok(py.None()),
-                Err(e) => Err(e.into_py(py, &election)),
-            })) as Box<dyn Outcome>
-        }))
+        Ok(held::reply(
+            live.kept(),
+            Cancel::Abort,
+            live.proclaim(value),
+        ))
     }
 
     /// Resigns: answers `True` if this process still led. A cancelled resignation goes on to
     /// its end.
     fn resign(&self) -> PyResult<Operation> {
-        Ok(self.live()?.kept.finish())
+        Ok(held::release(self.live()?.kept()))
     }
 }
 

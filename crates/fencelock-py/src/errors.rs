@@ -43,12 +43,6 @@ fn add_fields(error: &Error, fields: &Bound<'_, PyDict>) -> PyResult<()> {
     Ok(())
 }
 
-/// `(code, message)` of a lost signal that fired (lost or released), else `None`.
-pub fn lost_pair(lost: &fencelock::LostSignal) -> Option<(&'static str, String)> {
-    let reason = lost.reason()?;
-    Some((reason.code(), reason.to_string()))
-}
-
 /// The Python exception `class` (of `fencelock.errors`) with `message` and `fields`, for an
 /// error the Rust library has no value for (it is found before anything reaches it).
 pub fn python_error(class: &str, message: String, fields: &[(&str, Option<&str>)]) -> PyErr {
@@ -88,16 +82,6 @@ pub fn invalid(lock: &str, reason: impl Into<String>) -> PyErr {
     )
 }
 
-/// `fencelock.NotHeld` for a guard that released its lock already.
-pub fn released(lock: &str) -> PyErr {
-    let message = format!("lock {lock:?} is no longer held: it was released");
-    python_error(
-        "NotHeld",
-        message,
-        &[("lock", Some(lock)), ("reason", Some("released"))],
-    )
-}
-
 /// Seconds given by Python as a duration, or `InvalidArgument` naming the lock and `what`.
 pub fn seconds(lock: &str, what: &str, value: f64) -> PyResult<std::time::Duration> {
     std::time::Duration::try_from_secs_f64(value).map_err(|_| {
@@ -106,21 +90,4 @@ pub fn seconds(lock: &str, what: &str, value: f64) -> PyResult<std::time::Durati
             format!("{what} must be a finite, non-negative number of seconds, not {value}"),
         )
     })
-}
-
-/// Why a call on a guard or a leadership failed: the library's error, or the handle gave its
-/// lock back already (a release, a resignation).
-pub enum HandleError {
-    Lock(fencelock::Error),
-    GivenBack,
-}
-
-impl HandleError {
-    /// The Python exception, naming `lock` (the lock or the election).
-    pub fn into_py(self, py: Python<'_>, lock: &str) -> PyErr {
-        match self {
-            HandleError::Lock(e) => to_py(py, &e),
-            HandleError::GivenBack => released(lock),
-        }
-    }
 }

@@ -1,10 +1,10 @@
 //! A stream of the library's (an election's observations, a lock's releases) followed from
-//! Python one item at a time, each wait an operation.
+//! Python one item at a time (`fencelock_bind::follow`), each wait an operation.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures_util::{Stream, StreamExt};
+use futures_util::Stream;
 use pyo3::IntoPyObjectExt;
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
@@ -15,7 +15,7 @@ use crate::process::{Owned, Process};
 
 /// A stream, and the process whose runtime polls it.
 pub struct Follow<S> {
-    stream: Owned<(Arc<tokio::sync::Mutex<S>>, Arc<Process>)>,
+    stream: Owned<(fencelock_bind::follow::Follow<S>, Arc<Process>)>,
 }
 
 impl<S> Follow<S>
@@ -24,8 +24,9 @@ where
     S::Item: Send,
 {
     pub fn new(py: Python<'_>, stream: S) -> PyResult<Self> {
+        let stream = fencelock_bind::follow::Follow::new(stream);
         Ok(Follow {
-            stream: Owned::new((Arc::new(tokio::sync::Mutex::new(stream)), Process::get(py)?)),
+            stream: Owned::new((stream, Process::get(py)?)),
         })
     }
 
@@ -40,19 +41,9 @@ where
         let (stream, process) = self.stream.get().ok_or_else(|| {
             PyRuntimeError::new_err("this was made by this process's parent before it forked")
         })?;
-        let stream = stream.clone();
-        Ok(Operation::start(process, None, Cancel::Abort, async move {
-            let next = {
-                let mut stream = stream.lock().await;
-                match limit {
-                    Some(limit) => tokio::time::timeout(limit, stream.next())
-                        .await
-                        .ok()
-                        .flatten(),
-                    None => stream.next().await,
-                }
-            };
-            let answer = convert(next);
+        let next = stream.next(limit);
+        Ok(Operation::start(process, Cancel::Abort, async move {
+            let answer = convert(next.await);
             Box::new(Answer(move |py: Python<'_>| answer.into_py_any(py))) as Box<dyn Outcome>
         }))
     }

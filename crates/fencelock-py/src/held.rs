@@ -1,75 +1,59 @@
-//! What a guard, a leadership, a multi-lock guard or a run-once keeps of its hold: the library's
-//! value behind a lock (so that calls from any thread or task can borrow it, and the one that
-//! gives it back can take it), given back at the interpreter's exit if it is still there, and in
-//! the background when Python drops the object unreleased.
+//! What a guard, a leadership, a multi-lock guard or a run-once keeps of its hold, for Python:
+//! `fencelock_bind`'s [`Kept`] (the library's value behind a lock, given back at the
+//! interpreter's exit if it is still there, and in the background when Python drops the object
+//! unreleased), and its calls as operations.
 
 use std::future::Future;
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 
-pub use fencelock_bind::held::{GiveBack, Hold};
+pub use fencelock_bind::held::GiveBack;
+use pyo3::IntoPyObjectExt;
 use pyo3::prelude::*;
 
-use crate::client::Context;
 use crate::errors::to_py;
 use crate::operation::{Answer, Cancel, Operation, Outcome};
-use crate::process::EndAtExit;
+use crate::process::Process;
 
-/// A hold kept for Python (see the module docs).
-pub struct Kept<T: GiveBack> {
-    hold: Arc<Hold<T>>,
-    context: Context,
-    /// Its entry among what the process ends at exit.
-    id: u64,
+/// A hold kept for Python.
+pub type Kept<T> = fencelock_bind::kept::Kept<T, Arc<Process>>;
+
+/// Starts `call` as an operation of the hold's client.
+pub fn start<T: GiveBack>(
+    kept: &Kept<T>,
+    cancel: Cancel,
+    call: impl Future<Output = Box<dyn Outcome>> + Send + 'static,
+) -> Operation {
+    Operation::start(&kept.context().home, cancel, call)
 }
 
-impl<T: GiveBack> Kept<T> {
-    /// Keeps `value`, and has the process end it at exit if it is still there then.
-    pub fn new(value: T, context: Context) -> Self {
-        let hold = Arc::new(Hold::new(value));
-        let weak: Weak<dyn EndAtExit> = Arc::downgrade(&hold) as Weak<dyn EndAtExit>;
-        let id = context.process.add_held(weak);
-        Kept { hold, context, id }
-    }
-
-    /// The hold.
-    pub fn hold(&self) -> &Hold<T> {
-        &self.hold
-    }
-
-    /// Gives the hold back (release, resign) as an operation: answers `True` if it was still
-    /// held (`False` once given back). A cancelled one goes on to its end.
-    pub fn finish(&self) -> Operation {
-        self.start(Cancel::Finish, |hold| async move {
-            let result = hold.finish().await;
-            Box::new(Answer(move |py: Python<'_>| match result {
-                Ok(held) => Ok(held.into_pyobject(py)?.to_owned().into_any().unbind()),
-                Err(e) => Err(to_py(py, &e)),
-            })) as Box<dyn Outcome>
-        })
-    }
-
-    /// Starts `call`, given the hold, as an operation of the hold's client.
-    pub fn start<F>(&self, cancel: Cancel, call: impl FnOnce(Arc<Hold<T>>) -> F) -> Operation
-    where
-        F: Future<Output = Box<dyn Outcome>> + Send + 'static,
-    {
-        let Context { process, client } = &self.context;
-        Operation::start(
-            process,
-            Some(client.clone()),
-            cancel,
-            call(self.hold.clone()),
-        )
-    }
+/// Starts `call` as an operation of the hold's client, answering its result (the library's
+/// error as its Python exception).
+pub fn reply<T, V>(
+    kept: &Kept<T>,
+    cancel: Cancel,
+    call: impl Future<Output = fencelock::Result<V>> + Send + 'static,
+) -> Operation
+where
+    T: GiveBack,
+    V: for<'py> IntoPyObject<'py> + Send + 'static,
+{
+    start(kept, cancel, async move {
+        let result = call.await;
+        Box::new(Answer(move |py: Python<'_>| match result {
+            Ok(value) => value.into_py_any(py),
+            Err(e) => Err(to_py(py, &e)),
+        })) as Box<dyn Outcome>
+    })
 }
 
-impl<T: GiveBack> Drop for Kept<T> {
-    fn drop(&mut self) {
-        let process = &self.context.process;
-        process.forget_held(self.id);
-        // Given back in the background (work that exit waits for), unless a call took it.
-        if let Some(task) = self.hold.end() {
-            process.background(task);
-        }
-    }
+/// Gives the hold back (release, resign) as an operation: answers `True` if it was still held
+/// (`False` once given back). A cancelled one goes on to its end.
+pub fn release<T: GiveBack>(kept: &Kept<T>) -> Operation {
+    reply(kept, Cancel::Finish, kept.release())
+}
+
+/// Ends a `with` block that held it: gives it back, and raises `NotHeld` (the lock, and why) if
+/// it was no longer held by then. A cancelled one goes on to its end.
+pub fn end_block<T: GiveBack>(kept: &Kept<T>) -> Operation {
+    reply(kept, Cancel::Finish, kept.end_block())
 }

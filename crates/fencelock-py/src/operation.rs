@@ -3,11 +3,15 @@
 //! result stays in Rust until Python takes it, so that a cancellation that races the result
 //! undoes it here, in one place: a lock granted to a request that was cancelled is released, a
 //! leadership resigned. A cancelled call's clean-up (the place in line it leaves, the result it
-//! undoes) is itself an operation, which the caller waits for, at most [`FLUSH`].
+//! undoes: its own give-back, counted in its [`Cleanup`], not the rest of the process's
+//! background work) is itself an operation, which the caller waits for, at most [`FLUSH`]. A
+//! call that waits (a lock, a read) is stopped when the interpreter exits, as in Node.js (its
+//! caller is not woken then).
 
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
+use fencelock::Cleanup;
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 
@@ -70,8 +74,9 @@ struct State {
     over: Condvar,
     cancel: Cancel,
     process: Arc<Process>,
-    /// The client whose background work a cancelled call waits for.
-    client: Option<Arc<fencelock::Client>>,
+    /// What the call leaves to the background if it is dropped (a give-back): what a
+    /// cancellation waits for.
+    cleanup: Cleanup,
 }
 
 impl State {
@@ -88,14 +93,9 @@ pub struct Operation {
 }
 
 impl Operation {
-    /// Starts `call` on `process`'s runtime. `client`: the client whose background work a
-    /// cancellation waits for.
-    pub fn start<F>(
-        process: &Arc<Process>,
-        client: Option<Arc<fencelock::Client>>,
-        cancel: Cancel,
-        call: F,
-    ) -> Operation
+    /// Starts `call` on `process`'s runtime. One that is cancelled with [`Cancel::Abort`] is
+    /// also stopped when the interpreter exits (nothing answers it then).
+    pub fn start<F>(process: &Arc<Process>, cancel: Cancel, call: F) -> Operation
     where
         F: Future<Output = Box<dyn Outcome>> + Send + 'static,
     {
@@ -108,13 +108,33 @@ impl Operation {
             over: Condvar::new(),
             cancel,
             process: process.clone(),
-            client,
+            cleanup: Cleanup::new(),
         });
         let finished = state.clone();
-        // A call that runs to its end whatever happens is background work that exit waits for.
+        let call = state.cleanup.scope(call);
+        // A call that runs to its end whatever happens is background work that exit waits for;
+        // one that waits is stopped by exit.
         let busy = (cancel == Cancel::Finish).then(|| process.busy());
+        let running = (cancel == Cancel::Abort).then(|| process.keeper().running());
         let task = process.runtime().spawn(async move {
-            let outcome = call.await;
+            let outcome = match running {
+                None => call.await,
+                Some(mut running) => {
+                    let outcome = tokio::select! {
+                        biased;
+                        () = running.ended() => None,
+                        outcome = call => Some(outcome),
+                    };
+                    // Counted until the call's future is gone.
+                    drop(running);
+                    // Stopped by exit: its future is dropped (a waiter leaves its place), and
+                    // nobody is woken. A thread woken now would take the GIL back while the
+                    // interpreter finalizes, which ends that thread by unwinding it through
+                    // this native frame (an abort).
+                    let Some(outcome) = outcome else { return };
+                    outcome
+                }
+            };
             finish(&finished, outcome);
             drop(busy);
         });
@@ -135,7 +155,7 @@ impl Operation {
             over: Condvar::new(),
             cancel: Cancel::Abort,
             process: process.clone(),
-            client: None,
+            cleanup: Cleanup::new(),
         });
         Operation {
             state: Owned::new(state),
@@ -151,8 +171,8 @@ impl Operation {
     }
 
     /// The clean-up of a cancellation, as a future: the call stopped (or, for a release, over),
-    /// its result undone if Python never took it, and the client's background work (a place in
-    /// line given back) done, within [`FLUSH`].
+    /// its result undone if Python never took it, and its own give-back (a place in line left,
+    /// a grant released) done, within [`FLUSH`]; not the rest of the process's background work.
     fn clean_up(state: &Arc<State>) -> Task {
         let (task, undo, callback) = {
             let mut inner = state.inner();
@@ -173,7 +193,7 @@ impl Operation {
             state.process.deliver(move |py| call(py, &callback));
         }
         let cancel = state.cancel;
-        let client = state.client.clone();
+        let cleanup = state.cleanup.clone();
         let process = state.process.clone();
         Box::pin(async move {
             let deadline = tokio::time::Instant::now() + FLUSH;
@@ -185,14 +205,18 @@ impl Operation {
                 // background work) or done (a result it made is undone by `finish`).
                 let _ = tokio::time::timeout_at(deadline, task).await;
             }
-            // Counted as the process's background work, which the wait below includes (and
-            // exit waits for, if this wait is given up).
+            // Counted as the process's background work (exit waits for it, if this wait is
+            // given up), and waited for here.
             if let Some(undo) = undo {
-                process.background(undo);
+                let (over, undone) = tokio::sync::oneshot::channel::<()>();
+                process.background(async move {
+                    undo.await;
+                    let _ = over.send(());
+                });
+                let _ = tokio::time::timeout_at(deadline, undone).await;
             }
             let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-            let clients: Vec<_> = client.into_iter().collect();
-            process.idle(&clients, left).await;
+            cleanup.done(left).await;
         })
     }
 }
@@ -350,15 +374,10 @@ impl Operation {
         let clean_up = Operation::clean_up(state);
         let process = state.process.clone();
         // Only a wait: what it waits for goes on if it is given up.
-        Ok(Operation::start(
-            &process,
-            None,
-            Cancel::Abort,
-            async move {
-                clean_up.await;
-                Box::new(Answer(|py: Python<'_>| Ok(py.None()))) as Box<dyn Outcome>
-            },
-        ))
+        Ok(Operation::start(&process, Cancel::Abort, async move {
+            clean_up.await;
+            Box::new(Answer(|py: Python<'_>| Ok(py.None()))) as Box<dyn Outcome>
+        }))
     }
 }
 

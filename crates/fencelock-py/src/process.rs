@@ -33,6 +33,10 @@ use tokio::runtime::Runtime;
 
 use crate::logging::{self, Job};
 
+/// What a guard, a leadership, a multi-lock guard or a run keeps of the process and client that
+/// made it.
+pub type Context = fencelock_bind::kept::Context<Arc<Process>>;
+
 /// Bumped in a child process right after `fork()`.
 static GENERATION: AtomicU64 = AtomicU64::new(0);
 
@@ -88,23 +92,10 @@ impl Process {
     }
 
     fn start(generation: u64) -> PyResult<Process> {
-        let threads = std::env::var("FENCELOCK_THREADS")
-            .ok()
-            .and_then(|v| v.parse::<usize>().ok())
-            .filter(|n| (1..=64).contains(n))
-            // The runtime only moves bytes and timers; Python's threads are the other half of
-            // the work. Half the cores (one on a 2-core machine, where the benchmark's cycles
-            // are ~10 % faster than with two), at most four.
-            .unwrap_or_else(|| {
-                std::thread::available_parallelism().map_or(1, |n| (n.get() / 2).clamp(1, 4))
-            });
         let (answers, queue) = mpsc::channel::<Job>();
         let sink = answers.clone();
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(threads)
-            .thread_name("fencelock")
+        let runtime = fencelock_bind::keeper::runtime_builder()
             .on_thread_start(move || logging::set_sink(sink.clone()))
-            .enable_all()
             .build()
             .map_err(|e| {
                 PyRuntimeError::new_err(format!("fencelock could not start its runtime: {e}"))
@@ -128,6 +119,20 @@ impl Process {
 
     pub fn generation(&self) -> u64 {
         self.generation
+    }
+
+    /// The keeper of the process's background work, clients and holds.
+    pub fn keeper(&self) -> &Arc<Keeper> {
+        &self.keeper
+    }
+
+    /// What a hold made now with `client` keeps of them.
+    pub fn context(self: &Arc<Self>, client: Arc<fencelock::Client>) -> Context {
+        Context {
+            keeper: self.keeper.clone(),
+            home: self.clone(),
+            client,
+        }
     }
 
     pub fn runtime(&self) -> &'static Runtime {
@@ -164,12 +169,6 @@ impl Process {
 
     pub fn forget_held(&self, id: u64) {
         self.keeper.forget_held(id);
-    }
-
-    /// Waits, at most `limit`, until the background work of the package and of `clients` is
-    /// done.
-    pub async fn idle(&self, clients: &[Arc<fencelock::Client>], limit: Duration) -> bool {
-        self.keeper.idle(clients, limit).await
     }
 
     /// The interpreter's exit: ends what is still held, then waits for the background work,

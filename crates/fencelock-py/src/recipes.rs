@@ -1,15 +1,19 @@
-//! The recipes for Python: several locks at once (`MultiGuard`) and run-once (`OnceRun`).
+//! The recipes for Python: several locks at once (`MultiGuard`, over `fencelock_bind`'s
+//! [`HeldMulti`]) and run-once (`OnceRun`, over [`HeldRun`]).
+
+use std::sync::Arc;
 
 use fencelock::multi::MultiGuard as RustMultiGuard;
-use fencelock::once::{Begun, OnceGuard};
+use fencelock::once::Begun;
+use fencelock_bind::holds::{HeldMulti, HeldRun, undo_begun};
+use fencelock_bind::kept::since_epoch;
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 
-use crate::client::Context;
 use crate::errors::to_py;
-use crate::held::{GiveBack, Kept};
-use crate::operation::{Answer, Cancel, Operation, Outcome};
-use crate::process::{Owned, Task};
+use crate::held::{self, GiveBack};
+use crate::operation::{Cancel, Operation, Outcome};
+use crate::process::{Context, Owned, Process, Task};
 
 /// A finished multi-lock acquisition: its guard, released if Python never takes it.
 pub struct AcquiredAll {
@@ -36,27 +40,19 @@ pub struct MultiGuard {
     /// `(name, fence)` in the order the names were given.
     #[pyo3(get)]
     fences: Vec<(String, u64)>,
-    live: Owned<(Kept<RustMultiGuard>, Signals)>,
+    live: Owned<HeldMulti<Arc<Process>>>,
 }
-
-/// Each name's lost signal.
-type Signals = Vec<(String, fencelock::LostSignal)>;
 
 impl MultiGuard {
     fn new(guard: RustMultiGuard, context: Context) -> Self {
-        let fences = guard.fences().map(|(n, f)| (n.to_owned(), f)).collect();
-        let lost = guard
-            .guards()
-            .iter()
-            .map(|g| (g.name().to_owned(), g.lost()))
-            .collect();
+        let held = HeldMulti::new(guard, context);
         MultiGuard {
-            fences,
-            live: Owned::new((Kept::new(guard, context), lost)),
+            fences: held.fences().to_vec(),
+            live: Owned::new(held),
         }
     }
 
-    fn live(&self) -> PyResult<&(Kept<RustMultiGuard>, Signals)> {
+    fn live(&self) -> PyResult<&HeldMulti<Arc<Process>>> {
         self.live.get().ok_or_else(|| {
             PyRuntimeError::new_err(
                 "these locks were taken by this process's parent before it forked; they belong to that process",
@@ -69,51 +65,34 @@ impl MultiGuard {
 impl MultiGuard {
     /// Whether every name is still held, as far as this process can tell now.
     fn is_held(&self) -> bool {
-        self.live
-            .get()
-            .is_some_and(|(_, lost)| lost.iter().all(|(_, l)| !l.is_lost()))
+        self.live.get().is_some_and(HeldMulti::is_held)
     }
 
     /// `(name, code, message)` of a name that is lost now (one lost rather than released, if
     /// any is), else `None`.
     fn lost_now(&self) -> Option<(String, &'static str, String)> {
-        let (_, signals) = self.live.get()?;
-        let mut found = None;
-        for (name, lost) in signals {
-            if let Some(reason) = lost.reason() {
-                let is_release = reason == fencelock::LostReason::Released;
-                if found.is_none() || !is_release {
-                    found = Some((name.clone(), reason.code(), reason.to_string()));
-                }
-                if !is_release {
-                    break;
-                }
-            }
-        }
-        found
+        self.live.get().and_then(HeldMulti::lost_now)
     }
 
     /// Releases every name: answers `True` if every one was still held. A cancelled release
     /// goes on to its end.
     fn release(&self) -> PyResult<Operation> {
-        Ok(self.live()?.0.finish())
+        Ok(held::release(self.live()?.kept()))
+    }
+
+    /// Releases every name at the end of a block: raises `NotHeld` (the name, and why) if one
+    /// was no longer held by then. A cancelled one goes on to its end.
+    fn end_block(&self) -> PyResult<Operation> {
+        Ok(held::end_block(self.live()?.kept()))
     }
 
     /// Answers `(name, code, message)` when any of the names is lost (or released).
     fn lost(&self) -> PyResult<Operation> {
-        let (kept, signals) = self.live()?;
-        let signals = signals.clone();
-        Ok(kept.start(Cancel::Abort, |_| async move {
-            let waits = signals
-                .into_iter()
-                .map(|(name, lost)| Box::pin(async move { (name, lost.wait().await) }));
-            let (name, reason) = futures_util::future::select_all(waits).await.0;
-            Box::new(Answer(move |py: Python<'_>| {
-                Ok((name, reason.code(), reason.to_string())
-                    .into_pyobject(py)?
-                    .into_any()
-                    .unbind())
-            })) as Box<dyn Outcome>
+        let live = self.live()?;
+        let lost = live.lost_wait();
+        Ok(held::reply(live.kept(), Cancel::Abort, async move {
+            let (name, reason) = lost.await;
+            Ok((name, reason.code(), reason.to_string()))
         }))
     }
 }
@@ -129,10 +108,7 @@ impl Outcome for Begin {
         match self.result {
             Ok(Begun::Run(run)) => Ok(Py::new(py, OnceRun::new(*run, self.context))?.into_any()),
             Ok(Begun::AlreadyDone(done)) => {
-                let at = done
-                    .at
-                    .duration_since(std::time::SystemTime::UNIX_EPOCH)
-                    .map_or(0.0, |d| d.as_secs_f64());
+                let at = since_epoch(done.at).as_secs_f64();
                 Ok((done.fence, at).into_pyobject(py)?.into_any().unbind())
             }
             Err(e) => Err(to_py(py, &e)),
@@ -140,10 +116,7 @@ impl Outcome for Begin {
     }
 
     fn undo(self: Box<Self>) -> Option<Task> {
-        match self.result {
-            Ok(Begun::Run(run)) => Some(run.give_back()),
-            _ => None,
-        }
+        undo_begun(self.result)
     }
 }
 
@@ -152,33 +125,23 @@ impl Outcome for Begin {
 pub struct OnceRun {
     #[pyo3(get)]
     fence: u64,
-    live: Owned<Kept<OnceGuard>>,
+    live: Owned<HeldRun<Arc<Process>>>,
 }
 
 impl OnceRun {
-    fn new(run: OnceGuard, context: Context) -> Self {
+    fn new(run: fencelock::once::OnceGuard, context: Context) -> Self {
+        let held = HeldRun::new(run, context);
         OnceRun {
-            fence: run.fence(),
-            live: Owned::new(Kept::new(run, context)),
+            fence: held.fence(),
+            live: Owned::new(held),
         }
     }
 
     fn finish(&self, record: bool) -> PyResult<Operation> {
-        let kept = self.live.get().ok_or_else(|| {
+        let run = self.live.get().ok_or_else(|| {
             PyRuntimeError::new_err("this run was begun by this process's parent before it forked")
         })?;
-        Ok(kept.start(Cancel::Finish, move |hold| async move {
-            let run = hold.slot().write().await.take();
-            let result = match run {
-                Some(run) if record => run.done().await.map(|()| true),
-                Some(run) => run.give_up().await.map(|()| true),
-                None => Ok(false),
-            };
-            Box::new(Answer(move |py: Python<'_>| match result {
-                Ok(finished) => Ok(finished.into_pyobject(py)?.to_owned().into_any().unbind()),
-                Err(e) => Err(to_py(py, &e)),
-            })) as Box<dyn Outcome>
-        }))
+        Ok(held::reply(run.kept(), Cancel::Finish, run.finish(record)))
     }
 }
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 
 import pytest
 
@@ -53,6 +54,35 @@ def test_a_cancelled_wait_holds_nothing(server, name):
         # Had the cancelled waiter taken the lock, this would be Busy.
         again = await client.lock(name, wait=0).acquire()
         assert await again.release() is True
+
+    run(main())
+
+
+def test_a_cancelled_wait_waits_for_its_own_give_back_only(server, make_server, name):
+    """A timeout around an acquire, in a process whose other holds are being released in the
+    background (through a paused server, so their releases take seconds), returns once that
+    acquire's own place in line is left: not after the process's background work, which took
+    up to 2 s before."""
+    slow = make_server()
+
+    async def main():
+        client = fencelock.aio.Client(server.url)
+        other = fencelock.aio.Client(slow.url, command_timeout=10.0)
+        guards = [await other.lock(f"{name}/other/{i}", ttl=30.0).acquire() for i in range(8)]
+        holder = await client.lock(name, ttl=30.0).acquire()
+        slow.raw().execute_command("CLIENT", "PAUSE", "4000", "ALL")
+        releases = [asyncio.create_task(g.release()) for g in guards]
+        await asyncio.sleep(0.2)
+        started = time.monotonic()
+        with pytest.raises(asyncio.TimeoutError):
+            await asyncio.wait_for(client.lock(name).acquire(), 0.3)
+        took = time.monotonic() - started
+        # 0.3 s and its own give-back; the whole background work would take 2.3 s at least.
+        assert took < 1.7, f"the cancelled wait took {took:.2f} s"
+        assert not any(r.done() for r in releases), "the other releases were not held up"
+        assert (await client.inspect(name)).waiting == 0, "its place in line is left"
+        assert await holder.release() is True
+        assert all(await asyncio.gather(*releases))
 
     run(main())
 

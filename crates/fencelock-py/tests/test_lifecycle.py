@@ -26,6 +26,28 @@ def place_count(server, name: str) -> int:
     return server.raw().zcard(f"fencelock:{{{name}}}:waiters")
 
 
+def in_line(child: subprocess.Popen, server, name: str) -> None:
+    """Waits until `child` says it is waiting and its place is in lock `name`'s line."""
+    assert child.stdout.readline().strip() == "waiting"
+    deadline = time.monotonic() + 20
+    while place_count(server, name) == 0:
+        assert time.monotonic() < deadline, "the waiter never took its place"
+        time.sleep(0.01)
+
+
+def ended_in_line(script: str, server, name: str, end) -> None:
+    """Runs `script` until it waits in lock `name`'s line, has `end(child)` end it, and checks
+    that it exits with 0."""
+    waiter = python(script, server.url, name, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        in_line(waiter, server, name)
+        end(waiter)
+        assert waiter.wait(10) == 0
+    finally:
+        waiter.kill()
+        waiter.wait()
+
+
 def python(script: str, *args: str, **popen) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-c", textwrap.dedent(script), *args], text=True, **popen)
 
@@ -74,24 +96,60 @@ INTERRUPTED = """
 def test_ctrl_c_leaves_the_line_before_it_raises(server, name):
     client = fencelock.Client(server.url)
     holder = client.lock(name, ttl=30.0).acquire()
-    waiter = python(INTERRUPTED, server.url, name, stdout=subprocess.PIPE)
-    try:
-        assert waiter.stdout.readline().strip() == "waiting"
-        deadline = time.monotonic() + 20
-        while place_count(server, name) == 0:
-            assert time.monotonic() < deadline, "the waiter never took its place"
-            time.sleep(0.01)
+
+    def interrupt(waiter: subprocess.Popen) -> None:
         os.kill(waiter.pid, signal.SIGINT)
         assert waiter.stdout.readline().strip() == "interrupted"
-        assert waiter.wait(10) == 0
-    finally:
-        waiter.kill()
-        waiter.wait()
+
+    ended_in_line(INTERRUPTED, server, name, interrupt)
     # The place was left before KeyboardInterrupt reached the script, which then ended without
     # anything in the background: the release does not pass the lock to a ghost.
     assert place_count(server, name) == 0
     assert holder.release() is True
     assert_free(client, name, "a Ctrl-C'd waiter")
+
+
+EXIT_WAITING = """
+    import sys, threading, fencelock
+    client = fencelock.Client(sys.argv[1])
+    threading.Thread(target=lambda: client.lock(sys.argv[2]).acquire(), daemon=True).start()
+    print("waiting", flush=True)
+    sys.stdin.readline()
+    sys.exit(0)
+"""
+
+
+def test_an_exit_ends_the_waits_still_running(server, name):
+    client = fencelock.Client(server.url)
+    holder = client.lock(name, ttl=30.0).acquire()
+
+    def leave(waiter: subprocess.Popen) -> None:
+        waiter.stdin.write("exit\n")
+        waiter.stdin.flush()
+
+    ended_in_line(EXIT_WAITING, server, name, leave)
+    # The exit stopped the wait of a thread it does not join: its place was left.
+    assert place_count(server, name) == 0
+    assert holder.release() is True
+
+
+EXIT_EXTENDING = """
+    import sys, threading, time, redis, fencelock
+    client = fencelock.Client(sys.argv[1])
+    guard = client.lock(sys.argv[2], ttl=30.0).acquire()
+    redis.Redis(port=int(sys.argv[3])).execute_command("CLIENT", "PAUSE", "500", "ALL")
+    threading.Thread(target=lambda: guard.extend(30.0), daemon=True).start()
+    time.sleep(0.1)                                          # the extend is on its way
+    sys.exit(0)
+"""
+
+
+def test_an_exit_releases_a_lock_whose_extend_is_in_flight(server, name):
+    client = fencelock.Client(server.url)
+    holder = python(EXIT_EXTENDING, server.url, name, str(server.port))
+    assert holder.wait(30) == 0
+    # Given back at exit once the extend let go of it, not left to its 30 s lease.
+    assert_free(client, name, "a guard borrowed by an extend at exit")
 
 
 def test_a_cancelled_wait_has_left_its_place_when_cancelled_error_arrives(server, name):
@@ -291,11 +349,7 @@ def test_a_killed_waiter_passed_the_lock_costs_the_claim_only(server, name):
         stdout=subprocess.PIPE,
     )
     try:
-        assert dead.stdout.readline().strip() == "waiting"
-        deadline = time.monotonic() + 20
-        while place_count(server, name) == 0:
-            assert time.monotonic() < deadline, "the waiter never took its place"
-            time.sleep(0.01)
+        in_line(dead, server, name)
         os.kill(dead.pid, signal.SIGKILL)
         dead.wait()
     finally:

@@ -29,6 +29,16 @@ def test_multi_lock_takes_all_or_none(server, name):
     assert not client.inspect(a).is_held()
 
 
+def test_a_multi_lock_block_that_lost_a_name_says_which(server, name):
+    client = fencelock.Client(server.url)
+    a, b = f"{name}/a", f"{name}/b"
+    with pytest.raises(fencelock.NotHeld) as caught:
+        with client.multi_lock([a, b], ttl=10.0):
+            server.raw().delete(f"fencelock:{{{b}}}")
+    assert (caught.value.lock, caught.value.reason) == (b, "not_owner")
+    assert not client.inspect(a).is_held(), "a was left held"
+
+
 def test_multi_lock_reversed_orders_never_deadlock(server, name):
     client = fencelock.Client(server.url)
     names = [f"{name}/{i}" for i in range(3)]
@@ -61,8 +71,9 @@ def test_weighted_permits(server, name):
     two.release()
     with pytest.raises(fencelock.InvalidArgument):
         client.semaphore(name, 5, take=6).acquire()
-    with pytest.raises(fencelock.InvalidArgument):
-        fencelock._api.spec("lock", name, take=2)
+    # Permits of a lock that has none: the library's own check, when it is acquired.
+    with pytest.raises(fencelock.InvalidArgument, match="semaphore"):
+        client._request(fencelock._api.spec("lock", name, take=2)).acquire()
 
 
 def test_once_runs_the_work_once_and_again_after_a_failure(server, name):

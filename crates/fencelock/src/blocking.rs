@@ -362,10 +362,18 @@ impl LockGuard {
         self.runtime.block_on(self.guard().extend(ttl))
     }
     /// See [`crate::LockGuard::release`].
-    pub fn release(mut self) -> Result<bool> {
+    pub fn release(self) -> Result<bool> {
+        self.release_outcome().map(|o| o.is_released())
+    }
+    /// See [`crate::LockGuard::release_outcome`].
+    ///
+    /// # Errors
+    ///
+    /// As [`crate::LockGuard::release_outcome`].
+    pub fn release_outcome(mut self) -> Result<crate::ReleaseOutcome> {
         match self.inner.take() {
-            Some(guard) => self.runtime.block_on(guard.release()),
-            None => Ok(false),
+            Some(guard) => self.runtime.block_on(guard.release_outcome()),
+            None => unreachable!("the guard is only taken by release, which consumes self"),
         }
     }
 }

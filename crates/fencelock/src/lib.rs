@@ -83,6 +83,7 @@
 )]
 
 pub mod admin;
+mod background;
 mod backoff;
 mod client;
 mod connection;
@@ -108,12 +109,13 @@ mod token;
 
 pub mod blocking;
 
+pub use background::Cleanup;
 pub use client::{Client, ClientBuilder, DEFAULT_COMMAND_TIMEOUT, DEFAULT_PREFIX};
 pub use engine::{
     DEFAULT_QUEUE_TIMEOUT, DEFAULT_TTL, LockGuard, LockRequest, MAX_LABEL_LEN, MAX_TTL,
     MIN_QUEUE_TIMEOUT, MIN_TTL, Shortfall, WaitPolicy,
 };
-pub use error::{Conflict, Error, LostReason, Result};
+pub use error::{Conflict, Error, LostReason, ReleaseOutcome, Result};
 pub use keys::MAX_NAME_LEN;
 pub use kind::LockKind;
 pub use kinds::reentrant::{DEFAULT_MAX_REENTRY, ReentrantLock};

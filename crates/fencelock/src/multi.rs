@@ -43,7 +43,8 @@ use tokio::time::Instant;
 
 use crate::client::Client;
 use crate::engine::{DEFAULT_TTL, LockGuard, WaitPolicy};
-use crate::error::{Error, LostReason, Result};
+use crate::error::{Error, LostReason, ReleaseOutcome, Result};
+use crate::lease::LostSignal;
 
 /// A request for several locks at once (see [`Client::multi_lock`]).
 #[derive(Debug, Clone)]
@@ -276,12 +277,18 @@ impl MultiGuard {
 
     /// Resolves when any of the names is lost (or released): which, and why.
     pub async fn lost(&self) -> (String, LostReason) {
-        let waits = self.guards.iter().map(|g| {
-            let lost = g.lost();
-            let name = g.name().to_owned();
-            Box::pin(async move { (name, lost.wait().await) })
-        });
-        select_all(waits).await.0
+        self.lost_signal().wait().await
+    }
+
+    /// The names' lost signals together, as an owned value (see [`MultiLost`]).
+    pub fn lost_signal(&self) -> MultiLost {
+        MultiLost {
+            signals: self
+                .guards
+                .iter()
+                .map(|g| (g.name().to_owned(), g.lost()))
+                .collect(),
+        }
     }
 
     /// Releases every name. `true` if every one was still held.
@@ -290,11 +297,72 @@ impl MultiGuard {
     ///
     /// The first error of the releases (each is tried; see [`LockGuard::release`]).
     pub async fn release(self) -> Result<bool> {
-        let results = join_all(self.guards.into_iter().map(LockGuard::release)).await;
-        let mut all = true;
+        self.release_outcome().await.map(|o| o.is_released())
+    }
+
+    /// Releases every name, as [`release`](Self::release) does, and says what the releases
+    /// found: [`ReleaseOutcome::Released`] if every name was still held, else the first name
+    /// (in the order given) that was not, and why (see [`LockGuard::release_outcome`]).
+    ///
+    /// # Errors
+    ///
+    /// The first error of the releases (each is tried).
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`LockGuard::release`]: every release still reaches Redis if the future is dropped.
+    pub async fn release_outcome(self) -> Result<ReleaseOutcome> {
+        let results = join_all(self.guards.into_iter().map(LockGuard::release_outcome)).await;
+        let mut found = ReleaseOutcome::Released;
         for result in results {
-            all &= result?;
+            let outcome = result?;
+            if found.is_released() {
+                found = outcome;
+            }
         }
-        Ok(all)
+        Ok(found)
+    }
+}
+
+/// The lost signals of a [`MultiGuard`]'s names, owned (cheap to clone, `'static`): which name
+/// was lost, and why.
+#[derive(Debug, Clone)]
+pub struct MultiLost {
+    /// Each name's signal, in the order the names were given.
+    signals: Vec<(String, LostSignal)>,
+}
+
+impl MultiLost {
+    /// Whether every name is still held, as far as this process can tell now.
+    pub fn is_held(&self) -> bool {
+        self.signals.iter().all(|(_, l)| !l.is_lost())
+    }
+
+    /// A name that is no longer held now, and why (one lost rather than released, if any is);
+    /// `None` while every name is held.
+    pub fn reason(&self) -> Option<(String, LostReason)> {
+        let mut found = None;
+        for (name, lost) in &self.signals {
+            if let Some(reason) = lost.reason() {
+                let released = reason == LostReason::Released;
+                if found.is_none() || !released {
+                    found = Some((name.clone(), reason));
+                }
+                if !released {
+                    break;
+                }
+            }
+        }
+        found
+    }
+
+    /// Resolves when any of the names is lost (or released): which, and why.
+    pub async fn wait(&self) -> (String, LostReason) {
+        let waits = self.signals.iter().map(|(name, lost)| {
+            let lost = lost.clone();
+            let name = name.clone();
+            Box::pin(async move { (name, lost.wait().await) })
+        });
+        select_all(waits).await.0
     }
 }

@@ -16,7 +16,6 @@
 //! lease.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use futures_util::StreamExt;
@@ -24,6 +23,7 @@ use futures_util::future::Either;
 use futures_util::stream::FuturesUnordered;
 
 #[cfg(feature = "sentinel")]
+use crate::background::{Background, Running};
 use crate::connection::Followed;
 use crate::connection::{Endpoint, Server, Switches, is_unreachable};
 use crate::error::Error;
@@ -70,34 +70,6 @@ impl Quorum {
     /// a majority for it is no longer possible.
     pub(crate) fn out_of_reach(self, against: usize) -> bool {
         against > self.total.saturating_sub(self.needed)
-    }
-}
-
-/// The work still under way in the background: calls to instances that run on after their
-/// operation was decided (over Redlock), releases of dropped guards and of lost rounds, and
-/// re-assertions. Counted from the moment the work is handed over (a [`Running`] ticket) until
-/// it ends, so that [`Instances::wait_idle`] sees all of it.
-#[derive(Default)]
-struct Background {
-    running: AtomicUsize,
-    idle: tokio::sync::Notify,
-}
-
-/// One piece of background work; counted from its creation until it is dropped.
-pub(crate) struct Running(Arc<Background>);
-
-impl Running {
-    fn start(background: &Arc<Background>) -> Self {
-        background.running.fetch_add(1, Ordering::SeqCst);
-        Running(background.clone())
-    }
-}
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        if self.0.running.fetch_sub(1, Ordering::SeqCst) == 1 {
-            self.0.idle.notify_waiters();
-        }
     }
 }
 
@@ -198,7 +170,7 @@ impl Instances {
 
     /// A ticket that counts as background work until it is dropped (see [`Self::wait_idle`]).
     pub(crate) fn running(&self) -> Running {
-        Running::start(&self.background)
+        self.background.count()
     }
 
     /// Runs `work` as a task, counted as background work until it ends.
@@ -311,7 +283,7 @@ impl Instances {
                     None => Either::Right(std::future::ready((i, Err(skipped(server))))),
                 })
                 .collect(),
-            running: Some(Running::start(&self.background)),
+            running: Some(self.background.count()),
         };
         while let Some((i, answer)) = calls.pending.next().await {
             if let Some(slot) = answers.get_mut(i) {
@@ -327,24 +299,7 @@ impl Instances {
     /// Waits (at most `limit`; a limit too far ahead to represent waits as long as it takes)
     /// until no background work is under way. True if none is.
     pub(crate) async fn wait_idle(&self, limit: Duration) -> bool {
-        let until = tokio::time::Instant::now().checked_add(limit);
-        loop {
-            let idle = self.background.idle.notified();
-            tokio::pin!(idle);
-            // Registered before the check, so a call that ends in between is not missed.
-            idle.as_mut().enable();
-            if self.background.running.load(Ordering::SeqCst) == 0 {
-                return true;
-            }
-            match until {
-                Some(until) => {
-                    if tokio::time::timeout_at(until, idle).await.is_err() {
-                        return self.background.running.load(Ordering::SeqCst) == 0;
-                    }
-                }
-                None => idle.await,
-            }
-        }
+        self.background.idle(Some(limit)).await
     }
 
     /// Registers a waiter for `channel` on every instance, and waits (at most `limit`) for the

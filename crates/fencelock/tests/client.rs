@@ -1,12 +1,12 @@
 //! The client as a whole, against real redis-server processes: refusals classified as what they
-//! are (authentication, permissions), background work that `wait_idle` waits for, and the
-//! operator's `list`.
+//! are (authentication, permissions), background work that `wait_idle` waits for (and a
+//! cancelled acquisition's own, that its `Cleanup` waits for), and the operator's `list`.
 
 mod common;
 
 use std::time::Duration;
 
-use fencelock::{Client, Error};
+use fencelock::{Cleanup, Client, Error};
 use fencelock_testkit::RedisServer;
 
 use common::{client, server};
@@ -101,6 +101,59 @@ async fn a_missing_acl_permission_is_named_as_such() {
     );
     assert!(!text.contains("pw-of-reader"), "{text}");
     assert!(redis.keys().unwrap().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancelled_acquisition_s_cleanup_is_its_own_give_back() {
+    let debug = || {
+        RedisServer::start_with_args(&["--enable-debug-command", "local"])
+            .unwrap_or_else(|e| panic!("{e}"))
+    };
+    let (redis, slow) = (debug(), debug());
+    let client = client(&redis.url());
+    // Another client's dropped guard: its release is under way while its server sleeps 3 s.
+    let other = common::client(&slow.url());
+    let dropped = other
+        .lock("elsewhere")
+        .acquire()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let other_sleep = slow.debug_sleep(Duration::from_secs(3));
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    drop(dropped);
+    let held = client
+        .lock("wanted")
+        .acquire()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let cleanup = Cleanup::new();
+    let waiting = cleanup.scope(client.lock("wanted").acquire());
+    let given_up = async {
+        let timed_out = tokio::time::timeout(Duration::from_millis(300), waiting).await;
+        assert!(timed_out.is_err(), "the lock is held");
+    };
+    // Its own server sleeps too, a little: the give-back (leaving its place in line) waits.
+    let ((), own_sleep) = tokio::join!(given_up, async {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        redis.debug_sleep(Duration::from_millis(400))
+    });
+    let started = std::time::Instant::now();
+    assert!(!cleanup.is_done(), "its give-back is under way");
+    assert!(cleanup.done(Duration::from_secs(2)).await);
+    // Done with its own server's sleep, long before the other release.
+    assert!(started.elapsed() < Duration::from_millis(1500));
+    let info = client
+        .inspect("wanted")
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(info.waiting, 0, "{info:#?}");
+    assert!(
+        !other.wait_idle(Duration::from_millis(1)).await,
+        "the other release is still under way"
+    );
+    assert!(held.release().await.unwrap_or_else(|e| panic!("{e}")));
+    let _ = own_sleep.join();
+    let _ = other_sleep.join();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

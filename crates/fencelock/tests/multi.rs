@@ -1,5 +1,6 @@
 //! Several locks at once: all or none, each name with its own fence, callers with overlapping
-//! sets in reversed orders never deadlock nor overlap, and a loss of any name is told.
+//! sets in reversed orders never deadlock nor overlap, and a loss of any name is told; a
+//! release (of one lock, of several) says what it found.
 
 mod common;
 
@@ -7,7 +8,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
-use fencelock::{Client, Error};
+use fencelock::{Client, Error, LostReason, ReleaseOutcome};
 use fencelock_testkit::FaultProxy;
 
 use common::server;
@@ -227,5 +228,77 @@ async fn opposite_orders_beside_a_hot_taker_all_complete() {
         "{} multi-lock acquisitions in {:?}; the hot taker took its name {taken} times",
         4 * ROUNDS,
         started.elapsed()
+    );
+}
+
+#[tokio::test]
+async fn a_release_says_what_it_found() {
+    let redis = server();
+    let a = common::client(&redis.url());
+    let ok = |r: fencelock::Result<ReleaseOutcome>| r.unwrap_or_else(|e| panic!("{e}"));
+    let delete = |name: &str| {
+        redis
+            .cmd(&["DEL", &format!("fencelock:{{{name}}}")])
+            .unwrap_or_else(|e| panic!("{e}"));
+    };
+    let not_owner = |lock: &str| ReleaseOutcome::NotHeld {
+        lock: lock.to_owned(),
+        reason: LostReason::NotOwner,
+    };
+    let held = a
+        .lock("outcome/held")
+        .acquire()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(ok(held.release_outcome().await), ReleaseOutcome::Released);
+    // Deleted behind its holder's back, before anything noticed: the release finds it gone.
+    let deleted = a
+        .lock("outcome/deleted")
+        .acquire()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    delete("outcome/deleted");
+    let outcome = ok(deleted.release_outcome().await);
+    assert_eq!(outcome, not_owner("outcome/deleted"));
+    assert!(matches!(
+        outcome.into_result(),
+        Err(Error::NotHeld {
+            reason: LostReason::NotOwner,
+            ..
+        })
+    ));
+    // Its lease ran out unrenewed: the release says so.
+    let lapsed = a
+        .lock("outcome/lapsed")
+        .ttl(Duration::from_millis(100))
+        .auto_renew(false)
+        .acquire()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let outcome = ok(lapsed.release_outcome().await);
+    assert!(
+        matches!(
+            &outcome,
+            ReleaseOutcome::NotHeld {
+                reason: LostReason::Expired { .. },
+                ..
+            }
+        ),
+        "{outcome:?}"
+    );
+    // Of several, the name that was lost, whose loss the names' lost signal tells too.
+    let both = a
+        .multi_lock(["outcome/1", "outcome/2"])
+        .acquire()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let lost = both.lost_signal();
+    assert!(lost.is_held() && lost.reason().is_none());
+    delete("outcome/2");
+    assert_eq!(ok(both.release_outcome().await), not_owner("outcome/2"));
+    assert_eq!(
+        lost.reason(),
+        Some(("outcome/2".to_owned(), LostReason::NotOwner))
     );
 }

@@ -21,7 +21,7 @@ from . import _checks, _native
 from ._values import Done, Gap, Holder, Leader, LockInfo, Listing, Ran, Vacant, Waiter
 from ._close import Scope
 from ._writes import Writes
-from .errors import ConfigError, Error, NotHeld
+from .errors import ConfigError, Error
 
 atexit.register(_native._shutdown)
 if hasattr(os, "register_at_fork"):
@@ -107,14 +107,6 @@ def spec(kind: str, name: str, **options: Any) -> Any:
     return _native.Spec(kind, _checks.name(name), **_checks.lock_options(name, options))
 
 
-def not_held(guard: "Guard", lost: Optional[Tuple[str, str]]) -> NotHeld:
-    """``NotHeld`` for a block that ended after its lock was lost: the reason the guard knew
-    before its release, or the one the release found."""
-    found = lost or guard._native.lost_now() or ("not_owner", "it was no longer held")
-    reason, text = found
-    return NotHeld(f"lock {guard.name!r} was lost before the block ended: {text}", lock=guard.name, reason=reason)
-
-
 class _Held:
     """What a guard, a leadership and a multi-lock guard share: the native object, the runner,
     and the events (``threading.Event``) fed by operations that end with the hold."""
@@ -180,6 +172,12 @@ class Guard(_Held):
         """Releases the lock: ``True`` if it was still held (``False``: it had been lost, or
         was released already). A cancelled release still releases."""
         return self._run(self._native.release)
+
+    def _end_block(self) -> Any:
+        """Releases at the end of a ``with`` block whose work succeeded: raises
+        :class:`fencelock.NotHeld` (with the reason the release found) if the lock was lost
+        meanwhile, as the native side decides for every package."""
+        return self._run(self._native.end_block)
 
     def __repr__(self) -> str:
         return repr(self._native)
@@ -422,10 +420,10 @@ class MultiGuard(_Held):
         """Releases every name: ``True`` if every one was still held."""
         return self._run(self._native.release)
 
-    def _not_held(self, lost: Optional[Tuple[str, str, str]]) -> NotHeld:
-        """``NotHeld`` for a block that ended after one of its locks was lost."""
-        name, reason, text = lost or self._native.lost_now() or (None, "not_owner", "it was no longer held")
-        return NotHeld(f"lock {name!r} was lost before the block ended: {text}", lock=name, reason=reason)
+    def _end_block(self) -> Any:
+        """Releases every name at the end of a ``with`` block whose work succeeded: raises
+        :class:`fencelock.NotHeld` (the name, and why) if one was lost meanwhile."""
+        return self._run(self._native.end_block)
 
     def __repr__(self) -> str:
         return f"<fencelock multi-guard {self.fences!r}>"

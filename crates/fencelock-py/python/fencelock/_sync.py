@@ -79,10 +79,10 @@ def _ignore(value: Any) -> None:
 def _exit(guard: Guard, kind: Optional[Type[BaseException]]) -> None:
     """Releases on leaving a block. When the block itself succeeded but the lock was lost
     meanwhile, says so (``NotHeld``): the block's work ran without the lock for a while."""
-    lost = guard._native.lost_now()
-    held = guard.release()
-    if kind is None and not held:
-        raise _api.not_held(guard, lost)
+    if kind is None:
+        guard._end_block()
+    else:
+        guard.release()
 
 
 class LockRequest(_api.LockRequest):
@@ -178,10 +178,10 @@ class MultiGuard(_api.MultiGuard):
         return self
 
     def __exit__(self, kind: Any, value: Any, traceback: Any) -> None:
-        lost = self._native.lost_now()
-        held = self.release()
-        if kind is None and not held:
-            raise self._not_held(lost)
+        if kind is None:
+            self._end_block()
+        else:
+            self.release()
 
 
 class MultiLockRequest(_api.MultiLockRequest):

@@ -65,11 +65,9 @@ class ThreadingLock:
             guard, self._guard = self._guard, None
         if guard is None:
             raise RuntimeError(f"release unlocked lock {self.name!r}")
-        lost = guard._native.lost_now()
-        if not guard.release():
-            from ._api import not_held
-
-            raise not_held(guard, lost)
+        # Released; NotHeld (with the reason the release found) if it had been lost, as the
+        # native side decides it for every package.
+        guard._end_block()
 
     def locked(self) -> bool:
         """Whether anyone holds the lock now, as Redis says."""

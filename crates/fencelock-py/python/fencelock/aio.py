@@ -79,10 +79,10 @@ class Guard(_api.Guard):
 
 
 async def _exit(guard: Guard, kind: Optional[Type[BaseException]]) -> None:
-    lost = guard._native.lost_now()
-    held = await guard.release()
-    if kind is None and not held:
-        raise _api.not_held(guard, lost)
+    if kind is None:
+        await guard._end_block()
+    else:
+        await guard.release()
 
 
 class LockRequest(_api.LockRequest):
@@ -175,10 +175,10 @@ class MultiGuard(_api.MultiGuard):
         return self
 
     async def __aexit__(self, kind: Any, value: Any, traceback: Any) -> None:
-        lost = self._native.lost_now()
-        held = await self.release()
-        if kind is None and not held:
-            raise self._not_held(lost)
+        if kind is None:
+            await self._end_block()
+        else:
+            await self.release()
 
 
 class MultiLockRequest(_api.MultiLockRequest):

@@ -334,12 +334,7 @@ impl LockRequest {
         let shared = &self.shared;
         shared.watchdog.release(
             None,
-            Abandoned {
-                hold: hold.clone(),
-                fence,
-                only,
-                running: shared.instances.running(),
-            },
+            Abandoned::new(hold.clone(), fence, only, &shared.instances),
         );
     }
 

@@ -11,7 +11,7 @@ use crate::engine::ops::{self, Extended};
 use crate::engine::protocol::Hold;
 use crate::engine::release::{self, Abandoned};
 use crate::engine::request::validate_ttl;
-use crate::error::{Error, LostReason, Result};
+use crate::error::{Error, LostReason, ReleaseOutcome, Result};
 use crate::lease::{Ending, Lease, LostSignal, confirm};
 
 /// Proof of holding a lock (of any kind: a plain lock, one hold of a reentrant lock, a read or
@@ -201,7 +201,40 @@ impl LockGuard {
     /// Cancel-safe: the guard is consumed; if the future is dropped before the release is
     /// confirmed, the release still reaches Redis (the call in flight, or the guard's release
     /// on drop).
-    pub async fn release(mut self) -> Result<bool> {
+    pub async fn release(self) -> Result<bool> {
+        self.release_outcome().await.map(|o| o.is_released())
+    }
+
+    /// Releases the lock, as [`release`](Self::release) does, and says what the release found:
+    /// [`ReleaseOutcome::Released`], or [`ReleaseOutcome::NotHeld`] with the reason the lock
+    /// was no longer held (Redis said another owner has it, or the key was gone:
+    /// [`LostReason::NotOwner`]; the lease had run out: [`LostReason::Expired`] or
+    /// [`LostReason::MaxHoldReached`]; a loss reported earlier keeps its reason).
+    ///
+    /// ```no_run
+    /// # async fn example(client: fencelock::Client) -> fencelock::Result<()> {
+    /// use fencelock::ReleaseOutcome;
+    /// let guard = client.lock("reports/nightly").acquire().await?;
+    /// // ... the work ...
+    /// match guard.release_outcome().await? {
+    ///     ReleaseOutcome::Released => {}
+    ///     ReleaseOutcome::NotHeld { lock, reason } => eprintln!("{lock} was lost: {reason}"),
+    ///     _ => {}
+    /// }
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As [`release`](Self::release): [`Error::Unreachable`], [`Error::NoQuorum`],
+    /// [`Error::Redis`], [`Error::PermissionDenied`] or [`Error::AuthFailed`] when no answer
+    /// settled it (the release is retried in the background).
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`release`](Self::release): the guard is consumed, and the release still reaches
+    /// Redis if the future is dropped.
+    pub async fn release_outcome(mut self) -> Result<ReleaseOutcome> {
         self.finished = true;
         let shared = self.shared.clone();
         if let Some(id) = self.renewal_id.take() {
@@ -254,7 +287,22 @@ impl LockGuard {
             _ => Ending::Released(sent_at),
         };
         self.hold.end(&self.lease, self.fence, ending);
-        outcome
+        let held = outcome?;
+        if held {
+            return Ok(ReleaseOutcome::Released);
+        }
+        // The lease's first ending says why: a loss known before, the lease run out, or the
+        // key in other hands (what `end` just recorded).
+        let reason = self
+            .lease
+            .borrow()
+            .lost_at(sent_at)
+            .filter(|r| *r != LostReason::Released)
+            .unwrap_or(LostReason::NotOwner);
+        Ok(ReleaseOutcome::NotHeld {
+            lock: self.hold.name.to_string(),
+            reason,
+        })
     }
 
     fn not_held(&self, reason: LostReason) -> Error {
@@ -268,12 +316,7 @@ impl LockGuard {
         let shared = &self.shared;
         let sent = shared.watchdog.release(
             renewal_id,
-            Abandoned {
-                hold: self.hold.clone(),
-                fence: Some(self.fence),
-                only,
-                running: shared.instances.running(),
-            },
+            Abandoned::new(self.hold.clone(), Some(self.fence), only, &shared.instances),
         );
         if !sent {
             tracing::debug!(lock = %self.hold.name, "client is gone; the lease will run out on its own");

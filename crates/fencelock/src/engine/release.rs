@@ -4,10 +4,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::background::Running;
 use crate::engine::ops;
 use crate::engine::protocol::Hold;
 use crate::engine::protocol::ReleaseFence;
-use crate::quorum::{Answer, Instances, Running};
+use crate::quorum::{Answer, Instances};
 
 /// Releases `hold` on `only` (or every) instance, raising each fence key to at least `fence`
 /// first (over Redlock, for kinds that write their fence back). Each call is bounded by `limit`;
@@ -50,16 +51,36 @@ pub(crate) fn released(answers: &[Answer<bool>]) -> usize {
 
 /// A hold to release in the background: a dropped guard's, or the leftovers of a failed
 /// acquisition or release. It counts as background work (see `Client::wait_idle`) from the
-/// moment it is handed over until its release has ended.
+/// moment it is handed over until its release has ended, and as the
+/// [`Cleanup`](crate::Cleanup) of the future that handed it over, if that future runs in one.
 pub(crate) struct Abandoned {
-    pub(crate) hold: Arc<Hold>,
-    pub(crate) fence: Option<u64>,
+    hold: Arc<Hold>,
+    fence: Option<u64>,
     /// The instances to release on (`None`: all).
-    pub(crate) only: Option<Vec<usize>>,
-    pub(crate) running: Running,
+    only: Option<Vec<usize>>,
+    running: Running,
+    /// Its count in the clean-up of the future that handed it over.
+    own: Option<Running>,
 }
 
 impl Abandoned {
+    /// `hold` to release (on `only`, or every instance of `instances`), raising fence keys to
+    /// `fence` as [`release_on`] does.
+    pub(crate) fn new(
+        hold: Arc<Hold>,
+        fence: Option<u64>,
+        only: Option<Vec<usize>>,
+        instances: &Instances,
+    ) -> Self {
+        Abandoned {
+            hold,
+            fence,
+            only,
+            running: instances.running(),
+            own: crate::background::own_ticket(),
+        }
+    }
+
     /// Releases the hold, retrying a few times where instances are briefly unreachable.
     /// Whatever cannot be released runs out with its lease.
     pub(crate) async fn release(self, instances: Arc<Instances>) {
@@ -69,6 +90,7 @@ impl Abandoned {
             fence,
             only,
             running: _running,
+            own: _own,
         } = self;
         let mut pending: Option<Vec<usize>> = only;
         let mut retry = crate::backoff::RETRY;

@@ -38,6 +38,30 @@ pub enum WaitPolicy {
     Forever,
 }
 
+/// How a language package (or a command line) says how long to wait: `None` as long as it
+/// takes ([`Forever`](WaitPolicy::Forever)), zero not at all ([`NoWait`](WaitPolicy::NoWait)),
+/// else up to that long ([`UpTo`](WaitPolicy::UpTo)).
+///
+/// ```
+/// use std::time::Duration;
+/// use fencelock::WaitPolicy;
+/// assert_eq!(WaitPolicy::from(None), WaitPolicy::Forever);
+/// assert_eq!(WaitPolicy::from(Some(Duration::ZERO)), WaitPolicy::NoWait);
+/// assert_eq!(
+///     WaitPolicy::from(Some(Duration::from_secs(2))),
+///     WaitPolicy::UpTo(Duration::from_secs(2))
+/// );
+/// ```
+impl From<Option<Duration>> for WaitPolicy {
+    fn from(wait: Option<Duration>) -> Self {
+        match wait {
+            None => WaitPolicy::Forever,
+            Some(d) if d.is_zero() => WaitPolicy::NoWait,
+            Some(d) => WaitPolicy::UpTo(d),
+        }
+    }
+}
+
 impl WaitPolicy {
     /// When a request that began at `started` gives up (`None`: never).
     pub(crate) fn deadline(self, started: tokio::time::Instant) -> Option<tokio::time::Instant> {

@@ -56,3 +56,42 @@ impl fmt::Display for LostReason {
         }
     }
 }
+
+/// What a release found: the lock released, or no longer held and why (see
+/// [`LockGuard::release_outcome`](crate::LockGuard::release_outcome)).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ReleaseOutcome {
+    /// It was still held, and is released now.
+    Released,
+    /// It was no longer held when the release came: `lock` (of several, the first in the
+    /// order given that was lost) and why.
+    NotHeld {
+        /// The lock.
+        lock: String,
+        /// Why it was no longer held: [`LostReason::NotOwner`], [`LostReason::Expired`],
+        /// [`LostReason::MaxHoldReached`], or [`LostReason::Released`] (given back already).
+        reason: LostReason,
+    },
+}
+
+impl ReleaseOutcome {
+    /// Whether the lock was still held (what [`LockGuard::release`](crate::LockGuard::release)
+    /// answers).
+    pub fn is_released(&self) -> bool {
+        matches!(self, ReleaseOutcome::Released)
+    }
+
+    /// `Ok(())` if it was released, else the [`Error::NotHeld`](crate::Error::NotHeld) it
+    /// describes: the answer of a block of work that must have held its lock to the end.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::NotHeld`](crate::Error::NotHeld) with this outcome's lock and reason.
+    pub fn into_result(self) -> crate::Result<()> {
+        match self {
+            ReleaseOutcome::Released => Ok(()),
+            ReleaseOutcome::NotHeld { lock, reason } => Err(crate::Error::NotHeld { lock, reason }),
+        }
+    }
+}

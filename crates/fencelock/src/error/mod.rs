@@ -6,7 +6,7 @@ mod conflict;
 mod lost;
 
 pub use conflict::Conflict;
-pub use lost::LostReason;
+pub use lost::{LostReason, ReleaseOutcome};
 
 /// Everything that can go wrong with a fencelock operation.
 ///

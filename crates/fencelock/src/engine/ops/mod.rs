@@ -48,8 +48,10 @@ pub(crate) async fn acquire(
 ) -> redis::RedisResult<AcquireReply> {
     // A grant (or a place in line) whose caller went away before it came (cancelled, or past
     // its time limit while its call waited in a batch) is given back here.
+    // Counted in the caller's clean-up (if any) until the reply is delivered or given back.
     let undelivered = || -> Undelivered {
         let (server, hold) = (server.clone(), hold.clone());
+        let own = crate::background::own_ticket();
         Box::new(move |value: Value| {
             if reply::is_grant(&value)
                 || matches!(value.as_sequence(), Some([Value::Int(reply::HELD), _, _]))
@@ -60,6 +62,7 @@ pub(crate) async fn acquire(
                     {
                         tracing::debug!(lock = %hold.name, %err, "could not give back a grant nobody took");
                     }
+                    drop(own);
                 });
             }
         })
