@@ -1,12 +1,18 @@
 //! Checks the model with a bound given on the command line:
 //! `cargo run --release -p fencelock-model -- fences --clients 3 --time 4 --grants 4`
-//! (`fences`: [`LockModel::fences`], the default; `passing`: [`LockModel::passing`]).
+//! (`fences`: [`LockModel::fences`], the default; `passing`: [`LockModel::passing`]), or
+//! `cargo run --release -p fencelock-model -- fair --clients 3 --time 5 --grants 4` (`fair`:
+//! [`FairModel::small`] with the same arguments).
 
+use std::fmt::Debug;
 use std::process::ExitCode;
 use std::time::Instant;
 
 use fencelock_model::LockModel;
+use fencelock_model::fair::FairModel;
 use stateright::{Checker, Model};
+
+const USAGE: &str = "usage: fencelock-model [fences|passing|fair] [--clients N] [--time STEPS] [--grants N] [--depth N] [--failovers N] [--crashes N] [--back N] [--jumps N] [--passing 0|1] [--lossy 0|1] [--writes 0|1]";
 
 fn main() -> ExitCode {
     let mut model = LockModel::fences();
@@ -19,15 +25,17 @@ fn main() -> ExitCode {
             args.next();
             model = LockModel::passing();
         }
+        Some("fair") => {
+            args.next();
+            return fair(args.collect());
+        }
         _ => {}
     }
     let mut depth = None;
     while let Some(arg) = args.next() {
         let value = args.next().and_then(|v| v.parse::<usize>().ok());
         let Some(value) = value else {
-            eprintln!(
-                "usage: fencelock-model [fences|passing] [--clients N] [--time STEPS] [--grants N] [--depth N] [--failovers N] [--crashes N] [--back N] [--jumps N] [--passing 0|1] [--lossy 0|1] [--writes 0|1]"
-            );
+            eprintln!("{USAGE}");
             return ExitCode::from(2);
         };
         let small = u8::try_from(value).unwrap_or(u8::MAX);
@@ -49,6 +57,46 @@ fn main() -> ExitCode {
             }
         }
     }
+    check(model, depth)
+}
+
+/// The fair lock's model with the arguments it takes.
+fn fair(args: Vec<String>) -> ExitCode {
+    let mut model = FairModel::small();
+    let mut depth = None;
+    let mut args = args.into_iter();
+    while let Some(arg) = args.next() {
+        let Some(value) = args.next().and_then(|v| v.parse::<usize>().ok()) else {
+            eprintln!("{USAGE}");
+            return ExitCode::from(2);
+        };
+        let small = u8::try_from(value).unwrap_or(u8::MAX);
+        match arg.as_str() {
+            "--clients" => model.clients = value,
+            "--time" => model.max_time = small,
+            "--grants" => model.max_grants = small,
+            "--crashes" => model.crashes = small,
+            "--back" => model.steps_back = small,
+            "--lossy" => model.lossy = value != 0,
+            "--depth" => depth = Some(value),
+            _ => {
+                eprintln!(
+                    "unknown argument {arg} (fair takes --clients, --time, --grants, --crashes, --back, --lossy, --depth)"
+                );
+                return ExitCode::from(2);
+            }
+        }
+    }
+    check(model, depth)
+}
+
+/// Checks `model` exhaustively (to `depth` if given) and prints each property's outcome.
+fn check<M>(model: M, depth: Option<usize>) -> ExitCode
+where
+    M: Model + Clone + Debug + Send + Sync + 'static,
+    M::State: Debug + std::hash::Hash + Eq + Send + Sync + Clone,
+    M::Action: Debug + std::hash::Hash + Eq + Send + Sync + Clone,
+{
     let started = Instant::now();
     let mut checker = model.clone().checker();
     if let Some(depth) = depth {
