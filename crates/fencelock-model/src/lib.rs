@@ -17,6 +17,7 @@
 pub mod fair;
 pub mod once;
 mod scripts;
+pub mod semaphore;
 mod state;
 
 pub use state::*;
