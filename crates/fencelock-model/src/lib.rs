@@ -14,6 +14,7 @@
 //! handful of grants a run can make within it). Each break of the protocol that
 //! [`Mutants`] names is a flag; `tests/` asserts that the checker finds each one.
 
+pub mod election;
 pub mod fair;
 pub mod once;
 mod scripts;
