@@ -16,6 +16,7 @@
 
 pub mod election;
 pub mod fair;
+pub mod multi;
 pub mod once;
 mod scripts;
 pub mod semaphore;
