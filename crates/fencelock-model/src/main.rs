@@ -1,18 +1,23 @@
 //! Checks the model with a bound given on the command line:
 //! `cargo run --release -p fencelock-model -- fences --clients 3 --time 4 --grants 4`
 //! (`fences`: [`LockModel::fences`], the default; `passing`: [`LockModel::passing`]), or
-//! `cargo run --release -p fencelock-model -- fair --clients 3 --time 5 --grants 4` (`fair`:
-//! [`FairModel::small`] with the same arguments).
+//! `cargo run --release -p fencelock-model -- fair --clients 3 --time 5 --grants 4` (the fair
+//! lock, [`FairModel::small`]), `-- semaphore --time 5 --grants 5` ([`SemModel::small`]),
+//! `-- election --clients 4 --time 6` ([`ElectionModel::small`]), `-- multi --rounds 3 --third 1`
+//! ([`MultiModel::small`]); each prints the arguments it takes when given a wrong one.
 
 use std::fmt::Debug;
 use std::process::ExitCode;
 use std::time::Instant;
 
 use fencelock_model::LockModel;
+use fencelock_model::election::ElectionModel;
 use fencelock_model::fair::FairModel;
+use fencelock_model::multi::MultiModel;
+use fencelock_model::semaphore::SemModel;
 use stateright::{Checker, Model};
 
-const USAGE: &str = "usage: fencelock-model [fences|passing|fair] [--clients N] [--time STEPS] [--grants N] [--depth N] [--failovers N] [--crashes N] [--back N] [--jumps N] [--passing 0|1] [--lossy 0|1] [--writes 0|1]";
+const USAGE: &str = "usage: fencelock-model [fences|passing|fair|semaphore|election|multi] [--clients N] [--time STEPS] [--grants N] [--depth N] [--failovers N] [--crashes N] [--back N] [--jumps N] [--passing 0|1] [--lossy 0|1] [--writes 0|1]";
 
 fn main() -> ExitCode {
     let mut model = LockModel::fences();
@@ -25,9 +30,10 @@ fn main() -> ExitCode {
             args.next();
             model = LockModel::passing();
         }
-        Some("fair") => {
+        Some(kind @ ("fair" | "semaphore" | "election" | "multi")) => {
+            let kind = kind.to_owned();
             args.next();
-            return fair(args.collect());
+            return other(&kind, args.collect());
         }
         _ => {}
     }
@@ -60,34 +66,115 @@ fn main() -> ExitCode {
     check(model, depth)
 }
 
-/// The fair lock's model with the arguments it takes.
-fn fair(args: Vec<String>) -> ExitCode {
-    let mut model = FairModel::small();
+/// Reads `--name value` pairs into `set` (which answers whether it knows the name); `--depth`
+/// is the checker's. Answers the depth, or the exit code of a usage error.
+fn pairs(
+    args: Vec<String>,
+    takes: &str,
+    mut set: impl FnMut(&str, usize) -> bool,
+) -> Result<Option<usize>, ExitCode> {
     let mut depth = None;
     let mut args = args.into_iter();
     while let Some(arg) = args.next() {
-        let Some(value) = args.next().and_then(|v| v.parse::<usize>().ok()) else {
-            eprintln!("{USAGE}");
-            return ExitCode::from(2);
-        };
-        let small = u8::try_from(value).unwrap_or(u8::MAX);
-        match arg.as_str() {
-            "--clients" => model.clients = value,
-            "--time" => model.max_time = small,
-            "--grants" => model.max_grants = small,
-            "--crashes" => model.crashes = small,
-            "--back" => model.steps_back = small,
-            "--lossy" => model.lossy = value != 0,
-            "--depth" => depth = Some(value),
-            _ => {
-                eprintln!(
-                    "unknown argument {arg} (fair takes --clients, --time, --grants, --crashes, --back, --lossy, --depth)"
-                );
-                return ExitCode::from(2);
+        let value = args.next().and_then(|v| v.parse::<usize>().ok());
+        let known = match value {
+            Some(value) if arg == "--depth" => {
+                depth = Some(value);
+                true
             }
+            Some(value) => set(&arg, value),
+            None => false,
+        };
+        if !known {
+            eprintln!("{arg}: this model takes {takes} --depth N");
+            return Err(ExitCode::from(2));
         }
     }
-    check(model, depth)
+    Ok(depth)
+}
+
+fn small(value: usize) -> u8 {
+    u8::try_from(value).unwrap_or(u8::MAX)
+}
+
+/// The fair lock's, the semaphore's, the election's or multi_lock's model, with the arguments
+/// each takes.
+fn other(kind: &str, args: Vec<String>) -> ExitCode {
+    let depth = match kind {
+        "fair" => {
+            let mut model = FairModel::small();
+            let takes = "--clients N --time STEPS --grants N --crashes N --back N --lossy 0|1";
+            let depth = pairs(args, takes, |arg, value| {
+                match arg {
+                    "--clients" => model.clients = value,
+                    "--time" => model.max_time = small(value),
+                    "--grants" => model.max_grants = small(value),
+                    "--crashes" => model.crashes = small(value),
+                    "--back" => model.steps_back = small(value),
+                    "--lossy" => model.lossy = value != 0,
+                    _ => return false,
+                }
+                true
+            });
+            return depth.map_or_else(|code| code, |depth| check(model, depth));
+        }
+        "semaphore" => {
+            let mut model = SemModel::small();
+            let takes = "--permits N --clients N (taking 2, 2, 1, 2, ...) --time STEPS --grants N --crashes N";
+            let mut takes_arg = None;
+            let depth = pairs(args, takes, |arg, value| {
+                match arg {
+                    "--permits" => model.permits = small(value),
+                    "--time" => model.max_time = small(value),
+                    "--grants" => model.max_grants = small(value),
+                    "--crashes" => model.crashes = small(value),
+                    "--clients" => takes_arg = Some(value),
+                    _ => return false,
+                }
+                true
+            });
+            if let Some(clients) = takes_arg {
+                // N clients taking 2, 2, 1, 2, 2, 1, ...
+                model.takes = (0..clients)
+                    .map(|i| if i % 3 == 2 { 1 } else { 2 })
+                    .collect();
+            }
+            depth.map(|depth| check(model, depth))
+        }
+        "election" => {
+            let mut model = ElectionModel::small();
+            let takes = "--clients N --time STEPS --terms N --crashes N";
+            let depth = pairs(args, takes, |arg, value| {
+                match arg {
+                    "--clients" => model.clients = value,
+                    "--time" => model.max_time = small(value),
+                    "--terms" => model.max_terms = small(value),
+                    "--crashes" => model.crashes = small(value),
+                    _ => return false,
+                }
+                true
+            });
+            depth.map(|depth| check(model, depth))
+        }
+        _ => {
+            let mut model = MultiModel::small();
+            let takes = "--rounds N --max-failed N --atomic 0|1 --third 0|1";
+            let depth = pairs(args, takes, |arg, value| {
+                match arg {
+                    "--rounds" => model.rounds = small(value),
+                    "--max-failed" => model.max_failed = small(value),
+                    "--atomic" => model.atomic_rounds = value != 0,
+                    // A third request, for name 1 alone.
+                    "--third" if value != 0 => model.requests.push(vec![1]),
+                    "--third" => {}
+                    _ => return false,
+                }
+                true
+            });
+            depth.map(|depth| check(model, depth))
+        }
+    };
+    depth.unwrap_or_else(|code| code)
 }
 
 /// Checks `model` exhaustively (to `depth` if given) and prints each property's outcome.

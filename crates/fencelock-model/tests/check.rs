@@ -431,6 +431,10 @@ mod multi {
             ..MultiMutants::default()
         };
         finds(MultiModel::small().with(mutant), MOVES);
+        finds(
+            MultiModel::small().with(mutant),
+            "multi: every request is granted",
+        );
     }
 
     #[test]
