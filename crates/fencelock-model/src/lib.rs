@@ -18,6 +18,7 @@ pub mod election;
 pub mod fair;
 pub mod multi;
 pub mod once;
+pub mod redlock;
 mod scripts;
 pub mod semaphore;
 mod state;

@@ -4,7 +4,8 @@
 //! `cargo run --release -p fencelock-model -- fair --clients 3 --time 5 --grants 4` (the fair
 //! lock, [`FairModel::small`]), `-- semaphore --time 5 --grants 5` ([`SemModel::small`]),
 //! `-- election --clients 4 --time 6` ([`ElectionModel::small`]), `-- multi --rounds 3 --third 1`
-//! ([`MultiModel::small`]); each prints the arguments it takes when given a wrong one.
+//! ([`MultiModel::small`]), `-- redlock --time 4` ([`RedlockModel::small`]); each prints the
+//! arguments it takes when given a wrong one.
 
 use std::fmt::Debug;
 use std::process::ExitCode;
@@ -14,10 +15,11 @@ use fencelock_model::LockModel;
 use fencelock_model::election::ElectionModel;
 use fencelock_model::fair::FairModel;
 use fencelock_model::multi::MultiModel;
+use fencelock_model::redlock::RedlockModel;
 use fencelock_model::semaphore::SemModel;
 use stateright::{Checker, Model};
 
-const USAGE: &str = "usage: fencelock-model [fences|passing|fair|semaphore|election|multi] [--clients N] [--time STEPS] [--grants N] [--depth N] [--failovers N] [--crashes N] [--back N] [--jumps N] [--passing 0|1] [--lossy 0|1] [--writes 0|1]";
+const USAGE: &str = "usage: fencelock-model [fences|passing|fair|semaphore|election|multi|redlock] [--clients N] [--time STEPS] [--grants N] [--depth N] [--failovers N] [--crashes N] [--back N] [--jumps N] [--passing 0|1] [--lossy 0|1] [--writes 0|1]";
 
 fn main() -> ExitCode {
     let mut model = LockModel::fences();
@@ -30,7 +32,7 @@ fn main() -> ExitCode {
             args.next();
             model = LockModel::passing();
         }
-        Some(kind @ ("fair" | "semaphore" | "election" | "multi")) => {
+        Some(kind @ ("fair" | "semaphore" | "election" | "multi" | "redlock")) => {
             let kind = kind.to_owned();
             args.next();
             return other(&kind, args.collect());
@@ -97,8 +99,8 @@ fn small(value: usize) -> u8 {
     u8::try_from(value).unwrap_or(u8::MAX)
 }
 
-/// The fair lock's, the semaphore's, the election's or multi_lock's model, with the arguments
-/// each takes.
+/// The fair lock's, the semaphore's, the election's, multi_lock's or Redlock's model, with the
+/// arguments each takes.
 fn other(kind: &str, args: Vec<String>) -> ExitCode {
     let depth = match kind {
         "fair" => {
@@ -139,6 +141,21 @@ fn other(kind: &str, args: Vec<String>) -> ExitCode {
                     .map(|i| if i % 3 == 2 { 1 } else { 2 })
                     .collect();
             }
+            depth.map(|depth| check(model, depth))
+        }
+        "redlock" => {
+            let mut model = RedlockModel::small();
+            let takes = "--clients N --time STEPS --requests N --restarts N";
+            let depth = pairs(args, takes, |arg, value| {
+                match arg {
+                    "--clients" => model.clients = value,
+                    "--time" => model.max_time = small(value),
+                    "--requests" => model.max_requests = small(value),
+                    "--restarts" => model.restarts = small(value),
+                    _ => return false,
+                }
+                true
+            });
             depth.map(|depth| check(model, depth))
         }
         "election" => {
