@@ -2,10 +2,11 @@
 //! `cargo run --release -p fencelock-model -- fences --clients 3 --time 4 --grants 4`
 //! (`fences`: [`LockModel::fences`], the default; `passing`: [`LockModel::passing`]), or
 //! `cargo run --release -p fencelock-model -- fair --clients 3 --time 5 --grants 4` (the fair
-//! lock, [`FairModel::small`]), `-- semaphore --time 5 --grants 5` ([`SemModel::small`]),
-//! `-- election --clients 4 --time 6` ([`ElectionModel::small`]), `-- multi --rounds 3 --third 1`
-//! ([`MultiModel::small`]), `-- redlock --time 4` ([`RedlockModel::small`]); each prints the
-//! arguments it takes when given a wrong one.
+//! lock, [`FairModel::small`]), `-- semaphore --time 6 --grants 5` ([`SemModel::small`]),
+//! `-- election --clients 4 --time 8 --terms 6` ([`ElectionModel::small`]), `-- multi --rounds 3
+//! --third 1 --max-failed 5` ([`MultiModel::small`]), `-- redlock --time 4`
+//! ([`RedlockModel::small`]); each prints the arguments it takes when given a wrong one
+//! (docs/how-it-works.md has their state counts).
 
 use std::fmt::Debug;
 use std::process::ExitCode;
