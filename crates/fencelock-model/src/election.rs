@@ -29,6 +29,8 @@ pub struct ElectionMutants {
     pub record_not_kept: bool,
     /// A proclaim writes the record whoever holds the lock.
     pub proclaim_unchecked: bool,
+    /// A campaign's term is the server clock alone (`campaign.lua` works it out itself).
+    pub term_clock_only: bool,
 }
 
 /// The election model's bounds.
@@ -219,7 +221,11 @@ impl Model for ElectionModel {
                     return None;
                 }
                 let clock = CLOCK_BASE + u32::from(now) * STEP_US;
-                let term = (n.fence + 1).max(clock);
+                let term = if self.mutants.term_clock_only {
+                    clock
+                } else {
+                    (n.fence + 1).max(clock)
+                };
                 if term <= n.fence {
                     n.term_regressed = true;
                 }

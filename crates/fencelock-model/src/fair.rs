@@ -33,6 +33,9 @@ pub struct FairMutants {
     /// A dead waiter's place never lapses (no `drop_lapsed`, and the head is taken whatever
     /// its lapse).
     pub no_lapse: bool,
+    /// A pass's fence is the server clock alone (`release.lua` works it out itself, not with
+    /// `next_fence`).
+    pub pass_fence_clock_only: bool,
 }
 
 /// The fair lock model's bounds and switches.
@@ -196,7 +199,7 @@ impl FairState {
         self.lock.filter(|h| h.expires > self.now)
     }
 
-    fn clock(&self) -> u32 {
+    pub(crate) fn clock(&self) -> u32 {
         let c =
             i64::from(CLOCK_BASE) + i64::from(self.now) * i64::from(STEP_US) + i64::from(self.skew);
         u32::try_from(c.max(0)).unwrap_or(0)
@@ -228,7 +231,7 @@ impl FairState {
         })
     }
 
-    fn record_grant(&mut self, fence: u32) {
+    pub(crate) fn record_grant(&mut self, fence: u32) {
         if fence <= self.max_fence {
             self.fence_regressed = true;
         }

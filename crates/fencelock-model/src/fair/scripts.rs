@@ -127,7 +127,15 @@ impl FairModel {
             .find(|p| p.token != token && (self.mutants.no_lapse || p.lapses > now));
         n.lock = None;
         if let Some(head) = head {
-            let fence = Self::next_fence(n);
+            // `release.lua` works the pass's fence out itself: max(last + 1, clock).
+            let fence = if self.mutants.pass_fence_clock_only {
+                let fence = n.clock();
+                n.fence = fence;
+                n.record_grant(fence);
+                fence
+            } else {
+                Self::next_fence(n)
+            };
             let ends = if self.mutants.unbounded_claim {
                 now + FAIR_LEASE
             } else {

@@ -58,3 +58,12 @@ fn a_deposed_leaders_proclaim_hides_the_new_leader() {
     };
     finds(mutant, ANSWERS);
 }
+
+#[test]
+fn a_term_that_is_the_clock_alone_repeats() {
+    let mutant = ElectionMutants {
+        term_clock_only: true,
+        ..ElectionMutants::default()
+    };
+    finds(mutant, "election: terms strictly increase");
+}

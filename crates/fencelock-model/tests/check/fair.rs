@@ -90,3 +90,15 @@ fn a_dead_waiters_place_that_never_lapses_blocks_the_queue() {
     };
     finds(model.with(mutant), &[FREED]);
 }
+
+#[test]
+fn a_pass_whose_fence_is_the_clock_alone_goes_backwards() {
+    let mutant = FairMutants {
+        pass_fence_clock_only: true,
+        ..FairMutants::default()
+    };
+    finds(
+        FairModel::lossy().with(mutant),
+        &["fair: fences of grants strictly increase"],
+    );
+}
