@@ -14,8 +14,13 @@
 //! handful of grants a run can make within it). Each break of the protocol that
 //! [`Mutants`] names is a flag; `tests/` asserts that the checker finds each one.
 
+pub mod election;
+pub mod fair;
+pub mod multi;
 pub mod once;
+pub mod redlock;
 mod scripts;
+pub mod semaphore;
 mod state;
 
 pub use state::*;

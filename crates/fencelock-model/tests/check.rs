@@ -169,3 +169,14 @@ fn a_two_step_begin_counts_the_work_twice() {
     };
     eprintln!("double run: {:?}", path.into_actions());
 }
+
+#[path = "check/election.rs"]
+mod election;
+#[path = "check/fair.rs"]
+mod fair;
+#[path = "check/multi.rs"]
+mod multi;
+#[path = "check/redlock.rs"]
+mod redlock;
+#[path = "check/semaphore.rs"]
+mod semaphore;

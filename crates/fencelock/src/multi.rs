@@ -9,10 +9,16 @@
 //! of one script that pile up on a connection as one batch).
 //!
 //! Every request tries its names sorted by name, whatever the order given, and waits for the
-//! first held one in that order, so two requests for overlapping sets wait for the same name
-//! rather than each holding the name the other waits for next. A request that waited for a name
-//! and then found another held backs off for a short, growing, jittered delay (5 ms, doubling,
-//! at most 40 ms) and then waits in that name's line (as a plain waiter, woken by its release).
+//! first held one in that order, so two requests for overlapping sets mostly wait for the same
+//! name rather than each holding the name the other waits for next. Not always: a release that
+//! passes the first name to a waiting request while the releaser's next round takes the second
+//! for a moment sets the two waiting for different names, each then passed one and failing on
+//! the other. A request that waited for a name and then found another held backs off for a
+//! short, growing, jittered delay (5 ms, doubling, at most 40 ms) and then waits in that name's
+//! line (as a plain waiter, woken by its release); the pause is what ends such rounds, as long
+//! as it outlasts the other request's round (`crates/fencelock-model` checks both: with such a
+//! pause at most a few rounds fail before one request is granted, with a shorter one they can
+//! fail without end).
 //!
 //! The cap is low on purpose (tens of milliseconds, not seconds). The pause only has to let the
 //! request holding the other name finish, so that two requests in opposite orders stop handing

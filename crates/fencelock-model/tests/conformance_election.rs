@@ -1,0 +1,248 @@
+//! The election's model against its real scripts: random walks of [`ElectionModel`]
+//! (campaigns that win or find the term held, renewals, proclaims, resignations, leases and
+//! records that run out) replayed on a real `redis-server` through the library, comparing after
+//! every step `Election::leader()`'s answer (the term and the leader's value) with the model's
+//! `leader()`. Leases last a minute (no renewal of the library's runs within a walk); a lease or
+//! a record that ends in the model is ended with `PEXPIREAT key 1`.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use fencelock::election::Leadership;
+use fencelock::{Client, Error};
+use fencelock_model::election::{
+    Candidate, ElectionAction, ElectionModel, ElectionState, RECORD_MARGIN,
+};
+use fencelock_testkit::RedisServer;
+use redis::AsyncCommands;
+use stateright::Model;
+
+const WALKS: usize = 100;
+const STEPS: usize = 14;
+const LEASE: Duration = Duration::from_secs(60);
+
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: usize) -> usize {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        usize::try_from(self.0 % u64::try_from(n).unwrap()).unwrap()
+    }
+}
+
+struct Real {
+    client: Client,
+    redis: redis::aio::MultiplexedConnection,
+    name: String,
+    leaderships: Vec<Option<Leadership>>,
+    /// The real term of each model term.
+    terms: HashMap<u32, u64>,
+    seen: HashMap<&'static str, usize>,
+}
+
+impl Real {
+    fn key(&self) -> String {
+        format!("fencelock:{{{}}}", self.name)
+    }
+
+    fn count(&mut self, what: &'static str) {
+        *self.seen.entry(what).or_default() += 1;
+    }
+
+    /// Replays `action`; `after` is `None` where the model's campaign finds the term held.
+    async fn step(
+        &mut self,
+        before: &ElectionState,
+        after: Option<&ElectionState>,
+        action: ElectionAction,
+    ) {
+        match action {
+            ElectionAction::Campaign(i) => {
+                let c = usize::from(i);
+                let got = self
+                    .client
+                    .election(&self.name)
+                    .campaign(format!("c{c}"))
+                    .ttl(LEASE)
+                    .no_wait()
+                    .campaign()
+                    .await;
+                match (got, after.map(|a| a.clients[c])) {
+                    (Ok(leadership), Some(Candidate::Leading { term, .. })) => {
+                        self.terms.insert(term, leadership.term());
+                        self.leaderships[c] = Some(leadership);
+                        self.count("won");
+                    }
+                    (Err(Error::Busy { .. }), None) => self.count("the term is held"),
+                    (got, model) => panic!(
+                        "campaign by {c}: {:?}, the model {model:?}",
+                        got.map(|l| l.term())
+                    ),
+                }
+            }
+            ElectionAction::Renew(i) => {
+                let c = usize::from(i);
+                let after = after.expect("a renewal is a step");
+                let leadership = self.leaderships[c].as_ref().expect("a leadership");
+                match (leadership.guard().extend(LEASE).await, after.clients[c]) {
+                    (Ok(()), Candidate::Leading { .. }) => self.count("renewed"),
+                    (Err(Error::NotHeld { .. }), Candidate::Idle) => {
+                        self.leaderships[c] = None;
+                        self.count("a renewal refused");
+                    }
+                    (got, model) => panic!("renew by {c}: {got:?}, the model {model:?}"),
+                }
+            }
+            ElectionAction::Proclaim(i) => {
+                let c = usize::from(i);
+                let after = after.expect("a proclaim is a step");
+                let leadership = self.leaderships[c].as_mut().expect("a leadership");
+                match (leadership.proclaim(format!("c{c}")).await, after.clients[c]) {
+                    (Ok(()), Candidate::Leading { .. }) => self.count("proclaimed"),
+                    (Err(Error::NotLeader { .. }), Candidate::Idle) => {
+                        self.leaderships[c] = None;
+                        self.count("a deposed leader's proclaim refused");
+                    }
+                    (got, model) => panic!("proclaim by {c}: {got:?}, the model {model:?}"),
+                }
+            }
+            ElectionAction::Resign(i) => {
+                let c = usize::from(i);
+                let after = after.expect("a resignation is a step");
+                let leadership = self.leaderships[c].take().expect("a leadership");
+                let held = after.resigned.len() > before.resigned.len();
+                assert_eq!(leadership.resign().await.unwrap(), held, "resign by {c}");
+                self.count(if held {
+                    "resigned"
+                } else {
+                    "resigned after a lapse"
+                });
+            }
+            ElectionAction::Tick => {
+                let after = after.expect("time passes");
+                if before.lock.is_some() && after.lock.is_none() {
+                    let _: i64 = self.redis.pexpire_at(self.key(), 1).await.unwrap();
+                    self.count("a lease ran out");
+                }
+                if before.record.is_some() && after.record.is_none() {
+                    let record = format!("{}:leader", self.key());
+                    let _: i64 = self.redis.pexpire_at(record, 1).await.unwrap();
+                }
+            }
+            ElectionAction::Crash(_) => panic!("crashes are not replayed"),
+        }
+    }
+
+    async fn compare(&mut self, model: &ElectionModel, s: &ElectionState, step: &str) {
+        let real = self.client.election(&self.name).leader().await.unwrap();
+        match (real, model.leader(s)) {
+            (None, None) => {}
+            (Some(leader), Some((term, client))) => {
+                assert_eq!(leader.term, self.terms[&term], "{step}: the term");
+                assert_eq!(leader.value, format!("c{client}"), "{step}: the leader");
+            }
+            (real, expected) => panic!("{step}: leader() is {real:?}, the model's {expected:?}"),
+        }
+        // The record outlives the lease by the margin (a second on the server), as the model's
+        // outlives it by RECORD_MARGIN steps.
+        let record = s.record.filter(|r| r.expires > s.now);
+        if let (Some(lock), Some(record)) = (s.holder(), record) {
+            let lease: i64 = self.redis.pttl(self.key()).await.unwrap();
+            let kept: i64 = self
+                .redis
+                .pttl(format!("{}:leader", self.key()))
+                .await
+                .unwrap();
+            let margin = i64::from(record.expires) - i64::from(lock.expires);
+            assert_eq!(
+                (900..=1100).contains(&(kept - lease)),
+                margin == i64::from(RECORD_MARGIN),
+                "{step}: the record's expiry ({kept} ms) against the lease's ({lease} ms)"
+            );
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn random_walks_of_the_election_match_the_real_scripts() {
+    let server = RedisServer::start().unwrap_or_else(|e| panic!("cannot start redis-server: {e}"));
+    let redis = redis::Client::open(server.url())
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    let client = Client::builder(&server.url()).build().unwrap();
+    let model = ElectionModel {
+        crashes: 0,
+        max_time: u8::try_from(STEPS).unwrap(),
+        max_terms: u8::try_from(STEPS).unwrap(),
+        ..ElectionModel::small()
+    };
+    let mut rng = Rng(0xda94_2042_e4dd_58b5);
+    let mut steps = 0;
+    let mut seen: HashMap<&'static str, usize> = HashMap::new();
+    for walk in 0..WALKS {
+        let mut real = Real {
+            client: client.clone(),
+            redis: redis.clone(),
+            name: format!("election{walk}"),
+            leaderships: (0..model.clients).map(|_| None).collect(),
+            terms: HashMap::new(),
+            seen: HashMap::new(),
+        };
+        let mut state = model.init_states().remove(0);
+        let mut trail = Vec::new();
+        for _ in 0..STEPS {
+            let mut actions = Vec::new();
+            model.actions(&state, &mut actions);
+            let weight = |a: &ElectionAction| if *a == ElectionAction::Tick { 3 } else { 1 };
+            let mut pick = rng.below(actions.iter().map(weight).sum());
+            let action = *actions
+                .iter()
+                .find(|a| {
+                    let w = weight(a);
+                    if pick < w {
+                        true
+                    } else {
+                        pick -= w;
+                        false
+                    }
+                })
+                .expect("an action");
+            let next = model.next_state(&state, action);
+            trail.push(action);
+            let step = format!("walk {walk}, {trail:?}");
+            real.step(&state, next.as_ref(), action).await;
+            if let Some(next) = next {
+                state = next;
+            }
+            real.compare(&model, &state, &step).await;
+            steps += 1;
+        }
+        for (outcome, n) in &real.seen {
+            *seen.entry(outcome).or_default() += n;
+        }
+        for leadership in real.leaderships.into_iter().flatten() {
+            let _ = leadership.resign().await;
+        }
+    }
+    eprintln!("{WALKS} walks, {steps} steps replayed: {seen:?}");
+    for outcome in [
+        "won",
+        "the term is held",
+        "renewed",
+        "a renewal refused",
+        "proclaimed",
+        "a deposed leader's proclaim refused",
+        "resigned",
+        "a lease ran out",
+    ] {
+        assert!(
+            seen.get(outcome).is_some_and(|n| *n > 0),
+            "no walk saw: {outcome}"
+        );
+    }
+}

@@ -1,0 +1,386 @@
+//! The semaphore's model against its real scripts: random walks of [`SemModel`] (requests for
+//! 2, 2 and 1 of 3 permits that are granted or wait, renewals, releases, leases that end)
+//! replayed on a real `redis-server` through the library, comparing after every step the
+//! permits held (token, permits, fence), the waiting requests in their order, and the fence
+//! counter with the model's state.
+//!
+//! Each model client is a `Client` of its own with one request at a time; a waiting request is
+//! a task. Leases and places last a minute (no timer of the library fires within a walk); a
+//! lease that ends in the model is ended by writing an expiry in the past into its fields. What
+//! frees permits (a release, a lease that ends) wakes every waiter (`all` on the lock's
+//! channel, as `release.lua` publishes it while requests wait), and the model then lets every
+//! waiter try once, in arrival order: whom that grants does not depend on the order.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use fencelock::{Client, Error, LockGuard};
+use fencelock_model::semaphore::{SemAction, SemModel, SemPhase, SemState};
+use fencelock_testkit::RedisServer;
+use redis::AsyncCommands;
+use stateright::Model;
+use tokio::task::JoinHandle;
+
+const WALKS: usize = 100;
+const STEPS: usize = 14;
+const LEASE: Duration = Duration::from_secs(60);
+const PATIENCE: Duration = Duration::from_secs(10);
+
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: usize) -> usize {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        usize::try_from(self.0 % u64::try_from(n).unwrap()).unwrap()
+    }
+}
+
+enum Request {
+    Idle,
+    Waiting(JoinHandle<fencelock::Result<LockGuard>>),
+    Holding(LockGuard),
+}
+
+/// What the semaphore's hash holds: the permits held (token -> (permits, fence), leases not
+/// ended) and the waiting requests ((arrival, token, permits), sorted).
+type Hash = (HashMap<String, (u8, u64)>, Vec<(u64, String, u8)>);
+
+struct Real {
+    model: SemModel,
+    clients: Vec<Client>,
+    redis: redis::aio::MultiplexedConnection,
+    name: String,
+    requests: Vec<Request>,
+    tokens: HashMap<u8, String>,
+    fences: HashMap<u32, u64>,
+    seen: HashMap<&'static str, usize>,
+}
+
+impl Real {
+    fn key(&self) -> String {
+        format!("fencelock:{{{}}}", self.name)
+    }
+
+    async fn hash(&mut self) -> Hash {
+        let all: HashMap<String, String> = self.redis.hgetall(self.key()).await.unwrap();
+        let mut held: HashMap<String, (u8, u64)> = HashMap::new();
+        let mut waiting = Vec::new();
+        for (field, value) in &all {
+            if field == "kind" || field == "permits" {
+                continue;
+            }
+            let mut parts = value.split(':');
+            let expiry: u64 = parts.next().unwrap().parse().unwrap();
+            if let Some(permit) = field.strip_prefix("p:") {
+                if expiry <= 1 {
+                    continue;
+                }
+                let token = permit.split('/').next().unwrap().to_owned();
+                let fence: u64 = parts.next().unwrap().parse().unwrap();
+                held.entry(token).or_insert((0, fence)).0 += 1;
+            } else if let Some(token) = field.strip_prefix("w:") {
+                let k: u8 = parts.next().unwrap().parse().unwrap();
+                let arrival: u64 = parts.next().unwrap().parse().unwrap();
+                waiting.push((arrival, token.to_owned(), k));
+            }
+        }
+        waiting.sort();
+        (held, waiting)
+    }
+
+    /// Waits for client `i`'s request to be granted, and learns its token and fence.
+    async fn granted(&mut self, i: usize, token: u8, fence: u32) {
+        let Request::Waiting(task) = std::mem::replace(&mut self.requests[i], Request::Idle) else {
+            panic!("client {i} has no waiting request")
+        };
+        let guard = tokio::time::timeout(PATIENCE, task)
+            .await
+            .unwrap_or_else(|_| panic!("client {i} was not granted"))
+            .unwrap()
+            .unwrap();
+        let (held, _) = self.hash().await;
+        let (real, _) = held
+            .iter()
+            .find(|(_, (_, f))| *f == guard.fence())
+            .expect("the grant's permits");
+        self.tokens.insert(token, real.clone());
+        self.fences.insert(fence, guard.fence());
+        self.requests[i] = Request::Holding(guard);
+        *self.seen.entry("granted").or_default() += 1;
+    }
+
+    /// A new request by client `i`.
+    async fn request(&mut self, i: usize, after: &SemState) {
+        let request = self.clients[i]
+            .semaphore(&self.name, u32::from(self.model.permits))
+            .take(u32::from(self.model.takes[i]))
+            .ttl(LEASE)
+            .queue_timeout(LEASE)
+            .auto_renew(false)
+            .wait_up_to(Duration::from_secs(120));
+        self.requests[i] = Request::Waiting(tokio::spawn(request.acquire()));
+        match after.clients[i] {
+            SemPhase::Holding { token, fence, .. } => self.granted(i, token, fence).await,
+            SemPhase::Waiting { token, .. } => {
+                let limit = tokio::time::Instant::now() + PATIENCE;
+                loop {
+                    let (_, waiting) = self.hash().await;
+                    let known: Vec<&String> = self.tokens.values().collect();
+                    if let Some((_, real, _)) = waiting.iter().find(|w| !known.contains(&&w.1)) {
+                        self.tokens.insert(token, real.clone());
+                        break;
+                    }
+                    assert!(
+                        tokio::time::Instant::now() < limit,
+                        "client {i} did not wait"
+                    );
+                    tokio::time::sleep(Duration::from_millis(1)).await;
+                }
+                // The next request arrives in a later millisecond (the script orders requests
+                // of one millisecond by token; the model by arrival).
+                tokio::time::sleep(Duration::from_millis(2)).await;
+                *self.seen.entry("waits").or_default() += 1;
+            }
+            phase => panic!("acquire by {i}: the model {phase:?}"),
+        }
+    }
+
+    /// Every waiter tries once (woken by `all`): the model's tries in arrival order, and the
+    /// real grants awaited.
+    async fn retry_all(&mut self, state: SemState, trail: &mut Vec<SemAction>) -> SemState {
+        let mut state = state;
+        let waiters: Vec<u8> = state.places.iter().map(|p| p.client).collect();
+        if waiters.is_empty() {
+            return state;
+        }
+        let channel = format!("{}:released", self.key());
+        let _: i64 = self.redis.publish(channel, "all").await.unwrap();
+        for w in waiters {
+            let next = self
+                .model
+                .next_state(&state, SemAction::Acquire(w))
+                .unwrap();
+            trail.push(SemAction::Acquire(w));
+            if let SemPhase::Holding { token, fence, .. } = next.clients[usize::from(w)] {
+                self.granted(usize::from(w), token, fence).await;
+                *self.seen.entry("a waiter granted").or_default() += 1;
+            } else {
+                *self.seen.entry("a waiter's try").or_default() += 1;
+            }
+            state = next;
+        }
+        state
+    }
+
+    /// One step; answers whether it freed permits (every waiter then tries).
+    async fn step(&mut self, before: &SemState, after: &SemState, action: SemAction) -> bool {
+        match action {
+            SemAction::Acquire(i) => {
+                self.request(usize::from(i), after).await;
+                false
+            }
+            SemAction::Renew(i) => {
+                let i = usize::from(i);
+                let Request::Holding(guard) = &self.requests[i] else {
+                    panic!("client {i} holds nothing")
+                };
+                match (guard.extend(LEASE).await, after.clients[i]) {
+                    (Ok(()), SemPhase::Holding { .. }) => false,
+                    (Err(Error::NotHeld { .. }), SemPhase::Idle) => {
+                        *self.seen.entry("renewal refused").or_default() += 1;
+                        let Request::Holding(guard) =
+                            std::mem::replace(&mut self.requests[i], Request::Idle)
+                        else {
+                            unreachable!()
+                        };
+                        assert!(!guard.release().await.unwrap());
+                        false
+                    }
+                    (got, phase) => panic!("renew by {i}: {got:?}, the model: {phase:?}"),
+                }
+            }
+            SemAction::Release(i) => {
+                let i = usize::from(i);
+                let Request::Holding(guard) =
+                    std::mem::replace(&mut self.requests[i], Request::Idle)
+                else {
+                    panic!("client {i} holds nothing")
+                };
+                let SemPhase::Holding { token, .. } = before.clients[i] else {
+                    panic!("the model: client {i} holds nothing")
+                };
+                let held = before
+                    .holds
+                    .iter()
+                    .any(|h| h.token == token && h.expires > before.now);
+                assert_eq!(guard.release().await.unwrap(), held, "release by {i}");
+                *self
+                    .seen
+                    .entry(if held {
+                        "released"
+                    } else {
+                        "release of a lost hold"
+                    })
+                    .or_default() += 1;
+                true
+            }
+            SemAction::Tick => {
+                let ended: Vec<_> = before
+                    .holds
+                    .iter()
+                    .filter(|h| h.expires > before.now && h.expires <= after.now)
+                    .copied()
+                    .collect();
+                for h in &ended {
+                    let real = self.tokens[&h.token].clone();
+                    let value = format!("1:{}", self.fences[&h.fence]);
+                    for f in 1..=h.k {
+                        let field = if f == 1 {
+                            format!("p:{real}")
+                        } else {
+                            format!("p:{real}/{f}")
+                        };
+                        let _: i64 = self.redis.hset(self.key(), field, &value).await.unwrap();
+                    }
+                    *self.seen.entry("a lease ended").or_default() += 1;
+                }
+                !ended.is_empty()
+            }
+            other => panic!("{other:?} is not replayed"),
+        }
+    }
+
+    async fn compare(&mut self, s: &SemState, step: &str) {
+        let (held, waiting) = self.hash().await;
+        let expected: HashMap<String, (u8, u64)> = s
+            .holds
+            .iter()
+            .filter(|h| h.expires > s.now)
+            .map(|h| (self.tokens[&h.token].clone(), (h.k, self.fences[&h.fence])))
+            .collect();
+        assert_eq!(held, expected, "{step}: the permits held");
+        let order: Vec<(String, u8)> = waiting.into_iter().map(|(_, t, k)| (t, k)).collect();
+        let expected: Vec<(String, u8)> = s
+            .places
+            .iter()
+            .map(|p| (self.tokens[&p.token].clone(), p.k))
+            .collect();
+        assert_eq!(order, expected, "{step}: the waiting requests");
+        // The largest fence granted (the grants of one wake-up may run in another order than
+        // the model's tries: the same grants, their fences in another order).
+        let counter: Option<u64> = self
+            .redis
+            .get(format!("{}:fence", self.key()))
+            .await
+            .unwrap();
+        assert_eq!(s.fence > 0, counter.is_some(), "{step}: the fence counter");
+        assert_eq!(
+            counter,
+            self.fences.values().max().copied(),
+            "{step}: the fence counter"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn random_walks_of_the_semaphore_match_the_real_scripts() {
+    let server = RedisServer::start().unwrap_or_else(|e| panic!("cannot start redis-server: {e}"));
+    let redis = redis::Client::open(server.url())
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    let model = SemModel {
+        crashes: 0,
+        max_time: u8::try_from(STEPS).unwrap(),
+        max_grants: u8::try_from(STEPS).unwrap(),
+        ..SemModel::small()
+    };
+    let clients: Vec<Client> = (0..model.takes.len())
+        .map(|_| Client::builder(&server.url()).build().unwrap())
+        .collect();
+    let mut rng = Rng(0x853c_49e6_748f_ea9b);
+    let mut steps = 0;
+    let mut seen: HashMap<&'static str, usize> = HashMap::new();
+    for walk in 0..WALKS {
+        let mut real = Real {
+            model: model.clone(),
+            clients: clients.clone(),
+            redis: redis.clone(),
+            name: format!("sem{walk}"),
+            requests: (0..model.takes.len()).map(|_| Request::Idle).collect(),
+            tokens: HashMap::new(),
+            fences: HashMap::new(),
+            seen: HashMap::new(),
+        };
+        let mut state = model.init_states().remove(0);
+        let mut trail = Vec::new();
+        for _ in 0..STEPS {
+            let mut actions = Vec::new();
+            model.actions(&state, &mut actions);
+            // Time passing three times as likely as the rest, so that leases end within a walk.
+            let weight = |a: &SemAction| if *a == SemAction::Tick { 3 } else { 1 };
+            let mut pick = rng.below(actions.iter().map(weight).sum());
+            let action = *actions
+                .iter()
+                .find(|a| {
+                    let w = weight(a);
+                    if pick < w {
+                        true
+                    } else {
+                        pick -= w;
+                        false
+                    }
+                })
+                .expect("an action");
+            let retry = matches!(action, SemAction::Acquire(i)
+                if matches!(state.clients[usize::from(i)], SemPhase::Waiting { .. }));
+            if retry {
+                // A waiter's try: every waiter tries (nothing was freed since the last time
+                // they all did, unless time passed: then they are due).
+                state = real.retry_all(state, &mut trail).await;
+            } else {
+                let next = model.next_state(&state, action).expect("an enabled action");
+                trail.push(action);
+                let freed = real.step(&state, &next, action).await;
+                state = next;
+                if freed {
+                    state = real.retry_all(state, &mut trail).await;
+                }
+            }
+            let step = format!("walk {walk}, {trail:?}");
+            real.compare(&state, &step).await;
+            steps += 1;
+        }
+        for (outcome, n) in &real.seen {
+            *seen.entry(outcome).or_default() += n;
+        }
+        for request in real.requests {
+            match request {
+                Request::Holding(guard) => {
+                    let _ = guard.release().await;
+                }
+                Request::Waiting(task) => task.abort(),
+                Request::Idle => {}
+            }
+        }
+    }
+    eprintln!("{WALKS} walks, {steps} steps replayed: {seen:?}");
+    for outcome in [
+        "granted",
+        "waits",
+        "a waiter granted",
+        "a waiter's try",
+        "released",
+        "a lease ended",
+        "renewal refused",
+    ] {
+        assert!(
+            seen.get(outcome).is_some_and(|n| *n > 0),
+            "no walk saw: {outcome}"
+        );
+    }
+}
