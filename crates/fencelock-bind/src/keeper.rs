@@ -45,8 +45,21 @@ pub struct Keeper {
     running: tokio::sync::watch::Sender<usize>,
     ending: tokio::sync::watch::Sender<bool>,
     clients: Mutex<Vec<Weak<fencelock::Client>>>,
-    held: Mutex<HashMap<u64, Weak<dyn EndAtExit>>>,
+    held: Mutex<HashMap<u64, Held>>,
     next_id: AtomicU64,
+}
+
+/// A hold the end gives back: whose client made it (the client's address, as
+/// [`client_key`] gives it), and the hold.
+struct Held {
+    client: usize,
+    hold: Weak<dyn EndAtExit>,
+}
+
+/// A client's identity among the holds: its address (a hold keeps its client alive, so no
+/// other client has it while the hold is remembered).
+fn client_key(client: &Arc<fencelock::Client>) -> usize {
+    Arc::as_ptr(client) as usize
 }
 
 impl Keeper {
@@ -100,15 +113,40 @@ impl Keeper {
         clients.push(Arc::downgrade(client));
     }
 
-    /// Remembers `held` to end it at the end (until [`forget_held`](Self::forget_held)); its
-    /// id.
-    pub fn add_held(&self, held: Weak<dyn EndAtExit>) -> u64 {
+    /// Remembers `held`, a hold of `client`'s, to end it at the end (until
+    /// [`forget_held`](Self::forget_held)) or when the client closes
+    /// ([`end_client`](Self::end_client)); its id.
+    pub fn add_held(&self, client: &Arc<fencelock::Client>, held: Weak<dyn EndAtExit>) -> u64 {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let held = Held {
+            client: client_key(client),
+            hold: held,
+        };
         self.held
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .insert(id, held);
         id
+    }
+
+    /// Gives back what `client`'s holds still hold (a client's close): done when every
+    /// give-back is.
+    pub fn end_client(
+        &self,
+        client: &Arc<fencelock::Client>,
+    ) -> impl Future<Output = ()> + Send + 'static {
+        let key = client_key(client);
+        let ends: Vec<Task> = {
+            let held = self.held.lock().unwrap_or_else(PoisonError::into_inner);
+            held.values()
+                .filter(|h| h.client == key)
+                .filter_map(|h| h.hold.upgrade())
+                .map(EndAtExit::end)
+                .collect()
+        };
+        async move {
+            futures_util::future::join_all(ends).await;
+        }
     }
 
     pub fn forget_held(&self, id: u64) {
@@ -121,7 +159,7 @@ impl Keeper {
     /// How many holds are kept now.
     pub fn held_count(&self) -> usize {
         let held = self.held.lock().unwrap_or_else(PoisonError::into_inner);
-        held.values().filter(|h| h.strong_count() > 0).count()
+        held.values().filter(|h| h.hold.strong_count() > 0).count()
     }
 
     /// Waits, at most `limit`, until the background work of the package and of `clients` is
@@ -156,7 +194,7 @@ impl Keeper {
         let ends: Vec<Task> = {
             let held = self.held.lock().unwrap_or_else(PoisonError::into_inner);
             held.values()
-                .filter_map(Weak::upgrade)
+                .filter_map(|h| h.hold.upgrade())
                 .map(EndAtExit::end)
                 .collect()
         };

@@ -43,7 +43,7 @@ impl<T: GiveBack, H> Kept<T, H> {
     pub fn new(value: T, context: Context<H>) -> Self {
         let hold = Arc::new(Hold::new(value));
         let weak: Weak<dyn EndAtExit> = Arc::downgrade(&hold) as Weak<dyn EndAtExit>;
-        let id = context.keeper.add_held(weak);
+        let id = context.keeper.add_held(&context.client, weak);
         Kept { hold, context, id }
     }
 

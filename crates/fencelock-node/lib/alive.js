@@ -5,11 +5,10 @@
 // guard's `signal` sees the loss instead of exiting with the lock still held. One idle interval
 // stands for them all: referenced while anything is pending or held, unreferenced otherwise
 // (a flag, where arming and clearing a timer for each hold would cost a timer each). A hold
-// counts until it ends (released, resigned, lost while its signal was watched) or the garbage
-// collector drops it unreleased.
+// counts until it ends (released, resigned, lost while its signal was watched), its client
+// closes (scope.js), or the garbage collector drops it unreleased.
 
 let count = 0
-let holds = 0
 // Long, and a no-op: it only stands for the calls and the holds.
 const timer = setInterval(() => {}, 0x7fffffff)
 timer.unref()
@@ -19,37 +18,42 @@ function up () {
   if (count++ === 0) timer.ref()
 }
 
-/** One fewer. */
-function down () {
-  if (--count === 0) timer.unref()
+/** `n` fewer (one by default). */
+function down (n = 1) {
+  if (n <= 0) return
+  count -= n
+  if (count === 0) timer.unref()
 }
 
 const registry = new FinalizationRegistry((token) => token.end())
 
 class Token {
   #ended = false
+  #scope
+
+  constructor (scope) {
+    this.#scope = scope
+  }
 
   end () {
     if (this.#ended) return
     this.#ended = true
     registry.unregister(this)
-    holds -= 1
-    down()
+    // A closed client's holds stopped counting when it closed.
+    if (this.#scope === null || this.#scope.letGo()) down()
   }
 }
 
-/** Counts `held` as live until `end()` is called on the answer (or `held` is collected). */
-function keepAlive (held) {
-  holds += 1
+/**
+ * Counts `held` (of the client whose scope is `scope`, if any) as live until `end()` is called
+ * on the answer, its client closes, or `held` is collected.
+ */
+function keepAlive (held, scope = null) {
   up()
-  const token = new Token()
+  if (scope !== null) scope.hold()
+  const token = new Token(scope)
   registry.register(held, token, token)
   return token
 }
 
-/** How many holds keep the process alive now. */
-function liveHolds () {
-  return holds
-}
-
-module.exports = { keepAlive, liveHolds, up, down }
+module.exports = { keepAlive, up, down }

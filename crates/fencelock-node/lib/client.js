@@ -93,7 +93,7 @@ const MADE = Symbol('made')
 /** A fencelock client. It connects on first use; one client serves a whole process. */
 class Client {
   #native
-  #scope = new Scope()
+  #scope
 
   /**
    * A client for one Redis server (`redis://` or `rediss://` URL). Options: `keyPrefix`;
@@ -105,10 +105,12 @@ class Client {
   constructor (url, options = {}) {
     if (url === MADE) {
       this.#native = options.native
+      this.#scope = new Scope(this.#native)
       this.#setLogger(options.logger)
       return
     }
     this.#native = sync(() => new native.Client('server', urlList(url), null, nativeOptions(options)))
+    this.#scope = new Scope(this.#native)
     this.#setLogger(options.logger)
   }
 

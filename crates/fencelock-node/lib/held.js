@@ -22,16 +22,12 @@ class Held {
   #native
   #controller = null
   #alive
-  #scope
-  #ref = null
   #ended = false
   #watched = false
 
   constructor (native, scope = null) {
     this.#native = native
-    this.#scope = scope
-    this.#alive = keepAlive(this)
-    if (scope !== null) this.#ref = scope.track(this)
+    this.#alive = keepAlive(this, scope)
   }
 
   /** It no longer keeps the process alive. */
@@ -125,16 +121,11 @@ class Held {
   }
 
   /**
-   * `start()` (a give-back), in one Promise step: then nothing is left for the client's close()
-   * (a multi-lock guard with one name lost stays there until then, its other names still held),
-   * nothing kept alive, and a signal (if one was made) aborted first if the hold had been lost.
+   * `start()` (a give-back), in one Promise step: then nothing is kept alive, and a signal (if
+   * one was made) aborted first if the hold had been lost.
    */
   #ending (start) {
     const ended = () => {
-      if (this.#ref !== null) {
-        this.#scope.forget(this.#ref)
-        this.#ref = null
-      }
       if (this.#controller !== null) {
         const now = this.#native.lostNow()
         if (now !== null) this.#end(now)

@@ -1,19 +1,24 @@
 'use strict'
 // What a client keeps to close itself (`client.close()`): the waits it started (each given a
-// signal that the closing aborts) and the holds it made (given back by the closing). The
+// signal, or the client's native `Cancel`, that the closing aborts) and the count of its holds
+// that keep the process alive (the addon gives the holds back: it keeps them for the exit). The
 // objects a client hands out (requests, elections, stores) share its scope.
 
 const { setMaxListeners } = require('node:events')
 const native = require('./native')
+const { down } = require('./alive')
 const { ClientClosedError } = require('./errors')
 
 class Scope {
   #closing = new AbortController()
-  #holds = new Set()
   #closed = null
   #cancel = null
+  #live = 0
+  #native
 
-  constructor () {
+  /** `nativeClient`: the addon's client, whose holds the closing gives back. */
+  constructor (nativeClient) {
+    this.#native = nativeClient
     // Each wait of the client listens to it: as many as there are waits.
     setMaxListeners(0, this.#closing.signal)
   }
@@ -71,25 +76,30 @@ class Scope {
     }
   }
 
-  /** Remembers `held` (weakly) until `forget`: the closing gives it back. */
-  track (held) {
-    const ref = new WeakRef(held)
-    this.#holds.add(ref)
-    return ref
+  /** One more hold of the client's keeps the process alive (alive.js). */
+  hold () {
+    this.#live += 1
   }
 
-  forget (ref) {
-    this.#holds.delete(ref)
+  /** One hold let go of: whether it still counted (not once the client closed). */
+  letGo () {
+    if (this.#closed !== null) return false
+    this.#live -= 1
+    return true
   }
 
-  /** Ends the waits (they reject with `ClientClosedError`) and gives back every hold. */
+  /**
+   * Ends the waits (they reject with `ClientClosedError`) and gives back every hold: the addon
+   * gives back what it keeps for this client (`closeHolds`), and the client's holds stop
+   * keeping the process alive.
+   */
   close () {
     if (this.#closed === null) {
       this.#closing.abort(new ClientClosedError())
       if (this.#cancel !== null) this.#cancel.cancel()
-      const holds = [...this.#holds].map((ref) => ref.deref()).filter((h) => h !== undefined)
-      this.#holds.clear()
-      this.#closed = Promise.allSettled(holds.map((h) => h._giveBack())).then(() => undefined)
+      down(this.#live)
+      this.#live = 0
+      this.#closed = this.#native.closeHolds().then(() => undefined, () => undefined)
     }
     return this.#closed
   }

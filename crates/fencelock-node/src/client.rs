@@ -66,6 +66,26 @@ impl Client {
         self.client.server().to_owned()
     }
 
+    /// Gives back what this client's holds still hold (its `close()`): guards released,
+    /// leaderships resigned, runs given up, on this thread. Resolves when every give-back is
+    /// done; it goes on to its end whatever JavaScript does meanwhile.
+    #[napi]
+    pub fn close_holds<'env>(&self, env: &'env Env) -> Result<PromiseRaw<'env, ()>> {
+        let keeper = keeper(env)?;
+        let busy = keeper.busy();
+        let ends = keeper.end_client(&self.client);
+        call(
+            env,
+            Stop::Never,
+            async move {
+                ends.await;
+                drop(busy);
+            },
+            |_, ()| Ok(()),
+            |()| None,
+        )
+    }
+
     /// Acquires the lock the arguments describe (as `checkSpec` takes them): the guard, or
     /// `null` with `tryOnly` when it is held.
     #[napi(ts_return_type = "Promise<Guard | null>")]

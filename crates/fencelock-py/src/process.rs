@@ -20,10 +20,10 @@
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc;
-use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-pub use fencelock_bind::held::{EndAtExit, Task};
+pub use fencelock_bind::held::Task;
 use fencelock_bind::keeper::Keeper;
 pub use fencelock_bind::keeper::{Busy, FLUSH};
 
@@ -160,15 +160,6 @@ impl Process {
     /// Remembers `client` for the exit's wait for its background work.
     pub fn add_client(&self, client: &Arc<fencelock::Client>) {
         self.keeper.add_client(client);
-    }
-
-    /// Remembers `held` to end it at exit (until [`forget_held`](Self::forget_held)); its id.
-    pub fn add_held(&self, held: Weak<dyn EndAtExit>) -> u64 {
-        self.keeper.add_held(held)
-    }
-
-    pub fn forget_held(&self, id: u64) {
-        self.keeper.forget_held(id);
     }
 
     /// The interpreter's exit: ends what is still held, then waits for the background work,
