@@ -14,11 +14,13 @@
 //! passes the first name to a waiting request while the releaser's next round takes the second
 //! for a moment sets the two waiting for different names, each then passed one and failing on
 //! the other. A request that waited for a name and then found another held backs off for a
-//! short, growing, jittered delay (5 ms, doubling, at most 40 ms) and then waits in that name's
-//! line (as a plain waiter, woken by its release); the pause is what ends such rounds, as long
-//! as it outlasts the other request's round (`crates/fencelock-model` checks both: with such a
-//! pause at most a few rounds fail before one request is granted, with a shorter one they can
-//! fail without end).
+//! short, growing, jittered delay (5 ms, doubling, at most 40 ms), and never shorter than its own
+//! last round took (its tries and give-backs: the other request's round takes about as long),
+//! and then waits in that name's line (as a plain waiter, woken by its release); the pause is
+//! what ends such rounds, as long as it outlasts the other request's round
+//! (`crates/fencelock-model` checks both: with such a pause at most a few rounds fail before one
+//! request is granted, with a shorter one they can fail without end, which a fixed cap would
+//! allow wherever a round trip to Redis takes longer than the cap).
 //!
 //! The cap is low on purpose (tens of milliseconds, not seconds). The pause only has to let the
 //! request holding the other name finish, so that two requests in opposite orders stop handing
@@ -164,6 +166,7 @@ impl MultiLockRequest {
         // The name waited for last, held while the others are tried.
         let mut kept: Option<(usize, LockGuard)> = None;
         loop {
+            let round = Instant::now();
             let waited = kept.is_some();
             let tries = order.iter().map(|&i| {
                 let kept = kept.as_ref().map(|(k, _)| *k);
@@ -215,7 +218,7 @@ impl MultiLockRequest {
             if waited {
                 // Another request holds a name this one tries after the one it waited for: let
                 // it finish before waiting again.
-                let pause = backoff.next_jittered();
+                let pause = backoff.next_jittered().max(round.elapsed());
                 let pause = until.map_or(pause, |at| {
                     pause.min(at.saturating_duration_since(Instant::now()))
                 });

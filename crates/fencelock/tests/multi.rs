@@ -231,6 +231,56 @@ async fn opposite_orders_beside_a_hot_taker_all_complete() {
     );
 }
 
+/// Rounds slower than the backoff's cap (each call 60 ms behind a proxy): two requests in
+/// opposite orders, each passed the name the other waits for, hand the names back and forth
+/// unless the pause outlasts the other's round (the model's finding, `crates/fencelock-model`);
+/// a pause as long as a request's own last round ends it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn opposite_orders_behind_slow_round_trips_all_complete() {
+    const ROUNDS: usize = 8;
+    const BOUND: Duration = Duration::from_secs(90);
+    let redis = server();
+    let proxy = FaultProxy::start(redis.addr())
+        .await
+        .unwrap_or_else(|e| panic!("proxy: {e}"));
+    let done = Arc::new(AtomicUsize::new(0));
+    let mut callers = Vec::new();
+    for names in [["s/a", "s/b"], ["s/b", "s/a"]] {
+        let client = Client::builder(&proxy.url())
+            .command_timeout(Duration::from_secs(10))
+            .build()
+            .unwrap_or_else(|e| panic!("{e}"));
+        common::warm_up(&client).await;
+        let done = done.clone();
+        callers.push(async move {
+            for _ in 0..ROUNDS {
+                let guard = client
+                    .multi_lock(names)
+                    .ttl(Duration::from_secs(30))
+                    .acquire()
+                    .await
+                    .unwrap_or_else(|e| panic!("{e}"));
+                assert!(guard.release().await.unwrap_or_else(|e| panic!("{e}")));
+                done.fetch_add(1, Ordering::SeqCst);
+            }
+        });
+    }
+    proxy.set_latency(Duration::from_millis(60));
+    let callers: Vec<_> = callers.into_iter().map(tokio::spawn).collect();
+    let finished = tokio::time::timeout(BOUND, async {
+        for caller in callers {
+            caller.await.unwrap_or_else(|e| panic!("{e}"));
+        }
+    })
+    .await;
+    assert!(
+        finished.is_ok(),
+        "{} of {} multi-lock acquisitions in {BOUND:?}: the requests handed the names back and forth",
+        done.load(Ordering::SeqCst),
+        2 * ROUNDS
+    );
+}
+
 #[tokio::test]
 async fn a_release_says_what_it_found() {
     let redis = server();
