@@ -14,9 +14,10 @@ remembered, weakly, for the closing to release. The calls of a guard itself (``r
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 import weakref
-from typing import Any, Callable, List, Optional, Set, Tuple
+from typing import Any, Callable, Iterator, List, Optional, Set, Tuple
 
 from .errors import ClientClosed
 
@@ -89,23 +90,36 @@ def _give_back(held: Any) -> Any:
     return release()
 
 
-def run_blocking(scope: Scope, plain: Callable[..., Any], call: Callable[..., Any], *args: Any,
-                 then: Optional[Callable[[Any], Any]] = None) -> Any:
-    """The blocking runner, through ``scope``."""
-    scope.check()
-    op = call(*args)
+@contextlib.contextmanager
+def _during(scope: Scope, op: Any) -> Iterator[None]:
+    """Remembers ``op`` while it runs; a failure of it once the client closed is the closing's
+    (``ClientClosed``)."""
     scope.begin(op)
     try:
-        value = op.wait()
+        yield
     except RuntimeError:
         if scope.closed:
             raise closed_error() from None
         raise
     finally:
         scope.end(op)
+
+
+def _answer(scope: Scope, plain: Callable[..., Any], value: Any,
+            then: Optional[Callable[[Any], Any]]) -> Any:
     if then is not None:
         value = then(value)
     return scope.adopt(value, plain)
+
+
+def run_blocking(scope: Scope, plain: Callable[..., Any], call: Callable[..., Any], *args: Any,
+                 then: Optional[Callable[[Any], Any]] = None) -> Any:
+    """The blocking runner, through ``scope``."""
+    scope.check()
+    op = call(*args)
+    with _during(scope, op):
+        value = op.wait()
+    return _answer(scope, plain, value, then)
 
 
 async def run_async(scope: Scope, plain: Callable[..., Any], call: Callable[..., Any], *args: Any,
@@ -115,8 +129,7 @@ async def run_async(scope: Scope, plain: Callable[..., Any], call: Callable[...,
 
     scope.check()
     op = call(*args)
-    scope.begin(op)
-    try:
+    with _during(scope, op):
         try:
             await _over(op)
         except asyncio.CancelledError:
@@ -126,42 +139,5 @@ async def run_async(scope: Scope, plain: Callable[..., Any], call: Callable[...,
             except asyncio.CancelledError:
                 pass
             raise
-        try:
-            value = op.take()
-        except RuntimeError:
-            if scope.closed:
-                raise closed_error() from None
-            raise
-    finally:
-        scope.end(op)
-    if then is not None:
-        value = then(value)
-    return scope.adopt(value, plain)
-
-
-def close_blocking(scope: Scope) -> None:
-    """Ends the client's calls in progress and releases its holds; returns when done."""
-    ops, holds = scope.close()
-    clean_ups = [op.cancel() for op in ops]
-    releases = [_give_back(held) for held in holds]
-    for op in clean_ups + releases:
-        try:
-            op.wait()
-        except Exception:  # a release that failed (Redis gone): the lease runs out
-            pass
-
-
-async def close_async(scope: Scope) -> None:
-    """:func:`close_blocking`, awaited."""
-    from ._api import _over
-
-    ops, holds = scope.close()
-    clean_ups = [op.cancel() for op in ops]
-    releases = [_give_back(held) for held in holds]
-    for op in clean_ups + releases:
-        await _over(op)
-        if op in releases:
-            try:
-                op.take()
-            except Exception:  # as above
-                pass
+        value = op.take()
+    return _answer(scope, plain, value, then)
