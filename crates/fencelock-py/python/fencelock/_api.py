@@ -19,7 +19,8 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from . import _checks, _native
 from ._values import Done, Gap, Holder, Leader, LockInfo, Listing, Ran, Vacant, Waiter
-from ._close import Scope
+from ._close import Holding, Scope
+from ._over import over as _over
 from ._writes import Writes
 from .errors import ConfigError, Error
 
@@ -38,26 +39,6 @@ def wait(call: Callable[..., Any], *args: Any, then: Optional[Callable[[Any], An
     (Ctrl-C gives it up, after its clean-up)."""
     value = call(*args).wait()
     return value if then is None else then(value)
-
-
-def _wake(future: "asyncio.Future[None]") -> None:
-    if not future.done():
-        future.set_result(None)
-
-
-async def _over(op: Any) -> None:
-    """Waits until ``op`` is over, without taking its result."""
-    loop = asyncio.get_running_loop()
-    future = loop.create_future()
-
-    def done() -> None:
-        try:
-            loop.call_soon_threadsafe(_wake, future)
-        except RuntimeError:
-            pass  # the loop is closed: nobody waits
-
-    op.on_done(done)
-    await future
 
 
 async def awaited(call: Callable[..., Any], *args: Any, then: Optional[Callable[[Any], Any]] = None) -> Any:
@@ -107,7 +88,7 @@ def spec(kind: str, name: str, **options: Any) -> Any:
     return _native.Spec(kind, _checks.name(name), **_checks.lock_options(name, options))
 
 
-class _Held:
+class _Held(Holding):
     """What a guard, a leadership and a multi-lock guard share: the native object, the runner,
     and the events (``threading.Event``) fed by operations that end with the hold."""
 

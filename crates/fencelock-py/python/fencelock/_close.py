@@ -19,7 +19,15 @@ import threading
 import weakref
 from typing import Any, Callable, Iterator, List, Optional, Set, Tuple
 
+from ._over import over as _over
 from .errors import ClientClosed
+
+
+class Holding:
+    """What holds something and is given back by the closing: a guard, a leadership, a
+    multi-lock guard (their shared class derives from this one)."""
+
+    __slots__ = ()
 
 
 def closed_error(lock: Optional[str] = None) -> ClientClosed:
@@ -60,9 +68,7 @@ class Scope:
     def adopt(self, value: Any, plain: Callable[..., Any]) -> Any:
         """Remembers ``value`` if it holds something, and gives its own calls the plain runner
         (they are not the client's). A hold that raced the closing is released at once."""
-        from ._api import _Held  # the classes that hold
-
-        if isinstance(value, _Held):
+        if isinstance(value, Holding):
             value._run = plain
             with self._lock:
                 if not self._closed:
@@ -125,8 +131,6 @@ def run_blocking(scope: Scope, plain: Callable[..., Any], call: Callable[..., An
 async def run_async(scope: Scope, plain: Callable[..., Any], call: Callable[..., Any], *args: Any,
                     then: Optional[Callable[[Any], Any]] = None) -> Any:
     """The asyncio runner, through ``scope``."""
-    from ._api import _over
-
     scope.check()
     op = call(*args)
     with _during(scope, op):
@@ -141,3 +145,29 @@ async def run_async(scope: Scope, plain: Callable[..., Any], call: Callable[...,
             raise
         value = op.take()
     return _answer(scope, plain, value, then)
+
+
+def close_blocking(scope: Scope) -> None:
+    """Ends the client's calls in progress and releases its holds; returns when done."""
+    ops, holds = scope.close()
+    clean_ups = [op.cancel() for op in ops]
+    releases = [_give_back(held) for held in holds]
+    for op in clean_ups + releases:
+        try:
+            op.wait()
+        except Exception:  # a release that failed (Redis gone): the lease runs out
+            pass
+
+
+async def close_async(scope: Scope) -> None:
+    """:func:`close_blocking`, awaited."""
+    ops, holds = scope.close()
+    clean_ups = [op.cancel() for op in ops]
+    releases = [_give_back(held) for held in holds]
+    for op in clean_ups + releases:
+        await _over(op)
+        if op in releases:
+            try:
+                op.take()
+            except Exception:  # as above
+                pass

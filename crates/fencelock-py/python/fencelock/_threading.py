@@ -20,12 +20,9 @@ from __future__ import annotations
 
 import threading
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Optional, Type
+from typing import Any, Optional, Type
 
 from .errors import Busy, TimedOut
-
-if TYPE_CHECKING:
-    from ._sync import Client, Guard
 
 
 class ThreadingLock:
@@ -33,7 +30,8 @@ class ThreadingLock:
 
     __slots__ = ("_client", "name", "_options", "_guard", "_mutex")
 
-    def __init__(self, client: "Client", name: str, options: Any) -> None:
+    def __init__(self, client: Any, name: str, options: Any) -> None:
+        # (``client``: a ``fencelock.Client``, which makes this object; its guard below.)
         if "wait" in options:
             raise TypeError("threading_lock() takes no wait: acquire's blocking and timeout say how long to wait")
         # Checked now, as client.lock() checks them.
@@ -41,7 +39,7 @@ class ThreadingLock:
         self._client = client
         self.name = name
         self._options = options
-        self._guard: "Optional[Guard]" = None
+        self._guard: Optional[Any] = None
         self._mutex = threading.Lock()
 
     def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
