@@ -10,7 +10,7 @@ mod common;
 
 use std::collections::HashMap;
 
-use common::{Keys, LEASE, Replay, Request, Rng, Seen, Trail};
+use common::{Keys, LEASE, Replay, Request, Seen, Walk};
 use fencelock::fenced::Writes;
 use fencelock::{Client, Error};
 use fencelock_model::{Action, LockModel, Phase, State};
@@ -29,8 +29,6 @@ struct Real {
     requests: Vec<Request>,
     /// The real fence of each model grant.
     fences: HashMap<u8, u64>,
-    /// The actions the walk takes first, last first.
-    scripted: Vec<Action>,
     seen: Seen,
 }
 
@@ -177,39 +175,46 @@ impl FenceOf for State {
 }
 
 impl Replay<LockModel> for Real {
-    async fn advance(
-        &mut self,
-        model: &LockModel,
-        rng: &mut Rng,
-        state: State,
-        trail: &mut Trail<Action>,
-    ) -> State {
+    /// The first walk is the paused holder's: its lease runs out before it writes, and the next
+    /// holder wrote first.
+    fn script(&self, number: usize) -> Vec<Action> {
+        if number > 0 {
+            return Vec::new();
+        }
+        vec![
+            Action::Acquire(0),
+            Action::Decide(0),
+            Action::Tick,
+            Action::Tick,
+            Action::Tick,
+            Action::Acquire(1),
+            Action::Decide(1),
+            Action::Write(1),
+            Action::Write(0),
+        ]
+    }
+
+    async fn advance(&mut self, walk: &mut Walk<'_, LockModel>, state: State) -> State {
         // Weighted, so that leases run out within a walk and paused holders write late: time
         // passing, decisions and writes three times as likely as the rest. The real server has
         // no replica (and the model no failover here).
-        let action = self.scripted.pop().unwrap_or_else(|| {
-            rng.pick(model, &state, |a| match a {
-                Action::Replicate => 0,
-                Action::Tick | Action::Decide(_) | Action::Write(_) => 3,
-                _ => 1,
-            })
+        let action = walk.draw(&state, |a| match a {
+            Action::Replicate => 0,
+            Action::Tick | Action::Decide(_) | Action::Write(_) => 3,
+            _ => 1,
         });
-        let next = model.next_state(&state, action).expect("an enabled action");
-        trail.push(action);
-        let step = trail.step();
-        self.step(model, &state, &next, action).await;
-        self.compare(&next, &step).await;
+        let next = walk
+            .model
+            .next_state(&state, action)
+            .expect("an enabled action");
+        walk.push(action);
+        self.step(walk.model, &state, &next, action).await;
+        self.compare(&next, &walk.step()).await;
         next
     }
 
-    fn seen(&self) -> &Seen {
-        &self.seen
-    }
-
-    async fn end(self) {
-        for request in self.requests {
-            request.end().await;
-        }
+    async fn end(self) -> Seen {
+        common::end(self.requests, self.seen).await
     }
 }
 
@@ -230,7 +235,6 @@ async fn random_walks_of_the_model_match_the_real_scripts() {
             keys: Keys::new(&redis, format!("walk{walk}")),
             requests: (0..model.clients).map(|_| Request::Idle).collect(),
             fences: HashMap::new(),
-            scripted: Vec::new(),
             seen: Seen::default(),
         };
         // Every other walk starts with the fence counter far ahead of the server's clock (as
@@ -240,22 +244,6 @@ async fn random_walks_of_the_model_match_the_real_scripts() {
             let key = real.keys.key(":fence");
             let _: () = real.keys.redis.set(key, AHEAD).await.unwrap();
             real.fences.insert(u8::MAX, AHEAD);
-        }
-        // The first walk is the paused holder's: its lease runs out before it writes, and the
-        // next holder wrote first.
-        if walk == 0 {
-            real.scripted = vec![
-                Action::Acquire(0),
-                Action::Decide(0),
-                Action::Tick,
-                Action::Tick,
-                Action::Tick,
-                Action::Acquire(1),
-                Action::Decide(1),
-                Action::Write(1),
-                Action::Write(0),
-            ];
-            real.scripted.reverse();
         }
         real
     };

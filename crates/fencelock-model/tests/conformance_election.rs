@@ -10,7 +10,7 @@ mod common;
 
 use std::collections::HashMap;
 
-use common::{Keys, LEASE, Replay, Rng, Seen, Trail};
+use common::{Keys, LEASE, Replay, Seen, Walk};
 use fencelock::election::Leadership;
 use fencelock::{Client, Error};
 use fencelock_model::election::{
@@ -158,31 +158,23 @@ impl Real {
 impl Replay<ElectionModel> for Real {
     async fn advance(
         &mut self,
-        model: &ElectionModel,
-        rng: &mut Rng,
+        walk: &mut Walk<'_, ElectionModel>,
         state: ElectionState,
-        trail: &mut Trail<ElectionAction>,
     ) -> ElectionState {
-        let action = rng.pick(model, &state, |a| {
-            if *a == ElectionAction::Tick { 3 } else { 1 }
-        });
-        let next = model.next_state(&state, action);
-        trail.push(action);
-        let step = trail.step();
+        let action = walk.draw(&state, |a| if *a == ElectionAction::Tick { 3 } else { 1 });
+        let next = walk.model.next_state(&state, action);
+        walk.push(action);
         self.step(&state, next.as_ref(), action).await;
         let state = next.unwrap_or(state);
-        self.compare(model, &state, &step).await;
+        self.compare(walk.model, &state, &walk.step()).await;
         state
     }
 
-    fn seen(&self) -> &Seen {
-        &self.seen
-    }
-
-    async fn end(self) {
+    async fn end(self) -> Seen {
         for leadership in self.leaderships.into_iter().flatten() {
             let _ = leadership.resign().await;
         }
+        self.seen
     }
 }
 

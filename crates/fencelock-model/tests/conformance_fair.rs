@@ -18,7 +18,7 @@ mod common;
 use std::collections::HashMap;
 use std::time::Duration;
 
-use common::{Keys, LEASE, Replay, Request, Rng, Seen, Trail};
+use common::{Keys, LEASE, Replay, Request, Seen, Walk};
 use fencelock::{Client, Error};
 use fencelock_model::fair::{FairAction, FairModel, FairPhase, FairState};
 use redis::AsyncCommands;
@@ -35,8 +35,6 @@ struct Real {
     tokens: HashMap<u8, String>,
     /// The real fence of each model fence.
     fences: HashMap<u32, u64>,
-    /// The actions the walk takes next, last first.
-    scripted: Vec<FairAction>,
     seen: Seen,
 }
 
@@ -199,23 +197,16 @@ impl Real {
 }
 
 impl Replay<FairModel> for Real {
-    async fn advance(
-        &mut self,
-        model: &FairModel,
-        rng: &mut Rng,
-        state: FairState,
-        trail: &mut Trail<FairAction>,
-    ) -> FairState {
+    async fn advance(&mut self, walk: &mut Walk<'_, FairModel>, state: FairState) -> FairState {
         // A pass is taken by the waiter's own try (scripted below), never delivered.
-        let action = self.scripted.pop().unwrap_or_else(|| {
-            rng.pick(model, &state, |a| match a {
-                FairAction::Deliver(_) | FairAction::Lose(_) => 0,
-                FairAction::Tick => 3,
-                _ => 1,
-            })
+        let action = walk.draw(&state, |a| match a {
+            FairAction::Deliver(_) | FairAction::Lose(_) => 0,
+            FairAction::Tick => 3,
+            _ => 1,
         });
+        let model = walk.model;
         let mut next = model.next_state(&state, action).expect("an enabled action");
-        trail.push(action);
+        walk.push(action);
         self.step(&state, &next, action).await;
         if action == FairAction::Tick
             && next.holder().is_none()
@@ -227,29 +218,23 @@ impl Replay<FairModel> for Real {
             let tried = model
                 .next_state(&next, FairAction::Acquire(head))
                 .expect("an enabled action");
-            trail.push(FairAction::Acquire(head));
+            walk.push(FairAction::Acquire(head));
             self.step(&next, &tried, FairAction::Acquire(head)).await;
             next = tried;
         }
-        self.compare(&next, &trail.step()).await;
+        self.compare(&next, &walk.step()).await;
         if let FairAction::Release(_) = action
             && let Some(h) = next.holder()
             && next.clients[usize::from(h.owner)].inbox.is_some()
         {
-            // The waiter takes the passed lock with its own try.
-            self.scripted = vec![FairAction::Acquire(h.owner), FairAction::Lose(h.owner)];
+            // The pass's message is lost, and the waiter takes the passed lock with its own try.
+            walk.script([FairAction::Lose(h.owner), FairAction::Acquire(h.owner)]);
         }
         next
     }
 
-    fn seen(&self) -> &Seen {
-        &self.seen
-    }
-
-    async fn end(self) {
-        for request in self.requests {
-            request.end().await;
-        }
+    async fn end(self) -> Seen {
+        common::end(self.requests, self.seen).await
     }
 }
 
@@ -274,7 +259,6 @@ async fn random_walks_of_the_fair_lock_match_the_real_scripts() {
         requests: (0..model.clients).map(|_| Request::Idle).collect(),
         tokens: HashMap::new(),
         fences: HashMap::new(),
-        scripted: Vec::new(),
         seen: Seen::default(),
     };
     let seen = common::walks(&model, WALKS, STEPS, 0x2545_f491_4f6c_dd1d, start).await;

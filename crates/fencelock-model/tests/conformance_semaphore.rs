@@ -17,7 +17,7 @@ mod common;
 use std::collections::HashMap;
 use std::time::Duration;
 
-use common::{Keys, LEASE, Replay, Request, Rng, Seen, Trail};
+use common::{Keys, LEASE, Replay, Request, Seen, Walk};
 use fencelock::{Client, Error};
 use fencelock_model::semaphore::{SemAction, SemModel, SemPhase, SemState};
 use redis::AsyncCommands;
@@ -114,7 +114,7 @@ impl Real {
 
     /// Every waiter tries once (woken by `all`): the model's tries in arrival order, and the
     /// real grants awaited.
-    async fn retry_all(&mut self, state: SemState, trail: &mut Trail<SemAction>) -> SemState {
+    async fn retry_all(&mut self, state: SemState, walk: &mut Walk<'_, SemModel>) -> SemState {
         let mut state = state;
         let waiters: Vec<u8> = state.places.iter().map(|p| p.client).collect();
         if waiters.is_empty() {
@@ -127,7 +127,7 @@ impl Real {
                 .model
                 .next_state(&state, SemAction::Acquire(w))
                 .unwrap();
-            trail.push(SemAction::Acquire(w));
+            walk.push(SemAction::Acquire(w));
             if let SemPhase::Holding { token, fence, .. } = next.clients[usize::from(w)] {
                 self.granted(usize::from(w), token, fence).await;
                 self.seen.count("a waiter granted");
@@ -231,43 +231,34 @@ impl Real {
 }
 
 impl Replay<SemModel> for Real {
-    async fn advance(
-        &mut self,
-        model: &SemModel,
-        rng: &mut Rng,
-        state: SemState,
-        trail: &mut Trail<SemAction>,
-    ) -> SemState {
+    async fn advance(&mut self, walk: &mut Walk<'_, SemModel>, state: SemState) -> SemState {
         // Time passing three times as likely as the rest, so that leases end within a walk.
-        let action = rng.pick(model, &state, |a| if *a == SemAction::Tick { 3 } else { 1 });
+        let action = walk.draw(&state, |a| if *a == SemAction::Tick { 3 } else { 1 });
         let retry = matches!(action, SemAction::Acquire(i)
             if matches!(state.clients[usize::from(i)], SemPhase::Waiting { .. }));
         let mut state = state;
         if retry {
             // A waiter's try: every waiter tries (nothing was freed since the last time they
             // all did, unless time passed: then they are due).
-            state = self.retry_all(state, trail).await;
+            state = self.retry_all(state, walk).await;
         } else {
-            let next = model.next_state(&state, action).expect("an enabled action");
-            trail.push(action);
+            let next = walk
+                .model
+                .next_state(&state, action)
+                .expect("an enabled action");
+            walk.push(action);
             let freed = self.step(&state, &next, action).await;
             state = next;
             if freed {
-                state = self.retry_all(state, trail).await;
+                state = self.retry_all(state, walk).await;
             }
         }
-        self.compare(&state, &trail.step()).await;
+        self.compare(&state, &walk.step()).await;
         state
     }
 
-    fn seen(&self) -> &Seen {
-        &self.seen
-    }
-
-    async fn end(self) {
-        for request in self.requests {
-            request.end().await;
-        }
+    async fn end(self) -> Seen {
+        common::end(self.requests, self.seen).await
     }
 }
 

@@ -217,39 +217,66 @@ impl Rng {
     }
 }
 
-/// The actions of a walk so far, which name the step in a failure.
-pub struct Trail<A> {
-    walk: usize,
-    actions: Vec<A>,
+/// A walk under way: the model, the seeded draws, the actions taken (which name the step in a
+/// failure) and the ones scripted to come next.
+pub struct Walk<'a, M: Model> {
+    pub model: &'a M,
+    pub number: usize,
+    rng: &'a mut Rng,
+    actions: Vec<M::Action>,
+    scripted: Vec<M::Action>,
 }
 
-impl<A: Debug> Trail<A> {
-    pub fn push(&mut self, action: A) {
+impl<M: Model> Walk<'_, M>
+where
+    M::Action: Clone + Debug,
+{
+    /// The next actions are `actions`, in order, instead of drawn ones.
+    pub fn script(&mut self, actions: impl IntoIterator<Item = M::Action>) {
+        self.scripted = actions.into_iter().collect();
+        self.scripted.reverse();
+    }
+
+    /// The next scripted action, or one that the model enables in `state`, drawn with `weight`.
+    pub fn draw(&mut self, state: &M::State, weight: impl Fn(&M::Action) -> usize) -> M::Action {
+        match self.scripted.pop() {
+            Some(action) => action,
+            None => self.rng.pick(self.model, state, weight),
+        }
+    }
+
+    /// Records an action taken.
+    pub fn push(&mut self, action: M::Action) {
         self.actions.push(action);
     }
 
     /// `walk N, [actions]`.
     pub fn step(&self) -> String {
-        format!("walk {}, {:?}", self.walk, self.actions)
+        format!("walk {}, {:?}", self.number, self.actions)
     }
 }
 
 /// One walk replayed on the server: a model's steps done through the library and compared.
 pub trait Replay<M: Model> {
-    /// Takes one step from `state` (an action drawn with `rng`, or one the walk scripted),
-    /// replays it and compares; answers the state after it.
-    async fn advance(
-        &mut self,
-        model: &M,
-        rng: &mut Rng,
-        state: M::State,
-        trail: &mut Trail<M::Action>,
-    ) -> M::State;
+    /// The actions walk `number` begins with (none: all are drawn).
+    fn script(&self, _number: usize) -> Vec<M::Action> {
+        Vec::new()
+    }
 
-    fn seen(&self) -> &Seen;
+    /// Takes one step from `state` (an action drawn or scripted), replays it and compares;
+    /// answers the state after it.
+    async fn advance(&mut self, walk: &mut Walk<'_, M>, state: M::State) -> M::State;
 
-    /// Gives back what the walk's clients still hold.
-    async fn end(self);
+    /// Gives back what the walk's clients still hold; answers the outcomes it saw.
+    async fn end(self) -> Seen;
+}
+
+/// Gives back what `requests` hold (or stops their waiting); answers `seen`.
+pub async fn end(requests: Vec<Request>, seen: Seen) -> Seen {
+    for request in requests {
+        request.end().await;
+    }
+    seen
 }
 
 /// `walks` random walks of `steps` steps each from `model`'s initial state, drawn from `seed`;
@@ -262,26 +289,29 @@ pub async fn walks<M: Model, R: Replay<M>>(
     mut start: impl AsyncFnMut(usize) -> R,
 ) -> Seen
 where
-    M::Action: Debug,
+    M::Action: Clone + Debug,
 {
     let mut rng = Rng(seed);
     let mut replayed = 0;
     let mut seen = Seen::default();
-    for walk in 0..walks {
-        let mut real = start(walk).await;
-        let mut state = model.init_states().remove(0);
-        let mut trail = Trail {
-            walk,
+    for number in 0..walks {
+        let mut real = start(number).await;
+        let mut walk = Walk {
+            model,
+            number,
+            rng: &mut rng,
             actions: Vec::new(),
+            scripted: Vec::new(),
         };
+        walk.script(real.script(number));
+        let mut state = model.init_states().remove(0);
         for _ in 0..steps {
-            state = real.advance(model, &mut rng, state, &mut trail).await;
+            state = real.advance(&mut walk, state).await;
             replayed += 1;
         }
-        for (outcome, n) in &real.seen().0 {
+        for (outcome, n) in real.end().await.0 {
             *seen.0.entry(outcome).or_default() += n;
         }
-        real.end().await;
     }
     eprintln!("{walks} walks, {replayed} steps replayed: {seen:?}");
     seen
