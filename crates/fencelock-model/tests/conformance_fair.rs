@@ -250,9 +250,7 @@ async fn random_walks_of_the_fair_lock_match_the_real_scripts() {
         max_grants: u8::try_from(STEPS).unwrap(),
         ..FairModel::small()
     };
-    let clients: Vec<Client> = (0..model.clients)
-        .map(|_| common::client(&server))
-        .collect();
+    let clients = common::clients(&server, model.clients);
     let start = async |walk| Real {
         clients: clients.clone(),
         keys: Keys::new(&redis, format!("fair{walk}")),

@@ -271,9 +271,7 @@ async fn random_walks_of_the_semaphore_match_the_real_scripts() {
         max_grants: u8::try_from(STEPS).unwrap(),
         ..SemModel::small()
     };
-    let clients: Vec<Client> = (0..model.takes.len())
-        .map(|_| common::client(&server))
-        .collect();
+    let clients = common::clients(&server, model.takes.len());
     let start = async |walk| Real {
         model: model.clone(),
         clients: clients.clone(),

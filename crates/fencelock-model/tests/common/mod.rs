@@ -39,6 +39,11 @@ pub fn client(server: &RedisServer) -> Client {
     Client::builder(&server.url()).build().unwrap()
 }
 
+/// `n` clients of their own on `server`, one a model client.
+pub fn clients(server: &RedisServer, n: usize) -> Vec<Client> {
+    (0..n).map(|_| client(server)).collect()
+}
+
 /// One lock's keys on the server (the lock key, and the keys named after it).
 pub struct Keys {
     pub redis: Redis,
