@@ -2,7 +2,8 @@
 //! and each break of it (a mutant) makes the checker find a counterexample.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::collections::BTreeSet;
+use std::fmt::Debug;
+use std::hash::Hash;
 use std::time::Instant;
 
 use fencelock_model::once::OnceModel;
@@ -15,7 +16,29 @@ const FENCING: &str = "the resource refuses an older grant's write after a newer
 const CLAIMED: &str = "a passed lease lasts the claim until confirmed";
 const GRANTED: &str = "a release with a live waiter in line grants it within the claim";
 
-fn passes(name: &str, model: LockModel) {
+/// What the breadth-first checker asks of a model (every model of the crate is one).
+pub trait Checked:
+    Model<
+        State: Hash + Debug + Clone + PartialEq + Send + Sync + 'static,
+        Action: Debug + Clone + PartialEq,
+    > + Send
+    + Sync
+    + 'static
+{
+}
+
+impl<M> Checked for M where
+    M: Model<
+            State: Hash + Debug + Clone + PartialEq + Send + Sync + 'static,
+            Action: Debug + Clone + PartialEq,
+        > + Send
+        + Sync
+        + 'static
+{
+}
+
+/// Checks `model` exhaustively and asserts every property (`name` says which in the log).
+pub fn passes(name: &str, model: impl Checked) {
     let started = Instant::now();
     let checker = model.checker().spawn_bfs().join();
     eprintln!(
@@ -26,6 +49,49 @@ fn passes(name: &str, model: LockModel) {
         started.elapsed()
     );
     checker.assert_properties();
+}
+
+/// Checks `model` exhaustively and asserts that property `name` is never broken.
+pub fn holds(model: impl Checked, name: &'static str) {
+    model.checker().spawn_bfs().join().assert_no_discovery(name);
+}
+
+/// Checks `model` until one of `names` fails, and asserts that one did.
+pub fn finds(model: impl Checked, names: &[&'static str]) {
+    let checker = model
+        .checker()
+        .finish_when(HasDiscoveries::AnyOf(names.iter().copied().collect()))
+        .spawn_bfs()
+        .join();
+    let found = names
+        .iter()
+        .copied()
+        .find(|name| checker.discovery(name).is_some());
+    let Some(name) = found else {
+        panic!(
+            "none of {names:?} failed in {} states",
+            checker.unique_state_count()
+        );
+    };
+    eprintln!(
+        "found: {name}\n{:?}",
+        checker.discovery(name).expect("found").into_actions()
+    );
+}
+
+/// Checks `model` until every one of `names` fails, and asserts that each did.
+pub fn finds_all(model: impl Checked, names: &[&'static str]) {
+    let checker = model
+        .checker()
+        .finish_when(HasDiscoveries::AllOf(names.iter().copied().collect()))
+        .spawn_bfs()
+        .join();
+    for &name in names {
+        let Some(path) = checker.discovery(name) else {
+            panic!("{name} held in {} states", checker.unique_state_count());
+        };
+        eprintln!("found: {name}\n{:?}", path.into_actions());
+    }
 }
 
 #[test]
@@ -67,31 +133,6 @@ fn a_dead_waiter_with_one_behind_it_passes_every_property() {
     }
 }
 
-/// Checks `model` until one of `names` fails, and asserts that one did.
-fn finds(model: LockModel, names: &[&'static str]) {
-    let checker = model
-        .checker()
-        .finish_when(HasDiscoveries::AnyOf(
-            names.iter().copied().collect::<BTreeSet<_>>(),
-        ))
-        .spawn_bfs()
-        .join();
-    let found = names
-        .iter()
-        .copied()
-        .find(|name| checker.discovery(name).is_some());
-    let Some(name) = found else {
-        panic!(
-            "none of {names:?} failed in {} states",
-            checker.unique_state_count()
-        );
-    };
-    eprintln!(
-        "found: {name}\n{:?}",
-        checker.discovery(name).expect("found").into_actions()
-    );
-}
-
 #[test]
 fn a_resource_without_the_fence_check_accepts_a_stale_write() {
     let model = LockModel::fences().with(Mutants {
@@ -120,14 +161,13 @@ fn a_counter_only_fence_goes_backwards_after_a_failover() {
     });
     finds(model.clone(), &[FENCES]);
     // Without a failover the counter alone keeps growing.
-    LockModel {
-        failovers: 0,
-        ..model
-    }
-    .checker()
-    .spawn_bfs()
-    .join()
-    .assert_no_discovery(FENCES);
+    holds(
+        LockModel {
+            failovers: 0,
+            ..model
+        },
+        FENCES,
+    );
 }
 
 #[test]
@@ -151,9 +191,7 @@ fn a_promoted_replica_whose_clock_lags_too_far_breaks_the_fences() {
 
 #[test]
 fn run_once_begins_in_one_step_and_counts_the_work_once() {
-    let checker = OnceModel::small().checker().spawn_bfs().join();
-    eprintln!("run-once: {} unique states", checker.unique_state_count());
-    checker.assert_properties();
+    passes("run-once", OnceModel::small());
 }
 
 #[test]
@@ -162,12 +200,7 @@ fn a_two_step_begin_counts_the_work_twice() {
         two_step_begin: true,
         ..OnceModel::small()
     };
-    let checker = model.checker().spawn_bfs().join();
-    let path = checker.discovery("the work is counted done by at most one run");
-    let Some(path) = path else {
-        panic!("no double run in {} states", checker.unique_state_count());
-    };
-    eprintln!("double run: {:?}", path.into_actions());
+    finds(model, &["the work is counted done by at most one run"]);
 }
 
 #[path = "check/election.rs"]

@@ -6,58 +6,40 @@
 //! with `PEXPIREAT key 1` (the real leases are a minute long).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::collections::HashMap;
-use std::time::Duration;
+mod common;
 
+use std::collections::HashMap;
+
+use common::{Keys, LEASE, Replay, Request, Seen, Walk};
 use fencelock::fenced::Writes;
-use fencelock::{Client, Error, LockGuard};
+use fencelock::{Client, Error};
 use fencelock_model::{Action, LockModel, Phase, State};
-use fencelock_testkit::RedisServer;
 use redis::AsyncCommands;
 use stateright::Model;
 
 const WALKS: usize = 200;
 const STEPS: usize = 12;
-const LEASE: Duration = Duration::from_secs(60);
 /// A fence counter far ahead of the server clock in µs (the year 2096), below 2^53 (Lua's
 /// numbers are doubles: every fence is below it).
 const AHEAD: u64 = 4_000_000_000_000_000;
 
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: usize) -> usize {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        usize::try_from(self.0 % u64::try_from(n).unwrap()).unwrap()
-    }
-}
-
 struct Real {
-    model: LockModel,
     client: Client,
-    redis: redis::aio::MultiplexedConnection,
-    name: String,
-    guards: Vec<Option<LockGuard>>,
+    keys: Keys,
+    requests: Vec<Request>,
     /// The real fence of each model grant.
     fences: HashMap<u8, u64>,
-    /// How often each outcome came up.
-    seen: HashMap<&'static str, usize>,
+    seen: Seen,
 }
 
 impl Real {
-    fn key(&self) -> String {
-        format!("fencelock:{{{}}}", self.name)
-    }
-
-    async fn step(&mut self, before: &State, after: &State, action: Action) {
+    async fn step(&mut self, model: &LockModel, before: &State, after: &State, action: Action) {
         match action {
             Action::Acquire(i) => {
                 let i = usize::from(i);
                 let got = self
                     .client
-                    .lock(&self.name)
+                    .lock(&self.keys.name)
                     .no_wait()
                     .auto_renew(false)
                     .ttl(LEASE)
@@ -77,12 +59,10 @@ impl Real {
                             );
                         }
                         self.fences.insert(grant, guard.fence());
-                        *self.seen.entry("granted").or_default() += 1;
-                        self.guards[i] = Some(guard);
+                        self.seen.count("granted");
+                        self.requests[i] = Request::Holding(guard);
                     }
-                    (Err(Error::Busy { .. }), Phase::Idle) => {
-                        *self.seen.entry("busy").or_default() += 1
-                    }
+                    (Err(Error::Busy { .. }), Phase::Idle) => self.seen.count("busy"),
                     (got, phase) => panic!(
                         "acquire by {i}: {:?}, the model: {phase:?}",
                         got.map(|g| g.fence())
@@ -91,34 +71,27 @@ impl Real {
             }
             Action::Renew(i) => {
                 let i = usize::from(i);
-                let guard = self.guards[i].as_ref().expect("a guard");
-                let got = guard.extend(LEASE).await;
+                let got = self.requests[i].guard(i).extend(LEASE).await;
                 match (got, after.clients[i].phase) {
                     (Ok(()), Phase::Holding { .. }) => {}
                     (Err(Error::NotHeld { .. }), Phase::Idle) => {
-                        *self.seen.entry("renewal refused").or_default() += 1;
-                        let guard = self.guards[i].take().expect("a guard");
-                        assert!(!guard.release().await.unwrap());
+                        self.requests[i].refused(i, &mut self.seen).await;
                     }
                     (got, phase) => panic!("renew by {i}: {got:?}, the model: {phase:?}"),
                 }
             }
             Action::Release(i) => {
                 let i = usize::from(i);
-                let guard = self.guards[i].take().expect("a guard");
                 let held = before
                     .server
                     .holder(before.now)
                     .is_some_and(|h| h.owner == u8::try_from(i).unwrap());
-                assert_eq!(guard.release().await.unwrap(), held, "release by {i}");
-                *self
-                    .seen
-                    .entry(if held {
-                        "released"
-                    } else {
-                        "release of a lost lock"
-                    })
-                    .or_default() += 1;
+                self.requests[i].release(i, held).await;
+                self.seen.count(if held {
+                    "released"
+                } else {
+                    "release of a lost lock"
+                });
             }
             Action::Decide(_) => {}
             Action::Write(i) => {
@@ -127,21 +100,19 @@ impl Real {
                     panic!("not holding")
                 };
                 let fence = self.fences[&grant];
-                let store = self.client.fenced_store(&self.name).unwrap();
-                let data = format!("data:{{{}}}", self.name);
+                let store = self.client.fenced_store(&self.keys.name).unwrap();
+                let data = format!("data:{{{}}}", self.keys.name);
                 let writes = Writes::new().set(&data, i.to_string());
-                let accepts = self
-                    .model
-                    .resource_accepts(before.resource, before.clients_fence(i));
+                let accepts = model.resource_accepts(before.resource, before.clients_fence(i));
                 match store.apply(fence, &writes).await {
                     Ok(accepted) => {
                         assert_eq!(accepted, fence);
                         assert!(accepts, "write by {i} accepted, the model refuses it");
-                        *self.seen.entry("write accepted").or_default() += 1;
+                        self.seen.count("write accepted");
                     }
                     Err(Error::Fenced { .. }) => {
                         assert!(!accepts, "write by {i} refused, the model accepts it");
-                        *self.seen.entry("stale write refused").or_default() += 1;
+                        self.seen.count("stale write refused");
                     }
                     Err(e) => panic!("write by {i}: {e}"),
                 }
@@ -150,7 +121,7 @@ impl Real {
                 if before.server.holder(before.now).is_some()
                     && after.server.holder(after.now).is_none()
                 {
-                    let _: i64 = self.redis.pexpire_at(self.key(), 1).await.unwrap();
+                    self.keys.expire("").await;
                 }
             }
             other => panic!("{other:?} is not replayed"),
@@ -158,7 +129,7 @@ impl Real {
     }
 
     async fn compare(&mut self, s: &State, step: &str) {
-        let value: Option<String> = self.redis.get(self.key()).await.unwrap();
+        let value: Option<String> = self.keys.redis.get(self.keys.key("")).await.unwrap();
         let holder = s.server.holder(s.now);
         match (&value, holder) {
             (None, None) => {}
@@ -172,11 +143,7 @@ impl Real {
             }
             _ => panic!("{step}: the server holds {value:?}, the model {holder:?}"),
         }
-        let counter: Option<u64> = self
-            .redis
-            .get(format!("{}:fence", self.key()))
-            .await
-            .unwrap();
+        let counter = self.keys.counter().await;
         let latest = s
             .grants
             .checked_sub(1)
@@ -184,7 +151,7 @@ impl Real {
                 Some(self.fences[&g])
             });
         assert_eq!(counter, latest, "{step}: the fence counter");
-        let store = self.client.fenced_store(&self.name).unwrap();
+        let store = self.client.fenced_store(&self.keys.name).unwrap();
         let accepted = store.accepted().await.unwrap();
         assert_eq!(
             accepted,
@@ -207,15 +174,54 @@ impl FenceOf for State {
     }
 }
 
+impl Replay<LockModel> for Real {
+    /// The first walk is the paused holder's: its lease runs out before it writes, and the next
+    /// holder wrote first.
+    fn script(&self, number: usize) -> Vec<Action> {
+        if number > 0 {
+            return Vec::new();
+        }
+        vec![
+            Action::Acquire(0),
+            Action::Decide(0),
+            Action::Tick,
+            Action::Tick,
+            Action::Tick,
+            Action::Acquire(1),
+            Action::Decide(1),
+            Action::Write(1),
+            Action::Write(0),
+        ]
+    }
+
+    async fn advance(&mut self, walk: &mut Walk<'_, LockModel>, state: State) -> State {
+        // Weighted, so that leases run out within a walk and paused holders write late: time
+        // passing, decisions and writes three times as likely as the rest. The real server has
+        // no replica (and the model no failover here).
+        let action = walk.draw(&state, |a| match a {
+            Action::Replicate => 0,
+            Action::Tick | Action::Decide(_) | Action::Write(_) => 3,
+            _ => 1,
+        });
+        let next = walk
+            .model
+            .next_state(&state, action)
+            .expect("an enabled action");
+        walk.push(action);
+        self.step(walk.model, &state, &next, action).await;
+        self.compare(&next, &walk.step()).await;
+        next
+    }
+
+    async fn end(self) -> Seen {
+        common::end(self.requests, self.seen).await
+    }
+}
+
 #[tokio::test(flavor = "current_thread")]
 async fn random_walks_of_the_model_match_the_real_scripts() {
-    let server = RedisServer::start().unwrap_or_else(|e| panic!("cannot start redis-server: {e}"));
-    let client = Client::builder(&server.url()).build().unwrap();
-    let redis = redis::Client::open(server.url())
-        .unwrap()
-        .get_multiplexed_async_connection()
-        .await
-        .unwrap();
+    let (server, redis) = common::server().await;
+    let client = common::client(&server);
     let model = LockModel {
         failovers: 0,
         steps_back: 0,
@@ -223,109 +229,31 @@ async fn random_walks_of_the_model_match_the_real_scripts() {
         max_grants: u8::try_from(STEPS).unwrap(),
         ..LockModel::fences()
     };
-    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
-    let mut steps = 0;
-    let mut seen: HashMap<&'static str, usize> = HashMap::new();
-    for walk in 0..WALKS {
+    let start = async |walk| {
         let mut real = Real {
-            model: model.clone(),
             client: client.clone(),
-            redis: redis.clone(),
-            name: format!("walk{walk}"),
-            guards: (0..model.clients).map(|_| None).collect(),
+            keys: Keys::new(&redis, format!("walk{walk}")),
+            requests: (0..model.clients).map(|_| Request::Idle).collect(),
             fences: HashMap::new(),
-            seen: HashMap::new(),
+            seen: Seen::default(),
         };
         // Every other walk starts with the fence counter far ahead of the server's clock (as
         // after a clock step back), so that grants take `last + 1`: the model's fence is the
         // same `max(last + 1, clock)` either way, and the comparisons are of the real fences.
-        let ahead = walk % 2 == 1;
-        if ahead {
-            let key = format!("{}:fence", real.key());
-            let _: () = real.redis.set(key, AHEAD).await.unwrap();
+        if walk % 2 == 1 {
+            let key = real.keys.key(":fence");
+            let _: () = real.keys.redis.set(key, AHEAD).await.unwrap();
             real.fences.insert(u8::MAX, AHEAD);
         }
-        let mut state = model.init_states().remove(0);
-        let mut trail = Vec::new();
-        // The first walk is the paused holder's: its lease runs out before it writes, and the
-        // next holder wrote first.
-        let mut scripted = if walk == 0 {
-            vec![
-                Action::Acquire(0),
-                Action::Decide(0),
-                Action::Tick,
-                Action::Tick,
-                Action::Tick,
-                Action::Acquire(1),
-                Action::Decide(1),
-                Action::Write(1),
-                Action::Write(0),
-            ]
-        } else {
-            Vec::new()
-        };
-        scripted.reverse();
-        for _ in 0..STEPS {
-            if let Some(action) = scripted.pop() {
-                let next = model.next_state(&state, action).expect("an enabled action");
-                trail.push(action);
-                let step = format!("walk {walk}, {trail:?}");
-                real.step(&state, &next, action).await;
-                real.compare(&next, &step).await;
-                state = next;
-                steps += 1;
-                continue;
-            }
-            let mut actions = Vec::new();
-            model.actions(&state, &mut actions);
-            // The real server has no replica (and the model no failover here).
-            actions.retain(|a| *a != Action::Replicate);
-            // Weighted, so that leases run out within a walk and paused holders write late:
-            // time passing, decisions and writes three times as likely as the rest.
-            let weight = |a: &Action| match a {
-                Action::Tick | Action::Decide(_) | Action::Write(_) => 3,
-                _ => 1,
-            };
-            let mut pick = rng.below(actions.iter().map(weight).sum());
-            let action = *actions
-                .iter()
-                .find(|a| {
-                    let w = weight(a);
-                    if pick < w {
-                        true
-                    } else {
-                        pick -= w;
-                        false
-                    }
-                })
-                .expect("an action");
-            let next = model.next_state(&state, action).expect("an enabled action");
-            trail.push(action);
-            let step = format!("walk {walk}, {trail:?}");
-            real.step(&state, &next, action).await;
-            real.compare(&next, &step).await;
-            state = next;
-            steps += 1;
-        }
-        for (outcome, n) in &real.seen {
-            *seen.entry(outcome).or_default() += n;
-        }
-        for guard in real.guards.into_iter().flatten() {
-            let _ = guard.release().await;
-        }
-    }
-    eprintln!("{WALKS} walks, {steps} steps replayed: {seen:?}");
-    for outcome in [
+        real
+    };
+    let seen = common::walks(&model, WALKS, STEPS, 0x9e37_79b9_7f4a_7c15, start).await;
+    seen.assert_saw(&[
         "granted",
         "busy",
         "renewal refused",
         "stale write refused",
         "released",
         "release of a lost lock",
-    ] {
-        assert!(
-            seen.get(outcome).is_some_and(|n| *n > 0),
-            "no walk saw: {outcome}"
-        );
-    }
+    ]);
 }

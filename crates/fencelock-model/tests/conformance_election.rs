@@ -6,50 +6,34 @@
 //! a record that ends in the model is ended with `PEXPIREAT key 1`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::collections::HashMap;
-use std::time::Duration;
+mod common;
 
+use std::collections::HashMap;
+
+use common::{Keys, LEASE, Replay, Seen, Walk};
 use fencelock::election::Leadership;
 use fencelock::{Client, Error};
 use fencelock_model::election::{
     Candidate, ElectionAction, ElectionModel, ElectionState, RECORD_MARGIN,
 };
-use fencelock_testkit::RedisServer;
 use redis::AsyncCommands;
 use stateright::Model;
 
 const WALKS: usize = 100;
 const STEPS: usize = 14;
-const LEASE: Duration = Duration::from_secs(60);
-
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: usize) -> usize {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        usize::try_from(self.0 % u64::try_from(n).unwrap()).unwrap()
-    }
-}
 
 struct Real {
     client: Client,
-    redis: redis::aio::MultiplexedConnection,
-    name: String,
+    keys: Keys,
     leaderships: Vec<Option<Leadership>>,
     /// The real term of each model term.
     terms: HashMap<u32, u64>,
-    seen: HashMap<&'static str, usize>,
+    seen: Seen,
 }
 
 impl Real {
-    fn key(&self) -> String {
-        format!("fencelock:{{{}}}", self.name)
-    }
-
     fn count(&mut self, what: &'static str) {
-        *self.seen.entry(what).or_default() += 1;
+        self.seen.count(what);
     }
 
     /// Replays `action`; `after` is `None` where the model's campaign finds the term held.
@@ -64,7 +48,7 @@ impl Real {
                 let c = usize::from(i);
                 let got = self
                     .client
-                    .election(&self.name)
+                    .election(&self.keys.name)
                     .campaign(format!("c{c}"))
                     .ttl(LEASE)
                     .no_wait()
@@ -124,12 +108,11 @@ impl Real {
             ElectionAction::Tick => {
                 let after = after.expect("time passes");
                 if before.lock.is_some() && after.lock.is_none() {
-                    let _: i64 = self.redis.pexpire_at(self.key(), 1).await.unwrap();
+                    self.keys.expire("").await;
                     self.count("a lease ran out");
                 }
                 if before.record.is_some() && after.record.is_none() {
-                    let record = format!("{}:leader", self.key());
-                    let _: i64 = self.redis.pexpire_at(record, 1).await.unwrap();
+                    self.keys.expire(":leader").await;
                 }
             }
             ElectionAction::Crash(_) => panic!("crashes are not replayed"),
@@ -137,7 +120,12 @@ impl Real {
     }
 
     async fn compare(&mut self, model: &ElectionModel, s: &ElectionState, step: &str) {
-        let real = self.client.election(&self.name).leader().await.unwrap();
+        let real = self
+            .client
+            .election(&self.keys.name)
+            .leader()
+            .await
+            .unwrap();
         match (real, model.leader(s)) {
             (None, None) => {}
             (Some(leader), Some((term, client))) => {
@@ -150,10 +138,11 @@ impl Real {
         // outlives it by RECORD_MARGIN steps.
         let record = s.record.filter(|r| r.expires > s.now);
         if let (Some(lock), Some(record)) = (s.holder(), record) {
-            let lease: i64 = self.redis.pttl(self.key()).await.unwrap();
+            let lease: i64 = self.keys.redis.pttl(self.keys.key("")).await.unwrap();
             let kept: i64 = self
+                .keys
                 .redis
-                .pttl(format!("{}:leader", self.key()))
+                .pttl(self.keys.key(":leader"))
                 .await
                 .unwrap();
             let margin = i64::from(record.expires) - i64::from(lock.expires);
@@ -166,71 +155,48 @@ impl Real {
     }
 }
 
+impl Replay<ElectionModel> for Real {
+    async fn advance(
+        &mut self,
+        walk: &mut Walk<'_, ElectionModel>,
+        state: ElectionState,
+    ) -> ElectionState {
+        let action = walk.draw(&state, |a| if *a == ElectionAction::Tick { 3 } else { 1 });
+        let next = walk.model.next_state(&state, action);
+        walk.push(action);
+        self.step(&state, next.as_ref(), action).await;
+        let state = next.unwrap_or(state);
+        self.compare(walk.model, &state, &walk.step()).await;
+        state
+    }
+
+    async fn end(self) -> Seen {
+        for leadership in self.leaderships.into_iter().flatten() {
+            let _ = leadership.resign().await;
+        }
+        self.seen
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn random_walks_of_the_election_match_the_real_scripts() {
-    let server = RedisServer::start().unwrap_or_else(|e| panic!("cannot start redis-server: {e}"));
-    let redis = redis::Client::open(server.url())
-        .unwrap()
-        .get_multiplexed_async_connection()
-        .await
-        .unwrap();
-    let client = Client::builder(&server.url()).build().unwrap();
+    let (server, redis) = common::server().await;
+    let client = common::client(&server);
     let model = ElectionModel {
         crashes: 0,
         max_time: u8::try_from(STEPS).unwrap(),
         max_terms: u8::try_from(STEPS).unwrap(),
         ..ElectionModel::small()
     };
-    let mut rng = Rng(0xda94_2042_e4dd_58b5);
-    let mut steps = 0;
-    let mut seen: HashMap<&'static str, usize> = HashMap::new();
-    for walk in 0..WALKS {
-        let mut real = Real {
-            client: client.clone(),
-            redis: redis.clone(),
-            name: format!("election{walk}"),
-            leaderships: (0..model.clients).map(|_| None).collect(),
-            terms: HashMap::new(),
-            seen: HashMap::new(),
-        };
-        let mut state = model.init_states().remove(0);
-        let mut trail = Vec::new();
-        for _ in 0..STEPS {
-            let mut actions = Vec::new();
-            model.actions(&state, &mut actions);
-            let weight = |a: &ElectionAction| if *a == ElectionAction::Tick { 3 } else { 1 };
-            let mut pick = rng.below(actions.iter().map(weight).sum());
-            let action = *actions
-                .iter()
-                .find(|a| {
-                    let w = weight(a);
-                    if pick < w {
-                        true
-                    } else {
-                        pick -= w;
-                        false
-                    }
-                })
-                .expect("an action");
-            let next = model.next_state(&state, action);
-            trail.push(action);
-            let step = format!("walk {walk}, {trail:?}");
-            real.step(&state, next.as_ref(), action).await;
-            if let Some(next) = next {
-                state = next;
-            }
-            real.compare(&model, &state, &step).await;
-            steps += 1;
-        }
-        for (outcome, n) in &real.seen {
-            *seen.entry(outcome).or_default() += n;
-        }
-        for leadership in real.leaderships.into_iter().flatten() {
-            let _ = leadership.resign().await;
-        }
-    }
-    eprintln!("{WALKS} walks, {steps} steps replayed: {seen:?}");
-    for outcome in [
+    let start = async |walk| Real {
+        client: client.clone(),
+        keys: Keys::new(&redis, format!("election{walk}")),
+        leaderships: (0..model.clients).map(|_| None).collect(),
+        terms: HashMap::new(),
+        seen: Seen::default(),
+    };
+    let seen = common::walks(&model, WALKS, STEPS, 0xda94_2042_e4dd_58b5, start).await;
+    seen.assert_saw(&[
         "won",
         "the term is held",
         "renewed",
@@ -239,10 +205,5 @@ async fn random_walks_of_the_election_match_the_real_scripts() {
         "a deposed leader's proclaim refused",
         "resigned",
         "a lease ran out",
-    ] {
-        assert!(
-            seen.get(outcome).is_some_and(|n| *n > 0),
-            "no walk saw: {outcome}"
-        );
-    }
+    ]);
 }

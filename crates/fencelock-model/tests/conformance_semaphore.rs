@@ -12,37 +12,19 @@
 //! waiter try once, in arrival order: whom that grants does not depend on the order.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use std::collections::HashMap;
 use std::time::Duration;
 
-use fencelock::{Client, Error, LockGuard};
+use common::{Keys, LEASE, Replay, Request, Seen, Walk};
+use fencelock::{Client, Error};
 use fencelock_model::semaphore::{SemAction, SemModel, SemPhase, SemState};
-use fencelock_testkit::RedisServer;
 use redis::AsyncCommands;
 use stateright::Model;
-use tokio::task::JoinHandle;
 
 const WALKS: usize = 100;
 const STEPS: usize = 14;
-const LEASE: Duration = Duration::from_secs(60);
-const PATIENCE: Duration = Duration::from_secs(10);
-
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: usize) -> usize {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        usize::try_from(self.0 % u64::try_from(n).unwrap()).unwrap()
-    }
-}
-
-enum Request {
-    Idle,
-    Waiting(JoinHandle<fencelock::Result<LockGuard>>),
-    Holding(LockGuard),
-}
 
 /// What the semaphore's hash holds: the permits held (token -> (permits, fence), leases not
 /// ended) and the waiting requests ((arrival, token, permits), sorted).
@@ -51,21 +33,17 @@ type Hash = (HashMap<String, (u8, u64)>, Vec<(u64, String, u8)>);
 struct Real {
     model: SemModel,
     clients: Vec<Client>,
-    redis: redis::aio::MultiplexedConnection,
-    name: String,
+    keys: Keys,
     requests: Vec<Request>,
     tokens: HashMap<u8, String>,
     fences: HashMap<u32, u64>,
-    seen: HashMap<&'static str, usize>,
+    seen: Seen,
 }
 
 impl Real {
-    fn key(&self) -> String {
-        format!("fencelock:{{{}}}", self.name)
-    }
-
     async fn hash(&mut self) -> Hash {
-        let all: HashMap<String, String> = self.redis.hgetall(self.key()).await.unwrap();
+        let all: HashMap<String, String> =
+            self.keys.redis.hgetall(self.keys.key("")).await.unwrap();
         let mut held: HashMap<String, (u8, u64)> = HashMap::new();
         let mut waiting = Vec::new();
         for (field, value) in &all {
@@ -93,56 +71,42 @@ impl Real {
 
     /// Waits for client `i`'s request to be granted, and learns its token and fence.
     async fn granted(&mut self, i: usize, token: u8, fence: u32) {
-        let Request::Waiting(task) = std::mem::replace(&mut self.requests[i], Request::Idle) else {
-            panic!("client {i} has no waiting request")
-        };
-        let guard = tokio::time::timeout(PATIENCE, task)
-            .await
-            .unwrap_or_else(|_| panic!("client {i} was not granted"))
-            .unwrap()
-            .unwrap();
+        let real_fence = self.requests[i].granted(i).await;
         let (held, _) = self.hash().await;
         let (real, _) = held
             .iter()
-            .find(|(_, (_, f))| *f == guard.fence())
+            .find(|(_, (_, f))| *f == real_fence)
             .expect("the grant's permits");
         self.tokens.insert(token, real.clone());
-        self.fences.insert(fence, guard.fence());
-        self.requests[i] = Request::Holding(guard);
-        *self.seen.entry("granted").or_default() += 1;
+        self.fences.insert(fence, real_fence);
+        self.seen.count("granted");
     }
 
     /// A new request by client `i`.
     async fn request(&mut self, i: usize, after: &SemState) {
         let request = self.clients[i]
-            .semaphore(&self.name, u32::from(self.model.permits))
+            .semaphore(&self.keys.name, u32::from(self.model.permits))
             .take(u32::from(self.model.takes[i]))
             .ttl(LEASE)
             .queue_timeout(LEASE)
             .auto_renew(false)
             .wait_up_to(Duration::from_secs(120));
-        self.requests[i] = Request::Waiting(tokio::spawn(request.acquire()));
+        self.requests[i] = Request::waiting(request.acquire());
         match after.clients[i] {
             SemPhase::Holding { token, fence, .. } => self.granted(i, token, fence).await,
             SemPhase::Waiting { token, .. } => {
-                let limit = tokio::time::Instant::now() + PATIENCE;
-                loop {
+                let real = common::until(format!("client {i} did not wait"), async || {
                     let (_, waiting) = self.hash().await;
                     let known: Vec<&String> = self.tokens.values().collect();
-                    if let Some((_, real, _)) = waiting.iter().find(|w| !known.contains(&&w.1)) {
-                        self.tokens.insert(token, real.clone());
-                        break;
-                    }
-                    assert!(
-                        tokio::time::Instant::now() < limit,
-                        "client {i} did not wait"
-                    );
-                    tokio::time::sleep(Duration::from_millis(1)).await;
-                }
+                    let (_, real, _) = waiting.into_iter().find(|w| !known.contains(&&w.1))?;
+                    Some(real)
+                })
+                .await;
+                self.tokens.insert(token, real);
                 // The next request arrives in a later millisecond (the script orders requests
                 // of one millisecond by token; the model by arrival).
                 tokio::time::sleep(Duration::from_millis(2)).await;
-                *self.seen.entry("waits").or_default() += 1;
+                self.seen.count("waits");
             }
             phase => panic!("acquire by {i}: the model {phase:?}"),
         }
@@ -150,25 +114,25 @@ impl Real {
 
     /// Every waiter tries once (woken by `all`): the model's tries in arrival order, and the
     /// real grants awaited.
-    async fn retry_all(&mut self, state: SemState, trail: &mut Vec<SemAction>) -> SemState {
+    async fn retry_all(&mut self, state: SemState, walk: &mut Walk<'_, SemModel>) -> SemState {
         let mut state = state;
         let waiters: Vec<u8> = state.places.iter().map(|p| p.client).collect();
         if waiters.is_empty() {
             return state;
         }
-        let channel = format!("{}:released", self.key());
-        let _: i64 = self.redis.publish(channel, "all").await.unwrap();
+        let channel = self.keys.key(":released");
+        let _: i64 = self.keys.redis.publish(channel, "all").await.unwrap();
         for w in waiters {
             let next = self
                 .model
                 .next_state(&state, SemAction::Acquire(w))
                 .unwrap();
-            trail.push(SemAction::Acquire(w));
+            walk.push(SemAction::Acquire(w));
             if let SemPhase::Holding { token, fence, .. } = next.clients[usize::from(w)] {
                 self.granted(usize::from(w), token, fence).await;
-                *self.seen.entry("a waiter granted").or_default() += 1;
+                self.seen.count("a waiter granted");
             } else {
-                *self.seen.entry("a waiter's try").or_default() += 1;
+                self.seen.count("a waiter's try");
             }
             state = next;
         }
@@ -184,19 +148,11 @@ impl Real {
             }
             SemAction::Renew(i) => {
                 let i = usize::from(i);
-                let Request::Holding(guard) = &self.requests[i] else {
-                    panic!("client {i} holds nothing")
-                };
-                match (guard.extend(LEASE).await, after.clients[i]) {
+                let got = self.requests[i].guard(i).extend(LEASE).await;
+                match (got, after.clients[i]) {
                     (Ok(()), SemPhase::Holding { .. }) => false,
                     (Err(Error::NotHeld { .. }), SemPhase::Idle) => {
-                        *self.seen.entry("renewal refused").or_default() += 1;
-                        let Request::Holding(guard) =
-                            std::mem::replace(&mut self.requests[i], Request::Idle)
-                        else {
-                            unreachable!()
-                        };
-                        assert!(!guard.release().await.unwrap());
+                        self.requests[i].refused(i, &mut self.seen).await;
                         false
                     }
                     (got, phase) => panic!("renew by {i}: {got:?}, the model: {phase:?}"),
@@ -204,11 +160,6 @@ impl Real {
             }
             SemAction::Release(i) => {
                 let i = usize::from(i);
-                let Request::Holding(guard) =
-                    std::mem::replace(&mut self.requests[i], Request::Idle)
-                else {
-                    panic!("client {i} holds nothing")
-                };
                 let SemPhase::Holding { token, .. } = before.clients[i] else {
                     panic!("the model: client {i} holds nothing")
                 };
@@ -216,15 +167,12 @@ impl Real {
                     .holds
                     .iter()
                     .any(|h| h.token == token && h.expires > before.now);
-                assert_eq!(guard.release().await.unwrap(), held, "release by {i}");
-                *self
-                    .seen
-                    .entry(if held {
-                        "released"
-                    } else {
-                        "release of a lost hold"
-                    })
-                    .or_default() += 1;
+                self.requests[i].release(i, held).await;
+                self.seen.count(if held {
+                    "released"
+                } else {
+                    "release of a lost hold"
+                });
                 true
             }
             SemAction::Tick => {
@@ -243,9 +191,10 @@ impl Real {
                         } else {
                             format!("p:{real}/{f}")
                         };
-                        let _: i64 = self.redis.hset(self.key(), field, &value).await.unwrap();
+                        let key = self.keys.key("");
+                        let _: i64 = self.keys.redis.hset(key, field, &value).await.unwrap();
                     }
-                    *self.seen.entry("a lease ended").or_default() += 1;
+                    self.seen.count("a lease ended");
                 }
                 !ended.is_empty()
             }
@@ -271,11 +220,7 @@ impl Real {
         assert_eq!(order, expected, "{step}: the waiting requests");
         // The largest fence granted (the grants of one wake-up may run in another order than
         // the model's tries: the same grants, their fences in another order).
-        let counter: Option<u64> = self
-            .redis
-            .get(format!("{}:fence", self.key()))
-            .await
-            .unwrap();
+        let counter = self.keys.counter().await;
         assert_eq!(s.fence > 0, counter.is_some(), "{step}: the fence counter");
         assert_eq!(
             counter,
@@ -285,91 +230,59 @@ impl Real {
     }
 }
 
+impl Replay<SemModel> for Real {
+    async fn advance(&mut self, walk: &mut Walk<'_, SemModel>, state: SemState) -> SemState {
+        // Time passing three times as likely as the rest, so that leases end within a walk.
+        let action = walk.draw(&state, |a| if *a == SemAction::Tick { 3 } else { 1 });
+        let retry = matches!(action, SemAction::Acquire(i)
+            if matches!(state.clients[usize::from(i)], SemPhase::Waiting { .. }));
+        let mut state = state;
+        if retry {
+            // A waiter's try: every waiter tries (nothing was freed since the last time they
+            // all did, unless time passed: then they are due).
+            state = self.retry_all(state, walk).await;
+        } else {
+            let next = walk
+                .model
+                .next_state(&state, action)
+                .expect("an enabled action");
+            walk.push(action);
+            let freed = self.step(&state, &next, action).await;
+            state = next;
+            if freed {
+                state = self.retry_all(state, walk).await;
+            }
+        }
+        self.compare(&state, &walk.step()).await;
+        state
+    }
+
+    async fn end(self) -> Seen {
+        common::end(self.requests, self.seen).await
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn random_walks_of_the_semaphore_match_the_real_scripts() {
-    let server = RedisServer::start().unwrap_or_else(|e| panic!("cannot start redis-server: {e}"));
-    let redis = redis::Client::open(server.url())
-        .unwrap()
-        .get_multiplexed_async_connection()
-        .await
-        .unwrap();
+    let (server, redis) = common::server().await;
     let model = SemModel {
         crashes: 0,
         max_time: u8::try_from(STEPS).unwrap(),
         max_grants: u8::try_from(STEPS).unwrap(),
         ..SemModel::small()
     };
-    let clients: Vec<Client> = (0..model.takes.len())
-        .map(|_| Client::builder(&server.url()).build().unwrap())
-        .collect();
-    let mut rng = Rng(0x853c_49e6_748f_ea9b);
-    let mut steps = 0;
-    let mut seen: HashMap<&'static str, usize> = HashMap::new();
-    for walk in 0..WALKS {
-        let mut real = Real {
-            model: model.clone(),
-            clients: clients.clone(),
-            redis: redis.clone(),
-            name: format!("sem{walk}"),
-            requests: (0..model.takes.len()).map(|_| Request::Idle).collect(),
-            tokens: HashMap::new(),
-            fences: HashMap::new(),
-            seen: HashMap::new(),
-        };
-        let mut state = model.init_states().remove(0);
-        let mut trail = Vec::new();
-        for _ in 0..STEPS {
-            let mut actions = Vec::new();
-            model.actions(&state, &mut actions);
-            // Time passing three times as likely as the rest, so that leases end within a walk.
-            let weight = |a: &SemAction| if *a == SemAction::Tick { 3 } else { 1 };
-            let mut pick = rng.below(actions.iter().map(weight).sum());
-            let action = *actions
-                .iter()
-                .find(|a| {
-                    let w = weight(a);
-                    if pick < w {
-                        true
-                    } else {
-                        pick -= w;
-                        false
-                    }
-                })
-                .expect("an action");
-            let retry = matches!(action, SemAction::Acquire(i)
-                if matches!(state.clients[usize::from(i)], SemPhase::Waiting { .. }));
-            if retry {
-                // A waiter's try: every waiter tries (nothing was freed since the last time
-                // they all did, unless time passed: then they are due).
-                state = real.retry_all(state, &mut trail).await;
-            } else {
-                let next = model.next_state(&state, action).expect("an enabled action");
-                trail.push(action);
-                let freed = real.step(&state, &next, action).await;
-                state = next;
-                if freed {
-                    state = real.retry_all(state, &mut trail).await;
-                }
-            }
-            let step = format!("walk {walk}, {trail:?}");
-            real.compare(&state, &step).await;
-            steps += 1;
-        }
-        for (outcome, n) in &real.seen {
-            *seen.entry(outcome).or_default() += n;
-        }
-        for request in real.requests {
-            match request {
-                Request::Holding(guard) => {
-                    let _ = guard.release().await;
-                }
-                Request::Waiting(task) => task.abort(),
-                Request::Idle => {}
-            }
-        }
-    }
-    eprintln!("{WALKS} walks, {steps} steps replayed: {seen:?}");
-    for outcome in [
+    let clients = common::clients(&server, model.takes.len());
+    let start = async |walk| Real {
+        model: model.clone(),
+        clients: clients.clone(),
+        keys: Keys::new(&redis, format!("sem{walk}")),
+        requests: (0..model.takes.len()).map(|_| Request::Idle).collect(),
+        tokens: HashMap::new(),
+        fences: HashMap::new(),
+        seen: Seen::default(),
+    };
+    let seen = common::walks(&model, WALKS, STEPS, 0x853c_49e6_748f_ea9b, start).await;
+    seen.assert_saw(&[
         "granted",
         "waits",
         "a waiter granted",
@@ -377,10 +290,5 @@ async fn random_walks_of_the_semaphore_match_the_real_scripts() {
         "released",
         "a lease ended",
         "renewal refused",
-    ] {
-        assert!(
-            seen.get(outcome).is_some_and(|n| *n > 0),
-            "no walk saw: {outcome}"
-        );
-    }
+    ]);
 }

@@ -7,29 +7,9 @@ use fencelock_model::election::{ElectionModel, ElectionMutants};
 const ANSWERS: &str = "election: leader() never answers nobody while a term is held";
 const NAMES: &str = "election: leader() names only the term the lock holds, never one resigned";
 
-fn finds(mutants: ElectionMutants, name: &'static str) {
-    let checker = ElectionModel::small()
-        .with(mutants)
-        .checker()
-        .finish_when(HasDiscoveries::AnyOf(BTreeSet::from([name])))
-        .spawn_bfs()
-        .join();
-    let Some(path) = checker.discovery(name) else {
-        panic!("{name} held in {} states", checker.unique_state_count());
-    };
-    eprintln!("found: {name}\n{:?}", path.into_actions());
-}
-
 #[test]
 fn the_election_passes_every_property() {
-    let checker = ElectionModel::small().checker().spawn_bfs().join();
-    eprintln!(
-        "election: {} unique states, {} states, depth {}",
-        checker.unique_state_count(),
-        checker.state_count(),
-        checker.max_depth()
-    );
-    checker.assert_properties();
+    passes("election", ElectionModel::small());
 }
 
 #[test]
@@ -38,7 +18,7 @@ fn a_leader_read_from_the_record_alone_names_a_lapsed_leader() {
         record_alone: true,
         ..ElectionMutants::default()
     };
-    finds(mutant, NAMES);
+    finds(ElectionModel::small().with(mutant), &[NAMES]);
 }
 
 #[test]
@@ -47,7 +27,7 @@ fn a_renewal_that_does_not_keep_the_record_leaves_a_term_without_its_leader() {
         record_not_kept: true,
         ..ElectionMutants::default()
     };
-    finds(mutant, ANSWERS);
+    finds(ElectionModel::small().with(mutant), &[ANSWERS]);
 }
 
 #[test]
@@ -56,7 +36,7 @@ fn a_deposed_leaders_proclaim_hides_the_new_leader() {
         proclaim_unchecked: true,
         ..ElectionMutants::default()
     };
-    finds(mutant, ANSWERS);
+    finds(ElectionModel::small().with(mutant), &[ANSWERS]);
 }
 
 #[test]
@@ -65,5 +45,8 @@ fn a_term_that_is_the_clock_alone_repeats() {
         term_clock_only: true,
         ..ElectionMutants::default()
     };
-    finds(mutant, "election: terms strictly increase");
+    finds(
+        ElectionModel::small().with(mutant),
+        &["election: terms strictly increase"],
+    );
 }

@@ -11,44 +11,6 @@ const GRANTED: &str =
 const FREED: &str =
     "fair: a free lock with a live waiter queued is granted within the queue timeout";
 
-/// Checks `model` until one of `names` fails, and asserts that one did.
-fn finds(model: FairModel, names: &[&'static str]) {
-    let checker = model
-        .checker()
-        .finish_when(HasDiscoveries::AnyOf(
-            names.iter().copied().collect::<BTreeSet<_>>(),
-        ))
-        .spawn_bfs()
-        .join();
-    let found = names
-        .iter()
-        .copied()
-        .find(|name| checker.discovery(name).is_some());
-    let Some(name) = found else {
-        panic!(
-            "none of {names:?} failed in {} states",
-            checker.unique_state_count()
-        );
-    };
-    eprintln!(
-        "found: {name}\n{:?}",
-        checker.discovery(name).expect("found").into_actions()
-    );
-}
-
-fn passes(name: &str, model: FairModel) {
-    let started = Instant::now();
-    let checker = model.checker().spawn_bfs().join();
-    eprintln!(
-        "{name}: {} unique states, {} states, depth {}, {:.1?}",
-        checker.unique_state_count(),
-        checker.state_count(),
-        checker.max_depth(),
-        started.elapsed()
-    );
-    checker.assert_properties();
-}
-
 #[test]
 fn the_fair_lock_passes_every_property() {
     passes("fair", FairModel::small());

@@ -8,38 +8,9 @@ const PERMITS: &str = "semaphore: at most N permits held on the server";
 const BELIEVED: &str = "semaphore: clients within their deadlines hold at most N permits";
 const ORDER: &str = "semaphore: a grant leaves room for every request that waits longer";
 
-fn finds(model: SemModel, names: &[&'static str]) {
-    let checker = model
-        .checker()
-        .finish_when(HasDiscoveries::AnyOf(
-            names.iter().copied().collect::<BTreeSet<_>>(),
-        ))
-        .spawn_bfs()
-        .join();
-    let Some(name) = names.iter().find(|name| checker.discovery(name).is_some()) else {
-        panic!(
-            "none of {names:?} failed in {} states",
-            checker.unique_state_count()
-        );
-    };
-    eprintln!(
-        "found: {name}\n{:?}",
-        checker.discovery(name).expect("found").into_actions()
-    );
-}
-
 #[test]
 fn the_semaphore_with_weighted_takes_passes_every_property() {
-    let started = Instant::now();
-    let checker = SemModel::small().checker().spawn_bfs().join();
-    eprintln!(
-        "semaphore: {} unique states, {} states, depth {}, {:.1?}",
-        checker.unique_state_count(),
-        checker.state_count(),
-        checker.max_depth(),
-        started.elapsed()
-    );
-    checker.assert_properties();
+    passes("semaphore", SemModel::small());
 }
 
 #[test]
