@@ -135,6 +135,17 @@ impl Client {
         acquire(py, client, request, try_only)
     }
 
+    /// Gives back what this client's holds still hold (its `close()`): guards released,
+    /// leaderships resigned, runs given up. Runs to its end; answers `None`.
+    fn close_holds(&self, py: Python<'_>) -> PyResult<Operation> {
+        let client = self.client(py)?;
+        let ends = Process::get(py)?.keeper().end_client(&client);
+        self.call(py, Cancel::Finish, move |_| async move {
+            ends.await;
+            answer(move |py| Ok(py.None()))
+        })
+    }
+
     /// Asks the holders of lock `name` to release it; answers `True` if it was held.
     fn request_release(&self, py: Python<'_>, name: String) -> PyResult<Operation> {
         self.call(py, Cancel::Abort, move |client| async move {

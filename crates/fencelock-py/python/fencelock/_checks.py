@@ -110,8 +110,26 @@ def name(value: Any, what: str = "name") -> str:
     return value
 
 
+#: The exact types each lock option's check lets through without a word (a bool is not a
+#: number of seconds, nor a count): what a request made in a loop is checked against, with no
+#: call per option; anything else goes through ``LOCK``'s checks, which name the option.
+_NUMBER = frozenset((int, float))
+_PLAIN_TYPES: Dict[str, Any] = {
+    "ttl": _NUMBER, "wait": _NUMBER, "max_hold": _NUMBER, "lock_delay": _NUMBER,
+    "queue_timeout": _NUMBER, "auto_renew": frozenset((bool,)), "permits": frozenset((int,)),
+    "take": frozenset((int,)),
+}
+
+
 def lock_options(lock: str, options: Dict[str, Any]) -> Dict[str, Any]:
     """A lock request's options, checked, with the defaults of those left out (or ``None``)."""
-    check(lock, options, LOCK)
-    given = {k: v for k, v in options.items() if v is not None}
+    given = {}
+    for option, value in options.items():
+        if value is None:
+            continue
+        if type(value) not in _PLAIN_TYPES.get(option, ()) or (
+            type(value) is int and option in LOCK_DEFAULTS and not 0 <= value <= 0xFFFFFFFF
+        ):
+            check(lock, options, LOCK)  # raises, naming the option
+        given[option] = value
     return {**LOCK_DEFAULTS, **given}

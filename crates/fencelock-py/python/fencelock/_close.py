@@ -3,21 +3,20 @@
 
 Every call of a client goes through its scope: a call on a closed client raises
 :class:`fencelock.ClientClosed`; a call in progress (a wait for a lock, a read) is remembered
-until it is over, so that the closing can give it up (it then raises ``ClientClosed``); and
-what a call gives that holds something (a guard, a leadership, a multi-lock guard) is
-remembered, weakly, for the closing to release. The calls of a guard itself (``release``,
-``extend``) are not the client's: they still answer after the close (``release()`` gives
-``False``), and a ``with`` block whose lock the close released raises ``NotHeld`` (reason
-``released``) at its end, as for any lock lost during the block.
+until it is over, so that the closing can give it up (it then raises ``ClientClosed``). What a
+call gives that holds something (a guard, a leadership, a multi-lock guard, a run) is kept by
+the native module, by client, for the exit; the closing has it give back the client's
+(``close_holds``). The calls of a guard itself (``release``, ``extend``) are not the client's:
+they still answer after the close (``release()`` gives ``False``), and a ``with`` block whose
+lock the close released raises ``NotHeld`` (reason ``released``) at its end, as for any lock
+lost during the block.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import threading
-import weakref
-from typing import Any, Callable, Iterator, List, Optional, Set, Tuple
+from typing import Any, Callable, List, Optional, Set, Tuple
 
 from ._over import over as _over
 from .errors import ClientClosed
@@ -36,15 +35,14 @@ def closed_error(lock: Optional[str] = None) -> ClientClosed:
 
 
 class Scope:
-    """A client's calls in progress and its holds (see the module docs)."""
+    """A client's calls in progress (see the module docs)."""
 
-    __slots__ = ("_lock", "_closed", "_ops", "_holds")
+    __slots__ = ("_lock", "_closed", "_ops")
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._closed = False
         self._ops: Set[Any] = set()
-        self._holds: "weakref.WeakSet[Any]" = weakref.WeakSet()
 
     @property
     def closed(self) -> bool:
@@ -65,28 +63,29 @@ class Scope:
         with self._lock:
             self._ops.discard(op)
 
+    def failed(self) -> None:
+        """A call of the client's failed: ``ClientClosed`` if the closing ended it (raised from
+        an ``except`` block, which re-raises the call's own error otherwise)."""
+        if self._closed:
+            raise closed_error() from None
+
     def adopt(self, value: Any, plain: Callable[..., Any]) -> Any:
-        """Remembers ``value`` if it holds something, and gives its own calls the plain runner
-        (they are not the client's). A hold that raced the closing is released at once."""
+        """Gives a hold's own calls the plain runner (they are not the client's). A hold that
+        raced the closing is released at once (the closing may have given it back already)."""
         if isinstance(value, Holding):
             value._run = plain
-            with self._lock:
-                if not self._closed:
-                    self._holds.add(value)
-                    return value
-            _give_back(value)  # goes on by itself
-            raise closed_error()
+            if self._closed:
+                _give_back(value)  # goes on by itself
+                raise closed_error()
         return value
 
-    def close(self) -> Tuple[List[Any], List[Any]]:
-        """Marks the client closed: the calls in progress and the holds, for the caller to
-        end. Empty the second time."""
+    def close(self) -> List[Any]:
+        """Marks the client closed: the calls in progress, for the caller to end. Empty the
+        second time."""
         with self._lock:
             self._closed = True
             ops, self._ops = list(self._ops), set()
-            holds = list(self._holds)
-            self._holds = weakref.WeakSet()
-        return ops, holds
+        return ops
 
 
 def _give_back(held: Any) -> Any:
@@ -94,21 +93,6 @@ def _give_back(held: Any) -> Any:
     native = held._native
     release = getattr(native, "release", None) or native.resign
     return release()
-
-
-@contextlib.contextmanager
-def _during(scope: Scope, op: Any) -> Iterator[None]:
-    """Remembers ``op`` while it runs; a failure of it once the client closed is the closing's
-    (``ClientClosed``)."""
-    scope.begin(op)
-    try:
-        yield
-    except RuntimeError:
-        if scope.closed:
-            raise closed_error() from None
-        raise
-    finally:
-        scope.end(op)
 
 
 def _answer(scope: Scope, plain: Callable[..., Any], value: Any,
@@ -123,8 +107,14 @@ def run_blocking(scope: Scope, plain: Callable[..., Any], call: Callable[..., An
     """The blocking runner, through ``scope``."""
     scope.check()
     op = call(*args)
-    with _during(scope, op):
+    scope.begin(op)
+    try:
         value = op.wait()
+    except RuntimeError:
+        scope.failed()
+        raise
+    finally:
+        scope.end(op)
     return _answer(scope, plain, value, then)
 
 
@@ -133,7 +123,8 @@ async def run_async(scope: Scope, plain: Callable[..., Any], call: Callable[...,
     """The asyncio runner, through ``scope``."""
     scope.check()
     op = call(*args)
-    with _during(scope, op):
+    scope.begin(op)
+    try:
         try:
             await _over(op)
         except asyncio.CancelledError:
@@ -144,30 +135,36 @@ async def run_async(scope: Scope, plain: Callable[..., Any], call: Callable[...,
                 pass
             raise
         value = op.take()
+    except RuntimeError:
+        scope.failed()
+        raise
+    finally:
+        scope.end(op)
     return _answer(scope, plain, value, then)
 
 
-def close_blocking(scope: Scope) -> None:
+def _ending(scope: Scope, native_client: Any) -> Tuple[List[Any], Any]:
+    """Closes ``scope``: the calls' clean-ups, and the give-back of the client's holds."""
+    clean_ups = [op.cancel() for op in scope.close()]
+    return clean_ups, native_client.close_holds()
+
+
+def close_blocking(scope: Scope, native_client: Any) -> None:
     """Ends the client's calls in progress and releases its holds; returns when done."""
-    ops, holds = scope.close()
-    clean_ups = [op.cancel() for op in ops]
-    releases = [_give_back(held) for held in holds]
-    for op in clean_ups + releases:
+    clean_ups, holds = _ending(scope, native_client)
+    for op in clean_ups + [holds]:
         try:
             op.wait()
         except Exception:  # a release that failed (Redis gone): the lease runs out
             pass
 
 
-async def close_async(scope: Scope) -> None:
+async def close_async(scope: Scope, native_client: Any) -> None:
     """:func:`close_blocking`, awaited."""
-    ops, holds = scope.close()
-    clean_ups = [op.cancel() for op in ops]
-    releases = [_give_back(held) for held in holds]
-    for op in clean_ups + releases:
+    clean_ups, holds = _ending(scope, native_client)
+    for op in clean_ups + [holds]:
         await _over(op)
-        if op in releases:
-            try:
-                op.take()
-            except Exception:  # as above
-                pass
+    try:
+        holds.take()
+    except Exception:  # as above
+        pass

@@ -288,7 +288,7 @@ class Client(_api.ClientBase):
         and later calls on it, or on the requests it made, raise ``ClientClosed``. Returns once
         the releases are done; closing twice is harmless. A ``with`` block closes it at its
         end."""
-        _close.close_blocking(self._scope)
+        _close.close_blocking(self._scope, self._native)
 
     def __enter__(self) -> "Client":
         return self

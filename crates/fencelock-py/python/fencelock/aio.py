@@ -250,7 +250,7 @@ class Client(_api.ClientBase):
         """Closes the client (see :meth:`fencelock.Client.close`): its waits in progress raise
         :class:`fencelock.ClientClosed`, what it holds is released, and later calls raise
         ``ClientClosed``. An ``async with`` block closes it at its end."""
-        await _close.close_async(self._scope)
+        await _close.close_async(self._scope, self._native)
 
     async def __aenter__(self) -> "Client":
         return self
