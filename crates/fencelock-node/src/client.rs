@@ -3,13 +3,13 @@
 
 use std::sync::Arc;
 
-use fencelock::{LockGuard, LockRequest, ReentrantLock};
 use fencelock_bind::config::{Connection, Deployment, Options, Pem, Replicas, Secret};
 use fencelock_bind::held::GiveBack;
 use napi::bindgen_prelude::{BigInt, Buffer, Either, PromiseRaw, within_runtime_if_available};
 use napi::{Env, Result};
 use napi_derive::napi;
 
+use crate::acquire::{Reentrant, acquire};
 use crate::admin::{self, ListingValue, LockInfoValue, Releases};
 use crate::cancel::{Cancel, Stop, answer, call};
 use crate::election::{self, LeaderValue, Leadership, Observer};
@@ -437,91 +437,6 @@ fn options_from(o: ClientOptions) -> std::result::Result<Options, Failure> {
         master_password: o.master_password.map(Secret),
         replicas,
     })
-}
-
-/// A reentrant lock's handle.
-#[napi]
-pub struct Reentrant {
-    name: String,
-    client: Arc<fencelock::Client>,
-    handle: ReentrantLock,
-}
-
-#[napi]
-impl Reentrant {
-    #[napi(getter)]
-    pub fn name(&self) -> String {
-        self.name.clone()
-    }
-
-    /// Acquires the lock (again, if this handle holds it); `null` with `tryOnly` when another
-    /// owner holds it.
-    #[napi(ts_return_type = "Promise<Guard | null>")]
-    #[allow(clippy::too_many_arguments)]
-    pub fn acquire<'env>(
-        &self,
-        env: &'env Env,
-        kind: String,
-        name: String,
-        ttl: Option<f64>,
-        wait: Option<f64>,
-        queue_timeout: Option<f64>,
-        max_hold: Option<f64>,
-        lock_delay: Option<f64>,
-        auto_renew: Option<bool>,
-        permits: Option<u32>,
-        take: Option<u32>,
-        try_only: bool,
-        cancel: Option<&Cancel>,
-    ) -> Result<PromiseRaw<'env, Option<Guard>>> {
-        let args = Args {
-            kind,
-            name,
-            ttl,
-            wait,
-            queue_timeout,
-            max_hold,
-            lock_delay,
-            auto_renew,
-            permits,
-            take,
-        };
-        let spec = args.spec().map_err(|f| f.into_js(env))?;
-        let request = spec.configure(self.handle.request());
-        acquire(
-            env,
-            context(env, self.client.clone())?,
-            request,
-            try_only,
-            cancel,
-        )
-    }
-}
-
-/// The acquisition of `request`: its guard, released if a cancellation came first.
-fn acquire<'env>(
-    env: &'env Env,
-    context: Context,
-    request: LockRequest,
-    try_only: bool,
-    cancel: Option<&Cancel>,
-) -> Result<PromiseRaw<'env, Option<Guard>>> {
-    let work = async move {
-        if try_only {
-            request.try_acquire().await
-        } else {
-            request.acquire().await.map(Some)
-        }
-    };
-    call(
-        env,
-        Stop::AtEnd(cancel),
-        work,
-        move |_, result: fencelock::Result<Option<LockGuard>>| {
-            Ok(result?.map(|guard| Guard::new(guard, context)))
-        },
-        fencelock_bind::holds::undo,
-    )
 }
 
 /// A recipe's `ttl` and `wait` (milliseconds, as JavaScript gives them) as the library takes

@@ -12,6 +12,7 @@
 // unregistered, so a function that only JavaScript calls looks unused there.
 #![cfg_attr(test, allow(dead_code))]
 
+mod acquire;
 mod admin;
 mod bridge;
 mod cancel;

@@ -3,7 +3,7 @@
 
 use std::sync::{Arc, Mutex, PoisonError};
 
-use fencelock::{ClientBuilder, LockGuard, ReentrantLock};
+use fencelock::{ClientBuilder, ReentrantLock};
 use fencelock_bind::config::{Connection, Deployment, Options, Pem, Replicas, Secret};
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
@@ -12,9 +12,9 @@ use pyo3::types::{PyBytes, PyList};
 use crate::admin;
 use crate::election::{self, Observer};
 use crate::errors::{config_error, seconds, to_py};
-use crate::guard::Guard;
+use crate::guard::Granted;
 use crate::operation::{Answer, Cancel, Operation, Outcome};
-use crate::process::{Context, Owned, Process, Task};
+use crate::process::{Context, Owned, Process};
 use crate::request::Spec;
 
 /// TLS material as Python gives it: a path, or the PEM as bytes.
@@ -460,7 +460,7 @@ fn acquire(
         } else {
             request.acquire().await.map(Some)
         };
-        Box::new(Granted { result, context }) as Box<dyn Outcome>
+        Box::new(Granted::new(result, context)) as Box<dyn Outcome>
     })
 }
 
@@ -478,24 +478,4 @@ where
     let process = Process::get(py)?;
     let context = process.context(client);
     Ok(Operation::start(&process, cancel, call(context)))
-}
-
-/// A finished acquisition.
-struct Granted {
-    result: fencelock::Result<Option<LockGuard>>,
-    context: Context,
-}
-
-impl Outcome for Granted {
-    fn into_py(self: Box<Self>, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        match self.result {
-            Ok(Some(guard)) => Ok(Py::new(py, Guard::new(guard, self.context))?.into_any()),
-            Ok(None) => Ok(py.None()),
-            Err(e) => Err(to_py(py, &e)),
-        }
-    }
-
-    fn undo(self: Box<Self>) -> Option<Task> {
-        fencelock_bind::holds::undo(self.result)
-    }
 }

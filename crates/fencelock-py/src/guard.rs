@@ -9,10 +9,10 @@ use fencelock_bind::holds::HeldLock;
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 
-use crate::errors::seconds;
+use crate::errors::{seconds, to_py};
 use crate::held;
-use crate::operation::{Cancel, Operation};
-use crate::process::{Context, Owned, Process};
+use crate::operation::{Cancel, Operation, Outcome};
+use crate::process::{Context, Owned, Process, Task};
 
 /// A held lock. Dropping it unreleased (Python's garbage collector) releases it in the
 /// background; the interpreter's exit releases what is still held. In a forked child it is left
@@ -113,5 +113,31 @@ impl Guard {
             self.fence,
             if self.is_held() { "yes" } else { "no" }
         )
+    }
+}
+
+/// A finished acquisition: its guard for Python, or the guard given back if nobody took it.
+pub struct Granted {
+    result: fencelock::Result<Option<LockGuard>>,
+    context: Context,
+}
+
+impl Granted {
+    pub fn new(result: fencelock::Result<Option<LockGuard>>, context: Context) -> Self {
+        Granted { result, context }
+    }
+}
+
+impl Outcome for Granted {
+    fn into_py(self: Box<Self>, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        match self.result {
+            Ok(Some(guard)) => Ok(Py::new(py, Guard::new(guard, self.context))?.into_any()),
+            Ok(None) => Ok(py.None()),
+            Err(e) => Err(to_py(py, &e)),
+        }
+    }
+
+    fn undo(self: Box<Self>) -> Option<Task> {
+        fencelock_bind::holds::undo(self.result)
     }
 }
