@@ -22,8 +22,8 @@ use futures_util::StreamExt;
 use futures_util::future::Either;
 use futures_util::stream::FuturesUnordered;
 
-#[cfg(feature = "sentinel")]
 use crate::background::{Background, Running};
+#[cfg(feature = "sentinel")]
 use crate::connection::Followed;
 use crate::connection::{Endpoint, Server, Switches, is_unreachable};
 use crate::error::Error;
