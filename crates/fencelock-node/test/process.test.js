@@ -5,7 +5,7 @@
 
 const test = require('node:test')
 const assert = require('node:assert/strict')
-const { PACKAGE, startServer, sleep, uniqueName, node, lines, ended } = require('./helpers')
+const { PACKAGE, startServer, sleep, uniqueName, node, lines, ended, until } = require('./helpers')
 const { Client, Writes } = require(PACKAGE)
 
 let server
@@ -214,4 +214,30 @@ test('a pending call keeps the process alive, and nothing else does once it sett
   } finally {
     await guard.release()
   }
+})
+
+test('a waiter SIGKILLed while its call is pending in the addon costs the next waiter one claim at most', async () => {
+  const name = uniqueName('killed-waiter')
+  const held = await client.lock(name, { ttl: 30000 }).acquire()
+  // A child waits in line (its acquire pending on the runtime, its Promise in the bridge's queue).
+  const child = node(`
+    const { Client } = require(${pkg})
+    const client = new Client(process.env.URL)
+    console.log('waiting')
+    client.lock(process.env.NAME, { ttl: 30000 }).acquire().then(() => console.log('held'))
+  `, { URL: server.url, NAME: name })
+  assert.equal(await lines(child).next(), 'waiting')
+  await until(async () => (await client.inspect(name)).waiting === 1, 'the child in line')
+  const later = client.lock(name, { ttl: 30000 }).acquire()
+  await until(async () => (await client.inspect(name)).waiting === 2, 'both in line')
+  process.kill(child.pid, 'SIGKILL')
+  assert.deepEqual(await ended(child), { code: null, signal: 'SIGKILL' })
+  // The release passes the lock to the dead waiter first in line: its claim (1 s) runs out and
+  // the next live waiter takes it, well within the 30 s leases.
+  const released = Date.now()
+  assert.equal(await held.release(), true)
+  const guard = await later
+  assert.ok(Date.now() - released < 10000, `${Date.now() - released} ms`)
+  assert.equal(await guard.release(), true)
+  assert.ok(await free(name))
 })
