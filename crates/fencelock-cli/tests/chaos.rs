@@ -101,7 +101,11 @@ fn mutated(mutation: &str, kinds: &[&str]) {
         &[
             // Ten or so paused workers: one at the right moment shows each bug. Shorter runs on
             // a loaded CI machine have had none (12 s, four pauses; 20 s, six pauses: release-any
-            // went unnoticed, its five chances all lost to timing).
+            // went unnoticed, its five chances all lost to timing). One lock for the four
+            // workers: a stale release then always finds a holder and a waiter behind it (over
+            // two locks, a loaded CI run once had its seven stale releases all miss).
+            "--locks",
+            "1",
             "--duration",
             "30s",
             "--faults",
