@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use tokio::runtime::Handle;
 
+use crate::count::{Count, Flag};
 use crate::held::{EndAtExit, Task};
 
 /// How long a process's end waits for what is left to the background (a waiter leaving its
@@ -40,10 +41,10 @@ pub fn runtime_builder() -> tokio::runtime::Builder {
 /// One process's background work, clients and holds (see the module docs).
 pub struct Keeper {
     runtime: Handle,
-    background: tokio::sync::watch::Sender<usize>,
+    background: Count,
     /// The calls that the end stops (a wait, a read), and the signal that stops them.
-    running: tokio::sync::watch::Sender<usize>,
-    ending: tokio::sync::watch::Sender<bool>,
+    running: Count,
+    ending: Flag,
     clients: Mutex<Vec<Weak<fencelock::Client>>>,
     held: Mutex<HashMap<u64, Held>>,
     next_id: AtomicU64,
@@ -67,9 +68,9 @@ impl Keeper {
     pub fn new(runtime: Handle) -> Arc<Keeper> {
         Arc::new(Keeper {
             runtime,
-            background: tokio::sync::watch::channel(0).0,
-            running: tokio::sync::watch::channel(0).0,
-            ending: tokio::sync::watch::channel(false).0,
+            background: Count::default(),
+            running: Count::default(),
+            ending: Flag::default(),
             clients: Mutex::new(Vec::new()),
             held: Mutex::new(HashMap::new()),
             next_id: AtomicU64::new(0),
@@ -92,18 +93,15 @@ impl Keeper {
 
     /// Counts background work that the end waits for, until the [`Busy`] is dropped.
     pub fn busy(self: &Arc<Self>) -> Busy {
-        self.background.send_modify(|n| *n += 1);
+        self.background.up();
         Busy(self.clone())
     }
 
     /// Counts a call that the end stops (a wait for a lock, a read), until the [`Running`] is
     /// dropped; the call selects on [`Running::ended`] and stops when it fires.
     pub fn running(self: &Arc<Self>) -> Running {
-        self.running.send_modify(|n| *n += 1);
-        Running {
-            keeper: self.clone(),
-            ending: self.ending.subscribe(),
-        }
+        self.running.up();
+        Running(self.clone())
     }
 
     /// Remembers `client` for the end's wait for its background work.
@@ -166,8 +164,7 @@ impl Keeper {
     /// done; whether it is.
     pub async fn idle(&self, clients: &[Arc<fencelock::Client>], limit: Duration) -> bool {
         let deadline = tokio::time::Instant::now() + limit;
-        let mut background = self.background.subscribe();
-        let ours = tokio::time::timeout_at(deadline, background.wait_for(|n| *n == 0))
+        let ours = tokio::time::timeout_at(deadline, self.background.zero())
             .await
             .is_ok();
         let mut theirs = true;
@@ -203,9 +200,8 @@ impl Keeper {
             let deadline = tokio::time::Instant::now() + limit;
             // The calls still waiting stop first: a waiter leaves its place in line (work it
             // hands to its client's background, which the wait below includes).
-            self.ending.send_replace(true);
-            let mut running = self.running.subscribe();
-            let stopped = tokio::time::timeout_at(deadline, running.wait_for(|n| *n == 0))
+            self.ending.raise();
+            let stopped = tokio::time::timeout_at(deadline, self.running.zero())
                 .await
                 .is_ok();
             let ended =
@@ -213,7 +209,7 @@ impl Keeper {
             let left = deadline.saturating_duration_since(tokio::time::Instant::now());
             let idle = self.idle(&clients, left).await;
             // Usable again (an explicit end, in a program that goes on).
-            self.ending.send_replace(false);
+            self.ending.lower();
             stopped && idle && ended.is_ok()
         }
     }
@@ -224,29 +220,22 @@ pub struct Busy(Arc<Keeper>);
 
 impl Drop for Busy {
     fn drop(&mut self) {
-        self.0.background.send_modify(|n| *n = n.saturating_sub(1));
+        self.0.background.down();
     }
 }
 
 /// A call that the end stops (see [`Keeper::running`]).
-pub struct Running {
-    keeper: Arc<Keeper>,
-    ending: tokio::sync::watch::Receiver<bool>,
-}
+pub struct Running(Arc<Keeper>);
 
 impl Running {
     /// Over when the end begins.
     pub async fn ended(&mut self) {
-        if self.ending.wait_for(|e| *e).await.is_err() {
-            std::future::pending::<()>().await;
-        }
+        self.0.ending.raised().await;
     }
 }
 
 impl Drop for Running {
     fn drop(&mut self) {
-        self.keeper
-            .running
-            .send_modify(|n| *n = n.saturating_sub(1));
+        self.0.running.down();
     }
 }

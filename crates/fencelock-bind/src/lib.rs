@@ -13,6 +13,7 @@
 //! [`Duration`]: std::time::Duration
 
 pub mod config;
+pub mod count;
 pub mod fields;
 pub mod follow;
 pub mod held;

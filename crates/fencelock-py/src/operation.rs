@@ -116,7 +116,9 @@ impl Operation {
         // one that waits is stopped by exit.
         let busy = (cancel == Cancel::Finish).then(|| process.busy());
         let running = (cancel == Cancel::Abort).then(|| process.keeper().running());
-        let task = process.runtime().spawn(async move {
+        // Boxed: the task's cell then holds a pointer, not the whole future, which tokio
+        // copies on its way in and again when the task finishes.
+        let task = process.runtime().spawn(Box::pin(async move {
             let outcome = match running {
                 None => call.await,
                 Some(mut running) => {
@@ -137,7 +139,7 @@ impl Operation {
             };
             finish(&finished, outcome);
             drop(busy);
-        });
+        }));
         state.inner().task = Some(task);
         Operation {
             state: Owned::new(state),

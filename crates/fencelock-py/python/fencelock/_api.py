@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import functools
 import os
 import threading
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
@@ -97,8 +98,8 @@ class _Held(Holding):
     def __init__(self, native: Any, run: Runner) -> None:
         self._native = native
         self._run = run
-        #: The operations that feed the events; they end with the hold.
-        self._watches: Dict[str, Any] = {}
+        #: The operations that feed the events (made with the first); they end with the hold.
+        self._watches: Optional[Dict[str, Any]] = None
 
     def is_held(self) -> bool:
         """Whether it is still held, as far as this process can tell now."""
@@ -112,6 +113,8 @@ class _Held(Holding):
         return None if now is None else now[-2]
 
     def _event(self, kind: str, start: Callable[[], Any], record: Callable[[Any], None]) -> threading.Event:
+        if self._watches is None:
+            self._watches = {}
         watch = self._watches.get(kind)
         if watch is None:
             event = threading.Event()
@@ -461,7 +464,7 @@ class ClientBase:
     """What both clients share: how they are made, and every call, run by the client's
     runner."""
 
-    __slots__ = ("_native", "_scope")
+    __slots__ = ("_native", "_scope", "_run")
 
     #: Set by each client class: its runners (plain, and through the client's scope) and the
     #: classes it makes.
@@ -475,18 +478,20 @@ class ClientBase:
 
     def __init__(self, url: str, **options: Any) -> None:
         self._native = _native_client("server", url, None, options)
-        self._scope = Scope()
+        self._scoped_runner()
 
     @classmethod
     def _make(cls, topology: str, urls: Urls, master: Optional[str], options: Dict[str, Any]) -> Any:
         client = cls.__new__(cls)
         client._native = _native_client(topology, urls, master, options)
-        client._scope = Scope()
+        client._scoped_runner()
         return client
 
-    def _run(self, call: Callable[..., Any], *args: Any, then: Optional[Callable[[Any], Any]] = None) -> Any:
-        """Runs a call of the client's (see ``_close.py``)."""
-        return self._scoped(self._scope, self._runner, call, *args, then=then)
+    def _scoped_runner(self) -> None:
+        """The scope of the client's calls, and ``_run(call, *args, then=None)``, which runs
+        them through it (see ``_close.py``): a ``partial``, no Python frame of its own."""
+        self._scope = Scope()
+        self._run: Runner = functools.partial(self._scoped, self._scope, self._runner)
 
     @property
     def closed(self) -> bool:

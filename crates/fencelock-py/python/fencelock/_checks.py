@@ -48,7 +48,7 @@ def _shortfall(value: Any) -> Optional[str]:
 
 Check = Callable[[Any], Optional[str]]
 
-#: A lock request's options, with their defaults.
+#: A lock request's options (the native module has their defaults).
 LOCK: Dict[str, Check] = {
     "ttl": _seconds,
     "wait": _seconds,
@@ -59,7 +59,8 @@ LOCK: Dict[str, Check] = {
     "lock_delay": _seconds,
     "take": _count,
 }
-LOCK_DEFAULTS: Dict[str, Any] = {"auto_renew": True, "permits": 1, "take": 1}
+#: The options that are counts (a whole number that fits 32 bits).
+_COUNTS = frozenset(("permits", "take"))
 
 #: A client's options.
 CLIENT: Dict[str, Check] = {
@@ -122,14 +123,15 @@ _PLAIN_TYPES: Dict[str, Any] = {
 
 
 def lock_options(lock: str, options: Dict[str, Any]) -> Dict[str, Any]:
-    """A lock request's options, checked, with the defaults of those left out (or ``None``)."""
+    """A lock request's options, checked, without those left as ``None`` (the native module's
+    defaults)."""
     given = {}
     for option, value in options.items():
         if value is None:
             continue
         if type(value) not in _PLAIN_TYPES.get(option, ()) or (
-            type(value) is int and option in LOCK_DEFAULTS and not 0 <= value <= 0xFFFFFFFF
+            type(value) is int and option in _COUNTS and not 0 <= value <= 0xFFFFFFFF
         ):
             check(lock, options, LOCK)  # raises, naming the option
         given[option] = value
-    return {**LOCK_DEFAULTS, **given}
+    return given

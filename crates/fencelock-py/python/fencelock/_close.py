@@ -48,20 +48,18 @@ class Scope:
     def closed(self) -> bool:
         return self._closed
 
-    def check(self, lock: Optional[str] = None) -> None:
-        if self._closed:
-            raise closed_error(lock)
-
     def begin(self, op: Any) -> None:
-        with self._lock:
-            if self._closed:
-                op.cancel()
-                raise closed_error()
-            self._ops.add(op)
+        """Remembers ``op`` for the closing. No lock: the closing marks the scope closed
+        before it takes the calls, so a call added too late sees the mark and gives itself
+        up (``set.add`` and ``discard`` are atomic)."""
+        self._ops.add(op)
+        if self._closed:
+            self._ops.discard(op)
+            op.cancel()
+            raise closed_error()
 
     def end(self, op: Any) -> None:
-        with self._lock:
-            self._ops.discard(op)
+        self._ops.discard(op)
 
     def failed(self) -> None:
         """A call of the client's failed: ``ClientClosed`` if the closing ended it (raised from
@@ -95,33 +93,39 @@ def _give_back(held: Any) -> Any:
     return release()
 
 
-def _answer(scope: Scope, plain: Callable[..., Any], value: Any,
-            then: Optional[Callable[[Any], Any]]) -> Any:
-    if then is not None:
-        value = then(value)
-    return scope.adopt(value, plain)
-
-
 def run_blocking(scope: Scope, plain: Callable[..., Any], call: Callable[..., Any], *args: Any,
                  then: Optional[Callable[[Any], Any]] = None) -> Any:
-    """The blocking runner, through ``scope``."""
-    scope.check()
+    """The blocking runner, through ``scope`` (the path of every call: ``Scope``'s steps
+    written out, one Python frame)."""
+    if scope._closed:
+        raise closed_error()
     op = call(*args)
-    scope.begin(op)
+    scope._ops.add(op)
     try:
+        if scope._closed:  # closed since: see Scope.begin
+            op.cancel()
+            raise closed_error()
         value = op.wait()
     except RuntimeError:
         scope.failed()
         raise
     finally:
-        scope.end(op)
-    return _answer(scope, plain, value, then)
+        scope._ops.discard(op)
+    if then is not None:
+        value = then(value)
+    if isinstance(value, Holding):  # Scope.adopt, written out
+        value._run = plain
+        if scope._closed:
+            _give_back(value)
+            raise closed_error()
+    return value
 
 
 async def run_async(scope: Scope, plain: Callable[..., Any], call: Callable[..., Any], *args: Any,
                     then: Optional[Callable[[Any], Any]] = None) -> Any:
     """The asyncio runner, through ``scope``."""
-    scope.check()
+    if scope._closed:
+        raise closed_error()
     op = call(*args)
     scope.begin(op)
     try:
@@ -140,7 +144,9 @@ async def run_async(scope: Scope, plain: Callable[..., Any], call: Callable[...,
         raise
     finally:
         scope.end(op)
-    return _answer(scope, plain, value, then)
+    if then is not None:
+        value = then(value)
+    return scope.adopt(value, plain)
 
 
 def _ending(scope: Scope, native_client: Any) -> Tuple[List[Any], Any]:
