@@ -59,6 +59,11 @@ impl Flag {
         self.up.store(false, Ordering::SeqCst);
     }
 
+    /// Whether it is up now.
+    pub fn is_up(&self) -> bool {
+        self.up.load(Ordering::SeqCst)
+    }
+
     /// Over once the flag is up.
     pub async fn raised(&self) {
         loop {
@@ -66,7 +71,7 @@ impl Flag {
             tokio::pin!(raised);
             // Registered before the check: a `raise` in between wakes it.
             raised.as_mut().enable();
-            if self.up.load(Ordering::SeqCst) {
+            if self.is_up() {
                 return;
             }
             raised.await;

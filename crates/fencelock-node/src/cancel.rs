@@ -8,14 +8,15 @@
 //! (counted in its [`Cleanup`]) is done: not the rest of the thread's background work.
 
 use std::future::Future;
+use std::sync::Arc;
 
 use fencelock::Cleanup;
+use fencelock_bind::count::Flag;
 use fencelock_bind::held::Task;
 use fencelock_bind::keeper::FLUSH;
 use napi::bindgen_prelude::{PromiseRaw, ToNapiValue};
 use napi::{Env, Result};
 use napi_derive::napi;
-use tokio::sync::watch;
 
 use crate::bridge;
 use crate::env::keeper;
@@ -24,7 +25,7 @@ use crate::errors::Failure;
 /// A cancellation for the calls it is given to.
 #[napi]
 pub struct Cancel {
-    sender: watch::Sender<bool>,
+    flag: Arc<Flag>,
 }
 
 #[napi]
@@ -33,31 +34,29 @@ impl Cancel {
     #[allow(clippy::new_without_default)] // a JavaScript class: made with `new`
     pub fn new() -> Self {
         Cancel {
-            sender: watch::channel(false).0,
+            flag: Arc::new(Flag::default()),
         }
     }
 
     /// Cancels the calls given this (now and later).
     #[napi]
     pub fn cancel(&self) {
-        self.sender.send_replace(true);
+        self.flag.raise();
     }
 }
 
 /// A call's view of its [`Cancel`].
 #[derive(Clone)]
-struct Token(watch::Receiver<bool>);
+struct Token(Arc<Flag>);
 
 impl Token {
     fn is_cancelled(&self) -> bool {
-        *self.0.borrow()
+        self.0.is_up()
     }
 
-    /// Over when cancelled (never, if the `Cancel` is gone uncancelled).
+    /// Over when cancelled.
     async fn cancelled(&mut self) {
-        if self.0.wait_for(|c| *c).await.is_err() {
-            std::future::pending::<()>().await;
-        }
+        self.0.raised().await;
     }
 }
 
@@ -82,7 +81,7 @@ where
     let (token, running) = match stop {
         Stop::Never => (None, None),
         Stop::AtEnd(cancel) => (
-            cancel.map(|c| Token(c.sender.subscribe())),
+            cancel.map(|c| Token(c.flag.clone())),
             Some(keeper.running()),
         ),
     };
