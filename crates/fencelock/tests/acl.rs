@@ -133,6 +133,19 @@ async fn the_minimal_acl_rules_are_enough_for_every_operation_of_every_kind() {
         assert!(a.force_release(&name).await.unwrap(), "{kind}");
         assert!(!held.release().await.unwrap(), "{kind}");
     }
+    // Work done once, and the operator's read of its records.
+    let ran = a
+        .once("acl-once")
+        .run(|fence| async move { Ok::<u64, String>(fence) })
+        .await
+        .unwrap_or_else(|e| panic!("once: {e}"));
+    assert!(matches!(ran, fencelock::once::Outcome::Ran(_)), "{ran:?}");
+    let records = a
+        .once_records("acl-once")
+        .await
+        .unwrap_or_else(|e| panic!("once_records: {e}"));
+    let keys: Vec<&str> = records.iter().map(|r| r.key.as_str()).collect();
+    assert_eq!(keys, ["acl-once"]);
     let denied = redis.cmd(&["ACL", "LOG"]).unwrap();
     assert_eq!(
         denied,
