@@ -1,6 +1,6 @@
 """The concepts of fencelock's Python API, each written once: the client, a request, a guard,
-a reentrant lock, a read-write lock, a fenced store, an election and its leadership, the
-operator's calls.
+a reentrant lock, a read-write lock, a fenced store, the operator's calls (the recipes' are in
+``_recipes.py``).
 
 Every native call is one operation (``_native.Operation``) that a *runner* turns into a
 result: the blocking runner waits for it (``fencelock``), the asyncio runner awaits it
@@ -19,7 +19,7 @@ import threading
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from . import _checks, _native
-from ._values import Done, Gap, Holder, Leader, LockInfo, Listing, Ran, Vacant, Waiter
+from ._values import Holder, LockInfo, Listing, Waiter
 from ._close import Holding, Scope
 from ._over import over as _over
 from ._writes import Writes
@@ -284,160 +284,6 @@ class FencedStore:
 
 
 # ---------------------------------------------------------------------------------------------
-# Election
-
-
-def observation(seen: Any) -> Union[Leader, Vacant, Gap]:
-    code, leader = seen
-    if code == Leader.code:
-        return Leader(*leader)
-    return Vacant() if code == Vacant.code else Gap()
-
-
-class Leadership(_Held):
-    """This process leads an election until it resigns or the leadership is lost (see
-    :class:`fencelock.Leadership`)."""
-
-    __slots__ = ()
-
-    @property
-    def election(self) -> str:
-        return self._native.election
-
-    @property
-    def term(self) -> int:
-        """The term: a fence, strictly larger than every earlier leader's."""
-        return self._native.term
-
-    @property
-    def since(self) -> float:
-        """When the term began, in seconds since the epoch (the server's clock)."""
-        return self._native.since
-
-    @property
-    def value(self) -> str:
-        """The value announced last in this term."""
-        return self._native.value()
-
-    def proclaim(self, value: str) -> Any:
-        """Announces a new value in this term. Raises :class:`fencelock.NotLeader` if this
-        process no longer leads."""
-        return self._run(self._native.proclaim, value)
-
-    def resign(self) -> Any:
-        """Steps down: ``True`` if this process still led. A cancelled resignation still
-        resigns."""
-        return self._run(self._native.resign)
-
-    def __repr__(self) -> str:
-        return f"<fencelock leadership {self.election!r} term={self.term}>"
-
-
-class Election:
-    """One election (see :meth:`Client.election`)."""
-
-    __slots__ = ("_client", "name")
-
-    def __init__(self, client: "ClientBase", name: str) -> None:
-        self._client = client
-        self.name = name
-
-    def campaign(self, value: str, *, ttl: Optional[float] = None, wait: Optional[float] = None) -> Any:
-        """Waits to lead (``wait``: ``None`` as long as it takes, 0 not at all, else seconds)
-        and gives the leadership. Raises :class:`fencelock.Busy` or
-        :class:`fencelock.TimedOut` when someone else leads and the wait is over."""
-        _checks.check(self.name, {"ttl": ttl, "wait": wait}, _checks.MULTI)
-        client = self._client
-        return client._run(
-            client._native.campaign,
-            self.name,
-            value,
-            ttl,
-            wait,
-            then=lambda native: client._leadership_class(native, client._run),
-        )
-
-    def leader(self) -> Any:
-        """The current leader (:class:`fencelock.Leader`), or ``None``."""
-        return self._client._run(
-            self._client._native.leader, self.name, then=lambda found: None if found is None else Leader(*found)
-        )
-
-
-# ---------------------------------------------------------------------------------------------
-# Several locks at once, and run-once
-
-
-class MultiLockRequest:
-    """A request for several locks at once (see :meth:`Client.multi_lock`)."""
-
-    __slots__ = ("_client", "names", "_ttl", "_wait", "_held")
-
-    #: Set by each flavour: the class of its guards.
-    _guard_class: Any
-
-    def __init__(self, client: "ClientBase", names: List[str], ttl: Optional[float], wait: Optional[float]) -> None:
-        self._client = client
-        self.names = names
-        self._ttl = ttl
-        self._wait = wait
-        self._held: Dict[Any, List[Any]] = {}
-
-    def acquire(self) -> Any:
-        """Takes every name, or none (raises as :meth:`LockRequest.acquire`)."""
-        run = self._client._run
-        return run(self._client._native.multi_acquire, self.names, self._ttl, self._wait,
-                   then=lambda native: self._guard_class(native, run))
-
-
-class MultiGuard(_Held):
-    """Several locks held together: ``fences`` maps each name to its fence (in the order
-    given); ``release()`` releases every one."""
-
-    __slots__ = ()
-
-    @property
-    def fences(self) -> Dict[str, int]:
-        return dict(self._native.fences)
-
-    def release(self) -> Any:
-        """Releases every name: ``True`` if every one was still held."""
-        return self._run(self._native.release)
-
-    def _end_block(self) -> Any:
-        """Releases every name at the end of a ``with`` block whose work succeeded: raises
-        :class:`fencelock.NotHeld` (the name, and why) if one was lost meanwhile."""
-        return self._run(self._native.end_block)
-
-    def __repr__(self) -> str:
-        return f"<fencelock multi-guard {self.fences!r}>"
-
-
-class Once:
-    """Work to do once (see :meth:`Client.once`)."""
-
-    __slots__ = ("_client", "key", "_lock", "_ttl", "_wait")
-
-    def __init__(self, client: "ClientBase", key: str, lock: Optional[str], ttl: Optional[float],
-                 wait: Optional[float]) -> None:
-        self._client = client
-        self.key = key
-        self._lock = lock
-        self._ttl = ttl
-        self._wait = wait
-
-    def _begin(self) -> Any:
-        """Takes the lock unless the work was done: a :class:`fencelock.Done`, or the native
-        run holding the lock."""
-
-        def made(begun: Any) -> Any:
-            return Done(*begun) if isinstance(begun, tuple) else begun
-
-        return self._client._run(self._client._native.once_begin, self.key, self._lock, self._ttl,
-                                 self._wait, then=made)
-
-
-# ---------------------------------------------------------------------------------------------
 # The client
 
 
@@ -579,10 +425,6 @@ class ClientBase:
     def fenced_store(self, resource: str) -> FencedStore:
         """Fenced writes to ``resource``."""
         return FencedStore(self._native, self._run, resource)
-
-    def election(self, name: str) -> Election:
-        """The election ``name`` (its leadership is the plain lock ``name``)."""
-        return Election(self, name)
 
     def request_release(self, name: str) -> Any:
         """Asks the holders of lock ``name`` to release it (polite revocation); takes nothing.

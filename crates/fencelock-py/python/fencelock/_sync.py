@@ -7,7 +7,7 @@ import threading
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Iterator, Optional, Type
 
-from . import _api, _close
+from . import _api, _close, _recipes
 from ._api import FencedStore, ReadWriteLock, ReentrantLock, wait
 from ._threading import ThreadingLock
 from ._values import Done, Leader, LockInfo, Listing, Observation, Ran
@@ -111,7 +111,7 @@ class LockRequest(_api.LockRequest):
         _exit(self._pop(threading.get_ident()), kind)
 
 
-class Leadership(_api.Leadership):
+class Leadership(_recipes.Leadership):
     """This process leads the election until it resigns or the leadership is lost.
 
     Leaving a ``with`` block resigns. ``term`` is a fence: pass it to fenced writes."""
@@ -136,7 +136,7 @@ class Leadership(_api.Leadership):
         self.resign()
 
 
-class Election(_api.Election):
+class Election(_recipes.Election):
     """One election (see :meth:`Client.election`)."""
 
     __slots__ = ()
@@ -156,10 +156,10 @@ class Election(_api.Election):
             seen = self._client._run(observer.next, timeout)
             if seen is None:
                 return
-            yield _api.observation(seen)
+            yield _recipes.observation(seen)
 
 
-class MultiGuard(_api.MultiGuard):
+class MultiGuard(_recipes.MultiGuard):
     """Several locks held together (see :meth:`Client.multi_lock`); a ``with`` block releases
     them all."""
 
@@ -184,7 +184,7 @@ class MultiGuard(_api.MultiGuard):
             self.release()
 
 
-class MultiLockRequest(_api.MultiLockRequest):
+class MultiLockRequest(_recipes.MultiLockRequest):
     """A request for several locks at once: :meth:`acquire` it, or use it in a ``with`` block."""
 
     __slots__ = ()
@@ -212,7 +212,7 @@ class MultiLockRequest(_api.MultiLockRequest):
         return guard
 
 
-class Once(_api.Once):
+class Once(_recipes.Once):
     """Work to do once across the fleet (see :meth:`Client.once`)."""
 
     __slots__ = ()

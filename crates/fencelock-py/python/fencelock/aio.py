@@ -18,7 +18,7 @@ import asyncio
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, AsyncIterator, Optional, Type
 
-from . import _api, _close
+from . import _api, _close, _recipes
 from ._api import FencedStore, ReadWriteLock, ReentrantLock, awaited
 from ._values import Done, Leader, LockInfo, Listing, Observation, Ran
 from ._writes import Writes
@@ -110,7 +110,7 @@ class LockRequest(_api.LockRequest):
         await _exit(self._pop(asyncio.current_task()), kind)
 
 
-class Leadership(_api.Leadership):
+class Leadership(_recipes.Leadership):
     """A leadership (see :class:`fencelock.Leadership`); ``proclaim``, ``resign`` and
     ``lost`` are awaited, and ``async with`` resigns on leaving."""
 
@@ -134,7 +134,7 @@ class Leadership(_api.Leadership):
         await self.resign()
 
 
-class Election(_api.Election):
+class Election(_recipes.Election):
     """One election, awaited (see :class:`fencelock.Election`)."""
 
     __slots__ = ()
@@ -154,10 +154,10 @@ class Election(_api.Election):
             seen = await self._client._run(observer.next)
             if seen is None:
                 return
-            yield _api.observation(seen)
+            yield _recipes.observation(seen)
 
 
-class MultiGuard(_api.MultiGuard):
+class MultiGuard(_recipes.MultiGuard):
     """Several locks held together (see :class:`fencelock.MultiGuard`), awaited."""
 
     __slots__ = ()
@@ -181,7 +181,7 @@ class MultiGuard(_api.MultiGuard):
             await self.release()
 
 
-class MultiLockRequest(_api.MultiLockRequest):
+class MultiLockRequest(_recipes.MultiLockRequest):
     """A request for several locks at once: ``await request.acquire()``, or ``async with``."""
 
     __slots__ = ()
@@ -205,7 +205,7 @@ class MultiLockRequest(_api.MultiLockRequest):
         await guard.__aexit__(kind, value, traceback)
 
 
-class Once(_api.Once):
+class Once(_recipes.Once):
     """Work to do once across the fleet (see :class:`fencelock.Once`), awaited."""
 
     __slots__ = ()

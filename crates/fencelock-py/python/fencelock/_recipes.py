@@ -1,0 +1,168 @@
+"""The recipes' concepts over :mod:`fencelock._api`'s, each written once: an election and its
+leadership, several locks at once, work done once. As there, the classes take their runner from
+the client that made them, and the two public modules add what differs in shape."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Union
+
+from . import _checks
+from ._api import _Held
+from ._values import Done, Gap, Leader, Vacant
+
+if TYPE_CHECKING:
+    from ._api import ClientBase
+
+
+# ---------------------------------------------------------------------------------------------
+# Election
+
+
+def observation(seen: Any) -> Union[Leader, Vacant, Gap]:
+    code, leader = seen
+    if code == Leader.code:
+        return Leader(*leader)
+    return Vacant() if code == Vacant.code else Gap()
+
+
+class Leadership(_Held):
+    """This process leads an election until it resigns or the leadership is lost (see
+    :class:`fencelock.Leadership`)."""
+
+    __slots__ = ()
+
+    @property
+    def election(self) -> str:
+        return self._native.election
+
+    @property
+    def term(self) -> int:
+        """The term: a fence, strictly larger than every earlier leader's."""
+        return self._native.term
+
+    @property
+    def since(self) -> float:
+        """When the term began, in seconds since the epoch (the server's clock)."""
+        return self._native.since
+
+    @property
+    def value(self) -> str:
+        """The value announced last in this term."""
+        return self._native.value()
+
+    def proclaim(self, value: str) -> Any:
+        """Announces a new value in this term. Raises :class:`fencelock.NotLeader` if this
+        process no longer leads."""
+        return self._run(self._native.proclaim, value)
+
+    def resign(self) -> Any:
+        """Steps down: ``True`` if this process still led. A cancelled resignation still
+        resigns."""
+        return self._run(self._native.resign)
+
+    def __repr__(self) -> str:
+        return f"<fencelock leadership {self.election!r} term={self.term}>"
+
+
+class Election:
+    """One election (see :meth:`Client.election`)."""
+
+    __slots__ = ("_client", "name")
+
+    def __init__(self, client: "ClientBase", name: str) -> None:
+        self._client = client
+        self.name = name
+
+    def campaign(self, value: str, *, ttl: Optional[float] = None, wait: Optional[float] = None) -> Any:
+        """Waits to lead (``wait``: ``None`` as long as it takes, 0 not at all, else seconds)
+        and gives the leadership. Raises :class:`fencelock.Busy` or
+        :class:`fencelock.TimedOut` when someone else leads and the wait is over."""
+        _checks.check(self.name, {"ttl": ttl, "wait": wait}, _checks.MULTI)
+        client = self._client
+        return client._run(
+            client._native.campaign,
+            self.name,
+            value,
+            ttl,
+            wait,
+            then=lambda native: client._leadership_class(native, client._run),
+        )
+
+    def leader(self) -> Any:
+        """The current leader (:class:`fencelock.Leader`), or ``None``."""
+        return self._client._run(
+            self._client._native.leader, self.name, then=lambda found: None if found is None else Leader(*found)
+        )
+
+
+# ---------------------------------------------------------------------------------------------
+# Several locks at once, and run-once
+
+
+class MultiLockRequest:
+    """A request for several locks at once (see :meth:`Client.multi_lock`)."""
+
+    __slots__ = ("_client", "names", "_ttl", "_wait", "_held")
+
+    #: Set by each flavour: the class of its guards.
+    _guard_class: Any
+
+    def __init__(self, client: "ClientBase", names: List[str], ttl: Optional[float], wait: Optional[float]) -> None:
+        self._client = client
+        self.names = names
+        self._ttl = ttl
+        self._wait = wait
+        self._held: Dict[Any, List[Any]] = {}
+
+    def acquire(self) -> Any:
+        """Takes every name, or none (raises as :meth:`LockRequest.acquire`)."""
+        run = self._client._run
+        return run(self._client._native.multi_acquire, self.names, self._ttl, self._wait,
+                   then=lambda native: self._guard_class(native, run))
+
+
+class MultiGuard(_Held):
+    """Several locks held together: ``fences`` maps each name to its fence (in the order
+    given); ``release()`` releases every one."""
+
+    __slots__ = ()
+
+    @property
+    def fences(self) -> Dict[str, int]:
+        return dict(self._native.fences)
+
+    def release(self) -> Any:
+        """Releases every name: ``True`` if every one was still held."""
+        return self._run(self._native.release)
+
+    def _end_block(self) -> Any:
+        """Releases every name at the end of a ``with`` block whose work succeeded: raises
+        :class:`fencelock.NotHeld` (the name, and why) if one was lost meanwhile."""
+        return self._run(self._native.end_block)
+
+    def __repr__(self) -> str:
+        return f"<fencelock multi-guard {self.fences!r}>"
+
+
+class Once:
+    """Work to do once (see :meth:`Client.once`)."""
+
+    __slots__ = ("_client", "key", "_lock", "_ttl", "_wait")
+
+    def __init__(self, client: "ClientBase", key: str, lock: Optional[str], ttl: Optional[float],
+                 wait: Optional[float]) -> None:
+        self._client = client
+        self.key = key
+        self._lock = lock
+        self._ttl = ttl
+        self._wait = wait
+
+    def _begin(self) -> Any:
+        """Takes the lock unless the work was done: a :class:`fencelock.Done`, or the native
+        run holding the lock."""
+
+        def made(begun: Any) -> Any:
+            return Done(*begun) if isinstance(begun, tuple) else begun
+
+        return self._client._run(self._client._native.once_begin, self.key, self._lock, self._ttl,
+                                 self._wait, then=made)
