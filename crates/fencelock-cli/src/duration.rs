@@ -44,33 +44,11 @@ pub fn format_duration(d: Duration) -> String {
     }
 }
 
-/// Formats a measured duration for people, rounded: `250us`, `502ms` (not `501.655815ms`),
-/// `1.5s` (tenths below a minute), `1m30s`, `2h5m` (whole seconds above); what it prints,
-/// [`parse_duration`] reads back, give or take the rounding.
+/// Formats a measured duration for people, rounded as the library's messages do: `250us`,
+/// `502ms` (not `501.655815ms`), `1.5s` (tenths below a minute), `1m30s`, `2h5m` (whole seconds
+/// above); what it prints, [`parse_duration`] reads back, give or take the rounding.
 pub fn format_rounded(d: Duration) -> String {
-    let ms = (d.as_micros() + 500) / 1000;
-    if ms == 0 {
-        return format!("{}us", d.as_micros());
-    }
-    if ms < 1000 {
-        return format!("{ms}ms");
-    }
-    let tenths = (ms + 50) / 100;
-    if tenths < 600 {
-        return match tenths % 10 {
-            0 => format!("{}s", tenths / 10),
-            t => format!("{}.{t}s", tenths / 10),
-        };
-    }
-    let secs = (ms + 500) / 1000;
-    let (h, m, s) = (secs / 3600, secs / 60 % 60, secs % 60);
-    let mut text = String::new();
-    for (n, unit) in [(h, "h"), (m, "m"), (s, "s")] {
-        if n > 0 {
-            text.push_str(&format!("{n}{unit}"));
-        }
-    }
-    text
+    fencelock::rounded_duration(d)
 }
 
 #[cfg(test)]

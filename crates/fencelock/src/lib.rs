@@ -115,6 +115,10 @@ pub use engine::{
     DEFAULT_QUEUE_TIMEOUT, DEFAULT_TTL, LockGuard, LockRequest, MAX_LABEL_LEN, MAX_TTL,
     MIN_QUEUE_TIMEOUT, MIN_TTL, Shortfall, WaitPolicy,
 };
+/// How the library's messages print a measured duration, for the `fencelock` command's own
+/// messages to print alike; not part of the API.
+#[doc(hidden)]
+pub use error::rounded as rounded_duration;
 pub use error::{Conflict, Error, LostReason, ReleaseOutcome, Result};
 pub use keys::MAX_NAME_LEN;
 pub use kind::LockKind;

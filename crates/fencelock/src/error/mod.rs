@@ -286,9 +286,10 @@ fn fmt_current(current: Option<u64>) -> String {
     }
 }
 
-/// A measured duration for a message, rounded as people write it: `250us`, `502ms`, `1.5s`,
-/// `1m30s` (not `501.655815ms`).
-fn rounded(d: Duration) -> String {
+/// A measured duration for a message, rounded as people write it: `250us`, `502ms`, `1.5s`
+/// (tenths below a minute), `1m30s`, `2h5m` (whole seconds above), not `501.655815ms`. The
+/// command prints its own measured durations with it too (`fencelock::rounded_duration`).
+pub fn rounded(d: Duration) -> String {
     let ms = (d.as_micros() + 500) / 1000;
     if ms == 0 {
         return format!("{}us", d.as_micros());
