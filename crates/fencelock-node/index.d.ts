@@ -141,6 +141,11 @@ export interface LockOptions {
   lockDelay?: number
   /** Fair locks: a waiter that stops renewing its place loses it after this long (ms). */
   queueTimeout?: number
+  /**
+   * Who holds it, in your words (a host and a PID, say; at most 128 bytes, no control
+   * characters), which `inspect` shows: one command more per grant, renewal and release.
+   */
+  label?: string
 }
 
 /** Options of a semaphore request. */
@@ -348,6 +353,8 @@ export interface HolderInfo {
   holds: number | null
   /** Semaphores: how many permits it holds. */
   permits: number | null
+  /** Its request's `label`, if it gave one. */
+  label: string | null
 }
 
 export interface LockInfo {

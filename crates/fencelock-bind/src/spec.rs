@@ -46,6 +46,9 @@ pub struct Options {
     pub max_hold: Option<Duration>,
     pub lock_delay: Option<Duration>,
     pub auto_renew: bool,
+    /// Who holds it, for `inspect` to show (the library checks it when the request is
+    /// acquired: at most `fencelock::MAX_LABEL_LEN` bytes, no control characters).
+    pub label: Option<String>,
 }
 
 impl Default for Options {
@@ -59,6 +62,7 @@ impl Default for Options {
             max_hold: None,
             lock_delay: None,
             auto_renew: true,
+            label: None,
         }
     }
 }
@@ -138,6 +142,9 @@ impl Spec {
         }
         if let Some(delay) = options.lock_delay {
             request = request.lock_delay(delay);
+        }
+        if let Some(label) = &options.label {
+            request = request.label(label.as_str());
         }
         request.wait(self.wait)
     }

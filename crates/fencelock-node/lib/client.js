@@ -11,7 +11,7 @@ const { MultiLockRequest, Once } = require('./recipes')
 const { run, sync, cancellable } = require('./run')
 const { Scope } = require('./scope')
 const { asyncDispose } = require('./held')
-const { checkOptions, checkName } = require('./options')
+const { checkOptions, checkName, SEMAPHORE } = require('./options')
 const { addLogger, removeLogger } = require('./logger')
 require('./lifecycle')
 
@@ -83,7 +83,8 @@ function holder (h) {
     fence: h.fence ?? null,
     remaining: h.remaining ?? null,
     holds: h.holds ?? null,
-    permits: h.permits ?? null
+    permits: h.permits ?? null,
+    label: h.label ?? null
   }
 }
 
@@ -187,7 +188,7 @@ class Client {
    * with one lease and one fence; first come, first served.
    */
   semaphore (name, permits, options = {}) {
-    checkOptions(name, options, { ttl: 'ms', wait: 'ms', maxHold: 'ms', lockDelay: 'ms', queueTimeout: 'ms', autoRenew: 'bool', take: 'count' })
+    checkOptions(name, options, SEMAPHORE)
     checkOptions(name, { permits }, { permits: 'count' })
     return new LockRequest(this.#native, 'semaphore', name, { ...options, permits }, this.#scope)
   }

@@ -82,6 +82,7 @@ class LockRequest {
   #autoRenew
   #permits
   #take
+  #label
 
   /** @internal */
   constructor (acquirer, kind, name, options, scope) {
@@ -90,8 +91,8 @@ class LockRequest {
     // Checked now (types here, values by the addon), and passed to the addon one by one at each
     // acquisition (a native object per request would cost more than the addon's own work for
     // an uncontended lock).
-    const { ttl, wait, maxHold, autoRenew, lockDelay, queueTimeout, permits, take } = checkOptions(name, options, LOCK)
-    sync(() => native.checkSpec(kind, name, ttl, wait, queueTimeout, maxHold, lockDelay, autoRenew, permits, take))
+    const { ttl, wait, maxHold, autoRenew, lockDelay, queueTimeout, permits, take, label } = checkOptions(name, options, LOCK)
+    sync(() => native.checkSpec(kind, name, ttl, wait, queueTimeout, maxHold, lockDelay, autoRenew, permits, take, label))
     this.#acquirer = acquirer
     this.#scope = scope
     this.#kind = kind
@@ -104,6 +105,7 @@ class LockRequest {
     this.#autoRenew = autoRenew
     this.#permits = permits
     this.#take = take
+    this.#label = label
   }
 
   /** The lock's name. */
@@ -113,7 +115,7 @@ class LockRequest {
 
   #start (tryOnly, cancel) {
     return this.#acquirer.acquire(this.#kind, this.#name, this.#ttl, this.#wait, this.#queueTimeout,
-      this.#maxHold, this.#lockDelay, this.#autoRenew, this.#permits, this.#take, tryOnly, cancel)
+      this.#maxHold, this.#lockDelay, this.#autoRenew, this.#permits, this.#take, this.#label, tryOnly, cancel)
   }
 
   /**

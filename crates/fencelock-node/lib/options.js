@@ -30,7 +30,7 @@ function shown (v) {
 
 /** The options of a lock request. */
 const LOCK = {
-  ttl: 'ms', wait: 'ms', maxHold: 'ms', lockDelay: 'ms', queueTimeout: 'ms', autoRenew: 'bool', permits: 'count', take: 'count'
+  ttl: 'ms', wait: 'ms', maxHold: 'ms', lockDelay: 'ms', queueTimeout: 'ms', autoRenew: 'bool', permits: 'count', take: 'count', label: 'string'
 }
 
 /**
@@ -60,7 +60,10 @@ function checkOptions (lock, options, allowed, code = 'invalid_argument') {
   return options
 }
 
-module.exports = { checkOptions, LOCK }
+/** The options of a semaphore request: a lock's, its permits given apart. */
+const { permits: _permits, ...SEMAPHORE } = LOCK
+
+module.exports = { checkOptions, LOCK, SEMAPHORE }
 
 /** Checks that a lock's (an election's, a key's) name is a string. */
 function checkName (name, what = 'name') {

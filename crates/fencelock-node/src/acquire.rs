@@ -45,6 +45,7 @@ impl Reentrant {
         auto_renew: Option<bool>,
         permits: Option<u32>,
         take: Option<u32>,
+        label: Option<String>,
         try_only: bool,
         cancel: Option<&Cancel>,
     ) -> Result<PromiseRaw<'env, Option<Guard>>> {
@@ -59,6 +60,7 @@ impl Reentrant {
             auto_renew,
             permits,
             take,
+            label,
         };
         let spec = args.spec().map_err(|f| f.into_js(env))?;
         let request = spec.configure(self.handle.request());

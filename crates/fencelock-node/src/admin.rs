@@ -20,6 +20,8 @@ pub struct HolderValue {
     pub remaining: Option<f64>,
     pub holds: Option<u32>,
     pub permits: Option<u32>,
+    /// The holder's label (its request's `label`), if it gave one.
+    pub label: Option<String>,
 }
 
 /// A request waiting for a lock, as far as it is safe to show.
@@ -71,6 +73,7 @@ fn holder(h: &Holder) -> HolderValue {
         remaining: h.remaining.map(ms),
         holds: h.holds,
         permits: h.permits,
+        label: h.label.clone(),
     }
 }
 

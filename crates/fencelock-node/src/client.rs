@@ -103,6 +103,7 @@ impl Client {
         auto_renew: Option<bool>,
         permits: Option<u32>,
         take: Option<u32>,
+        label: Option<String>,
         try_only: bool,
         cancel: Option<&Cancel>,
     ) -> Result<PromiseRaw<'env, Option<Guard>>> {
@@ -117,6 +118,7 @@ impl Client {
             auto_renew,
             permits,
             take,
+            label,
         };
         let spec = args.spec().map_err(|f| f.into_js(env))?;
         let Some(request) = spec.request(&self.client) else {

@@ -23,6 +23,7 @@ pub struct Args {
     pub auto_renew: Option<bool>,
     pub permits: Option<u32>,
     pub take: Option<u32>,
+    pub label: Option<String>,
 }
 
 impl Args {
@@ -38,6 +39,7 @@ impl Args {
             max_hold: millis_opt(&name, "maxHold", self.max_hold)?,
             lock_delay: millis_opt(&name, "lockDelay", self.lock_delay)?,
             auto_renew: self.auto_renew.unwrap_or(true),
+            label: self.label,
         };
         spec::Spec::new(&self.kind, name.clone(), options).map_err(|e| Failure::invalid(&name, e))
     }
@@ -59,6 +61,7 @@ pub fn check_spec(
     auto_renew: Option<bool>,
     permits: Option<u32>,
     take: Option<u32>,
+    label: Option<String>,
 ) -> Result<()> {
     let args = Args {
         kind,
@@ -71,6 +74,7 @@ pub fn check_spec(
         auto_renew,
         permits,
         take,
+        label,
     };
     args.spec().map(drop).map_err(|f| f.into_js(&env))
 }

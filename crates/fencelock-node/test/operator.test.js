@@ -32,6 +32,25 @@ test('inspect shows the holder and the line of waiters; list finds held locks', 
   await (await waiter).release()
 })
 
+test('a label is what inspect shows of its holder; a bad one holds nothing', async () => {
+  const name = uniqueName()
+  const guard = await client.lock(name, { label: 'worker-3:4711' }).acquire()
+  const info = await client.inspect(name)
+  assert.equal(info.holder.fence, guard.fence)
+  assert.equal(info.holder.label, 'worker-3:4711')
+  await guard.release()
+  const permits = await client.semaphore(`${name}-sem`, 2, { label: 'batch' }).acquire()
+  assert.equal((await client.inspect(`${name}-sem`)).shared[0].label, 'batch')
+  await permits.release()
+  const plain = await client.lock(`${name}-plain`).acquire()
+  assert.equal((await client.inspect(`${name}-plain`)).holder.label, null)
+  await plain.release()
+  assert.throws(() => client.lock(name, { label: 7 }), (e) => e.code === 'invalid_argument' && e.option === 'label')
+  await assert.rejects(client.lock(name, { label: 'x'.repeat(129) }).acquire(),
+    (e) => e.code === 'invalid_argument' && e.lock === name && /label/.test(e.message))
+  assert.equal((await client.inspect(name)).holder, null)
+})
+
 test('forceRelease frees a lock and its holder learns it', async () => {
   const name = uniqueName()
   const guard = await client.lock(name, { ttl: 2000 }).acquire()

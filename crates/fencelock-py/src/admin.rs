@@ -23,6 +23,7 @@ fn holder<'py>(py: Python<'py>, holder: &Holder) -> PyResult<Bound<'py, PyDict>>
     dict.set_item("remaining", secs(holder.remaining))?;
     dict.set_item("holds", holder.holds)?;
     dict.set_item("permits", holder.permits)?;
+    dict.set_item("label", &holder.label)?;
     Ok(dict)
 }
 

@@ -16,7 +16,7 @@ pub struct Spec(spec::Spec);
 #[pymethods]
 impl Spec {
     #[new]
-    #[pyo3(signature = (kind, name, *, permits=1, ttl=None, wait=None, queue_timeout=None, max_hold=None, auto_renew=true, lock_delay=None, take=1))]
+    #[pyo3(signature = (kind, name, *, permits=1, ttl=None, wait=None, queue_timeout=None, max_hold=None, auto_renew=true, lock_delay=None, take=1, label=None))]
     #[allow(clippy::too_many_arguments)] // Python's keyword arguments, one per option
     fn new(
         kind: &str,
@@ -29,6 +29,7 @@ impl Spec {
         auto_renew: bool,
         lock_delay: Option<f64>,
         take: u32,
+        label: Option<String>,
     ) -> PyResult<Self> {
         let optional =
             |what: &str, value: Option<f64>| value.map(|v| seconds(&name, what, v)).transpose();
@@ -41,6 +42,7 @@ impl Spec {
             max_hold: optional("max_hold", max_hold)?,
             lock_delay: optional("lock_delay", lock_delay)?,
             auto_renew,
+            label,
         };
         let checked =
             spec::Spec::new(kind, name.clone(), options).map_err(|e| invalid(&name, e))?;

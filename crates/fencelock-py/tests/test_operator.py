@@ -38,6 +38,25 @@ def test_inspect_shows_the_holder_and_the_line_of_waiters(server, name):
         waiter.join(30)
 
 
+def test_a_label_is_what_inspect_shows_of_its_holder(server, name):
+    client = fencelock.Client(server.url)
+    with client.lock(name, label="worker-3:4711") as guard:
+        holder = client.inspect(name).holder
+        assert holder is not None and holder.fence == guard.fence
+        assert holder.label == "worker-3:4711"
+    with client.semaphore(f"{name}-sem", 2, label="batch") as _:
+        assert client.inspect(f"{name}-sem").shared[0].label == "batch"
+    with client.lock(f"{name}-plain"):
+        assert client.inspect(f"{name}-plain").holder.label is None
+    # Refused before anything is held: a wrong type, or a label the library does not take.
+    with pytest.raises(fencelock.InvalidArgument, match="label"):
+        client.lock(name, label=7)
+    with pytest.raises(fencelock.InvalidArgument, match="label") as refused:
+        client.lock(name, label="x" * 129).acquire()
+    assert refused.value.lock == name
+    assert not client.inspect(name).is_held()
+
+
 def test_list_finds_held_locks_by_pattern(server, name):
     client = fencelock.Client(server.url)
     guards = [client.lock(f"{name}/{i}", ttl=30.0).acquire() for i in range(3)]

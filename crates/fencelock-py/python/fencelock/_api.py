@@ -376,6 +376,7 @@ class ClientBase:
         max_hold: Optional[float] = None,
         auto_renew: bool = True,
         lock_delay: Optional[float] = None,
+        label: Optional[str] = None,
     ) -> Any:
         """A request for the exclusive lock ``name``.
 
@@ -383,10 +384,14 @@ class ClientBase:
         unless ``auto_renew=False``. ``wait``: seconds to wait (``None``, the default: as long
         as it takes; ``0``: not at all). ``max_hold``: stop renewing after this long.
         ``lock_delay``: if this holder's lease runs out without a release, the lock is not
-        granted again for this many seconds after (a release ends it at once).
+        granted again for this many seconds after (a release ends it at once). ``label``: who
+        holds it, in your words (a host and a PID, say; at most 128 bytes, no control
+        characters), which :meth:`inspect` shows; one command more per grant, renewal and
+        release. Every kind's request takes these options.
         """
         return self._request(
-            spec("lock", name, ttl=ttl, wait=wait, max_hold=max_hold, auto_renew=auto_renew, lock_delay=lock_delay)
+            spec("lock", name, ttl=ttl, wait=wait, max_hold=max_hold, auto_renew=auto_renew, lock_delay=lock_delay,
+                 label=label)
         )
 
     def fair_lock(self, name: str, *, queue_timeout: Optional[float] = None, **options: Any) -> Any:

@@ -58,6 +58,7 @@ LOCK: Dict[str, Check] = {
     "permits": _count,
     "lock_delay": _seconds,
     "take": _count,
+    "label": _text,
 }
 #: The options that are counts (a whole number that fits 32 bits).
 _COUNTS = frozenset(("permits", "take"))
@@ -118,7 +119,7 @@ _NUMBER = frozenset((int, float))
 _PLAIN_TYPES: Dict[str, Any] = {
     "ttl": _NUMBER, "wait": _NUMBER, "max_hold": _NUMBER, "lock_delay": _NUMBER,
     "queue_timeout": _NUMBER, "auto_renew": frozenset((bool,)), "permits": frozenset((int,)),
-    "take": frozenset((int,)),
+    "take": frozenset((int,)), "label": frozenset((str,)),
 }
 
 

@@ -35,6 +35,8 @@ class Spec:
         max_hold: Optional[float] = None,
         auto_renew: bool = True,
         lock_delay: Optional[float] = None,
+        take: int = 1,
+        label: Optional[str] = None,
     ) -> None: ...
 
 Pem = Union[str, bytes, Any]

@@ -69,6 +69,8 @@ class Holder:
     holds: Optional[int]
     #: How many permits a semaphore's holder holds (``None`` for other kinds).
     permits: Optional[int] = None
+    #: The holder's label (the request's ``label``), if it gave one.
+    label: Optional[str] = None
 
 
 @dataclass(frozen=True)
