@@ -4,7 +4,7 @@
 //! `cargo run --release -p fencelock-model -- fair --clients 3 --time 5 --grants 4` (the fair
 //! lock, [`FairModel::small`]), `-- semaphore --time 6 --grants 5` ([`SemModel::small`]),
 //! `-- election --clients 4 --time 8 --terms 6` ([`ElectionModel::small`]), `-- multi --rounds 3
-//! --third 1 --max-failed 5` ([`MultiModel::small`]), `-- redlock --time 4`
+//! --third 1 --max-failed 6` ([`MultiModel::small`]), `-- redlock --time 4`
 //! ([`RedlockModel::small`]); each prints the arguments it takes when given a wrong one
 //! (docs/how-it-works.md has their state counts).
 

@@ -5,16 +5,21 @@
 //! release passes that name to the first in line), and tries the others again holding just
 //! that one; after a round that followed a wait it first pauses (the backoff).
 //!
-//! The scheduler is free except for the pause, whose assumption is the one `backoff::MULTI`
-//! is meant for: it outlasts the round of the request holding the other name (a paused request
-//! resumes only while no other request is in a round or giving names back). Under it,
-//! [`MultiModel::max_failed`] bounds the rounds that fail before some request is granted (a
-//! bounded-step liveness property), no state is stuck, and every request is granted. Without
-//! the pause, or with one that only outlasts the other's give-back, the checker finds two
-//! requests in name order handing names back and forth: a release passes one name to a waiter
-//! while the releaser's next round takes the other for a moment, so the two wait for different
-//! names. Waiting while holding what a round took is a deadlock. Trying in the caller's order
-//! is bounded by the pause as well: the checker cannot tell it from name order here.
+//! The scheduler is free except for the pause. The library's: a request that waited for a name
+//! sorted *after* the one its round then failed on pauses past the other requests' next round
+//! (two of its own rounds and the jitter), so it resumes only while no other request is in a
+//! round, giving names back or in a short pause; the other pause (a request that waited for the
+//! name sorted before) is the jitter alone, over which the scheduler is free
+//! ([`Pause::Ordered`]). Under it, [`MultiModel::max_failed`] bounds the rounds that fail before
+//! some request is granted (a bounded-step liveness property), no state is stuck, and every
+//! request is granted; as under a pause that outlasts the other's round for every request
+//! ([`Pause::OutlastsRound`]), which equal pauses do not give: two requests that pause alike
+//! come back together. Without the pause, or with one that only outlasts the other's give-back
+//! ([`Pause::OutlastsGiveBack`]), the checker finds two requests in name order handing names
+//! back and forth: a release passes one name to a waiter while the releaser's next round takes
+//! the other for a moment, so the two wait for different names. Waiting while holding what a
+//! round took is a deadlock. Trying in the caller's order is bounded by the pause as well: the
+//! checker cannot tell it from name order here.
 
 use std::hash::Hash;
 
@@ -43,10 +48,8 @@ pub struct MultiModel {
     /// A round's tries run as one step (one batch script on one server) instead of one step
     /// each.
     pub atomic_rounds: bool,
-    /// A paused request resumes only once no other request is in a round or giving back (the
-    /// pause outlasts the other request's round, as `backoff::MULTI` means it to); otherwise
-    /// only once no other request is giving back.
-    pub pause_outlasts_round: bool,
+    /// When a paused request may resume.
+    pub pause: Pause,
     /// The breaks to check for.
     pub mutants: MultiMutants,
 }
@@ -57,9 +60,9 @@ impl MultiModel {
         Self {
             requests: vec![vec![0, 1], vec![1, 0]],
             rounds: 2,
-            max_failed: 4,
+            max_failed: 5,
             atomic_rounds: false,
-            pause_outlasts_round: true,
+            pause: Pause::Ordered,
             mutants: MultiMutants::default(),
         }
     }
@@ -104,7 +107,10 @@ impl MultiModel {
             }
         } else if let Some(busy) = busy {
             n.failed = n.failed.saturating_add(1);
-            Multi::GiveBack { busy, waited }
+            Multi::GiveBack {
+                busy,
+                kept: kept.filter(|_| waited),
+            }
         } else {
             n.granted[c] += 1;
             n.failed = 0;
@@ -133,6 +139,19 @@ impl MultiModel {
     }
 }
 
+/// When a paused request may resume (see the module docs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Pause {
+    /// The library's: a request that waited for a name sorted after the one it failed on
+    /// resumes only while no other is in a round, giving back or in a short pause; the other
+    /// pause is free.
+    Ordered,
+    /// Every paused request resumes only while no other is in a round or giving back.
+    OutlastsRound,
+    /// Every paused request resumes only while no other is giving back.
+    OutlastsGiveBack,
+}
+
 /// Where a request is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Multi {
@@ -146,10 +165,11 @@ pub enum Multi {
         busy: Option<u8>,
         waited: bool,
     },
-    /// The round failed: gives back what it took, then waits for `busy`.
-    GiveBack { busy: u8, waited: bool },
-    /// Pausing before it waits for `busy`.
-    Paused { busy: u8 },
+    /// The round failed: gives back what it took, then waits for `busy`; `kept` the name it
+    /// waited for before the round.
+    GiveBack { busy: u8, kept: Option<u8> },
+    /// Pausing before it waits for `busy`; `long` when it waited for a name sorted after it.
+    Paused { busy: u8, long: bool },
     /// In the line of `name` (holding nothing, or, for the mutant, what it took).
     Waiting { name: u8 },
     /// Holds every name.
@@ -236,11 +256,20 @@ impl Model for MultiModel {
     }
 
     fn actions(&self, s: &MultiState, actions: &mut Vec<MultiAction>) {
-        let giving_back = |i: usize| {
-            s.clients.iter().enumerate().any(|(j, c)| {
-                j != i
-                    && (matches!(c, Multi::GiveBack { .. })
-                        || (self.pause_outlasts_round && matches!(c, Multi::Round { .. })))
+        // Whether client `i`'s pause may end: the others it must outlast are done with.
+        let may_resume = |i: usize, long: bool| {
+            s.clients.iter().enumerate().all(|(j, c)| {
+                j == i
+                    || match c {
+                        Multi::GiveBack { .. } => self.pause == Pause::Ordered && !long,
+                        Multi::Round { .. } => match self.pause {
+                            Pause::Ordered => !long,
+                            Pause::OutlastsRound => false,
+                            Pause::OutlastsGiveBack => true,
+                        },
+                        Multi::Paused { long: false, .. } => !long,
+                        _ => true,
+                    }
             })
         };
         for (i, c) in s.clients.iter().enumerate() {
@@ -248,7 +277,9 @@ impl Model for MultiModel {
             match c {
                 Multi::Idle | Multi::Round { .. } => actions.push(MultiAction::Try(a)),
                 Multi::GiveBack { .. } => actions.push(MultiAction::GiveBack(a)),
-                Multi::Paused { .. } if !giving_back(i) => actions.push(MultiAction::Resume(a)),
+                Multi::Paused { long, .. } if may_resume(i, *long) => {
+                    actions.push(MultiAction::Resume(a));
+                }
                 Multi::Holding => actions.push(MultiAction::Release(a)),
                 Multi::Paused { .. } | Multi::Waiting { .. } | Multi::Done => {}
             }
@@ -268,7 +299,7 @@ impl Model for MultiModel {
             }
             MultiAction::GiveBack(i) => {
                 let c = usize::from(i);
-                let Multi::GiveBack { busy, waited } = s.clients[c] else {
+                let Multi::GiveBack { busy, kept } = s.clients[c] else {
                     return None;
                 };
                 if self.mutants.hold_while_waiting {
@@ -281,14 +312,17 @@ impl Model for MultiModel {
                         n.release(name);
                     }
                 }
-                if waited && !self.mutants.no_pause {
-                    n.clients[c] = Multi::Paused { busy };
+                if let Some(kept) = kept.filter(|_| !self.mutants.no_pause) {
+                    n.clients[c] = Multi::Paused {
+                        busy,
+                        long: kept > busy,
+                    };
                 } else {
                     n.wait_for(i, busy);
                 }
             }
             MultiAction::Resume(i) => {
-                let Multi::Paused { busy } = s.clients[usize::from(i)] else {
+                let Multi::Paused { busy, .. } = s.clients[usize::from(i)] else {
                     return None;
                 };
                 n.wait_for(i, busy);

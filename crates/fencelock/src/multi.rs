@@ -14,13 +14,17 @@
 //! passes the first name to a waiting request while the releaser's next round takes the second
 //! for a moment sets the two waiting for different names, each then passed one and failing on
 //! the other. A request that waited for a name and then found another held backs off for a
-//! short, growing, jittered delay (5 ms, doubling, at most 40 ms), and never shorter than its own
-//! last round took (its tries and give-backs: the other request's round takes about as long),
-//! and then waits in that name's line (as a plain waiter, woken by its release); the pause is
-//! what ends such rounds, as long as it outlasts the other request's round
-//! (`crates/fencelock-model` checks both: with such a pause at most a few rounds fail before one
-//! request is granted, with a shorter one they can fail without end, which a fixed cap would
-//! allow wherever a round trip to Redis takes longer than the cap).
+//! short, growing, jittered delay (5 ms, doubling, at most 40 ms), and then waits in that name's
+//! line (as a plain waiter, woken by its release). Of two requests each failing on the name the
+//! other waited for, the one that waited for the name sorted *after* the other's pauses longer:
+//! two of its own last rounds (its tries and give-backs: the other's next round takes about as
+//! long) on top of the delay, so that the other's next round ends first and is granted. Equal
+//! pauses, each as long as a round, let the two come back together, round after round, when
+//! their timers fire together (a CPU-starved process): a CI machine saw 2 of 16 such requests
+//! granted in 45 s. `crates/fencelock-model` checks the ordered pause: at most five rounds fail
+//! before one request is granted (six beside a third request for one of the names); with a pause that only outlasts the other's give-back they
+//! can fail without end, which a fixed cap would allow wherever a round trip to Redis takes
+//! longer than the cap.
 //!
 //! The cap is low on purpose (tens of milliseconds, not seconds). The pause only has to let the
 //! request holding the other name finish, so that two requests in opposite orders stop handing
@@ -167,7 +171,7 @@ impl MultiLockRequest {
         let mut kept: Option<(usize, LockGuard)> = None;
         loop {
             let round = Instant::now();
-            let waited = kept.is_some();
+            let waited_for = kept.as_ref().map(|(k, _)| *k);
             let tries = order.iter().map(|&i| {
                 let kept = kept.as_ref().map(|(k, _)| *k);
                 let request = self.request(&self.names[i]);
@@ -215,10 +219,20 @@ impl MultiLockRequest {
             if let Some(e) = failure {
                 return Err(e);
             }
-            if waited {
-                // Another request holds a name this one tries after the one it waited for: let
-                // it finish before waiting again.
-                let pause = backoff.next_jittered().max(round.elapsed());
+            if let Some(waited_for) = waited_for {
+                // Another request holds a name this one tries beside the one it waited for: let
+                // it finish before waiting again. Of two requests that each waited for the name
+                // the other now fails on, the one that waited for the name sorted after the other
+                // pauses for two of its rounds more, so that the other's next round (its wait,
+                // then its tries) ends first: equal pauses let both come back together, each
+                // passed the name the other then fails on, round after round.
+                let jitter = backoff.next_jittered();
+                let pause = match held_by_others {
+                    Some(busy) if self.names.get(waited_for) > self.names.get(busy) => {
+                        jitter.saturating_add(round.elapsed().saturating_mul(2))
+                    }
+                    _ => jitter,
+                };
                 let pause = until.map_or(pause, |at| {
                     pause.min(at.saturating_duration_since(Instant::now()))
                 });

@@ -234,12 +234,14 @@ async fn opposite_orders_beside_a_hot_taker_all_complete() {
 /// Rounds slower than the backoff's cap (each call 60 ms behind a proxy): two requests in
 /// opposite orders, each passed the name the other waits for, hand the names back and forth
 /// unless the pause outlasts the other's round (the model's finding, `crates/fencelock-model`);
-/// a pause as long as a request's own last round ends it.
+/// the ordered pause (the request that waited for the later name pauses two rounds longer)
+/// ends it, even when both requests' timers fire together (equal pauses: 2 of 16 in 45 s on a
+/// CPU-starved CI machine).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn opposite_orders_behind_slow_round_trips_all_complete() {
     const ROUNDS: usize = 8;
-    // About 16 s with the pause as long as a round, 65–80 s with the 40 ms cap alone (which
-    // goes on handing the names back and forth until the jitter happens to part them).
+    // 5–7 s with the ordered pause, quiet or under four busy loops; 65–80 s with the 40 ms cap
+    // alone (which goes on handing the names back and forth until the jitter parts them).
     const BOUND: Duration = Duration::from_secs(45);
     let redis = server();
     let proxy = FaultProxy::start(redis.addr())

@@ -2,7 +2,7 @@
 //! what the checker found.
 
 use super::*;
-use fencelock_model::multi::{MultiModel, MultiMutants};
+use fencelock_model::multi::{MultiModel, MultiMutants, Pause};
 
 const MOVES: &str = "multi: some request can always move until all are done";
 const BOUNDED: &str = "multi: a request is granted within the bound on failed rounds";
@@ -40,10 +40,21 @@ fn multi_lock_livelocks_when_the_pause_only_outlasts_the_give_back() {
     // request has given its names back, two requests in name order can each be passed one
     // name and fail on the other, round after round.
     let model = MultiModel {
-        pause_outlasts_round: false,
+        pause: Pause::OutlastsGiveBack,
         ..MultiModel::small()
     };
     finds(model, &[BOUNDED]);
+}
+
+#[test]
+fn multi_lock_under_a_pause_that_outlasts_every_round_makes_progress() {
+    // The assumption of the pause before the library ordered it (every pause as long as a
+    // round): progress, had equal pauses not come back together.
+    let model = MultiModel {
+        pause: Pause::OutlastsRound,
+        ..MultiModel::small()
+    };
+    passes("multi", model);
 }
 
 #[test]
