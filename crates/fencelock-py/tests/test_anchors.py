@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import signal
 import threading
 import time
 
@@ -61,6 +63,48 @@ def test_close_releases_holds_ends_waits_and_refuses_later_calls(server, name):
         client.inspect(name)
     assert guard.release() is False  # a guard's own call still answers
     client.close()  # twice: harmless
+
+
+def test_close_with_the_server_stopped_ends_within_the_command_timeout(make_server, name):
+    # The server SIGSTOPped: it answers nothing. close() ends the wait in progress at once and
+    # waits for the release at most the package's flush bound (2 s); the release, written to
+    # the server already, lands when it resumes.
+    paused = make_server()
+    client = fencelock.Client(paused.url, command_timeout=1.0)
+    guard = client.lock(name, ttl=30.0).acquire()
+    ended = []
+
+    def waiter() -> None:
+        try:
+            client.lock(name, wait=60.0).acquire()
+        except BaseException as e:  # noqa: BLE001 (what the wait ended with)
+            ended.append(e)
+
+    thread = threading.Thread(target=waiter)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while paused.raw().zcard(f"fencelock:{{{name}}}:waiters") == 0:
+        assert time.monotonic() < deadline, "the wait never got in line"
+        time.sleep(0.02)
+    os.kill(paused.process.pid, signal.SIGSTOP)
+    try:
+        started = time.monotonic()
+        client.close()
+        took = time.monotonic() - started
+        thread.join(10)
+        assert not thread.is_alive(), "the wait did not end at close()"
+    finally:
+        os.kill(paused.process.pid, signal.SIGCONT)
+    # A bound, not a speed: a close that waited for the server would wait forever.
+    assert took < 8.0, f"close() took {took:.1f} s with the server stopped"
+    assert len(ended) == 1 and isinstance(ended[0], fencelock.ClientClosed), ended
+    assert not guard.is_held()
+    assert client.closed
+    deadline = time.monotonic() + 10
+    while key_exists(paused, name):
+        assert time.monotonic() < deadline, "the release never reached the resumed server"
+        time.sleep(0.05)
+    assert paused.raw().zcard(f"fencelock:{{{name}}}:waiters") == 0
 
 
 def test_with_client_closes_it(server, name):
