@@ -390,7 +390,10 @@ async fn the_fence_grows_even_when_the_largest_came_from_an_instance_not_in_the_
 #[tokio::test]
 async fn a_partial_extension_does_not_delete_the_lock() {
     let (servers, urls) = common::redlock_servers(5);
-    let client = redlock(&urls);
+    // Every instance must take the lock: a loaded machine's first call to an instance (its
+    // connection, the script's load) took longer than the suite's 50 ms per instance, and that
+    // instance never held it.
+    let client = common::redlock_client(&urls, Duration::from_secs(1));
     let guard = client
         .lock("partial")
         .ttl(Duration::from_secs(5))
