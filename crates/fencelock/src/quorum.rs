@@ -119,8 +119,9 @@ impl Instances {
                 ),
                 #[cfg(feature = "cluster")]
                 Endpoint::Cluster(seeds) => {
-                    let conn = seeds.connect(command_timeout, notifier.router())?;
-                    (Server::cluster(conn.clone(), &seeds), Feed::Sharded(conn))
+                    let conn = seeds.connect(command_timeout)?;
+                    let pushes = seeds.subscriptions(command_timeout, notifier.router())?;
+                    (Server::cluster(conn, &seeds), Feed::Sharded(pushes))
                 }
                 #[cfg(feature = "sentinel")]
                 Endpoint::Sentinel(set) => {

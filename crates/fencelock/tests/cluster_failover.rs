@@ -355,3 +355,139 @@ async fn a_grant_lost_in_a_failover_is_reported_and_its_late_write_refused() {
     assert!(next.release().await.unwrap_or_else(|e| panic!("{e}")));
     assert!(!guard.release().await.unwrap_or_else(|e| panic!("{e}")));
 }
+
+/// A node that stops serving a slot tells the clients subscribed to the slot's sharded channels
+/// with an `sunsubscribe` push nobody asked for (a failover, a migration, `CLUSTER DELSLOTS`).
+/// On a connection that also carries commands, that push was taken as the reply to the oldest
+/// command on its way, and every later reply as the reply to the command after its own: an
+/// acquire could be answered with another call's `1` and take it for fence 1. Here a client
+/// waits for a lock (so it is subscribed on its master) while its acquire of another lock on
+/// that master is held back by `CLIENT PAUSE`, and the node drops and takes back the waited-for
+/// lock's slot meanwhile. The held-back acquire gets its own reply, and the waiter still gets
+/// the lock when it is released.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unrequested_sunsubscribe_push_does_not_shift_command_replies() {
+    let cluster = match RedisCluster::start(3, 0) {
+        Ok(cluster) => cluster,
+        Err(e) => panic!("cannot start a Redis Cluster: {e}"),
+    };
+    let build = || {
+        Client::cluster(cluster.urls())
+            .command_timeout(Duration::from_secs(5))
+            .build()
+            .unwrap_or_else(|e| panic!("cannot build a cluster client: {e}"))
+    };
+    let (holder, client) = (build(), build());
+    let waited = name_on(&cluster, "waited", 0);
+    let other = name_on(&cluster, "other", 0);
+    let master = &cluster.masters()[0];
+    let held = holder
+        .lock(waited.as_str())
+        .ttl(Duration::from_secs(60))
+        .acquire()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let held_fence = held.fence();
+    let waiter = {
+        let client = client.clone();
+        let waited = waited.clone();
+        tokio::spawn(async move {
+            client
+                .lock(waited.as_str())
+                .wait_up_to(Duration::from_secs(30))
+                .acquire()
+                .await
+        })
+    };
+    common::wait_for_count(
+        "the waiter subscribed on the master",
+        true,
+        Duration::from_secs(10),
+        || matches!(master.cmd(&["PUBSUB", "SHARDCHANNELS"]), Ok(redis::Value::Array(c)) if !c.is_empty()),
+    )
+    .await;
+
+    // Scripts wait while the master is paused for writes: the acquire stays on its way.
+    master
+        .cmd(&["CLIENT", "PAUSE", "3000", "WRITE"])
+        .unwrap_or_else(|e| panic!("CLIENT PAUSE: {e}"));
+    let acquire = {
+        let client = client.clone();
+        let other = other.clone();
+        tokio::spawn(async move {
+            client
+                .lock(other.as_str())
+                .ttl(Duration::from_secs(60))
+                .try_acquire()
+                .await
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let slot = match master.cmd(&["CLUSTER", "KEYSLOT", &format!("fencelock:{{{waited}}}")]) {
+        Ok(redis::Value::Int(slot)) => slot.to_string(),
+        other => panic!("CLUSTER KEYSLOT: {other:?}"),
+    };
+    for args in [
+        ["CLUSTER", "DELSLOTS", slot.as_str()],
+        ["CLUSTER", "ADDSLOTS", slot.as_str()],
+    ] {
+        master
+            .cmd(&args)
+            .unwrap_or_else(|e| panic!("{}: {e}", args.join(" ")));
+    }
+    master
+        .cmd(&["CLIENT", "UNPAUSE"])
+        .unwrap_or_else(|e| panic!("CLIENT UNPAUSE: {e}"));
+
+    let guard = acquire
+        .await
+        .unwrap_or_else(|e| panic!("{e}"))
+        .unwrap_or_else(|e| panic!("the held-back acquire of {other} failed: {e}"))
+        .unwrap_or_else(|| panic!("{other} was free, yet refused"));
+    let stored = master
+        .cmd(&["GET", &format!("fencelock:{{{other}}}")])
+        .unwrap_or_else(|e| panic!("{e}"));
+    let redis::Value::BulkString(stored) = stored else {
+        panic!("{other} is not held on the master: {stored:?}");
+    };
+    let stored = String::from_utf8_lossy(&stored).into_owned();
+    assert!(
+        stored.contains(&format!(":{}", guard.fence())),
+        "{other}: granted fence {}, the master holds {stored}",
+        guard.fence()
+    );
+    assert!(guard.fence() > 1_000_000, "fence {}", guard.fence());
+
+    // The node unsubscribed the waiter's channel: the client subscribes it again, and the
+    // waiter gets the lock at its release (not when the lease would have ended).
+    let channel = format!("fencelock:{{{waited}}}:released");
+    common::wait_for_count(
+        "the waiter subscribed again on the master",
+        true,
+        Duration::from_secs(10),
+        || {
+            matches!(master.cmd(&["PUBSUB", "SHARDCHANNELS"]),
+                Ok(redis::Value::Array(c)) if c.contains(&redis::Value::BulkString(channel.clone().into_bytes())))
+        },
+    )
+    .await;
+    let released_at = Instant::now();
+    assert!(held.release().await.unwrap_or_else(|e| panic!("{e}")));
+    let next = waiter
+        .await
+        .unwrap_or_else(|e| panic!("{e}"))
+        .unwrap_or_else(|e| panic!("the waiter for {waited}: {e}"));
+    assert!(next.fence() > held_fence);
+    eprintln!(
+        "after an unrequested sunsubscribe: the held-back acquire got its own fence, the \
+         waiter the lock {:?} after its release",
+        released_at.elapsed()
+    );
+    assert!(
+        released_at.elapsed() < Duration::from_secs(20),
+        "the waiter got {waited} only {:?} after its release",
+        released_at.elapsed()
+    );
+    assert!(guard.release().await.unwrap_or_else(|e| panic!("{e}")));
+    assert!(next.release().await.unwrap_or_else(|e| panic!("{e}")));
+}

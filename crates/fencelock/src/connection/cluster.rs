@@ -28,10 +28,31 @@ impl ClusterSeeds {
         self.nodes.first().is_some_and(super::is_tls)
     }
 
-    /// Prepares the connection (RESP3, its pushes of sharded pub/sub, and its disconnection
-    /// notices, to `pushes`); the nodes are reached in the background, and a cluster that
-    /// cannot be reached shows up at the first command. Must run inside a Tokio runtime.
+    /// Prepares the connection for commands: the nodes as the seeds' URLs give them, and no
+    /// subscriptions, so no push ever comes on it (see [`Self::subscriptions`]). The nodes are
+    /// reached in the background, and a cluster that cannot be reached shows up at the first
+    /// command. Must run inside a Tokio runtime.
     pub(crate) fn connect(
+        &self,
+        command_timeout: Duration,
+    ) -> redis::RedisResult<ClusterConnection> {
+        self.open(
+            self.nodes.iter().cloned(),
+            command_timeout,
+            None::<NoPushes>,
+        )
+    }
+
+    /// Prepares the connection for sharded pub/sub, apart from the commands' one: RESP3, whose
+    /// pushes (the release messages, and its disconnection notices) go to `pushes`.
+    ///
+    /// Apart because a node that stops serving a slot (a failover, a migration) tells its
+    /// subscribers with an `sunsubscribe` push nobody asked for, which the `redis` crate takes
+    /// as the reply to the oldest command on its way on that connection, and every later reply
+    /// as the reply to the command after its own (valkey-io/valkey#1066): over one connection
+    /// an acquire could be answered with another call's reply. Here only (un)subscriptions are
+    /// on their way, and their replies are only logged. Must run inside a Tokio runtime.
+    pub(crate) fn subscriptions(
         &self,
         command_timeout: Duration,
         pushes: impl AsyncPushSender,
@@ -43,15 +64,27 @@ impl ClusterSeeds {
                 .set_protocol(redis::ProtocolVersion::RESP3);
             n.clone().set_redis_settings(settings)
         });
+        self.open(nodes, command_timeout, Some(pushes))
+    }
+
+    fn open(
+        &self,
+        nodes: impl Iterator<Item = redis::ConnectionInfo>,
+        command_timeout: Duration,
+        pushes: Option<impl AsyncPushSender>,
+    ) -> redis::RedisResult<ClusterConnection> {
         #[cfg_attr(not(feature = "tls-rustls"), allow(unused_mut))]
         let mut builder = ClusterClientBuilder::new(nodes)
-            .use_protocol(redis::ProtocolVersion::RESP3)
-            .push_sender(pushes)
             .connection_timeout(command_timeout)
             .response_timeout(command_timeout)
             .retries(3)
             .min_retry_wait(20)
             .max_retry_wait(500);
+        if let Some(pushes) = pushes {
+            builder = builder
+                .use_protocol(redis::ProtocolVersion::RESP3)
+                .push_sender(pushes);
+        }
         if let Some(certs) = &self.certs {
             #[cfg(feature = "tls-rustls")]
             {
@@ -71,6 +104,15 @@ impl ClusterSeeds {
             .set_connection_timeout(command_timeout)
             .set_response_timeout(command_timeout);
         Ok(client.get_pending_async_connection_with_config(config))
+    }
+}
+
+/// The push sender of a connection that wants none.
+struct NoPushes;
+
+impl AsyncPushSender for NoPushes {
+    fn send(&self, _: redis::PushInfo) -> Result<(), redis::aio::SendError> {
+        Ok(())
     }
 }
 

@@ -23,10 +23,10 @@ pub(crate) enum Feed {
     /// `PUBLISH` on the master the sentinels name, asked again at each reconnection.
     #[cfg(feature = "sentinel")]
     Sentinel(Arc<Followed>),
-    /// Redis Cluster: `SSUBSCRIBE` on the cluster connection, whose RESP3 pushes bring the
-    /// messages (it was made with the listener's [`Router`](super::Prepared::router)); the
-    /// `redis` crate resubscribes each channel on the node that serves its slot after a
-    /// reconnection or a topology change.
+    /// Redis Cluster: `SSUBSCRIBE` on the cluster connection kept for subscriptions (apart
+    /// from the commands'), whose RESP3 pushes bring the messages (it was made with the
+    /// listener's [`Router`](super::Prepared::router)); the `redis` crate resubscribes each
+    /// channel on the node that serves its slot after a reconnection or a topology change.
     #[cfg(feature = "cluster")]
     Sharded(ClusterConnection),
 }

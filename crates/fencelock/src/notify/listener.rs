@@ -86,7 +86,7 @@ impl Listener {
                     tracing::debug!("release listener: pub/sub connection lost");
                     self.disconnected();
                     wake_everyone(&self.registry);
-                    self.resubscribe_heard().await;
+                    self.resubscribe_sharded().await;
                 }
                 () = sleep_until(self.retry_at), if reconnect => {
                     if self.connect_and_resubscribe().await {
@@ -334,17 +334,20 @@ impl Listener {
         true
     }
 
-    /// On Redis Cluster, where the `redis` crate resubscribes a lost node's channels on its
-    /// own and says nothing when it has: subscribes again at once the channels whose payloads
-    /// are read, and tells their readers when the server confirmed (an `SSUBSCRIBE` of a
-    /// channel already subscribed changes nothing). A dedicated connection tells them when it
-    /// is back (`connect_and_resubscribe`).
-    async fn resubscribe_heard(&mut self) {
+    /// On Redis Cluster: subscribes again at once every channel with waiters or payload
+    /// readers, and tells the readers when the server confirmed (an `SSUBSCRIBE` of a channel
+    /// already subscribed changes nothing). The `redis` crate resubscribes a reconnected node's
+    /// channels on its own but says nothing when it has, and forgets a channel that a node
+    /// unsubscribed unasked (it stopped serving the slot: see `Router`). A dedicated connection
+    /// tells them when it is back (`connect_and_resubscribe`). Waiters' own channels are not
+    /// subscribed again: a message for a waiter nobody listens for there goes on the lock's
+    /// channel.
+    async fn resubscribe_sharded(&mut self) {
         #[cfg(feature = "cluster")]
         if let Source::Sharded { conn, .. } = &mut self.source {
             let heard: Vec<String> = lock(&self.registry)
                 .iter()
-                .filter(|(_, entry)| entry.heard.is_some())
+                .filter(|(_, entry)| entry.subscriptions > 0 || entry.heard.is_some())
                 .map(|(channel, _)| channel.clone())
                 .collect();
             for channel in heard {

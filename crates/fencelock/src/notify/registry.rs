@@ -229,6 +229,20 @@ fn wake_addressed(
     }
 }
 
+/// Whether anyone here listens on `channel`: a lock's channel with waiters or payload readers,
+/// or the own channel of a waiter still waiting.
+pub(super) fn listened(registry: &Registry, channel: &str) -> bool {
+    let registry = lock(registry);
+    if let Some(entry) = registry.get(channel) {
+        return entry.subscriptions > 0 || entry.heard.is_some();
+    }
+    channel.rsplit_once(':').is_some_and(|(channel, token)| {
+        registry
+            .get(channel)
+            .is_some_and(|entry| entry.addressed.contains_key(token))
+    })
+}
+
 /// Wakes every waiter of every channel (a release may have been missed).
 pub(super) fn wake_everyone(registry: &Registry) {
     for entry in lock(registry).values() {

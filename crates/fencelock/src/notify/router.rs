@@ -5,7 +5,7 @@ use redis::aio::{AsyncPushSender, SendError};
 use redis::{PushInfo, PushKind, Value};
 use tokio::sync::mpsc;
 
-use super::registry::{Registry, deliver};
+use super::registry::{Registry, deliver, listened};
 
 /// The push sender of one listener's connection (one per connection of a dedicated feed, told
 /// apart by `connection`; one for a cluster's connection).
@@ -30,6 +30,18 @@ impl AsyncPushSender for Router {
             }
             // The listener is gone with its client: nobody to tell.
             PushKind::Disconnection => drop(self.losses.send(self.connection)),
+            // A node that stops serving a slot (a failover, a migration) unsubscribes its
+            // sharded channels unasked: for a channel someone here still listens on, as good as
+            // a lost connection (they may miss a release, and subscribe again). The listener's
+            // own unsubscriptions name channels nobody listens on any more.
+            PushKind::SUnsubscribe => {
+                if let Some(Value::BulkString(channel)) = info.data.first()
+                    && let Ok(channel) = std::str::from_utf8(channel)
+                    && listened(&self.registry, channel)
+                {
+                    let _ = self.losses.send(self.connection);
+                }
+            }
             // Confirmations of (un)subscriptions: the listener's own calls read them.
             _ => {}
         }
