@@ -331,7 +331,13 @@ async fn an_instance_restarted_empty_during_a_hold_is_survived_and_repaired() {
     let (mut servers, urls) = common::redlock_servers(5);
     let client = redlock(&urls);
     let ttl = Duration::from_millis(1500);
-    let guard = client.lock("restart").ttl(ttl).acquire().await.unwrap();
+    let guard = client
+        .lock("restart")
+        .ttl(ttl)
+        .label("the restart test")
+        .acquire()
+        .await
+        .unwrap();
     servers[0].cmd(&["SET", "marker", "1"]).unwrap();
     // The restart waits for the new process: off the test's runtime, whose one thread also
     // renews the hold (a loaded machine took longer than a 600 ms lease to restart it).
@@ -349,6 +355,17 @@ async fn an_instance_restarted_empty_during_a_hold_is_survived_and_repaired() {
     assert!(
         holds(&servers[0], "restart"),
         "the hold was not re-asserted on the restarted instance"
+    );
+    // With its label.
+    let labels: Vec<redis::Value> = common::keys(&servers[0])
+        .iter()
+        .filter(|k| k.starts_with("fencelock:{restart}:label:"))
+        .map(|k| servers[0].cmd(&["GET", k]).unwrap())
+        .collect();
+    assert_eq!(
+        labels,
+        [redis::Value::BulkString(b"the restart test".to_vec())],
+        "the label was not put back with the hold"
     );
     let fence = guard.fence();
     assert!(guard.release().await.unwrap());

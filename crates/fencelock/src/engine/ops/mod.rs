@@ -199,7 +199,8 @@ async fn extend_lease(
 }
 
 /// Puts `hold` back on an instance whose key is gone (over Redlock, while the owner still holds
-/// a majority). True if it was put back; false also for kinds that do not re-assert.
+/// a majority), with its label if it has one. True if it was put back; false also for kinds
+/// that do not re-assert.
 pub(crate) async fn reassert(
     server: Server,
     hold: Arc<Hold>,
@@ -211,7 +212,13 @@ pub(crate) async fn reassert(
         return Ok(false);
     };
     let reply: i64 = server.run_script(&call, limit).await?;
-    Ok(reply == 1)
+    if reply != 1 {
+        return Ok(false);
+    }
+    if let Some(cmd) = label::write(&hold, ttl) {
+        label::send(server, cmd, &hold.name, limit).await;
+    }
+    Ok(true)
 }
 
 /// One lease to re-arm in a batch.
