@@ -29,16 +29,7 @@ impl Count {
 
     /// Over when none is left.
     pub async fn zero(&self) {
-        loop {
-            let zero = self.zero.notified();
-            tokio::pin!(zero);
-            // Registered before the check: a `down` in between wakes it.
-            zero.as_mut().enable();
-            if self.n.load(Ordering::SeqCst) == 0 {
-                return;
-            }
-            zero.await;
-        }
+        until(&self.zero, || self.n.load(Ordering::SeqCst) == 0).await;
     }
 }
 
@@ -66,16 +57,22 @@ impl Flag {
 
     /// Over once the flag is up.
     pub async fn raised(&self) {
-        loop {
-            let raised = self.raised.notified();
-            tokio::pin!(raised);
-            // Registered before the check: a `raise` in between wakes it.
-            raised.as_mut().enable();
-            if self.is_up() {
-                return;
-            }
-            raised.await;
+        until(&self.raised, || self.is_up()).await;
+    }
+}
+
+/// Over once `done` holds, checked again each time `changed` is notified (by whoever makes it
+/// hold, with `notify_waiters`).
+async fn until(changed: &Notify, done: impl Fn() -> bool) {
+    loop {
+        let notified = changed.notified();
+        tokio::pin!(notified);
+        // Registered before the check: a change in between wakes it.
+        notified.as_mut().enable();
+        if done() {
+            return;
         }
+        notified.await;
     }
 }
 
