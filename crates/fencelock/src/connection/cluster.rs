@@ -73,7 +73,6 @@ impl ClusterSeeds {
         command_timeout: Duration,
         pushes: Option<impl AsyncPushSender>,
     ) -> redis::RedisResult<ClusterConnection> {
-        #[cfg_attr(not(feature = "tls-rustls"), allow(unused_mut))]
         let mut builder = ClusterClientBuilder::new(nodes)
             .connection_timeout(command_timeout)
             .response_timeout(command_timeout)
