@@ -99,7 +99,7 @@ impl RedisCluster {
             .iter()
             .map(|node| self.node_id(node))
             .collect::<io::Result<Vec<String>>>()?;
-        self.wait(|node| {
+        self.wait("every node known by its id", |node| {
             let nodes = info(node, &["CLUSTER", "NODES"])?;
             Ok(!nodes.contains("handshake") && ids.iter().all(|id| nodes.contains(id.as_str())))
         })?;
@@ -110,7 +110,7 @@ impl RedisCluster {
                 ok(replica, &["CLUSTER", "REPLICATE", &id])?;
             }
         }
-        self.wait(|node| {
+        self.wait("state ok, every replica's link up", |node| {
             let state = info(node, &["CLUSTER", "INFO"])?;
             let role = info(node, &["INFO", "replication"])?;
             Ok(state.contains("cluster_state:ok")
@@ -118,24 +118,38 @@ impl RedisCluster {
         })
     }
 
-    /// Waits until `ready` holds on every node.
-    fn wait(&self, ready: impl Fn(&RedisServer) -> io::Result<bool>) -> io::Result<()> {
+    /// Waits until `ready` holds on every running node. On timeout the error says what was
+    /// waited for, which node had not got there, and what that node's `CLUSTER INFO` state and
+    /// `CLUSTER NODES` said.
+    fn wait(&self, what: &str, ready: impl Fn(&RedisServer) -> io::Result<bool>) -> io::Result<()> {
         let started = Instant::now();
         loop {
-            let mut all = true;
-            for node in &self.nodes {
-                if node.is_running() && !ready(node)? {
-                    all = false;
-                    break;
-                }
-            }
-            if all {
-                return Ok(());
-            }
+            let behind = match self
+                .nodes
+                .iter()
+                .filter(|node| node.is_running())
+                .map(|node| ready(node).map(|ready| (!ready).then_some(node)))
+                .find(|behind| !matches!(behind, Ok(None)))
+            {
+                None => return Ok(()),
+                Some(behind) => behind?,
+            };
             if started.elapsed() > FORM_LIMIT {
+                let detail = behind.map_or_else(String::new, |node| {
+                    let state = info(node, &["CLUSTER", "INFO"]).unwrap_or_default();
+                    let state = state
+                        .lines()
+                        .find(|l| l.starts_with("cluster_state:"))
+                        .unwrap_or("cluster_state unknown");
+                    let nodes = info(node, &["CLUSTER", "NODES"]).unwrap_or_default();
+                    format!(
+                        ": not yet on port {} ({state}); its CLUSTER NODES:\n{nodes}",
+                        node.port()
+                    )
+                });
                 return Err(io::Error::new(
                     io::ErrorKind::TimedOut,
-                    "the cluster did not settle in time",
+                    format!("the cluster did not settle in {FORM_LIMIT:?} ({what}){detail}"),
                 ));
             }
             std::thread::sleep(Duration::from_millis(50));
@@ -231,7 +245,7 @@ impl RedisCluster {
     pub fn wait_promoted(&self, node: &RedisServer) -> io::Result<()> {
         let id = self.node_id(node)?;
         // Done when every running node sees the replica as a master and the cluster as ok.
-        self.wait(|node| {
+        self.wait("the promoted node a master everywhere, state ok", |node| {
             let state = info(node, &["CLUSTER", "INFO"])?;
             let nodes = info(node, &["CLUSTER", "NODES"])?;
             let promoted = nodes.lines().any(|line| {
