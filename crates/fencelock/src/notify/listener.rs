@@ -84,6 +84,9 @@ impl Listener {
                 }
                 () = lost(&mut self.source, &mut self.losses, self.connection) => {
                     tracing::debug!("release listener: pub/sub connection lost");
+                    // Reports already queued are about this loss (a node that stops serving a
+                    // slot reports each of its channels): one round of subscriptions for all.
+                    while self.losses.try_recv().is_ok() {}
                     self.disconnected();
                     wake_everyone(&self.registry);
                     self.resubscribe_sharded().await;
