@@ -22,9 +22,9 @@
 //! pauses, each as long as a round, let the two come back together, round after round, when
 //! their timers fire together (a CPU-starved process): a CI machine saw 2 of 16 such requests
 //! granted in 45 s. `crates/fencelock-model` checks the ordered pause: at most five rounds fail
-//! before one request is granted (six beside a third request for one of the names); with a pause that only outlasts the other's give-back they
-//! can fail without end, which a fixed cap would allow wherever a round trip to Redis takes
-//! longer than the cap.
+//! before one request is granted (six beside a third request for one of the names); with a
+//! pause that only outlasts the other's give-back they can fail without end, which a fixed cap
+//! would allow wherever a round trip to Redis takes longer than the cap.
 //!
 //! The cap is low on purpose (tens of milliseconds, not seconds). The pause only has to let the
 //! request holding the other name finish, so that two requests in opposite orders stop handing
@@ -173,10 +173,9 @@ impl MultiLockRequest {
             let round = Instant::now();
             let waited_for = kept.as_ref().map(|(k, _)| *k);
             let tries = order.iter().map(|&i| {
-                let kept = kept.as_ref().map(|(k, _)| *k);
                 let request = self.request(&self.names[i]);
                 async move {
-                    if kept == Some(i) {
+                    if waited_for == Some(i) {
                         return Ok(None);
                     }
                     request.try_acquire().await
@@ -196,7 +195,7 @@ impl MultiLockRequest {
                         }
                     }
                     Ok(None) => {
-                        if kept.as_ref().is_none_or(|(k, _)| *k != i) && held_by_others.is_none() {
+                        if waited_for != Some(i) && held_by_others.is_none() {
                             held_by_others = Some(i);
                         }
                     }
