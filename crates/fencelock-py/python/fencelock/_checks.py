@@ -60,6 +60,10 @@ LOCK: Dict[str, Check] = {
     "take": _count,
     "label": _text,
 }
+#: The plain lock's options (``client.lock``'s).
+PLAIN: Dict[str, Check] = {
+    option: LOCK[option] for option in ("ttl", "wait", "max_hold", "auto_renew", "lock_delay", "label")
+}
 #: The options that are counts (a whole number that fits 32 bits).
 _COUNTS = frozenset(("permits", "take"))
 

@@ -277,9 +277,11 @@ class Client(_api.ClientBase):
     def threading_lock(self, name: str, **options: Any) -> ThreadingLock:
         """The lock ``name`` with ``threading.Lock``'s protocol (``acquire(blocking=True,
         timeout=-1) -> bool``, ``release()``, ``locked()``, ``with``), for libraries that take
-        a lock object; ``fence`` is the current hold's. ``options``: those of :meth:`lock`,
-        except ``wait`` (acquire's arguments say how long to wait). See
-        :class:`fencelock.ThreadingLock`."""
+        a lock object; ``fence`` is the current hold's. One hold at a time per object, owned
+        by the thread that acquired it. ``options``: those of :meth:`lock`, except ``wait``
+        (acquire's arguments say how long to wait); and redis-py's ``blocking`` and
+        ``blocking_timeout`` (acquire's defaults) and ``thread_local`` (``False``: any thread
+        may release the object's hold). See :class:`fencelock.ThreadingLock`."""
         return ThreadingLock(self, name, options)
 
     def close(self) -> None:
