@@ -242,8 +242,11 @@ fn a_killed_launcher_leaves_nothing_running_and_exits_125() {
     assert_eq!(launchers.len(), 1, "one launcher: {launchers:?}");
     assert_ne!(launchers[0], command[0]);
     // Not `fencelock` to `pkill`: a `pkill -9 fencelock` leaves the launcher to stop the tree.
-    let name = std::fs::read_to_string(format!("/proc/{}/comm", launchers[0])).unwrap();
-    assert_eq!(name.trim(), "fl-launcher");
+    // (It takes the name once the command runs: the command may write its PID first.)
+    let comm = format!("/proc/{}/comm", launchers[0]);
+    wait_until(LIMIT, "the launcher is named fl-launcher", || {
+        std::fs::read_to_string(&comm).is_ok_and(|name| name.trim() == "fl-launcher")
+    });
     kill(launchers[0], Signal::SIGKILL).unwrap();
     held_while_alive(&server, &lock_key("jobs/launcher"), &command);
     let done = running.finish();

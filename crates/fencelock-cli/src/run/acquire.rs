@@ -33,7 +33,7 @@ pub(super) async fn acquire(
     tracing::debug!(lock = %name, permits = ?args.permits, take = ?args.take, servers = %servers.describe(), "acquiring");
     tokio::select! {
         biased;
-        signal = signals.recv() => Err(interrupted_while_waiting(signal, &name)),
+        signal = signals.ending() => Err(interrupted_while_waiting(signal, &name)),
         acquired = request.acquire() => {
             acquired.map_err(|err| acquire_error(err, servers, args.permits))
         }
@@ -55,7 +55,7 @@ pub(super) async fn acquire_all(
     tracing::debug!(locks = ?args.names, servers = %servers.describe(), "acquiring");
     tokio::select! {
         biased;
-        signal = signals.recv() => Err(interrupted_while_waiting(signal, &args.names.join(", "))),
+        signal = signals.ending() => Err(interrupted_while_waiting(signal, &args.names.join(", "))),
         acquired = request.acquire() => acquired.map_err(|err| acquire_error(err, servers, None)),
     }
 }
@@ -77,7 +77,7 @@ pub(super) async fn begin_once(
         .wait(args.wait.policy());
     tokio::select! {
         biased;
-        signal = signals.recv() => Err(interrupted_while_waiting(signal, &name)),
+        signal = signals.ending() => Err(interrupted_while_waiting(signal, &name)),
         begun = once.begin() => begun.map_err(|err| match err {
             fencelock::Error::Unsupported { .. } => CliError::Failed {
                 message: format!(

@@ -7,24 +7,96 @@
 //! finds it in its tree, stops it and collects it before it gives the lock back (`ladder.rs`).
 
 use std::ffi::{OsStr, OsString};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::ExitStatus;
 
+use nix::sys::signal::{Signal, kill};
+use nix::sys::wait::{Id, WaitPidFlag, WaitStatus, waitid, waitpid};
 use nix::unistd::Pid;
-use tokio::process::Child;
 
 use super::held::Loss;
-use super::signals::Signals;
+use super::signals::{Relay, Relayed};
 use super::status::show;
-use super::tree::{Tree, send_to_group};
+use super::tree::Tree;
 use crate::error::{CliError, EXIT_CANNOT_EXECUTE, EXIT_LAUNCHER, EXIT_NOT_FOUND};
 
 /// A started command: its launcher (the supervisor's child, leading the command's process
 /// group) and the tree of what it started.
+///
+/// The launcher is left a zombie when it ends, until [`reap`](Self::reap) once its tree is
+/// stopped: while it is one, its number (the process group's) cannot be given to another
+/// process or group, so every signal to the group reaches the command's group and no other.
 pub(super) struct Command {
-    pub(super) child: Child,
     pub(super) launcher: Pid,
+    /// SIGCHLD: a child of this process ended (the launcher, or an orphan of the tree).
+    child_ended: tokio::signal::unix::Signal,
+    /// The launcher's status, once it has ended.
+    status: Option<ExitStatus>,
+    reaped: bool,
+    /// The launcher has set up its handlers and started the command (it names itself then).
+    ready: bool,
     pub(super) tree: Tree,
+}
+
+impl Command {
+    /// The launcher's status if it has ended, without collecting it.
+    pub(super) fn try_wait(&mut self) -> std::io::Result<Option<ExitStatus>> {
+        if self.status.is_none() && !self.reaped {
+            let flags = WaitPidFlag::WEXITED | WaitPidFlag::WNOHANG | WaitPidFlag::WNOWAIT;
+            self.status = match waitid(Id::Pid(self.launcher), flags)? {
+                WaitStatus::Exited(_, code) => Some(ExitStatus::from_raw((code & 0xff) << 8)),
+                WaitStatus::Signaled(_, signal, core) => Some(ExitStatus::from_raw(
+                    signal as i32 | if core { 0x80 } else { 0 },
+                )),
+                _ => None,
+            };
+        }
+        Ok(self.status)
+    }
+
+    /// Waits until the launcher has ended; its status (it is not collected). Cancel-safe.
+    pub(super) async fn wait(&mut self) -> std::io::Result<ExitStatus> {
+        loop {
+            if let Some(status) = self.try_wait()? {
+                return Ok(status);
+            }
+            if self.child_ended.recv().await.is_none() {
+                return std::future::pending().await;
+            }
+        }
+    }
+
+    /// Whether the launcher is ready for signals: its handlers are set up and the command
+    /// started (it then takes its name, `fl-launcher`). A signal before that could end it, or
+    /// be lost.
+    pub(super) fn ready(&mut self) -> bool {
+        if !self.ready && self.status.is_none() {
+            self.ready = std::fs::read_to_string(format!("/proc/{}/comm", self.launcher))
+                .is_ok_and(|name| name.trim_end() == super::launch::NAME_TEXT);
+        }
+        self.ready
+    }
+
+    /// Continues the launcher alone (after its group was stopped): it must stay able to kill
+    /// the tree should `fencelock` die meanwhile.
+    pub(super) fn continue_launcher(&mut self) {
+        if self.status.is_none() && !self.reaped {
+            let _ = kill(self.launcher, Signal::SIGCONT);
+        }
+    }
+
+    /// Collects the launcher, once nothing is sent to its group any more.
+    pub(super) fn reap(&mut self) {
+        if !self.reaped {
+            if let Ok(status) = self.try_wait()
+                && status.is_some()
+            {
+                let _ = waitpid(self.launcher, None);
+                self.reaped = true;
+            }
+        }
+    }
 }
 
 /// How the command's run ended.
@@ -64,7 +136,7 @@ pub(super) fn start(
             show(program)
         ))
     })?;
-    let mut command = tokio::process::Command::new(&launcher);
+    let mut command = std::process::Command::new(&launcher);
     command.args(super::launch::command_line(program, args));
     for name in super::env::SET_BY_FENCELOCK {
         command.env_remove(name);
@@ -78,6 +150,14 @@ pub(super) fn start(
                 .map(|(name, value)| (name, value)),
         )
         .process_group(0);
+    // Before the launcher starts, so that its end cannot come unseen.
+    let child_ended = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::child())
+        .map_err(|err| {
+            failed(format!(
+                "cannot watch the launcher of {}: {err}",
+                show(program)
+            ))
+        })?;
     let child = command.spawn().map_err(|err| {
         failed(format!(
             "cannot start the launcher ({}) for {}: {err}",
@@ -85,16 +165,20 @@ pub(super) fn start(
             show(program)
         ))
     })?;
-    let Some(pid) = child.id().and_then(|pid| i32::try_from(pid).ok()) else {
+    // Its status is collected with `waitid` (and left to collect); the `Child` is not needed.
+    let Ok(pid) = i32::try_from(child.id()) else {
         return Err(failed(format!(
-            "the launcher of {} exited before it could be watched",
-            show(program)
+            "the launcher's pid {} is out of range",
+            child.id()
         )));
     };
     let launcher = Pid::from_raw(pid);
     Ok(Command {
-        child,
         launcher,
+        child_ended,
+        status: None,
+        reaped: false,
+        ready: false,
         tree: Tree::new(Pid::this(), launcher),
     })
 }
@@ -112,29 +196,39 @@ fn launcher_path() -> std::io::Result<PathBuf> {
 }
 
 /// Waits until the launcher ends, the lock is lost or a release is requested, passing on the
-/// signals `fencelock` receives meanwhile to the command's process group.
+/// signals `fencelock` receives meanwhile to the command's process group as `signals.rs` says
+/// (job control included: `held` tells whether the hold is still held).
 pub(super) async fn watch(
     command: &mut Command,
     lost: Loss,
+    held: &dyn Fn() -> bool,
     requested: impl std::future::Future<Output = ()>,
-    signals: &mut Signals,
+    relay: &mut Relay<'_>,
 ) -> Outcome {
     let mut lost = lost;
     let mut requested = std::pin::pin!(requested);
-    let group = command.tree.group();
     loop {
+        relay.flush(command);
+        let retry = relay.has_kept();
         tokio::select! {
             biased;
-            status = command.child.wait() => return Outcome::Exited(status),
+            status = command.wait() => return Outcome::Exited(status),
             reason = &mut lost => return Outcome::Lost(reason),
             () = &mut requested => return Outcome::Requested,
-            signal = signals.recv() => {
-                tracing::debug!(signal = signal.as_str(), %group, "forwarding");
-                send_to_group(group, signal);
+            signal = relay.recv() => {
+                tracing::debug!(signal = signal.as_str(), group = %command.tree.group(), "received");
+                if relay.handle(signal, command, Some(held)) == Relayed::LostWhileStopped {
+                    return Outcome::Lost((&mut lost).await);
+                }
             }
+            // Signals kept until the launcher is ready: looked at again shortly.
+            () = tokio::time::sleep(READY_POLL), if retry => {}
         }
     }
 }
+
+/// How often a launcher that is not yet ready is looked at, while signals wait for it.
+const READY_POLL: std::time::Duration = std::time::Duration::from_millis(2);
 
 /// The command after `--` (the program and its arguments), checked before anything is taken:
 /// a command that cannot run is not worth waiting for.

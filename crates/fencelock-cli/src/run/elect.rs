@@ -103,6 +103,9 @@ impl Held for fencelock::election::Leadership {
     fn lost(&self) -> super::held::Loss {
         Box::pin(fencelock::election::Leadership::lost(self).into_future())
     }
+    fn is_held(&self) -> bool {
+        self.guard().is_held()
+    }
     fn give_back(self) -> impl Future<Output = fencelock::Result<bool>> {
         self.resign()
     }
@@ -130,6 +133,7 @@ pub async fn elect(args: ElectArgs) -> Result<(), CliError> {
             program,
             program_args,
             kill_after: args.stop.kill_after,
+            kill_after_loss: args.stop.kill_after_loss,
             on_request: (args.stop.on_request, args.stop.grace),
             env: vec![
                 (env::NAME, args.name.clone()),
@@ -161,7 +165,7 @@ async fn campaign(
     campaign = campaign.wait(args.wait.policy());
     tokio::select! {
         biased;
-        signal = signals.recv() => Err(acquire::interrupted_while_waiting(signal, &args.name)),
+        signal = signals.ending() => Err(acquire::interrupted_while_waiting(signal, &args.name)),
         won = campaign.campaign() => won.map_err(|err| match err {
             fencelock::Error::Unsupported { .. } => CliError::Failed {
                 message: format!(

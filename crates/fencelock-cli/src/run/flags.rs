@@ -72,10 +72,16 @@ pub struct StopArgs {
     #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
     pub grace: Duration,
 
-    /// How long what is left of the command's tree has between SIGTERM and SIGKILL: when it is
-    /// lost, when the command exits leaving processes behind, and when the launcher is killed
+    /// How long what is left of the command's tree has between SIGTERM and SIGKILL while it is
+    /// still held: when the command exits leaving processes behind, and when the launcher is
+    /// killed
     #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
     pub kill_after: Duration,
+
+    /// How long the command's tree has between SIGTERM and SIGKILL once it is lost (the
+    /// command then already runs without it: keep this short)
+    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = parse_duration)]
+    pub kill_after_loss: Duration,
 }
 
 /// `--on-request`: a signal by name (`TERM`, `SIGTERM`, `usr1`) or number, one the launcher

@@ -15,6 +15,9 @@ pub(super) trait Held {
     fn fence(&self) -> u64;
     /// Resolves when it is lost (any of several names).
     fn lost(&self) -> Loss;
+    /// Whether it is still held, as far as this process can tell now (not reported lost, the
+    /// lease's deadline not passed; every name, for several).
+    fn is_held(&self) -> bool;
     /// Gives it back (releases, or resigns); whether it was still held.
     fn give_back(self) -> impl Future<Output = fencelock::Result<bool>>;
     /// Gives it back after the command ended with `code`; whether it was still held. A
@@ -38,6 +41,9 @@ impl Held for fencelock::LockGuard {
     }
     fn lost(&self) -> Loss {
         Box::pin(fencelock::LockGuard::lost(self).into_future())
+    }
+    fn is_held(&self) -> bool {
+        fencelock::LockGuard::is_held(self)
     }
     fn give_back(self) -> impl Future<Output = fencelock::Result<bool>> {
         self.release()
@@ -64,6 +70,9 @@ impl Held for fencelock::multi::MultiGuard {
             futures_util::future::select_all(waits).await.0
         })
     }
+    fn is_held(&self) -> bool {
+        fencelock::multi::MultiGuard::is_held(self)
+    }
     fn give_back(self) -> impl Future<Output = fencelock::Result<bool>> {
         self.release()
     }
@@ -85,6 +94,9 @@ impl Held for fencelock::once::OnceGuard {
     }
     fn lost(&self) -> Loss {
         Box::pin(self.guard().lost().into_future())
+    }
+    fn is_held(&self) -> bool {
+        self.guard().is_held()
     }
     async fn give_back(self) -> fencelock::Result<bool> {
         self.give_up().await.map(|()| true)

@@ -25,8 +25,8 @@ use nix::sys::signal::Signal;
 use super::acquire;
 use super::child::{self, Command, Outcome};
 use super::held::Held;
-use super::ladder::{self, Stopped};
-use super::signals::Signals;
+use super::ladder::{self, Holding, Stopped};
+use super::signals::{Relay, Signals};
 use super::status::{exit_code_of, show};
 use crate::duration::format_duration;
 use crate::error::{CliError, EXIT_FAILURE, EXIT_LAUNCHER, EXIT_LOCK_LOST};
@@ -40,9 +40,11 @@ pub(super) struct Job<'a> {
     pub(super) number: &'static str,
     pub(super) program: &'a OsStr,
     pub(super) program_args: &'a [OsString],
-    /// How long what is left has between SIGTERM and SIGKILL: after a loss, after the command
-    /// ended, after the launcher died.
+    /// How long what is left has between SIGTERM and SIGKILL while it is held: after the
+    /// command ended, after the launcher died.
     pub(super) kill_after: Duration,
+    /// The same, once it is lost.
+    pub(super) kill_after_loss: Duration,
     /// When a release is requested: the signal passed on to the command, and its grace.
     pub(super) on_request: (Signal, Duration),
     /// The command's own environment variables (the rest is inherited).
@@ -58,17 +60,10 @@ impl Job<'_> {
         signals: &mut Signals,
     ) -> Result<(), CliError> {
         let name = self.name;
-        // A signal that arrived while the lock was being granted: do not start the command.
-        if let Some(signal) = signals.pending().await {
+        // A signal that ends the wait, received while it was being granted: nothing is started.
+        if let Some(signal) = signals.pending_ending().await {
             give_back_quietly(held, name).await;
             return Err(acquire::interrupted_while_waiting(signal, name));
-        }
-        // Caught before the command starts, so that none of them finds fencelock without a
-        // handler (which would end it and leave the command running); one that arrives before
-        // the command runs is passed on to it once it does.
-        if let Err(err) = signals.catch_forwarded() {
-            give_back_quietly(held, name).await;
-            return Err(err);
         }
         let mut command = match child::start(self.program, self.program_args, &self.env) {
             Ok(command) => command,
@@ -78,50 +73,101 @@ impl Job<'_> {
             }
         };
         tracing::debug!(lock = %name, fence = held.fence(), launcher = %command.launcher, "command started");
-        let outcome =
-            child::watch(&mut command, held.lost(), held.release_requested(), signals).await;
-        match outcome {
+        // What was received before it started is passed on once the launcher is ready.
+        let mut relay = Relay::new(signals);
+        let is_held = || held.is_held();
+        let outcome = child::watch(
+            &mut command,
+            held.lost(),
+            &is_held,
+            held.release_requested(),
+            &mut relay,
+        )
+        .await;
+        let holding = || Holding {
+            is_held: &is_held,
+            loss: held.lost(),
+            what: &self.held,
+        };
+        let (stopped, code) = match outcome {
             Outcome::Exited(Err(err)) => {
                 // Cannot happen in practice (the launcher is ours); the tree goes all the same.
                 let stopped = ladder::stop(
                     &mut command,
                     Signal::SIGKILL,
                     Duration::ZERO,
-                    None,
-                    None,
-                    signals,
+                    Some(holding()),
+                    &mut relay,
                 )
                 .await;
                 self.warn_survivors(&stopped);
                 give_back_quietly(held, name).await;
-                Err(CliError::Failed {
+                return Err(CliError::Failed {
                     message: format!(
                         "cannot wait for the launcher of {}: {err}",
                         show(self.program)
                     ),
                     code: EXIT_LAUNCHER,
-                })
+                });
             }
             Outcome::Exited(Ok(status)) if status.signal().is_some() => {
-                self.launcher_died(held, &mut command, status, signals)
-                    .await
+                self.say_launcher_died(status);
+                let stopped = ladder::stop(
+                    &mut command,
+                    Signal::SIGTERM,
+                    self.kill_after,
+                    Some(holding()),
+                    &mut relay,
+                )
+                .await;
+                return self.launcher_died(held, &stopped, status).await;
             }
-            Outcome::Exited(Ok(status)) => self.ended(held, &mut command, status, signals).await,
-            Outcome::Lost(reason) => self.lost(held, &mut command, &reason, signals).await,
-            Outcome::Requested => self.requested(held, &mut command, signals).await,
-        }
+            Outcome::Exited(Ok(status)) => {
+                let code = exit_code_of(status);
+                self.say_left(&command, code);
+                let stopped = ladder::stop(
+                    &mut command,
+                    Signal::SIGTERM,
+                    self.kill_after,
+                    Some(holding()),
+                    &mut relay,
+                )
+                .await;
+                (stopped, code)
+            }
+            Outcome::Lost(reason) => {
+                let stopped_first = relay.tree_stopped(&command);
+                self.say_lost(&reason, held.fence(), stopped_first);
+                let (first, grace) = if stopped_first {
+                    // Stopped by job control and lost meanwhile: it never runs again.
+                    (Signal::SIGKILL, Duration::ZERO)
+                } else {
+                    (Signal::SIGTERM, self.kill_after_loss)
+                };
+                let stopped = ladder::stop(&mut command, first, grace, None, &mut relay).await;
+                return self.lost(held, &stopped, stopped_first).await;
+            }
+            Outcome::Requested => {
+                let (signal, grace) = self.on_request;
+                eprintln!(
+                    "fencelock: asked to release {}; sending {} to {} and releasing when it \
+                     ends (SIGKILL after {})",
+                    self.held,
+                    signal.as_str(),
+                    show(self.program),
+                    format_duration(grace)
+                );
+                let stopped =
+                    ladder::stop(&mut command, signal, grace, Some(holding()), &mut relay).await;
+                let code = stopped.status.map_or(EXIT_FAILURE, exit_code_of);
+                (stopped, code)
+            }
+        };
+        self.after_ladder(held, &stopped, code).await
     }
 
-    /// The command ended (its launcher exited with its code): stop what it left behind, give
-    /// back, exit with the command's code.
-    async fn ended<H: Held>(
-        &self,
-        held: H,
-        command: &mut Command,
-        status: ExitStatus,
-        signals: &mut Signals,
-    ) -> Result<(), CliError> {
-        let code = exit_code_of(status);
+    /// The command exited with `code`: says what it left running, if anything.
+    fn say_left(&self, command: &Command, code: u8) {
         let left = command.tree.members().alive.len();
         if left > 0 {
             eprintln!(
@@ -134,37 +180,6 @@ impl Job<'_> {
                 self.held,
             );
         }
-        let stopped = ladder::stop(
-            command,
-            Signal::SIGTERM,
-            self.kill_after,
-            Some(status),
-            Some(held.lost()),
-            signals,
-        )
-        .await;
-        self.after_ladder(held, &stopped, code).await
-    }
-
-    /// Someone asked for it: pass the request on, give the command its grace, give back.
-    async fn requested<H: Held>(
-        &self,
-        held: H,
-        command: &mut Command,
-        signals: &mut Signals,
-    ) -> Result<(), CliError> {
-        let (signal, grace) = self.on_request;
-        eprintln!(
-            "fencelock: asked to release {}; sending {} to {} and releasing when it ends \
-             (SIGKILL after {})",
-            self.held,
-            signal.as_str(),
-            show(self.program),
-            format_duration(grace)
-        );
-        let stopped = ladder::stop(command, signal, grace, None, Some(held.lost()), signals).await;
-        let code = stopped.status.map_or(EXIT_FAILURE, exit_code_of);
-        self.after_ladder(held, &stopped, code).await
     }
 
     /// After the ladder of an ending with the command's `code`: exit 74 if the hold was lost on
@@ -194,35 +209,26 @@ impl Job<'_> {
         self.exited(held, code).await
     }
 
-    /// The launcher was killed (its tree may still run): stop the tree, give back, exit 125.
-    async fn launcher_died<H: Held>(
-        &self,
-        held: H,
-        command: &mut Command,
-        status: ExitStatus,
-        signals: &mut Signals,
-    ) -> Result<(), CliError> {
-        let by = status
-            .signal()
-            .and_then(|n| Signal::try_from(n).ok())
-            .map_or("a signal", Signal::as_str);
+    fn say_launcher_died(&self, status: ExitStatus) {
         eprintln!(
-            "fencelock: the launcher of {} was killed by {by}; stopping what it started \
+            "fencelock: the launcher of {} was killed by {}; stopping what it started \
              (SIGTERM, SIGKILL after {}) before {} is given back",
             show(self.program),
+            killed_by(status),
             format_duration(self.kill_after),
             self.held,
         );
-        let stopped = ladder::stop(
-            command,
-            Signal::SIGTERM,
-            self.kill_after,
-            Some(status),
-            Some(held.lost()),
-            signals,
-        )
-        .await;
-        self.warn_survivors(&stopped);
+    }
+
+    /// The launcher was killed and its tree stopped: give back, exit 125 (74 if lost
+    /// meanwhile).
+    async fn launcher_died<H: Held>(
+        &self,
+        held: H,
+        stopped: &Stopped,
+        status: ExitStatus,
+    ) -> Result<(), CliError> {
+        self.warn_survivors(stopped);
         let fence = held.fence();
         give_back_quietly(held, self.name).await;
         let lost = stopped.lost.as_ref().map_or_else(String::new, |reason| {
@@ -230,9 +236,10 @@ impl Job<'_> {
         });
         Err(CliError::Failed {
             message: format!(
-                "the launcher of {} was killed by {by}; what it had started was stopped and {} \
+                "the launcher of {} was killed by {}; what it had started was stopped and {} \
                  given back{lost}",
                 show(self.program),
+                killed_by(status),
                 self.held,
             ),
             code: if stopped.lost.is_some() {
@@ -274,41 +281,41 @@ impl Job<'_> {
         }
     }
 
-    /// It was lost while the command ran: stop the command's tree, exit with 74.
+    fn say_lost(&self, reason: &fencelock::LostReason, fence: u64, stopped: bool) {
+        let how = if stopped {
+            "killing it (SIGKILL: it was stopped, and does not run again)".to_owned()
+        } else {
+            format!(
+                "stopping it (SIGTERM, SIGKILL after {})",
+                format_duration(self.kill_after_loss)
+            )
+        };
+        eprintln!(
+            "fencelock: {} ({} {fence}) was lost while {} ran: {reason}; {how}",
+            self.held,
+            self.number,
+            show(self.program),
+        );
+    }
+
+    /// It was lost while the command ran, and the tree was stopped: exit with 74.
     async fn lost<H: Held>(
         &self,
         held: H,
-        command: &mut Command,
-        reason: &fencelock::LostReason,
-        signals: &mut Signals,
+        stopped: &Stopped,
+        stopped_first: bool,
     ) -> Result<(), CliError> {
-        eprintln!(
-            "fencelock: {} ({} {}) was lost while {} ran: {reason}; stopping it (SIGTERM, \
-             SIGKILL after {})",
-            self.held,
-            self.number,
-            held.fence(),
-            show(self.program),
-            format_duration(self.kill_after)
-        );
-        let stopped = ladder::stop(
-            command,
-            Signal::SIGTERM,
-            self.kill_after,
-            None,
-            None,
-            signals,
-        )
-        .await;
-        self.warn_survivors(&stopped);
+        self.warn_survivors(stopped);
         let ended = stopped.status.map_or_else(
             || "could not be collected".to_owned(),
             |s| format!("exited with status {}", exit_code_of(s)),
         );
-        let how = if stopped.killed {
+        let how = if stopped_first {
+            format!("was stopped when it was lost, got SIGKILL and {ended}")
+        } else if stopped.killed {
             format!(
                 "(or what it started) was still running {} after SIGTERM, got SIGKILL and {ended}",
-                format_duration(self.kill_after)
+                format_duration(self.kill_after_loss)
             )
         } else {
             format!("got SIGTERM and {ended}")
@@ -330,8 +337,8 @@ impl Job<'_> {
             let pids: Vec<String> = stopped.survivors.iter().map(ToString::to_string).collect();
             eprintln!(
                 "fencelock: warning: process{} {} of {} still alive after SIGKILL (another \
-                 user's, or in uninterruptible sleep); {} is given back without waiting for \
-                 them",
+                 user's, or in uninterruptible sleep) when {} was lost; the run ends without \
+                 waiting for them",
                 if pids.len() == 1 { "" } else { "es" },
                 pids.join(", "),
                 show(self.program),
@@ -339,6 +346,14 @@ impl Job<'_> {
             );
         }
     }
+}
+
+/// The signal that killed the launcher, by name.
+fn killed_by(status: ExitStatus) -> &'static str {
+    status
+        .signal()
+        .and_then(|n| Signal::try_from(n).ok())
+        .map_or("a signal", Signal::as_str)
 }
 
 /// Gives back what the command never ran under.

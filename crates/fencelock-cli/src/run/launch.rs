@@ -47,6 +47,9 @@ pub const SUBCOMMAND: &str = "__launch";
 /// kills the supervisor and leaves the launcher to kill the command's tree, instead of killing
 /// both and leaving the command running without its lock.
 const NAME: &std::ffi::CStr = c"fl-launcher";
+/// [`NAME`] as `/proc/PID/comm` shows it. The launcher takes it once its handlers are set up and
+/// the command started: the supervisor sends nothing to the group before it has.
+pub(super) const NAME_TEXT: &str = "fl-launcher";
 
 /// How long the launcher of a dead supervisor goes on killing before it gives up.
 const KILL_LIMIT: Duration = Duration::from_secs(10);
@@ -75,9 +78,6 @@ pub fn catches(signal: Signal) -> bool {
 
 /// Runs the launcher (see the module docs); its exit code is the command's.
 pub fn launch(args: &LaunchArgs) -> ExitCode {
-    if let Err(err) = nix::sys::prctl::set_name(NAME) {
-        tracing::debug!(%err, "cannot rename the launcher");
-    }
     if let Err(err) = nix::sys::prctl::set_pdeathsig(Some(Signal::SIGTERM)) {
         eprintln!("fencelock: launcher: cannot ask to be told of the supervisor's end: {err}");
         return ExitCode::from(EXIT_LAUNCHER);
@@ -148,6 +148,16 @@ async fn supervise(args: &LaunchArgs) -> u8 {
         return EXIT_LAUNCHER;
     };
     let mut collected = tokio::task::spawn_blocking(move || collect_until(Pid::from_raw(pid)));
+    // Ready: the supervisor passes signals on from now on.
+    if let Err(err) = nix::sys::prctl::set_name(NAME) {
+        eprintln!("fencelock: launcher: cannot take its name: {err}");
+        kill_tree().await;
+        return EXIT_LAUNCHER;
+    }
+    let parent = Pid::from_raw(args.parent);
+    let mut parent_stopped = false;
+    let mut look = tokio::time::interval(PARENT_POLL);
+    look.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         let any_signal =
             futures_util::future::select_all(caught.iter_mut().map(|s| Box::pin(s.recv())));
@@ -168,8 +178,50 @@ async fn supervise(args: &LaunchArgs) -> u8 {
                     return EXIT_LAUNCHER;
                 }
             }
+            _ = look.tick() => {
+                parent_stopped = stop_with(parent, parent_stopped);
+            }
         }
     }
+}
+
+/// How often the launcher looks whether the supervisor was stopped (SIGSTOP, which it cannot
+/// catch): well within any lease.
+const PARENT_POLL: Duration = Duration::from_millis(50);
+
+/// Stops the command's tree when the supervisor (`parent`) is found stopped, and wakes the
+/// supervisor's own check once it runs again: the supervisor, continued, finds the stopped tree
+/// and continues it only if its hold is still held (`signals.rs`). `was_stopped`: the parent
+/// was stopped at the last look. Returns whether it is now.
+fn stop_with(parent: Pid, was_stopped: bool) -> bool {
+    if getppid() != parent {
+        // The supervisor is gone: its death signal is on its way.
+        return was_stopped;
+    }
+    let stopped = is_stopped(parent);
+    if stopped && !was_stopped {
+        let tree = Tree::new(Pid::this(), getpgrp());
+        tree.signal_each(Signal::SIGSTOP);
+        // Continued before the tree was stopped, the supervisor may have looked already: it is
+        // asked to look again (still this launcher's parent, so the number is its).
+        if !is_stopped(parent) && getppid() == parent {
+            let _ = nix::sys::signal::kill(parent, Signal::SIGCONT);
+        }
+    }
+    stopped
+}
+
+/// Whether `pid` is stopped (`T`, or `t` by a tracer).
+fn is_stopped(pid: Pid) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|stat| {
+            let (_, tail) = stat.rsplit_once(')')?;
+            tail.split_whitespace()
+                .next()
+                .map(|s| matches!(s, "T" | "t"))
+        })
+        .unwrap_or(false)
 }
 
 /// Collects every child of the launcher (the orphans re-parented to it as well, so that none

@@ -338,6 +338,7 @@ impl UnderLock<'_> {
             program: self.program,
             program_args: self.program_args,
             kill_after: args.stop.kill_after,
+            kill_after_loss: args.stop.kill_after_loss,
             on_request: (args.stop.on_request, args.stop.grace),
             env,
         }

@@ -22,6 +22,11 @@ struct Entry {
     group: i32,
     /// A zombie (`Z`) or dead (`X`): it runs nothing any more.
     ended: bool,
+    /// Stopped (`T`) or stopped by a tracer (`t`).
+    stopped: bool,
+    /// When it started, in clock ticks after boot: with the PID, it names one process (a PID
+    /// freed and given to a new process comes back with another start).
+    start: u64,
 }
 
 /// The processes of the command: its process group, and the descendants of `root`.
@@ -36,10 +41,14 @@ pub(super) struct Tree {
 pub(super) struct Members {
     /// The live processes (not `root` itself).
     pub(super) alive: Vec<Pid>,
+    /// How many of `alive` are stopped.
+    pub(super) stopped: usize,
     /// The zombies whose parent is `root`: `root` collects them.
     root_zombies: Vec<Pid>,
+    /// The live processes, as found.
+    alive_entries: Vec<Entry>,
     /// Those of `alive` outside the process group (a `killpg` misses them).
-    outside_group: Vec<Pid>,
+    outside_group: Vec<Entry>,
 }
 
 impl Tree {
@@ -61,32 +70,25 @@ impl Tree {
     /// Sends `signal` to the process group and to every live member outside it. Returns the
     /// members that were alive when it was sent.
     ///
-    /// A member outside the group is signalled by PID, found a moment before: if it ended and
-    /// was collected in between, its PID could in principle name a new process. Members that
-    /// are `root`'s own children cannot (their PIDs stay theirs until `root` collects them).
+    /// The group is signalled by its number: its leader, the launcher, is the supervisor's
+    /// child and is not collected until the tree is stopped (a zombie keeps its number, so no
+    /// new group can take it). A member outside the group is signalled through a pidfd checked
+    /// against what was found ([`signal_process`]), never by a number that may be reused.
     pub(super) fn signal(&self, signal: Signal) -> Members {
         send_to_group(self.group, signal);
         let members = self.members();
-        for &pid in &members.outside_group {
-            if let Err(err) = kill(pid, signal)
-                && err != Errno::ESRCH
-            {
-                tracing::debug!(%pid, %err, signal = signal.as_str(), "could not signal");
-            }
+        for entry in &members.outside_group {
+            signal_process(entry, signal);
         }
         members
     }
 
-    /// Sends `signal` to every live member, one by one (not to the group: `root` may lead it).
-    /// Returns the members that were alive when it was sent.
+    /// Sends `signal` to every live member, one by one, each through a checked pidfd (not to
+    /// the group: `root` may lead it). Returns the members that were alive when it was sent.
     pub(super) fn signal_each(&self, signal: Signal) -> Members {
         let members = self.members();
-        for &pid in &members.alive {
-            if let Err(err) = kill(pid, signal)
-                && err != Errno::ESRCH
-            {
-                tracing::debug!(%pid, %err, signal = signal.as_str(), "could not signal");
-            }
+        for entry in &members.alive_entries {
+            signal_process(entry, signal);
         }
         members
     }
@@ -109,6 +111,48 @@ pub(super) fn send_to_group(group: Pid, signal: Signal) {
     {
         tracing::debug!(%err, signal = signal.as_str(), "could not signal the process group");
     }
+}
+
+/// Sends `signal` to the process `entry` describes, if that very process still runs: a pidfd is
+/// opened on its number, then the number is checked to still name a process of the same start
+/// (a process that ended and was collected in between may have given its number to a new one;
+/// the pidfd would then name the new one, and nothing is sent). Without pidfds (Linux before
+/// 5.3) the same check comes just before a `kill`.
+fn signal_process(entry: &Entry, signal: Signal) {
+    let same = || read_entry(entry.pid).is_some_and(|now| now.start == entry.start && !now.ended);
+    let sent = match rustix::process::Pid::from_raw(entry.pid)
+        .map(|pid| rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty()))
+    {
+        None => return,
+        Some(Ok(pidfd)) => {
+            if !same() {
+                return;
+            }
+            match rustix::process::Signal::from_named_raw(signal as i32) {
+                Some(number) => rustix::process::pidfd_send_signal(&pidfd, number)
+                    .map_err(|e| Errno::from_raw(e.raw_os_error())),
+                None => return,
+            }
+        }
+        Some(Err(err)) if err == rustix::io::Errno::NOSYS => {
+            if !same() {
+                return;
+            }
+            kill(Pid::from_raw(entry.pid), signal)
+        }
+        // ESRCH: it has ended.
+        Some(Err(_)) => return,
+    };
+    if let Err(err) = sent
+        && err != Errno::ESRCH
+    {
+        tracing::debug!(pid = entry.pid, %err, signal = signal.as_str(), "could not signal");
+    }
+}
+
+/// One process's entry now, if it exists.
+fn read_entry(pid: i32) -> Option<Entry> {
+    parse_stat(&std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
 }
 
 /// Every process this user can see in `/proc` (those that end while it is read are left out).
@@ -136,11 +180,15 @@ fn parse_stat(text: &str) -> Option<Entry> {
     let state = fields.next()?;
     let ppid = fields.next()?.parse().ok()?;
     let group = fields.next()?.parse().ok()?;
+    // The 22nd field: the 19th after the group.
+    let start = fields.nth(16)?.parse().ok()?;
     Some(Entry {
         pid,
         ppid,
         group,
         ended: matches!(state, "Z" | "X" | "x"),
+        stopped: matches!(state, "T" | "t"),
+        start,
     })
 }
 
@@ -177,8 +225,10 @@ fn members_of(entries: &[Entry], root: i32, group: i32) -> Members {
             }
         } else {
             members.alive.push(pid);
+            members.alive_entries.push(*entry);
+            members.stopped += usize::from(entry.stopped);
             if !in_group {
-                members.outside_group.push(pid);
+                members.outside_group.push(*entry);
             }
         }
     }
@@ -191,17 +241,26 @@ mod tests {
 
     #[test]
     fn stat_lines_parse_even_with_parentheses_in_the_name() {
-        let entry = parse_stat("4242 (a) b (c)) S 17 4240 4240 0 -1 4194560 ...").unwrap();
+        let entry = parse_stat(
+            "4242 (a) b (c)) S 17 4240 4240 0 -1 4194560 96 0 0 0 0 0 0 0 20 0 1 0 987654 ...",
+        )
+        .unwrap();
         assert_eq!(
             entry,
             Entry {
                 pid: 4242,
                 ppid: 17,
                 group: 4240,
-                ended: false
+                ended: false,
+                stopped: false,
+                start: 987_654,
             }
         );
-        assert!(parse_stat("12 (sh) Z 1 12 12").is_some_and(|e| e.ended));
+        let zombie = "12 (sh) Z 1 12 12 0 -1 4194560 96 0 0 0 0 0 0 0 20 0 1 0 5 ...";
+        assert!(parse_stat(zombie).is_some_and(|e| e.ended));
+        let stopped = "12 (sh) T 1 12 12 0 -1 4194560 96 0 0 0 0 0 0 0 20 0 1 0 5 ...";
+        assert!(parse_stat(stopped).is_some_and(|e| e.stopped && !e.ended));
+        assert!(parse_stat("12 (sh) S 1 12 12").is_none(), "no start time");
         assert!(parse_stat("garbage").is_none());
     }
 
@@ -212,6 +271,8 @@ mod tests {
             ppid,
             group,
             ended,
+            stopped: false,
+            start: 1,
         };
         let entries = [
             e(1, 0, 1, false),
@@ -229,7 +290,7 @@ mod tests {
         let mut alive: Vec<i32> = members.alive.iter().map(|p| p.as_raw()).collect();
         alive.sort_unstable();
         assert_eq!(alive, [11, 12, 13, 14, 17]);
-        let mut outside: Vec<i32> = members.outside_group.iter().map(|p| p.as_raw()).collect();
+        let mut outside: Vec<i32> = members.outside_group.iter().map(|e| e.pid).collect();
         outside.sort_unstable();
         assert_eq!(outside, [13, 14]);
         assert_eq!(members.root_zombies, [Pid::from_raw(16)]);
