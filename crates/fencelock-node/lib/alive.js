@@ -44,13 +44,18 @@ class Token {
   }
 }
 
+/** What a hold made after its client closed keeps alive: nothing. */
+const NOTHING = Object.freeze({ end () {} })
+
 /**
  * Counts `held` (of the client whose scope is `scope`, if any) as live until `end()` is called
- * on the answer, its client closes, or `held` is collected.
+ * on the answer, its client closes, or `held` is collected. A hold made once its client had
+ * closed (a grant that raced the closing) is not counted: the closing has counted its client's
+ * holds down already, and that hold is given back at once (scope.js, `adopt`).
  */
 function keepAlive (held, scope = null) {
+  if (scope !== null && !scope.hold()) return NOTHING
   up()
-  if (scope !== null) scope.hold()
   const token = new Token(scope)
   registry.register(held, token, token)
   return token

@@ -73,12 +73,12 @@ class Election {
    */
   async campaign (value, options = {}) {
     const { ttl, wait, signal } = checkOptions(this.name, options, { ttl: 'ms', wait: 'ms', signal: 'signal' })
-    const made = await this.#scope.during(signal, (either) => cancellable(
+    const scope = this.#scope
+    return scope.during(signal, async (either) => scope.adopt(new Leadership(await cancellable(
       either,
       (cancel) => this.#client.campaign(this.name, String(value), ttl, wait, cancel),
       (leadership) => leadership.resign()
-    ))
-    return new Leadership(made, this.#scope)
+    ), scope), this.name))
   }
 
   /** The current leader, or `null`. */

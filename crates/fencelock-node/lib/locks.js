@@ -120,7 +120,8 @@ class LockRequest {
 
   /**
    * `start(cancel)` with the client's own cancellation (its `close()`), in one Promise step:
-   * the guard, or `null` (a try that found the lock held).
+   * the guard, or `null` (a try that found the lock held); a grant that raced the closing is
+   * given back.
    */
   #made (tryOnly) {
     const scope = this.#scope
@@ -134,10 +135,8 @@ class LockRequest {
     }
     return promise.then((made) => {
       if (made === null) return null
-      const guard = new Guard(made, scope)
-      if (!scope.closed) return guard
-      // Granted as the client closed: given back (the closing may have missed it).
-      return guard.release().then(() => { throw new ClientClosedError(name) }, () => { throw new ClientClosedError(name) })
+      // A guard granted as the client closed is given back (the closing may have missed it).
+      return scope.adopt(new Guard(made, scope), name)
     }, (error) => {
       throw scope.closed && error !== null && typeof error === 'object' && error.code === 'cancelled'
         ? new ClientClosedError(name)
@@ -161,11 +160,12 @@ class LockRequest {
       }
     }
     if (signal === undefined || signal === null) return this.#made(false)
-    return this.#scope.during(signal, (either) => cancellable(
+    const scope = this.#scope
+    return scope.during(signal, async (either) => scope.adopt(new Guard(await cancellable(
       either,
       (cancel) => this.#start(false, cancel),
       (guard) => guard.release()
-    )).then((made) => new Guard(made, this.#scope))
+    ), scope), this.#name))
   }
 
   /** One try: the guard, or `null` if another owner holds the lock. */

@@ -4,6 +4,7 @@
 const { Held } = require('./held')
 const { run, cancellable } = require('./run')
 const { checkOptions, checkName } = require('./options')
+const { ClientClosedError } = require('./errors')
 
 /** Several locks held together: `fences` maps each name to its fence (in the order given). */
 class MultiGuard extends Held {
@@ -49,12 +50,12 @@ class MultiLockRequest {
   /** Takes every name, or none (rejects as `LockRequest.acquire`). */
   async acquire (options = {}) {
     const { signal } = checkOptions(this.names[0], options, { signal: 'signal' })
-    const made = await this.#scope.during(signal, (either) => cancellable(
+    const scope = this.#scope
+    return scope.during(signal, async (either) => scope.adopt(new MultiGuard(await cancellable(
       either,
       (cancel) => this.#client.multiAcquire(this.names, this.#ttl, this.#wait, cancel),
       (guard) => guard.release()
-    ))
-    return new MultiGuard(made, this.#scope)
+    ), scope), this.names[0]))
   }
 
   /** Runs `fn(signal, guard)` holding every name, and releases them after. */
@@ -103,11 +104,20 @@ class Once {
   async run (work, options = {}) {
     if (typeof work !== 'function') throw new TypeError('run takes a function')
     const { signal } = checkOptions(this.#lock ?? this.key, options, { signal: 'signal' })
-    const begun = await this.#scope.during(signal, (either) => cancellable(
-      either,
-      (cancel) => this.#client.onceBegin(this.key, this.#lock, this.#ttl, this.#wait, cancel),
-      (made) => (made.giveUp ? made.giveUp() : undefined)
-    ))
+    const scope = this.#scope
+    const begun = await scope.during(signal, async (either) => {
+      const made = await cancellable(
+        either,
+        (cancel) => this.#client.onceBegin(this.key, this.#lock, this.#ttl, this.#wait, cancel),
+        (made) => (made.giveUp ? made.giveUp() : undefined)
+      )
+      if (scope.closed && typeof made.giveUp === 'function') {
+        // Begun as the client closed: given up, and the work not run.
+        await run(made.giveUp()).catch(() => {})
+        throw new ClientClosedError(this.#lock ?? this.key)
+      }
+      return made
+    })
     if (typeof begun.giveUp !== 'function') {
       return { ran: false, fence: begun.fence, at: new Date(begun.at) }
     }

@@ -1,8 +1,10 @@
 'use strict'
 // What a client keeps to close itself (`client.close()`): the waits it started (each given a
 // signal, or the client's native `Cancel`, that the closing aborts) and the count of its holds
-// that keep the process alive (the addon gives the holds back: it keeps them for the exit). The
-// objects a client hands out (requests, elections, stores) share its scope.
+// that keep the process alive (the addon gives the holds back: it keeps them for the exit). A
+// hold that a wait makes after the closing (a grant that raced it) is given back at once and
+// keeps nothing alive (`adopt`). The objects a client hands out (requests, elections, stores)
+// share its scope.
 
 const { setMaxListeners } = require('node:events')
 const native = require('./native')
@@ -76,9 +78,26 @@ class Scope {
     }
   }
 
-  /** One more hold of the client's keeps the process alive (alive.js). */
+  /**
+   * `held` (a guard, a leadership, a multi-lock guard) that a call of the client's made: `held`
+   * itself while the client is open; once it has closed (the grant raced the closing, which may
+   * have given it back already), a rejection with `ClientClosedError` after it is given back.
+   * (Such a hold never counted among what keeps the process alive: alive.js.)
+   */
+  adopt (held, lock = null) {
+    if (!this.closed) return held
+    const closed = () => { throw new ClientClosedError(lock) }
+    return held._giveBack().then(closed, closed)
+  }
+
+  /**
+   * One more hold of the client's keeps the process alive (alive.js): `false`, and nothing
+   * counted, once the client has closed.
+   */
   hold () {
+    if (this.closed) return false
     this.#live += 1
+    return true
   }
 
   /** One hold let go of: whether it still counted (not once the client closed). */

@@ -302,3 +302,67 @@ test('a program whose client is closed exits promptly, its holds released', asyn
   assert.deepEqual(await ended(child, 10000), { code: 0, signal: null })
   assert.equal(keyExists(name), false)
 })
+
+test('a hold granted as its client closed is given back and keeps nothing alive: the program exits by itself', async () => {
+  const name = uniqueName('closed-race')
+  // The addon's answers are delayed by a few microtasks, and the client closed in that gap: the
+  // hold (a guard, with or without a signal of the caller's, a multi-lock guard, a leadership)
+  // is made by the package after the close.
+  const child = node(`
+    const path = require('node:path')
+    const { Client, ClientClosedError } = require(${pkg})
+    const native = require(path.join(${pkg}, 'lib', 'native'))
+    let onAnswer = null
+    for (const method of ['acquire', 'multiAcquire', 'campaign']) {
+      const original = native.Client.prototype[method]
+      native.Client.prototype[method] = function (...args) {
+        return original.apply(this, args).then((made) => {
+          const then = onAnswer
+          onAnswer = null
+          if (then !== null) then()
+          return made
+        })
+      }
+    }
+    const after = (ticks, fn) => (ticks === 0 ? fn() : queueMicrotask(() => after(ticks - 1, fn)))
+    const takes = {
+      lock: (client, name) => client.lock(name).acquire(),
+      signal: (client, name) => client.lock(name).acquire({ signal: new AbortController().signal }),
+      multi: (client, name) => client.multiLock([name + '/a', name + '/b']).acquire(),
+      campaign: (client, name) => client.election(name).campaign('me')
+    }
+    ;(async () => {
+      const seen = {}
+      for (const [what, take] of Object.entries(takes)) {
+        for (let ticks = 0; ticks < 12; ticks++) {
+          const client = new Client(process.env.URL)
+          const closing = new Promise((resolve) => {
+            onAnswer = () => after(ticks, () => resolve(client.close()))
+          })
+          let outcome
+          try {
+            const held = await take(client, process.env.NAME + '/' + what + '/' + ticks)
+            await closing
+            outcome = held.isHeld() ? 'held after close' : 'released by close'
+          } catch (error) {
+            if (!(error instanceof ClientClosedError)) throw error
+            await closing
+            outcome = 'closed'
+          }
+          seen[what + ' ' + outcome] = (seen[what + ' ' + outcome] ?? 0) + 1
+        }
+      }
+      console.log(JSON.stringify(seen))
+    })()
+  `, { URL: server.url, NAME: name })
+  const out = lines(child)
+  const seen = JSON.parse(await out.next())
+  for (const key of Object.keys(seen)) assert.doesNotMatch(key, /held after close/, JSON.stringify(seen))
+  for (const what of ['lock', 'signal', 'multi', 'campaign']) {
+    assert.ok(seen[`${what} closed`] > 0, `no ${what} hold raced the close: ${JSON.stringify(seen)}`)
+  }
+  assert.deepEqual(await ended(child, 10000), { code: 0, signal: null }, `the program did not exit by itself: ${out.stderr()}`)
+  // (A name's fence key stays: it never expires.)
+  const left = server.raw('KEYS', `fencelock:{${name}*`).split('\n').filter((key) => key !== '' && !key.endsWith(':fence'))
+  assert.deepEqual(left, [], 'a lock raced the close and is still held')
+})
