@@ -34,6 +34,8 @@ pub const EXIT_NOT_FOUND: u8 = 127;
 pub const EXIT_SIGHUP: u8 = 129;
 /// Exit code after SIGINT (128 + 2), as shells report it.
 pub const EXIT_SIGINT: u8 = 130;
+/// SIGQUIT while waiting (128 + 3).
+pub const EXIT_SIGQUIT: u8 = 131;
 /// Exit code after SIGTERM (128 + 15).
 pub const EXIT_SIGTERM: u8 = 143;
 
@@ -107,8 +109,13 @@ pub mod exit {
     };
     pub const SIGNALLED: ExitLine = ExitLine {
         range: false,
-        codes: &[super::EXIT_SIGHUP, super::EXIT_SIGINT, super::EXIT_SIGTERM],
-        meaning: "SIGHUP, SIGINT, SIGTERM while waiting (nothing was run)",
+        codes: &[
+            super::EXIT_SIGHUP,
+            super::EXIT_SIGINT,
+            super::EXIT_SIGQUIT,
+            super::EXIT_SIGTERM,
+        ],
+        meaning: "SIGHUP, SIGINT, SIGQUIT, SIGTERM while waiting (nothing was run)",
     };
     pub const INTERRUPTED: ExitLine = ExitLine {
         range: false,

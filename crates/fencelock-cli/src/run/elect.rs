@@ -33,8 +33,9 @@ the request on to the command's process group (SIGTERM, or --on-request SIGNAL),
 
 If the leadership is lost while the command runs (the lease could not be renewed in time, or \
 this process was stopped past its lease and another leader took over), the command's process \
-tree gets SIGTERM, then SIGKILL after --kill-after, and fencelock exits with 74, exactly as \
-`fencelock run` does when its lock is lost. As under `fencelock run`, fencelock resigns only once \
+tree gets SIGTERM, then SIGKILL after --kill-after-loss (1s), and fencelock exits with 74, \
+exactly as `fencelock run` does when its lock is lost; signals and job control (Ctrl-Z) are \
+handled as under `fencelock run`. As under `fencelock run`, fencelock resigns only once \
 nothing the command started is still running: what it leaves behind when it exits is stopped \
 first (SIGTERM, SIGKILL after --kill-after). Pass $FENCELOCK_TERM to what the leader writes to, \
 so that a deposed leader's late writes can be refused.
@@ -54,7 +55,8 @@ pub fn after_help() -> String {
             exit::LAUNCHER,
             exit::CANNOT_EXECUTE,
             exit::NOT_FOUND,
-            exit::SIGNALLED.saying("SIGHUP, SIGINT, SIGTERM while campaigning (nothing was run)"),
+            exit::SIGNALLED
+                .saying("SIGHUP, SIGINT, SIGQUIT, SIGTERM while campaigning (nothing was run)"),
             exit::OTHER,
         ],
         "\

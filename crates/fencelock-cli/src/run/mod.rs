@@ -85,15 +85,23 @@ service started through D-Bus, at): keep the work inside by running it in the fo
 
 A lock on Redis is a lease, not a mutex. If the lock is lost while the command runs (the lease \
 could not be renewed in time, or an operator ran `fencelock release --force`), the command's \
-process tree gets SIGTERM, then SIGKILL after --kill-after, and fencelock exits with 74. Pass \
+process tree gets SIGTERM, then SIGKILL after --kill-after-loss (1s), and fencelock exits with \
+74. While the lock is held it outlives every process of the command: one that survives SIGKILL \
+is reported, and the lock is kept until it has ended. Pass \
 $FENCELOCK_FENCE to the resource the command writes to, so that it can refuse a holder that \
 lost the lock without knowing it.
 
-The command runs in a process group of its own, like under timeout(1): SIGINT, SIGTERM, SIGHUP, \
-SIGQUIT, SIGUSR1 and SIGUSR2 sent to fencelock are forwarded to that group, and the lock is \
-released when the command has ended. It should not read from the terminal (it is not in the \
-terminal's foreground process group). While fencelock is still waiting for the lock, SIGINT, \
-SIGTERM and SIGHUP stop the wait at once (exit 130, 143, 129) with nothing held.
+The command runs in a process group of its own, like under timeout(1) (it should not read from \
+the terminal: it is not in the terminal's foreground process group). fencelock catches every \
+signal it can from its start. SIGHUP, SIGINT, SIGQUIT and SIGTERM end a wait at once (exit \
+128+N, nothing held); once the command runs they are passed on to its group, as are ABRT, USR1, \
+USR2, ALRM, STKFLT, URG, XCPU, XFSZ, VTALRM, PROF, WINCH, IO and PWR (one that arrives before \
+the command runs is passed on once it does). Job control keeps the command inside its lock: \
+SIGTSTP (Ctrl-Z), SIGTTIN and SIGTTOU stop the command's tree first, then fencelock (a SIGSTOP \
+to fencelock is seen by its launcher, which stops the tree); when fencelock is continued it \
+checks its lock before the command: still held, the command goes on; lost meanwhile, the \
+command is killed without running again and fencelock exits with 74. docs/command.md has the \
+table of every signal in every phase.
 
 Asked to let go (`fencelock release --ask NAME`), fencelock passes the request on to the \
 command's process group (SIGTERM, or --on-request SIGNAL), gives it --grace to end, sends SIGKILL \

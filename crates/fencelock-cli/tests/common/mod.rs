@@ -64,6 +64,8 @@ pub struct Running {
 #[derive(Debug)]
 pub struct Finished {
     pub code: Option<i32>,
+    /// The signal that killed it, if one did.
+    pub signal: Option<i32>,
     pub stdout: String,
     pub stderr: String,
     /// From the start of the process.
@@ -73,8 +75,8 @@ pub struct Finished {
 impl Finished {
     pub fn explain(&self) -> String {
         format!(
-            "exit {:?} after {:?}\n--- stdout\n{}\n--- stderr\n{}",
-            self.code, self.elapsed, self.stdout, self.stderr
+            "exit {:?} (signal {:?}) after {:?}\n--- stdout\n{}\n--- stderr\n{}",
+            self.code, self.signal, self.elapsed, self.stdout, self.stderr
         )
     }
 }
@@ -139,6 +141,7 @@ impl Running {
         let stderr = collected(self.stderr.take());
         let finished = Finished {
             code: status.and_then(|s| s.code()),
+            signal: status.and_then(|s| std::os::unix::process::ExitStatusExt::signal(&s)),
             stdout,
             stderr,
             elapsed,

@@ -1,0 +1,595 @@
+//! Every signal from 1 to 31 sent to `fencelock run` (and `elect`) in each phase of a run,
+//! checked against the table of `docs/command.md` (and `src/run/signals.rs`), with the invariant
+//! that a process of the command lives only while the lock is held (read from Redis and
+//! `/proc`); job control (Ctrl-Z) past the lease; a Ctrl-C right after the start; the launcher
+//! kept a zombie while its group may still be signalled; and the short kill after a loss.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test fails by panicking
+
+mod common;
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use common::*;
+use fencelock_testkit::RedisServer;
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+
+/// The command of these tests: writes its PID, then a tick every 20 ms; on any signal it can
+/// catch but the job-control ones it writes the signal's number and exits 3.
+const PROGRAM: &str = r#"
+import os, signal, sys, time
+pid_file, got_file, ticks_file = sys.argv[1:4]
+def got(n, frame):
+    with open(got_file, "a") as f:
+        f.write(f"{n}\n")
+    os._exit(3)
+skip = {signal.SIGKILL, signal.SIGSTOP, signal.SIGCONT, signal.SIGTSTP, signal.SIGTTIN,
+        signal.SIGTTOU, signal.SIGCHLD}
+for n in range(1, 32):
+    if n not in skip:
+        signal.signal(n, got)
+with open(pid_file + ".tmp", "w") as f:
+    f.write(str(os.getpid()))
+os.rename(pid_file + ".tmp", pid_file)
+while True:
+    with open(ticks_file, "a") as f:
+        f.write(f"{time.monotonic()}\n")
+    time.sleep(0.02)
+"#;
+
+/// What the table says the supervisor does with a signal (`docs/command.md`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Expect {
+    /// Ends a wait; passed on to the command.
+    Ending,
+    /// Passed on to the command (kept while waiting).
+    Passed,
+    /// Job control: the command's tree stops, then fencelock.
+    Stop,
+    /// Nothing visible while nothing is stopped.
+    Continue,
+    /// Ends fencelock as the signal says (KILL, the faults); the launcher kills the tree.
+    Fatal,
+    /// BUS, SEGV: the first is taken by the Rust runtime's stack-overflow handler, which puts
+    /// the default action back; the second is `Fatal`.
+    FatalSecond,
+    /// Stops fencelock (SIGSTOP); the launcher stops the command's tree.
+    Stopped,
+    /// Ignored (PIPE, CHLD).
+    Ignored,
+}
+
+fn expected(number: i32) -> Expect {
+    match number {
+        1 | 2 | 3 | 15 => Expect::Ending,
+        6 | 10 | 12 | 14 | 16 | 23..=30 => Expect::Passed,
+        20..=22 => Expect::Stop,
+        18 => Expect::Continue,
+        4 | 5 | 8 | 9 | 31 => Expect::Fatal,
+        7 | 11 => Expect::FatalSecond,
+        19 => Expect::Stopped,
+        13 | 17 => Expect::Ignored,
+        _ => unreachable!("{number}"),
+    }
+}
+
+/// The files of one run's command.
+struct Files {
+    pid: std::path::PathBuf,
+    got: std::path::PathBuf,
+    ticks: std::path::PathBuf,
+}
+
+impl Files {
+    fn new(dir: &Path, tag: &str) -> Files {
+        Files {
+            pid: path(dir, &format!("{tag}.pid")),
+            got: path(dir, &format!("{tag}.got")),
+            ticks: path(dir, &format!("{tag}.ticks")),
+        }
+    }
+
+    fn command(&self) -> Vec<String> {
+        let s = |p: &Path| p.to_string_lossy().into_owned();
+        vec![
+            "python3".into(),
+            "-c".into(),
+            PROGRAM.into(),
+            s(&self.pid),
+            s(&self.got),
+            s(&self.ticks),
+        ]
+    }
+
+    fn pid(&self) -> Option<Pid> {
+        let text = std::fs::read_to_string(&self.pid).ok()?;
+        text.trim().parse().ok().map(Pid::from_raw)
+    }
+
+    fn wait_pid(&self) -> Pid {
+        wait_for_file(&self.pid, LIMIT);
+        self.pid().expect("a pid in the file")
+    }
+
+    fn got(&self) -> Vec<i32> {
+        std::fs::read_to_string(&self.got)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| l.trim().parse().ok())
+            .collect()
+    }
+
+    fn ticks(&self) -> usize {
+        std::fs::read_to_string(&self.ticks)
+            .map(|t| t.lines().count())
+            .unwrap_or(0)
+    }
+}
+
+impl Drop for Files {
+    fn drop(&mut self) {
+        if let Some(pid) = self.pid()
+            && alive(pid)
+        {
+            let _ = kill(pid, Signal::SIGKILL);
+        }
+    }
+}
+
+/// Whether `pid` runs: it exists and is not a zombie.
+fn alive(pid: Pid) -> bool {
+    !matches!(state(pid).as_deref(), None | Some("Z" | "X" | "x"))
+}
+
+/// The state letter of `pid` in `/proc/PID/stat`.
+fn state(pid: Pid) -> Option<String> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let (_, rest) = stat.rsplit_once(')')?;
+    rest.split_whitespace().next().map(str::to_owned)
+}
+
+fn stopped(pid: Pid) -> bool {
+    matches!(state(pid).as_deref(), Some("T" | "t"))
+}
+
+/// The lock key must exist whenever the command runs, until it has ended (at most `LIMIT`).
+fn held_while_alive(server: &RedisServer, key: &str, pid: Pid) {
+    let give_up = Instant::now() + LIMIT;
+    loop {
+        let held = exists(server, key);
+        if !alive(pid) {
+            return;
+        }
+        assert!(held, "{key} is free while the command {pid} runs");
+        assert!(Instant::now() < give_up, "{pid} still runs after {LIMIT:?}");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// The ticks do not grow for `span` (the command does not run).
+fn no_ticks_for(files: &Files, span: Duration, what: &str) {
+    let before = files.ticks();
+    std::thread::sleep(span);
+    assert_eq!(files.ticks(), before, "the command ticked while {what}");
+}
+
+/// The ticks grow (the command runs).
+fn ticks_again(files: &Files, what: &str) {
+    let before = files.ticks();
+    wait_until(LIMIT, what, || files.ticks() > before);
+}
+
+fn start_run(url: &str, name: &str, ttl: &str, files: &Files) -> Running {
+    let command = files.command();
+    let mut args = vec!["run", "--url", url, "--ttl", ttl, name, "--"];
+    args.extend(command.iter().map(String::as_str));
+    Running::start(fencelock(&args))
+}
+
+/// Ends a run whose command still runs with SIGTERM (passed on: the command writes 15 and exits
+/// 3), and checks that.
+fn end_with_term(running: Running, files: &Files, what: &str) -> Finished {
+    running.signal(Signal::SIGTERM);
+    let done = running.finish();
+    assert_eq!(done.code, Some(3), "{what}: {}", done.explain());
+    assert_eq!(files.got().last(), Some(&15), "{what}: {}", done.explain());
+    done
+}
+
+/// Runs `check(number)` for every signal from 1 to 31, four at a time.
+fn each_signal(check: impl Fn(i32) + Sync) {
+    let numbers: Vec<i32> = (1..=31).collect();
+    for chunk in numbers.chunks(4) {
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = chunk
+                .iter()
+                .map(|&n| {
+                    let check = &check;
+                    (n, scope.spawn(move || check(n)))
+                })
+                .collect();
+            for (n, handle) in handles {
+                if let Err(panic) = handle.join() {
+                    let text = panic
+                        .downcast_ref::<String>()
+                        .cloned()
+                        .or_else(|| panic.downcast_ref::<&str>().map(|s| (*s).to_owned()))
+                        .unwrap_or_default();
+                    panic!("signal {n}: {text}");
+                }
+            }
+        });
+    }
+}
+
+#[test]
+fn every_signal_while_the_command_runs_has_the_outcome_the_table_states() {
+    let server = server();
+    let url = server.url();
+    let dir = scratch();
+    each_signal(|n| {
+        let signal = Signal::try_from(n).unwrap();
+        let name = format!("signals/running/{n}");
+        let key = lock_key(&name);
+        let files = Files::new(dir.path(), &format!("running{n}"));
+        let running = start_run(&url, &name, "10s", &files);
+        let command = files.wait_pid();
+        ticks_again(&files, "the command runs");
+        running.signal(signal);
+        match expected(n) {
+            Expect::Ending | Expect::Passed => {
+                held_while_alive(&server, &key, command);
+                let done = running.finish();
+                assert_eq!(done.code, Some(3), "{}", done.explain());
+                assert_eq!(files.got(), [n], "{}", done.explain());
+                assert!(!exists(&server, &key), "released: {}", done.explain());
+            }
+            Expect::Stop | Expect::Stopped => {
+                wait_until(LIMIT, "fencelock stops", || stopped(running.pid()));
+                wait_until(LIMIT, "the command stops", || stopped(command));
+                no_ticks_for(&files, Duration::from_millis(300), "fencelock was stopped");
+                assert!(exists(&server, &key), "the lease outlives a short stop");
+                running.signal(Signal::SIGCONT);
+                ticks_again(&files, "the command runs again, the lock still held");
+                let done = end_with_term(running, &files, signal.as_str());
+                assert!(!exists(&server, &key), "released: {}", done.explain());
+            }
+            Expect::Continue | Expect::Ignored => {
+                ticks_again(&files, "the command runs on");
+                assert!(alive(running.pid()));
+                end_with_term(running, &files, signal.as_str());
+            }
+            Expect::Fatal | Expect::FatalSecond => {
+                if expected(n) == Expect::FatalSecond {
+                    ticks_again(&files, "the command runs on after the first");
+                    assert!(alive(running.pid()), "the first is taken by the runtime");
+                    running.signal(signal);
+                }
+                held_while_alive(&server, &key, command);
+                let done = running.finish();
+                assert_eq!(done.signal, Some(n), "{}", done.explain());
+                assert!(files.got().is_empty(), "{}", done.explain());
+            }
+        }
+    });
+}
+
+#[test]
+fn every_signal_while_waiting_has_the_outcome_the_table_states() {
+    let server = server();
+    let url = server.url();
+    let dir = scratch();
+    each_signal(|n| {
+        let signal = Signal::try_from(n).unwrap();
+        let name = format!("signals/waiting/{n}");
+        let key = lock_key(&name);
+        let holder_dir = path(dir.path(), &format!("holder{n}"));
+        std::fs::create_dir_all(&holder_dir).unwrap();
+        let holder = hold(&url, &name, &holder_dir, &[], Some(0));
+        let files = Files::new(dir.path(), &format!("waiting{n}"));
+        let waiting = start_run(&url, &name, "10s", &files);
+        wait_until(LIMIT, "the run waits", || waiters(&server, &name) >= 1);
+        waiting.signal(signal);
+        let free = |holder: Running| {
+            holder.signal(Signal::SIGTERM);
+            assert_eq!(holder.finish().code, Some(0));
+        };
+        match expected(n) {
+            Expect::Ending => {
+                let done = waiting.finish();
+                assert_eq!(done.code, Some(128 + n), "{}", done.explain());
+                assert!(files.pid().is_none(), "nothing started: {}", done.explain());
+                free(holder);
+                assert!(!exists(&server, &key), "nothing held: {}", done.explain());
+            }
+            Expect::Passed => {
+                std::thread::sleep(Duration::from_millis(200));
+                assert!(alive(waiting.pid()), "still waiting");
+                free(holder);
+                // Delivered as the command starts: caught (3) or, before its handler, its
+                // default action (128 + N, or nothing for a signal ignored by default).
+                if matches!(n, 23 | 28) {
+                    // Ignored by default: caught, or ignored and the command runs on.
+                    std::thread::sleep(Duration::from_millis(500));
+                    if alive(waiting.pid()) {
+                        waiting.signal(Signal::SIGTERM);
+                    }
+                    let done = waiting.finish();
+                    let got = files.got();
+                    assert!(
+                        done.code == Some(3) && (got == [n] || got == [15]),
+                        "{}",
+                        done.explain()
+                    );
+                } else {
+                    // (The command may end before it writes its PID.)
+                    let done = waiting.finish();
+                    if let Some(command) = files.pid() {
+                        assert!(!alive(command), "{}", done.explain());
+                    }
+                    let got = files.got();
+                    assert!(
+                        (done.code == Some(3) && got == [n]) || done.code == Some(128 + n),
+                        "{}",
+                        done.explain()
+                    );
+                    assert!(!exists(&server, &key), "released: {}", done.explain());
+                }
+            }
+            Expect::Stop | Expect::Stopped => {
+                wait_until(LIMIT, "fencelock stops", || stopped(waiting.pid()));
+                waiting.signal(Signal::SIGCONT);
+                wait_until(LIMIT, "fencelock runs again", || !stopped(waiting.pid()));
+                free(holder);
+                files.wait_pid();
+                ticks_again(&files, "the command runs");
+                let done = end_with_term(waiting, &files, signal.as_str());
+                assert!(!exists(&server, &key), "released: {}", done.explain());
+            }
+            Expect::Continue | Expect::Ignored => {
+                std::thread::sleep(Duration::from_millis(200));
+                assert!(alive(waiting.pid()), "still waiting");
+                free(holder);
+                files.wait_pid();
+                ticks_again(&files, "the command runs");
+                end_with_term(waiting, &files, signal.as_str());
+            }
+            Expect::Fatal | Expect::FatalSecond => {
+                if expected(n) == Expect::FatalSecond {
+                    std::thread::sleep(Duration::from_millis(200));
+                    assert!(alive(waiting.pid()), "the first is taken by the runtime");
+                    waiting.signal(signal);
+                }
+                let done = waiting.finish();
+                assert_eq!(done.signal, Some(n), "{}", done.explain());
+                assert!(files.pid().is_none(), "nothing started: {}", done.explain());
+                free(holder);
+            }
+        }
+    });
+}
+
+/// Ctrl-Z (and the other job-control stops) for longer than the lease: another run takes the
+/// lock meanwhile, the first command does not run while it holds it, and once continued the
+/// first run kills its command without letting it run again, and exits 74.
+#[test]
+fn a_job_control_stop_past_the_lease_never_lets_the_command_run_unlocked() {
+    let server = server();
+    let url = server.url();
+    let dir = scratch();
+    for signal in [Signal::SIGTSTP, Signal::SIGTTIN, Signal::SIGTTOU] {
+        let name = format!("signals/ctrl-z/{}", signal.as_str());
+        let key = lock_key(&name);
+        let files = Files::new(dir.path(), signal.as_str());
+        let running = start_run(&url, &name, "1s", &files);
+        let command = files.wait_pid();
+        ticks_again(&files, "the command runs");
+        running.signal(signal);
+        wait_until(LIMIT, "fencelock stops", || stopped(running.pid()));
+        let ticks = files.ticks();
+        // The lease runs out; another run takes the lock and runs while this one is stopped.
+        wait_until(LIMIT, "the lease runs out", || !exists(&server, &key));
+        let other = run(&[
+            "run",
+            "--url",
+            &url,
+            "--no-wait",
+            &name,
+            "--",
+            "sleep",
+            "0.5",
+        ]);
+        assert_eq!(other.code, Some(0), "{}", other.explain());
+        assert_eq!(
+            files.ticks(),
+            ticks,
+            "the command ran while another held the lock"
+        );
+        running.signal(Signal::SIGCONT);
+        let done = running.finish();
+        assert_eq!(done.code, Some(74), "{}", done.explain());
+        assert!(
+            done.stderr.contains("does not run again"),
+            "{}",
+            done.explain()
+        );
+        assert!(!alive(command), "{}", done.explain());
+        assert_eq!(files.ticks(), ticks, "the command ran again after the loss");
+    }
+}
+
+/// The same for `elect`: a leader stopped past its lease never leads again.
+#[test]
+fn an_election_stopped_past_its_lease_never_lets_the_command_run_again() {
+    let server = server();
+    let url = server.url();
+    let dir = scratch();
+    let files = Files::new(dir.path(), "elect");
+    let command = files.command();
+    let mut args = vec![
+        "elect", "--url", &url, "--value", "a", "--ttl", "1s", "primary", "--",
+    ];
+    args.extend(command.iter().map(String::as_str));
+    let running = Running::start(fencelock(&args));
+    let pid = files.wait_pid();
+    ticks_again(&files, "the command runs");
+    running.signal(Signal::SIGTSTP);
+    wait_until(LIMIT, "fencelock stops", || stopped(running.pid()));
+    let ticks = files.ticks();
+    wait_until(LIMIT, "the lease runs out", || {
+        !exists(&server, &lock_key("primary"))
+    });
+    running.signal(Signal::SIGCONT);
+    let done = running.finish();
+    assert_eq!(done.code, Some(74), "{}", done.explain());
+    assert!(!alive(pid), "{}", done.explain());
+    assert_eq!(files.ticks(), ticks, "the command ran again after the loss");
+}
+
+/// SIGINT 0 to 62 ms after the start: the run never exits 125 (a launcher ended by it), and
+/// ends with nothing running and nothing held: the signal ended the wait, or reached the command.
+#[test]
+fn a_ctrl_c_right_after_the_start_ends_the_run_and_never_the_launcher() {
+    let server = server();
+    let url = server.url();
+    let dir = scratch();
+    for attempt in 0..32u64 {
+        let name = format!("signals/early/{attempt}");
+        let marker = file(dir.path(), &format!("early{attempt}"));
+        let script = format!("echo $$ > \"{marker}\"; exec sleep 60");
+        let running = Running::start(fencelock(&[
+            "run", "--url", &url, &name, "--", "sh", "-c", &script,
+        ]));
+        std::thread::sleep(Duration::from_millis(attempt * 2));
+        running.signal(Signal::SIGINT);
+        let done = running.finish();
+        assert!(
+            done.code == Some(130) || done.signal == Some(2),
+            "attempt {attempt}: {}",
+            done.explain()
+        );
+        if let Ok(text) = std::fs::read_to_string(&marker)
+            && let Ok(pid) = text.trim().parse::<i32>()
+        {
+            assert!(!alive(Pid::from_raw(pid)), "{}", done.explain());
+        }
+        assert!(!exists(&server, &lock_key(&name)), "{}", done.explain());
+    }
+}
+
+/// While what the command left is being stopped, its launcher (the process group's leader) is a
+/// zombie, not collected: its number, the group's, cannot be given to a new process group that
+/// the ladder's signals would then reach.
+#[test]
+fn the_launcher_stays_uncollected_while_its_group_may_be_signalled() {
+    let server = server();
+    let url = server.url();
+    let dir = scratch();
+    let survivor = file(dir.path(), "survivor");
+    let go = file(dir.path(), "go");
+    // A survivor in a session of its own that ignores SIGTERM; the command exits on "go".
+    let script = format!(
+        "setsid sh -c 'trap \"\" TERM; echo $$ > \"{survivor}\"; exec sleep 600' & \
+         while [ ! -s \"{survivor}\" ] || [ ! -e \"{go}\" ]; do sleep 0.01; done; exit 0"
+    );
+    let running = Running::start(fencelock(&[
+        "run",
+        "--url",
+        &url,
+        "--kill-after",
+        "3s",
+        "signals/zombie",
+        "--",
+        "sh",
+        "-c",
+        &script,
+    ]));
+    wait_for_file(Path::new(&survivor), LIMIT);
+    let survivor: Pid = Pid::from_raw(
+        std::fs::read_to_string(&survivor)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap(),
+    );
+    let launcher = children(running.pid());
+    assert_eq!(launcher.len(), 1, "{launcher:?}");
+    let launcher = launcher[0];
+    std::fs::write(&go, "").unwrap();
+    wait_until(LIMIT, "the launcher ends", || {
+        state(launcher).as_deref() == Some("Z")
+    });
+    // The survivor lives through --kill-after: the launcher stays a zombie all the while.
+    let mut looked = 0;
+    while alive(survivor) {
+        assert_eq!(
+            state(launcher).as_deref(),
+            Some("Z"),
+            "the launcher was collected while its group was still signalled"
+        );
+        looked += 1;
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(looked > 10, "the survivor lived {looked} looks");
+    let done = running.finish();
+    assert_eq!(done.code, Some(0), "{}", done.explain());
+    let _ = kill(survivor, Signal::SIGKILL);
+}
+
+/// The children of `parent`, from `/proc`.
+fn children(parent: Pid) -> Vec<Pid> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .ok()
+                .and_then(|stat| {
+                    let (_, rest) = stat.rsplit_once(')')?;
+                    rest.split_whitespace().nth(1)?.parse::<i32>().ok()
+                })
+                == Some(parent.as_raw())
+        })
+        .map(Pid::from_raw)
+        .collect()
+}
+
+/// After a loss the command runs without the lock: it gets SIGTERM and, one second later by
+/// default (`--kill-after-loss`), SIGKILL.
+#[test]
+fn after_a_loss_a_command_that_ignores_sigterm_is_killed_after_a_second() {
+    let server = server();
+    let url = server.url();
+    let dir = scratch();
+    let marker = file(dir.path(), "ignorer");
+    let script = format!("trap '' TERM; echo $$ > \"{marker}\"; exec sleep 600");
+    let running = Running::start(fencelock(&[
+        "run",
+        "--url",
+        &url,
+        "signals/lost",
+        "--",
+        "sh",
+        "-c",
+        &script,
+    ]));
+    wait_for_file(Path::new(&marker), LIMIT);
+    let forced = run(&["release", "--url", &url, "--force", "signals/lost"]);
+    assert_eq!(forced.code, Some(0), "{}", forced.explain());
+    let done = running.finish();
+    assert_eq!(done.code, Some(74), "{}", done.explain());
+    assert!(
+        done.stderr.contains("SIGKILL after 1s"),
+        "{}",
+        done.explain()
+    );
+    let pid: i32 = std::fs::read_to_string(&marker)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(!alive(Pid::from_raw(pid)), "{}", done.explain());
+}
