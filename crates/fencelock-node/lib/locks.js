@@ -120,8 +120,8 @@ class LockRequest {
 
   /**
    * `start(cancel)` with the client's own cancellation (its `close()`), in one Promise step:
-   * the guard, or `null` (a try that found the lock held); a grant that raced the closing is
-   * given back.
+   * the guard, or `null` (a try that found the lock held). A wait of the client's (scope.js)
+   * until it settles: a grant that raced the closing is given back first.
    */
   #made (tryOnly) {
     const scope = this.#scope
@@ -133,14 +133,28 @@ class LockRequest {
     } catch (error) {
       return Promise.reject(convert(error))
     }
+    scope.begin()
     return promise.then((made) => {
-      if (made === null) return null
+      if (made === null || !scope.closed) {
+        scope.end()
+        return made === null ? null : new Guard(made, scope)
+      }
       // A guard granted as the client closed is given back (the closing may have missed it).
-      return scope.adopt(new Guard(made, scope), name)
+      const ended = () => scope.end()
+      const adopted = scope.adopt(new Guard(made, scope), name)
+      adopted.then(ended, ended)
+      return adopted
     }, (error) => {
-      throw scope.closed && error !== null && typeof error === 'object' && error.code === 'cancelled'
-        ? new ClientClosedError(name)
-        : convert(error)
+      if (scope.closed && error !== null && typeof error === 'object' && error.code === 'cancelled') {
+        // Ended by the closing: a grant that came back after it is given back by the addon.
+        const closed = () => {
+          scope.end()
+          throw new ClientClosedError(name)
+        }
+        return scope.cancel.settled().then(closed, closed)
+      }
+      scope.end()
+      throw convert(error)
     })
   }
 

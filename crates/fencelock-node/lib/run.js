@@ -58,7 +58,8 @@ function checkSignal (signal) {
 
 /**
  * Starts `start(cancel)` (a native call given a `Cancel`) and awaits it; `signal` aborting
- * cancels it. `undo(value)` gives back a value that arrived when the signal had aborted already.
+ * cancels it, and it rejects with the signal's reason once its give-back is done (at most 2 s).
+ * `undo(value)` gives back a value that arrived when the signal had aborted already.
  */
 async function cancellable (signal, start, undo) {
   checkSignal(signal)
@@ -71,7 +72,11 @@ async function cancellable (signal, start, undo) {
   try {
     value = await start(cancel)
   } catch (error) {
-    if (error && error.code === 'cancelled') throw signal.reason
+    if (error && error.code === 'cancelled') {
+      // A result that came back after the cancellation is given back by the addon: done first.
+      await cancel.settled()
+      throw signal.reason
+    }
     throw convert(error)
   } finally {
     signal.removeEventListener('abort', onAbort)

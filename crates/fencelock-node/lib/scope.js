@@ -1,21 +1,36 @@
 'use strict'
 // What a client keeps to close itself (`client.close()`): the waits it started (each given a
-// signal, or the client's native `Cancel`, that the closing aborts) and the count of its holds
-// that keep the process alive (the addon gives the holds back: it keeps them for the exit). A
-// hold that a wait makes after the closing (a grant that raced it) is given back at once and
-// keeps nothing alive (`adopt`). The objects a client hands out (requests, elections, stores)
-// share its scope.
+// signal, or the client's native `Cancel`, that the closing aborts, and counted until they
+// settle, which is after their own give-back: the closing waits for that, at most 2 s) and the
+// count of its holds that keep the process alive (the addon gives the holds back: it keeps them
+// for the exit). A hold that a wait makes after the closing (a grant that raced it) is given
+// back at once and keeps nothing alive (`adopt`). The objects a client hands out (requests,
+// elections, stores) share its scope.
 
 const { setMaxListeners } = require('node:events')
 const native = require('./native')
 const { down } = require('./alive')
 const { ClientClosedError } = require('./errors')
 
+/**
+ * How long the closing waits for the waits it ended to settle (their give-back: a waiter
+ * leaving its place in line, a grant that raced the closing released). The addon bounds each
+ * cancelled call's give-back by 2 s (`fencelock_bind::keeper::FLUSH`), as Python's close does:
+ * this is only a backstop, a little later, for a wait that would not settle.
+ */
+const FLUSH = 2000 + 250
+
+function nothing () {}
+
 class Scope {
   #closing = new AbortController()
   #closed = null
   #cancel = null
   #live = 0
+  /** The client's waits in progress (`begin`, `end`). */
+  #waits = 0
+  /** While the closing waits for them: what it is told by once they have all settled. */
+  #settled = null
   #native
 
   /** `nativeClient`: the addon's client, whose holds the closing gives back. */
@@ -68,13 +83,32 @@ class Scope {
     }]
   }
 
-  /** `fn(either)` with `combine(signal)`'s signal, its listeners removed after. */
+  /**
+   * `fn(either)` with `combine(signal)`'s signal, its listeners removed after: a wait of the
+   * client's, which its closing waits for (`begin`, `end`).
+   */
   async during (signal, fn) {
     const [either, dispose] = this.combine(signal)
+    this.begin()
     try {
       return await fn(either)
     } finally {
+      this.end()
       dispose()
+    }
+  }
+
+  /** A wait of the client's begins: the closing waits until it has settled (`end`). */
+  begin () {
+    this.#waits += 1
+  }
+
+  /** A wait of the client's has settled (its give-back done, if the closing ended it). */
+  end () {
+    this.#waits -= 1
+    if (this.#waits === 0 && this.#settled !== null) {
+      this.#settled()
+      this.#settled = null
     }
   }
 
@@ -110,7 +144,9 @@ class Scope {
   /**
    * Ends the waits (they reject with `ClientClosedError`) and gives back every hold: the addon
    * gives back what it keeps for this client (`closeHolds`), and the client's holds stop
-   * keeping the process alive.
+   * keeping the process alive. Resolves once the holds are given back and the waits it ended
+   * have settled, their own give-backs done (a place in line left, a grant that raced the
+   * closing released): for those, at most 2 s.
    */
   close () {
     if (this.#closed === null) {
@@ -118,9 +154,24 @@ class Scope {
       if (this.#cancel !== null) this.#cancel.cancel()
       down(this.#live)
       this.#live = 0
-      this.#closed = this.#native.closeHolds().then(() => undefined, () => undefined)
+      const holds = this.#native.closeHolds().then(nothing, nothing)
+      this.#closed = this.#waits === 0 ? holds : Promise.all([holds, this.#waitsSettled()]).then(nothing)
     }
     return this.#closed
+  }
+
+  /** Resolves once the waits in progress have settled (or, at the latest, after `FLUSH`). */
+  #waitsSettled () {
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        this.#settled = null
+        resolve()
+      }, FLUSH)
+      this.#settled = () => {
+        clearTimeout(timer)
+        resolve()
+      }
+    })
   }
 }
 

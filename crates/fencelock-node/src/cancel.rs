@@ -5,13 +5,15 @@
 //! result that was on its way when the cancellation came is undone there, in one place (a lock
 //! granted to a cancelled request is released). The Promise then rejects with the `cancelled`
 //! code, which the JavaScript side turns into the signal's reason, once the call's own give-back
-//! (counted in its [`Cleanup`]) is done: not the rest of the thread's background work.
+//! (counted in its [`Cleanup`]) is done: not the rest of the thread's background work. A result
+//! that reaches the JavaScript thread after the cancellation is given back in the background;
+//! [`Cancel::settled`] waits for those give-backs (a client's `close()` does).
 
 use std::future::Future;
 use std::sync::Arc;
 
 use fencelock::Cleanup;
-use fencelock_bind::count::Flag;
+use fencelock_bind::count::{Count, Flag};
 use fencelock_bind::held::Task;
 use fencelock_bind::keeper::FLUSH;
 use napi::bindgen_prelude::{PromiseRaw, ToNapiValue};
@@ -25,7 +27,15 @@ use crate::errors::Failure;
 /// A cancellation for the calls it is given to.
 #[napi]
 pub struct Cancel {
-    flag: Arc<Flag>,
+    shared: Arc<Shared>,
+}
+
+/// What a [`Cancel`] shares with its calls: the flag, and the give-backs in progress of the
+/// results that came back after it was raised.
+#[derive(Default)]
+struct Shared {
+    flag: Flag,
+    undoing: Count,
 }
 
 #[napi]
@@ -34,29 +44,56 @@ impl Cancel {
     #[allow(clippy::new_without_default)] // a JavaScript class: made with `new`
     pub fn new() -> Self {
         Cancel {
-            flag: Arc::new(Flag::default()),
+            shared: Arc::new(Shared::default()),
         }
     }
 
     /// Cancels the calls given this (now and later).
     #[napi]
     pub fn cancel(&self) {
-        self.flag.raise();
+        self.shared.flag.raise();
+    }
+
+    /// Resolves once the results its calls gave after the cancellation are given back (a grant
+    /// that raced it released), at most 2 s.
+    #[napi]
+    pub fn settled<'env>(&self, env: &'env Env) -> Result<PromiseRaw<'env, ()>> {
+        let shared = self.shared.clone();
+        call(
+            env,
+            Stop::Never,
+            async move {
+                let _ = tokio::time::timeout(FLUSH, shared.undoing.zero()).await;
+            },
+            |_, ()| Ok(()),
+            |()| None,
+        )
     }
 }
 
 /// A call's view of its [`Cancel`].
 #[derive(Clone)]
-struct Token(Arc<Flag>);
+struct Token(Arc<Shared>);
 
 impl Token {
     fn is_cancelled(&self) -> bool {
-        self.0.is_up()
+        self.0.flag.is_up()
     }
 
     /// Over when cancelled.
     async fn cancelled(&mut self) {
-        self.0.raised().await;
+        self.0.flag.raised().await;
+    }
+
+    /// Runs `task`, the give-back of a result that came after the cancellation, as `keeper`'s
+    /// background work, counted until it is done ([`Cancel::settled`]).
+    fn undo(&self, keeper: &Arc<fencelock_bind::keeper::Keeper>, task: Task) {
+        let shared = self.0.clone();
+        shared.undoing.up();
+        keeper.background(async move {
+            task.await;
+            shared.undoing.down();
+        });
     }
 }
 
@@ -81,7 +118,7 @@ where
     let (token, running) = match stop {
         Stop::Never => (None, None),
         Stop::AtEnd(cancel) => (
-            cancel.map(|c| Token(c.flag.clone())),
+            cancel.map(|c| Token(c.shared.clone())),
             Some(keeper.running()),
         ),
     };
@@ -121,9 +158,9 @@ where
         let Some(outcome) = outcome else {
             return Err(Failure::Cancelled.into_js(env));
         };
-        if token.as_ref().is_some_and(Token::is_cancelled) {
+        if let Some(token) = token.as_ref().filter(|t| t.is_cancelled()) {
             if let Some(task) = undo(outcome) {
-                keeper.background(task);
+                token.undo(&keeper, task);
             }
             return Err(Failure::Cancelled.into_js(env));
         }

@@ -366,3 +366,39 @@ test('a hold granted as its client closed is given back and keeps nothing alive:
   const left = server.raw('KEYS', `fencelock:{${name}*`).split('\n').filter((key) => key !== '' && !key.endsWith(':fence'))
   assert.deepEqual(left, [], 'a lock raced the close and is still held')
 })
+
+test('close() resolves once the waits it ended have left their places in line, and within 2 s', async () => {
+  // A server of its own: it is paused.
+  const paused = await startServer()
+  const holder = new Client(paused.url)
+  const name = uniqueName('close-waits')
+  const held = await holder.lock(name).acquire()
+  const waiters = () => paused.raw('ZCARD', `fencelock:{${name}}:waiters`)
+  for (const pause of [500, 3000]) {
+    const closing = new Client(paused.url)
+    // A wait without a signal, one with a signal, and a multi-lock wait.
+    const waits = [
+      closing.lock(name).acquire(),
+      closing.lock(name).acquire({ signal: new AbortController().signal }),
+      closing.multiLock([name]).acquire()
+    ]
+    const settled = waits.map(() => false)
+    waits.forEach((wait, i) => wait.then(() => { settled[i] = 'granted' }, (error) => { settled[i] = error instanceof ClientClosedError }))
+    await until(async () => (await holder.inspect(name)).waiting === 3, 'three waits in line')
+    // The server answers nobody for `pause` ms: the waits' give-backs wait for it.
+    paused.raw('CLIENT', 'PAUSE', String(pause), 'ALL')
+    const started = Date.now()
+    await closing.close()
+    const took = Date.now() - started
+    assert.deepEqual(settled, [true, true, true], `close() resolved after ${took} ms, before the waits it ended had settled`)
+    if (pause < 2000) {
+      assert.ok(took >= pause - 100, `close() took ${took} ms, less than the pause (${pause} ms)`)
+      assert.equal(waiters(), '0', 'a closed wait is still in line')
+    } else {
+      assert.ok(took < 2800, `close() took ${took} ms with the server paused: not bounded by 2 s`)
+      await until(() => waiters() === '0', 'the closed waits left the line once the server answered')
+    }
+  }
+  await held.release()
+  await holder.close()
+})
