@@ -73,6 +73,10 @@ pub fn refresh(py: Python<'_>, now: bool) {
     if !now && at.saturating_sub(CHECKED.load(Ordering::Relaxed)) < 1000 {
         return;
     }
+    // Python code run under this native frame: not once the interpreter's exit began.
+    let Some(_inside) = crate::process::enter(py) else {
+        return;
+    };
     CHECKED.store(at, Ordering::Relaxed);
     let level = py
         .import("logging")
@@ -160,8 +164,9 @@ impl Drop for Record {
             None => Err(job),
         });
         // Not on a runtime thread (a Python thread, which may hold the GIL): logged here.
+        // (Not once the interpreter's exit began: see `process::Inside`.)
         if let Err(job) = queued {
-            let _ = Python::try_attach(job);
+            let _ = crate::process::try_attach(job);
         }
     }
 }

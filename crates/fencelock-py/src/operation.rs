@@ -15,7 +15,7 @@ use fencelock::Cleanup;
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 
-use crate::process::{FLUSH, Owned, Process, Task};
+use crate::process::{self, FLUSH, Owned, Process, Task};
 
 /// How often a blocking wait on the main thread takes the GIL back to let Python run its signal
 /// handlers (Ctrl-C gives the wait up). Other threads never run signal handlers: they wait
@@ -291,9 +291,14 @@ impl Operation {
                 "a blocking fencelock call cannot run on fencelock's own threads (from one of its callbacks); use fencelock.aio or another thread",
             ));
         }
-        let main = on_main_thread(py);
+        // (Python code, run under this native frame: not once the interpreter's exit began;
+        // this thread then parks at the detach below.)
+        let main = process::enter(py).is_some_and(|_inside| on_main_thread(py));
         loop {
-            let interrupted = py.detach(|| {
+            // The GIL is taken back only if the interpreter is not ending (else this thread
+            // parks for good), and this thread is counted until its call is over: see
+            // `process::Inside`.
+            let (interrupted, _inside) = process::detach(py, || {
                 let mut inner = state.inner();
                 while matches!(inner.phase, Phase::Running) {
                     if main {
@@ -320,7 +325,7 @@ impl Operation {
             if let Err(signal) = py.check_signals() {
                 let clean_up = Operation::clean_up(&state);
                 let runtime = state.process.runtime();
-                py.detach(|| runtime.block_on(clean_up));
+                let ((), _inside) = process::detach(py, || runtime.block_on(clean_up));
                 return Err(signal);
             }
         }
@@ -361,7 +366,10 @@ impl Operation {
                 Some(callback)
             }
         };
-        if let Some(callback) = now {
+        // (Not once the interpreter's exit began: nobody waits for an answer then.)
+        if let Some(callback) = now
+            && let Some(_inside) = process::enter(py)
+        {
             call(py, &callback);
         }
         Ok(())

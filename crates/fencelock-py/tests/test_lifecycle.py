@@ -152,6 +152,43 @@ def test_an_exit_releases_a_lock_whose_extend_is_in_flight(server, name):
     assert_free(client, name, "a guard borrowed by an extend at exit")
 
 
+EXIT_BUSY = """
+    import random, sys, threading, time, fencelock
+    client = fencelock.Client(sys.argv[1])
+
+    def loop(i):
+        while True:
+            with client.lock(f"{sys.argv[2]}/{i % 3}", ttl=5.0):
+                pass
+
+    for i in range(8):
+        threading.Thread(target=loop, args=(i,), daemon=True).start()
+    time.sleep(random.uniform(0.3, 1.0))
+    sys.exit(0)
+"""
+
+
+def test_an_exit_with_daemon_threads_in_calls_ends_with_status_0(server, name):
+    """Daemon threads in the package's calls when the interpreter exits: a thread whose call
+    ends while the interpreter finalizes must not take the GIL back through a native frame
+    (CPython ends it by a forced unwind, which aborts the process from a Rust frame: SIGABRT,
+    `FATAL: exception not rethrown`). 50 runs, four at a time: each exits with 0."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def one(i: int):
+        child = python(EXIT_BUSY, server.url, f"{name}/{i}", stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        try:
+            out, _ = child.communicate(timeout=60)
+        finally:
+            child.kill()
+        return child.returncode, out
+
+    with ThreadPoolExecutor(4) as pool:
+        ends = list(pool.map(one, range(50)))
+    failed = [(status, out) for status, out in ends if status != 0]
+    assert not failed, f"{len(failed)} of 50 exits failed; the first: {failed[0]}"
+
+
 def test_a_cancelled_wait_has_left_its_place_when_cancelled_error_arrives(server, name):
     async def main():
         client = fencelock.aio.Client(server.url)
