@@ -3,8 +3,11 @@
 // (`{ warn, info, debug }`, as pino and winston give; `error` too if it has one), each event of
 // the library (a lost lock's warning, a renewal that failed) is a call of its method for the
 // event's level, with the event as one line of text. A missing method falls back to the next
-// more severe one the logger has, and to standard error when it has none. With no such client,
-// the log goes to standard error (its level: FENCELOCK_LOG, default `warn`).
+// more severe one the logger has, and to standard error when it has none. The loggers are this
+// thread's (this module is loaded once per thread): the addon keeps one sink per thread, so a
+// worker's never replaces the main thread's, nor removes it, and every thread's sink gets each
+// event of the process. With no such client in any thread, the log goes to standard error (its
+// level: FENCELOCK_LOG, default `warn`).
 
 const native = require('./native')
 
@@ -16,7 +19,7 @@ const FALLBACK = {
   trace: ['trace', 'debug', 'info', 'warn', 'error']
 }
 
-/** The loggers of the clients that have one, each with how many clients gave it. */
+/** The loggers of this thread's clients that have one, each with how many clients gave it. */
 const loggers = new Map()
 
 function deliver (level, line) {

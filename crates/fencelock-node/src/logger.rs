@@ -1,15 +1,20 @@
-//! Where the library's log goes: standard error (the default), or the application's logger.
-//! The package's JavaScript sets a sink ([`set_log_sink`]) while a client has a `logger`
-//! option; each event, formatted as one line, is then handed to it with its level instead of
-//! being written to standard error. The sink is a weak thread-safe function: it never keeps the
-//! process alive.
+//! Where the library's log goes: standard error (the default), or the application's loggers.
+//! The package's JavaScript of each thread (the main thread, each worker) sets its thread's sink
+//! ([`set_log_sink`]) while a client of that thread has a `logger` option, and removes it; a
+//! thread's sink never replaces or removes another thread's. Each event, formatted as one line,
+//! is handed with its level to every thread's sink (the library's events do not say which
+//! thread's client they are about), and written to standard error when no thread has one. A
+//! sink is a weak thread-safe function: it never keeps the process (or a worker) alive, and it
+//! is removed when its thread's environment ends.
 
+use std::cell::Cell;
 use std::io::Write;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
 
-use napi::Status;
 use napi::bindgen_prelude::FnArgs;
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
+use napi::{Env, Result, Status};
 use napi_derive::napi;
 use tracing_subscriber::fmt::MakeWriter;
 
@@ -17,13 +22,52 @@ use tracing_subscriber::fmt::MakeWriter;
 pub type LogSink =
     ThreadsafeFunction<FnArgs<(String, String)>, (), FnArgs<(String, String)>, Status, false, true>;
 
-static SINK: Mutex<Option<LogSink>> = Mutex::new(None);
+/// Each thread's sink, by the thread's key.
+static SINKS: Mutex<Vec<(u64, LogSink)>> = Mutex::new(Vec::new());
+
+/// The next thread's key.
+static NEXT_THREAD: AtomicU64 = AtomicU64::new(0);
+
+thread_local! {
+    /// This thread's key among the sinks, given with its first sink.
+    static THREAD: Cell<Option<u64>> = const { Cell::new(None) };
+}
 
 /// Sends the library's log to `callback(level, line)` (`level`: `error`, `warn`, `info`,
-/// `debug` or `trace`); `null` sends it to standard error again.
+/// `debug` or `trace`) as this thread's sink, beside the other threads'; `null` removes this
+/// thread's sink (the log goes to standard error again once no thread has one).
 #[napi(ts_args_type = "callback: ((level: string, line: string) => void) | null")]
-pub fn set_log_sink(callback: Option<LogSink>) {
-    *SINK.lock().unwrap_or_else(PoisonError::into_inner) = callback;
+pub fn set_log_sink(env: &Env, callback: Option<LogSink>) -> Result<()> {
+    let key = match THREAD.with(Cell::get) {
+        Some(key) => key,
+        None => {
+            let key = NEXT_THREAD.fetch_add(1, Ordering::Relaxed);
+            // A worker that ends with its sink set (terminated, or its client never closed)
+            // leaves nothing behind.
+            env.add_env_cleanup_hook(key, |key| set(key, None))?;
+            THREAD.with(|slot| slot.set(Some(key)));
+            key
+        }
+    };
+    set(key, callback);
+    Ok(())
+}
+
+/// Sets (or, with `None`, removes) the sink of the thread whose key is `key`.
+fn set(key: u64, sink: Option<LogSink>) {
+    let removed = {
+        let mut sinks = SINKS.lock().unwrap_or_else(PoisonError::into_inner);
+        let removed: Vec<(u64, LogSink)> = match sinks.iter().position(|(k, _)| *k == key) {
+            Some(at) => vec![sinks.swap_remove(at)],
+            None => Vec::new(),
+        };
+        if let Some(sink) = sink {
+            sinks.push((key, sink));
+        }
+        removed
+    };
+    // Released outside the lock.
+    drop(removed);
 }
 
 /// The log's writer: one line per event, to the sink if there is one, else to standard error.
@@ -76,17 +120,19 @@ impl Drop for Line {
         if self.text.is_empty() {
             return;
         }
-        let sink = SINK.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(sink) = sink.as_ref() {
-            let line = String::from_utf8_lossy(&self.text).trim_end().to_owned();
-            sink.call(
-                FnArgs::from((self.level.to_owned(), line)),
-                ThreadsafeFunctionCallMode::NonBlocking,
-            );
-        } else {
-            drop(sink);
+        let sinks = SINKS.lock().unwrap_or_else(PoisonError::into_inner);
+        if sinks.is_empty() {
+            drop(sinks);
             // Nowhere else to say it if standard error fails.
             let _ = std::io::stderr().write_all(&self.text);
+            return;
+        }
+        let line = String::from_utf8_lossy(&self.text).trim_end().to_owned();
+        for (_, sink) in sinks.iter() {
+            sink.call(
+                FnArgs::from((self.level.to_owned(), line.clone())),
+                ThreadsafeFunctionCallMode::NonBlocking,
+            );
         }
     }
 }

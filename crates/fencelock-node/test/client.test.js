@@ -402,3 +402,57 @@ test('close() resolves once the waits it ended have left their places in line, a
   await held.release()
   await holder.close()
 })
+
+test('each thread has its own logger: a worker\'s neither replaces the main thread\'s nor silences it', async () => {
+  const { Worker } = require('node:worker_threads')
+  const { once } = require('node:events')
+  const logged = []
+  const logging = new Client(server.url, { logger: { warn: (line) => logged.push(line) } })
+  /** Takes lock `name` with a short lease, not renewed, and waits for its loss. */
+  const lose = async (name) => {
+    const guard = await logging.lock(name, { ttl: 200, autoRenew: false }).acquire()
+    await aborted(guard.signal)
+  }
+  const worker = new Worker(`
+    const { parentPort, workerData } = require('node:worker_threads')
+    const { Client } = require(workerData.pkg)
+    const client = new Client(workerData.url, { logger: { warn: (line) => parentPort.postMessage(['warn', line]) } })
+    parentPort.on('message', async (what) => {
+      if (what === 'close') {
+        await client.close()
+        parentPort.postMessage(['closed'])
+        parentPort.close()
+        return
+      }
+      const guard = await client.lock(what, { ttl: 200, autoRenew: false }).acquire()
+      guard.signal.addEventListener('abort', () => parentPort.postMessage(['lost', what]))
+    })
+    parentPort.postMessage(['ready'])
+  `, { eval: true, workerData: { pkg: PACKAGE, url: server.url } })
+  const fromWorker = []
+  worker.on('message', (message) => fromWorker.push(message))
+  try {
+    await until(() => fromWorker.some(([what]) => what === 'ready'), 'the worker and its logger')
+    // The worker's logger is set: the main thread's still gets the main thread's events.
+    const first = uniqueName('main-beside-worker')
+    await lose(first)
+    await until(() => logged.some((line) => line.includes(first) && /lock lost/.test(line)),
+      `the main thread's logger was not told of ${first}, with a worker's logger set: ${JSON.stringify(logged)}`)
+    // The worker's logger gets the worker's events, with the main thread's set.
+    const theirs = uniqueName('worker-beside-main')
+    worker.postMessage(theirs)
+    await until(() => fromWorker.some(([what, line]) => what === 'warn' && line.includes(theirs) && /lock lost/.test(line)),
+      `the worker's logger was not told of ${theirs}: ${JSON.stringify(fromWorker)}`)
+    // The worker's client closes (its logger removed) and the worker ends: the main thread's
+    // logger is not silenced.
+    worker.postMessage('close')
+    await once(worker, 'exit')
+    const after = uniqueName('main-after-worker')
+    await lose(after)
+    await until(() => logged.some((line) => line.includes(after) && /lock lost/.test(line)),
+      `the main thread's logger was silenced by the worker's close: ${JSON.stringify(logged)}`)
+  } finally {
+    await worker.terminate()
+    await logging.close()
+  }
+})
