@@ -211,8 +211,8 @@ class Client {
   /**
    * Holds the plain lock `name` while `fn(signal, guard)` runs, and releases it after,
    * whatever happens: `signal` aborts if the lock is lost meanwhile. Rejects `not_held` if
-   * `fn` finished after the lock was lost. `options`: those of `lock`, and `signal` for the
-   * wait.
+   * `fn` finished after the lock was lost. `options`: those of `lock` (`label` too), and
+   * `signal` for the wait.
    */
   async using (name, options, fn) {
     if (typeof options === 'function') {
@@ -220,7 +220,7 @@ class Client {
       options = {}
     }
     const { signal, ...rest } = checkOptions(name, options ?? {}, {
-      ttl: 'ms', wait: 'ms', maxHold: 'ms', lockDelay: 'ms', queueTimeout: 'ms', autoRenew: 'bool', signal: 'signal'
+      ttl: 'ms', wait: 'ms', maxHold: 'ms', lockDelay: 'ms', queueTimeout: 'ms', autoRenew: 'bool', label: 'string', signal: 'signal'
     })
     return this.lock(name, rest).using(fn, { signal })
   }

@@ -51,6 +51,14 @@ test('a label is what inspect shows of its holder; a bad one holds nothing', asy
   assert.equal((await client.inspect(name)).holder, null)
 })
 
+test('client.using takes a label, as client.lock does', async () => {
+  const name = uniqueName('using-label')
+  const seen = await client.using(name, { label: 'worker-7:42', wait: 0 }, async () => (await client.inspect(name)).holder.label)
+  assert.equal(seen, 'worker-7:42')
+  assert.equal((await client.inspect(name)).holder, null)
+  await assert.rejects(client.using(name, { label: 7 }, async () => {}), (e) => e.code === 'invalid_argument' && e.option === 'label')
+})
+
 test('forceRelease frees a lock and its holder learns it', async () => {
   const name = uniqueName()
   const guard = await client.lock(name, { ttl: 2000 }).acquire()
