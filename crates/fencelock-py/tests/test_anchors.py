@@ -255,3 +255,42 @@ def test_a_with_block_whose_lock_the_close_released_says_so(server, name):
             client.close()
     assert raised.value.reason == "released"
     assert not key_exists(server, name)
+
+
+UNKNOWN_OPTIONS = [
+    (lambda c, n: c.lock(n, timeout=1), "timeout"),
+    (lambda c, n: c.lock(n, queue_timeout=1), "queue_timeout"),
+    (lambda c, n: c.lock(n).acquire(wait=1), "wait"),
+    (lambda c, n: c.lock(n).try_acquire(blocking=False), "blocking"),
+    (lambda c, n: c.fair_lock(n, blocking=False), "blocking"),
+    (lambda c, n: c.semaphore(n, 3, count=2), "count"),
+    (lambda c, n: c.read_write_lock(n).write(timeout=1), "timeout"),
+    (lambda c, n: c.reentrant_lock(n, ttl=1), "ttl"),
+    (lambda c, n: c.reentrant_lock(n).acquire(timeout=1), "timeout"),
+    (lambda c, n: c.multi_lock([n], timeout=1), "timeout"),
+    (lambda c, n: c.multi_lock([n]).acquire(wait=1), "wait"),
+    (lambda c, n: c.once(n, retries=3), "retries"),
+    (lambda c, n: c.election(n).campaign("v", timeout=1), "timeout"),
+    (lambda c, n: c.threading_lock(n, wait=1), "wait"),
+    (lambda c, n: c.threading_lock(n, sleep=0.1), "sleep"),
+    (lambda c, n: c.threading_lock(n).acquire(token="t"), "token"),
+]
+
+
+@pytest.mark.parametrize("call,option", UNKNOWN_OPTIONS)
+@pytest.mark.parametrize("flavour", ["blocking", "aio"])
+def test_unknown_options_are_invalid_argument_naming_them(server, name, call, option, flavour):
+    if flavour == "aio":
+        if "threading_lock" in call.__code__.co_names:
+            return  # (fencelock.aio has no threading lock)
+        client = fencelock.aio.Client(server.url)
+    else:
+        client = fencelock.Client(server.url)
+    with pytest.raises(fencelock.InvalidArgument) as raised:
+        made = call(client, name)
+        if asyncio.iscoroutine(made):
+            made.close()
+    error = raised.value
+    assert not isinstance(error, TypeError)
+    assert error.option == option and error.lock == name, (error.option, error.lock)
+    assert option in str(error) and name in str(error), str(error)

@@ -189,16 +189,21 @@ class LockRequest:
     def _make(self, native: Any) -> Optional[Guard]:
         return None if native is None else self._guard_class(native, self._run)
 
-    def acquire(self) -> Any:
+    def acquire(self, **unknown: Any) -> Any:
         """Waits for the lock (as the request's ``wait`` says) and gives its guard.
 
         Raises :class:`fencelock.TimedOut` when the wait runs out, :class:`fencelock.Busy`
         with ``wait=0``, or another :class:`fencelock.Error`. A cancelled or interrupted wait
-        holds nothing and has left its place in line when it raises."""
+        holds nothing and has left its place in line when it raises. It takes no options (the
+        request's are given where it is made): one raises :class:`fencelock.InvalidArgument`."""
+        if unknown:
+            _checks.unknown(self.name, unknown, {})
         return self._run(self._acquirer.acquire, self._spec, then=self._make)
 
-    def try_acquire(self) -> Any:
+    def try_acquire(self, **unknown: Any) -> Any:
         """One try: the guard, or ``None`` if another owner holds the lock."""
+        if unknown:
+            _checks.unknown(self.name, unknown, {})
         return self._run(self._acquirer.acquire, self._spec, True, then=self._make)
 
     def _push(self, key: Any, guard: Guard) -> Guard:
@@ -377,6 +382,7 @@ class ClientBase:
         auto_renew: bool = True,
         lock_delay: Optional[float] = None,
         label: Optional[str] = None,
+        **unknown: Any,
     ) -> Any:
         """A request for the exclusive lock ``name``.
 
@@ -387,8 +393,11 @@ class ClientBase:
         granted again for this many seconds after (a release ends it at once). ``label``: who
         holds it, in your words (a host and a PID, say; at most 128 bytes, no control
         characters), which :meth:`inspect` shows; one command more per grant, renewal and
-        release. Every kind's request takes these options.
+        release. Every kind's request takes these options; another raises
+        :class:`fencelock.InvalidArgument` naming it.
         """
+        if unknown:
+            _checks.unknown(name, unknown, _checks.PLAIN)
         return self._request(
             spec("lock", name, ttl=ttl, wait=wait, max_hold=max_hold, auto_renew=auto_renew, lock_delay=lock_delay,
                  label=label)
@@ -404,27 +413,29 @@ class ClientBase:
         large request is not starved by a stream of small ones."""
         return self._request(spec("semaphore", name, permits=permits, take=take, **options))
 
-    def multi_lock(self, names: Sequence[str], *, ttl: Optional[float] = None, wait: Optional[float] = None) -> Any:
+    def multi_lock(self, names: Sequence[str], *, ttl: Optional[float] = None, wait: Optional[float] = None,
+                   **unknown: Any) -> Any:
         """A request for the plain locks ``names``, all or none (deadlock-free whatever the
         order); each name keeps its own fence."""
         names = [_checks.name(n, "each name") for n in names]
-        _checks.check(names[0] if names else None, {"ttl": ttl, "wait": wait}, _checks.MULTI)
+        _checks.check(names[0] if names else None, dict(unknown, ttl=ttl, wait=wait), _checks.MULTI)
         return self._multi_class(self, names, ttl, wait)
 
     def once(self, key: str, *, lock: Optional[str] = None, ttl: Optional[float] = None,
-             wait: Optional[float] = None) -> Any:
+             wait: Optional[float] = None, **unknown: Any) -> Any:
         """Work to do once across the fleet, recorded under ``key`` when it succeeds (runs take
         turns on the lock ``lock``, the key by default). See :meth:`fencelock.Once.run`."""
-        _checks.check(_checks.name(key, "key"), {"lock": lock, "ttl": ttl, "wait": wait}, _checks.ONCE)
+        _checks.check(_checks.name(key, "key"), dict(unknown, lock=lock, ttl=ttl, wait=wait), _checks.ONCE)
         return self._once_class(self, key, lock, ttl, wait)
 
     def read_write_lock(self, name: str) -> ReadWriteLock:
         """The read-write lock ``name``: ``.read()`` / ``.write()`` make requests."""
         return ReadWriteLock(self, name)
 
-    def reentrant_lock(self, name: str, *, max_reentry: Optional[int] = None) -> ReentrantLock:
-        """A handle on the reentrant lock ``name``."""
-        _checks.check(_checks.name(name), {"max_reentry": max_reentry}, _checks.REENTRANT)
+    def reentrant_lock(self, name: str, *, max_reentry: Optional[int] = None, **unknown: Any) -> ReentrantLock:
+        """A handle on the reentrant lock ``name`` (the options of its acquisitions go to
+        :meth:`ReentrantLock.acquire`)."""
+        _checks.check(_checks.name(name), dict(unknown, max_reentry=max_reentry), _checks.REENTRANT)
         return ReentrantLock(self._native.reentrant(name, max_reentry), self)
 
     def fenced_store(self, resource: str) -> FencedStore:

@@ -95,7 +95,8 @@ def check(lock: Optional[str], options: Dict[str, Any], allowed: Dict[str, Check
     for option, value in options.items():
         verdict: Optional[str]
         if option not in allowed:
-            verdict = f"is not an option here (the options: {', '.join(allowed)})"
+            takes = f"the options: {', '.join(allowed)}" if allowed else "this call takes none"
+            verdict = f"is not an option here ({takes})"
         elif value is None:
             continue
         else:
@@ -106,6 +107,13 @@ def check(lock: Optional[str], options: Dict[str, Any], allowed: Dict[str, Check
                 raise ConfigError(f"invalid fencelock configuration: {reason}", reason=reason, option=option)
             raise error(f"invalid argument for lock {lock!r}: {reason}", lock=lock, reason=reason, option=option)
     return options
+
+
+def unknown(lock: Optional[str], options: Dict[str, Any], allowed: Dict[str, Check]) -> None:
+    """Refuses ``options``, the keywords a call's signature did not take (a ``**`` catch-all,
+    for :class:`fencelock.InvalidArgument` rather than Python's ``TypeError``), naming the
+    first."""
+    check(lock, options, allowed)
 
 
 def name(value: Any, what: str = "name") -> str:

@@ -73,11 +73,12 @@ class Election:
         self._client = client
         self.name = name
 
-    def campaign(self, value: str, *, ttl: Optional[float] = None, wait: Optional[float] = None) -> Any:
+    def campaign(self, value: str, *, ttl: Optional[float] = None, wait: Optional[float] = None,
+                 **unknown: Any) -> Any:
         """Waits to lead (``wait``: ``None`` as long as it takes, 0 not at all, else seconds)
         and gives the leadership. Raises :class:`fencelock.Busy` or
         :class:`fencelock.TimedOut` when someone else leads and the wait is over."""
-        _checks.check(self.name, {"ttl": ttl, "wait": wait}, _checks.MULTI)
+        _checks.check(self.name, dict(unknown, ttl=ttl, wait=wait), _checks.MULTI)
         client = self._client
         return client._run(
             client._native.campaign,
@@ -114,8 +115,10 @@ class MultiLockRequest:
         self._wait = wait
         self._held: Dict[Any, List[Any]] = {}
 
-    def acquire(self) -> Any:
+    def acquire(self, **unknown: Any) -> Any:
         """Takes every name, or none (raises as :meth:`LockRequest.acquire`)."""
+        if unknown:
+            _checks.unknown(self.names[0] if self.names else None, unknown, {})
         run = self._client._run
         return run(self._client._native.multi_acquire, self.names, self._ttl, self._wait,
                    then=lambda native: self._guard_class(native, run))
