@@ -21,7 +21,7 @@ export type KindCode = 'lock' | 'reentrant' | 'read-write' | 'semaphore' | 'othe
  * An error of fencelock's. `code` says which; `lock` names the lock (or the resource, or the
  * election), `null` when there is none; the other fields are those of the code, for example
  * `remaining` (ms) for `busy`, `waited` (ms) for `timed_out`, `reason` for `not_held`,
- * `server` for `unreachable`, `accepted` and `offered` (bigints) for `fenced`.
+ * `server` for `unreachable`, `fence` and `accepted` (bigints) for `fenced`.
  */
 export class FencelockError extends Error {
   constructor (message: string, fields?: { code?: ErrorCode, lock?: string | null, cause?: unknown, [field: string]: unknown })
@@ -70,7 +70,16 @@ export class AuthFailedError extends FencelockError { readonly code: 'auth_faile
 export class PermissionDeniedError extends FencelockError { readonly code: 'permission_denied' }
 export class RedisError extends FencelockError { readonly code: 'redis' }
 export class WrongTypeError extends FencelockError { readonly code: 'wrong_type' }
-export class FencedError extends FencelockError { readonly code: 'fenced' }
+/** A fence older than the newest the resource accepted: nothing written. */
+export class FencedError extends FencelockError {
+  readonly code: 'fenced'
+  /** The resource (the fenced store's). */
+  readonly resource: string
+  /** The fence the write carried, refused. */
+  readonly fence: bigint
+  /** The newest fence the resource accepted. */
+  readonly accepted: bigint
+}
 export class FencedWrongTypeError extends FencelockError { readonly code: 'fenced_wrong_type' }
 export class SqlError extends FencelockError { readonly code: 'sql' }
 export class ConflictError extends FencelockError { readonly code: 'conflict'; readonly conflict: ConflictCode }

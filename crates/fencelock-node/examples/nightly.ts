@@ -1,7 +1,7 @@
 // A nightly job on one host only: hold the lock while the job runs, stop if it is lost, and
 // refuse a late write from a paused run with the fence.
 //   node --experimental-strip-types examples/nightly.ts redis://127.0.0.1:6379   (Node 22.6+)
-import { Client, FencelockError, Writes } from 'fencelock'
+import { Client, FencedError, FencelockError, Writes } from 'fencelock'
 
 async function nightly (url: string): Promise<void> {
   const client = new Client(url)
@@ -15,6 +15,12 @@ async function nightly (url: string): Promise<void> {
   } catch (error) {
     if (error instanceof FencelockError && error.code === 'busy') {
       console.log(`another host runs it (${String(error.remaining)} ms left on its lease)`)
+      return
+    }
+    if (error instanceof FencedError) {
+      // A newer run wrote first: this one's fence is older than the one the resource accepted.
+      const behind: bigint = error.accepted - error.fence
+      console.log(`a newer run wrote reports/latest (fence ${error.accepted}, ${behind} past ours)`)
       return
     }
     throw error

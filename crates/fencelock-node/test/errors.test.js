@@ -12,19 +12,26 @@ const { PACKAGE, startServer, uniqueName, sleep } = require('./helpers')
 const { Client, FencelockError, Writes, codes } = require(PACKAGE)
 
 const raised = new Set()
+/** An error raised above, by code (the first of each). */
+const examples = new Map()
 /** Asserts `promise` rejects with `code` (and what `check` says); records the code. */
 async function rejectsWith (promise, code, check = () => true) {
   await assert.rejects(promise, (e) => {
     assert.ok(e instanceof FencelockError, `not a FencelockError: ${e}`)
     assert.equal(e.code, code, e.message)
     assert.ok(check(e), `${code}: ${JSON.stringify(e, (k, v) => typeof v === 'bigint' ? String(v) : v)} ${e.message}`)
+    if (!examples.has(code)) examples.set(code, e)
     return true
   })
   raised.add(code)
 }
 
 function throwsWith (fn, code, check = () => true) {
-  assert.throws(fn, (e) => e instanceof FencelockError && e.code === code && check(e))
+  assert.throws(fn, (e) => {
+    if (!(e instanceof FencelockError && e.code === code && check(e))) return false
+    if (!examples.has(code)) examples.set(code, e)
+    return true
+  })
   raised.add(code)
 }
 
@@ -215,4 +222,35 @@ test('every code of the core is raised above, or cannot arise from Node', () => 
     assert.ok(raised.has(code) || unreachable.has(code), `no case raised ${code}`)
   }
   assert.deepEqual([...codes.error], [...FencelockError.CODES])
+})
+
+test('the fields index.d.ts names for each code are those of the errors raised above', () => {
+  const declarations = fs.readFileSync(path.join(PACKAGE, 'index.d.ts'), 'utf8')
+  /** Each code's fields, as the declarations name them: code -> [[field, where]]. */
+  const named = new Map()
+  const name = (code, field, where) => named.set(code, [...(named.get(code) ?? []), [field, where]])
+  // FencelockError's comment: "... for example `remaining` (ms) for `busy`, ..., `a` and `b` for `c`."
+  const comment = declarations.match(/the other fields are those of the code, for example([\s\S]*?)\.\n/)
+  assert.ok(comment, 'FencelockError\'s comment lists no fields')
+  for (const part of comment[1].replace(/\n \*/g, ' ').split(/, (?=`)/)) {
+    const [fields, code] = part.split(/ for (?=`)/)
+    assert.ok(code, `not "fields for code": ${part}`)
+    for (const [, field] of fields.matchAll(/`(\w+)`/g)) name(code.match(/`(\w+)`/)[1], field, 'FencelockError\'s comment')
+  }
+  // Each subclass's own fields (`readonly field:`; optional ones, `field?:`, left out).
+  for (const [, cls, body] of declarations.matchAll(/^export class (\w+) extends FencelockError \{([^}]*)\}/gm)) {
+    const code = body.match(/readonly code: '(\w+)'/)
+    if (!code) continue
+    for (const [, field] of body.matchAll(/readonly (\w+):/g)) {
+      if (field !== 'code') name(code[1], field, cls)
+    }
+  }
+  assert.ok(named.has('fenced'), 'no field named for fenced')
+  for (const [code, fields] of named) {
+    const example = examples.get(code)
+    if (example === undefined) continue
+    for (const [field, where] of fields) {
+      assert.ok(field in example, `${where} names a field ${field} for ${code}, which its errors do not have (${Object.keys(example).join(', ')})`)
+    }
+  }
 })
