@@ -294,3 +294,44 @@ def test_unknown_options_are_invalid_argument_naming_them(server, name, call, op
     assert not isinstance(error, TypeError)
     assert error.option == option and error.lock == name, (error.option, error.lock)
     assert option in str(error) and name in str(error), str(error)
+
+
+def test_close_releases_but_keeps_the_connections_until_collected(make_server, name):
+    """What close() closes, as docs/python.md says: it releases and refuses, but the
+    connections stay open until the client and everything made from it are collected."""
+    import gc
+
+    server = make_server()  # of its own: no other test's connections
+    raw = server.raw()
+
+    gc.collect()  # (the startup check's connection, if it lingers)
+    before = len(raw.client_list())
+
+    def connections() -> int:
+        return len(raw.client_list()) - before
+
+    def settle(expected: int) -> int:
+        deadline = time.monotonic() + 5
+        while connections() != expected and time.monotonic() < deadline:
+            time.sleep(0.02)
+        return connections()
+
+    assert connections() == 0
+    client = fencelock.Client(server.url)
+    request = client.lock(name, ttl=30.0)
+    guard = request.acquire()
+    open_now = connections()
+    assert open_now >= 1
+    client.close()
+    assert not key_exists(server, name) and guard.release() is False
+    with pytest.raises(fencelock.ClientClosed):
+        request.acquire()
+    time.sleep(0.3)
+    assert connections() == open_now, "close() closed connections"
+    del client, request
+    gc.collect()
+    time.sleep(0.3)
+    assert connections() == open_now, "a guard kept alive no connection"
+    del guard
+    gc.collect()
+    assert settle(0) == 0, "the connections outlived every object of the client"

@@ -289,7 +289,8 @@ class Client(_api.ClientBase):
         :class:`fencelock.ClientClosed`, what it holds is released (its leaderships resigned),
         and later calls on it, or on the requests it made, raise ``ClientClosed``. Returns once
         the releases are done; closing twice is harmless. A ``with`` block closes it at its
-        end."""
+        end. It does not close the connections: they close when the client and everything
+        made from it (requests, guards) are garbage-collected."""
         _close.close_blocking(self._scope, self._native)
 
     def __enter__(self) -> "Client":
