@@ -418,8 +418,10 @@ export class Client implements AsyncDisposable {
   /**
    * Closes the client: its waits reject with `ClientClosedError`, what it holds is released
    * (its leaderships resigned), and later calls on it, or on the requests it made, throw
-   * `ClientClosedError`. Resolves once the releases are done; closing twice is harmless.
-   * `await using client = new Client(url)` closes it at the end of the block.
+   * `ClientClosedError`. Resolves once the releases are done and the waits it ended have
+   * given back their places in line (at most 2 s); closing twice is harmless. It closes no
+   * connection: they close when the client is garbage-collected (they never keep the process
+   * alive). `await using client = new Client(url)` closes it at the end of the block.
    */
   close (): Promise<void>
   /** Whether `close()` was called. */
