@@ -21,6 +21,10 @@ pub const EXIT_NOT_ACQUIRED: u8 = 73;
 /// Exit code: the lock was lost while the command ran (its lease ran out, or an operator
 /// force-released it); the command was stopped if it was still running.
 pub const EXIT_LOCK_LOST: u8 = 74;
+/// Exit code (sysexits `EX_TEMPFAIL`): `run --once`'s command succeeded, but its run could not
+/// be recorded as done (Redis refused or could not be reached, or the replicas asked for did not
+/// acknowledge the record): the next run will do the work again.
+pub const EXIT_NOT_RECORDED: u8 = 75;
 /// Exit code (as `timeout(1)` and `env(1)` use it): `fencelock`'s own part of running a command
 /// failed: the launcher between `fencelock run` (or `elect`) and the command could not start or
 /// set itself up, or it was killed. (A command may exit with 125 itself; `fencelock`'s own 125
@@ -90,6 +94,12 @@ pub mod exit {
         range: false,
         codes: &[super::EXIT_LOCK_LOST],
         meaning: "the lock was lost while the command ran (the command was stopped)",
+    };
+    pub const NOT_RECORDED: ExitLine = ExitLine {
+        range: false,
+        codes: &[super::EXIT_NOT_RECORDED],
+        meaning: "--once: the command succeeded but was not recorded as done (the next run does \
+                  it again)",
     };
     pub const LAUNCHER: ExitLine = ExitLine {
         range: false,

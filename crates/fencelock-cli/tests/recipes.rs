@@ -489,3 +489,36 @@ fn a_lock_delay_with_several_names_or_once_is_refused_and_nothing_runs() {
         assert!(!path(dir.path(), "ran").exists(), "the command ran");
     }
 }
+
+/// A run-once whose command succeeded but whose record cannot be written (here the server
+/// refuses writes: `min-replicas-to-write` with no replica) exits 75, not 0, and says the next
+/// run will do the work again; nothing is recorded.
+#[test]
+fn once_whose_record_cannot_be_written_exits_75_and_says_so() {
+    let server = server();
+    let url = server.url();
+    let dir = scratch();
+    let started = file(dir.path(), "started");
+    let go = file(dir.path(), "go");
+    let script = format!("touch \"{started}\"; while [ ! -e \"{go}\" ]; do sleep 0.01; done");
+    let running = Running::start(fencelock(&[
+        "run", "--url", &url, "--once", "v7", "report", "--", "sh", "-c", &script,
+    ]));
+    wait_for_file(std::path::Path::new(&started), LIMIT);
+    server
+        .cmd(&["CONFIG", "SET", "min-replicas-to-write", "1"])
+        .expect("CONFIG SET");
+    std::fs::write(&go, "").unwrap();
+    let done = running.finish();
+    server
+        .cmd(&["CONFIG", "SET", "min-replicas-to-write", "0"])
+        .expect("CONFIG SET");
+    assert_eq!(done.code, Some(75), "{}", done.explain());
+    assert!(
+        done.stderr.contains("succeeded")
+            && done.stderr.contains("next run will do the work again"),
+        "{}",
+        done.explain()
+    );
+    assert!(!exists(&server, "fencelock:once:{report}:v7"), "recorded");
+}

@@ -17,14 +17,16 @@ use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 
 /// The command of these tests: writes its PID, then a tick every 20 ms; on any signal it can
-/// catch but the job-control ones it writes the signal's number and exits 3.
+/// catch but the job-control ones it writes the signal's number and exits 3, but for the one
+/// given as its fourth argument (a release request's), which it writes and ignores.
 const PROGRAM: &str = r#"
 import os, signal, sys, time
-pid_file, got_file, ticks_file = sys.argv[1:4]
+pid_file, got_file, ticks_file, asked = sys.argv[1:5]
 def got(n, frame):
     with open(got_file, "a") as f:
         f.write(f"{n}\n")
-    os._exit(3)
+    if n != int(asked):
+        os._exit(3)
 skip = {signal.SIGKILL, signal.SIGSTOP, signal.SIGCONT, signal.SIGTSTP, signal.SIGTTIN,
         signal.SIGTTOU, signal.SIGCHLD}
 for n in range(1, 32):
@@ -92,6 +94,11 @@ impl Files {
     }
 
     fn command(&self) -> Vec<String> {
+        self.command_asked(0)
+    }
+
+    /// The command, ignoring signal `asked` (after it writes it down).
+    fn command_asked(&self, asked: i32) -> Vec<String> {
         let s = |p: &Path| p.to_string_lossy().into_owned();
         vec![
             "python3".into(),
@@ -100,6 +107,7 @@ impl Files {
             s(&self.pid),
             s(&self.got),
             s(&self.ticks),
+            asked.to_string(),
         ]
     }
 
@@ -238,41 +246,112 @@ fn every_signal_while_the_command_runs_has_the_outcome_the_table_states() {
         let command = files.wait_pid();
         ticks_again(&files, "the command runs");
         running.signal(signal);
-        match expected(n) {
-            Expect::Ending | Expect::Passed => {
-                held_while_alive(&server, &key, command);
-                let done = running.finish();
-                assert_eq!(done.code, Some(3), "{}", done.explain());
-                assert_eq!(files.got(), [n], "{}", done.explain());
-                assert!(!exists(&server, &key), "released: {}", done.explain());
-            }
-            Expect::Stop | Expect::Stopped => {
-                wait_until(LIMIT, "fencelock stops", || stopped(running.pid()));
-                wait_until(LIMIT, "the command stops", || stopped(command));
-                no_ticks_for(&files, Duration::from_millis(300), "fencelock was stopped");
-                assert!(exists(&server, &key), "the lease outlives a short stop");
-                running.signal(Signal::SIGCONT);
-                ticks_again(&files, "the command runs again, the lock still held");
-                let done = end_with_term(running, &files, signal.as_str());
-                assert!(!exists(&server, &key), "released: {}", done.explain());
-            }
-            Expect::Continue | Expect::Ignored => {
-                ticks_again(&files, "the command runs on");
-                assert!(alive(running.pid()));
-                end_with_term(running, &files, signal.as_str());
-            }
-            Expect::Fatal | Expect::FatalSecond => {
-                if expected(n) == Expect::FatalSecond {
-                    ticks_again(&files, "the command runs on after the first");
-                    assert!(alive(running.pid()), "the first is taken by the runtime");
-                    running.signal(signal);
-                }
-                held_while_alive(&server, &key, command);
-                let done = running.finish();
-                assert_eq!(done.signal, Some(n), "{}", done.explain());
-                assert!(files.got().is_empty(), "{}", done.explain());
-            }
+        after_signal(n, running, &files, &server, &key, command, &[]);
+    });
+}
+
+/// Checks what follows signal `n` sent to a run whose command runs (`pid`), or whose tree is
+/// being stopped: the command noted `before` first.
+fn after_signal(
+    n: i32,
+    running: Running,
+    files: &Files,
+    server: &RedisServer,
+    key: &str,
+    pid: Pid,
+    before: &[i32],
+) {
+    let signal = Signal::try_from(n).unwrap();
+    let with = |last: &[i32]| [before, last].concat();
+    let end_with_term = |running: Running| {
+        running.signal(Signal::SIGTERM);
+        let done = running.finish();
+        assert_eq!(done.code, Some(3), "{}", done.explain());
+        done
+    };
+    match expected(n) {
+        Expect::Ending | Expect::Passed if before.contains(&n) => {
+            // The request's signal again: noted and ignored as the request was.
+            wait_until(LIMIT, "noted again", || files.got() == with(&[n]));
+            let done = end_with_term(running);
+            assert_eq!(files.got(), with(&[n, 15]), "{}", done.explain());
+            assert!(!exists(server, key), "released: {}", done.explain());
         }
+        Expect::Ending | Expect::Passed => {
+            held_while_alive(server, key, pid);
+            let done = running.finish();
+            assert_eq!(done.code, Some(3), "{}", done.explain());
+            assert_eq!(files.got(), with(&[n]), "{}", done.explain());
+            assert!(!exists(server, key), "released: {}", done.explain());
+        }
+        Expect::Stop | Expect::Stopped => {
+            wait_until(LIMIT, "fencelock stops", || stopped(running.pid()));
+            wait_until(LIMIT, "the command stops", || stopped(pid));
+            no_ticks_for(files, Duration::from_millis(300), "fencelock was stopped");
+            assert!(exists(server, key), "the lease outlives a short stop");
+            running.signal(Signal::SIGCONT);
+            ticks_again(files, "the command runs again, the lock still held");
+            let done = end_with_term(running);
+            assert_eq!(files.got(), with(&[15]), "{}", done.explain());
+            assert!(!exists(server, key), "released: {}", done.explain());
+        }
+        Expect::Continue | Expect::Ignored => {
+            ticks_again(files, "the command runs on");
+            assert!(alive(running.pid()));
+            let done = end_with_term(running);
+            assert_eq!(files.got(), with(&[15]), "{}", done.explain());
+        }
+        Expect::Fatal | Expect::FatalSecond => {
+            if expected(n) == Expect::FatalSecond {
+                ticks_again(files, "the command runs on after the first");
+                assert!(alive(running.pid()), "the first is taken by the runtime");
+                running.signal(signal);
+            }
+            held_while_alive(server, key, pid);
+            let done = running.finish();
+            assert_eq!(done.signal, Some(n), "{}", done.explain());
+            assert_eq!(files.got(), before, "{}", done.explain());
+        }
+    }
+}
+
+/// On the ladder: a release was asked for (`--on-request USR1`, which the command notes and
+/// ignores, with a long grace), and the tree is being stopped when the signal comes.
+#[test]
+fn every_signal_on_the_ladder_has_the_outcome_the_table_states() {
+    let server = server();
+    let url = server.url();
+    let dir = scratch();
+    each_signal(|n| {
+        let signal = Signal::try_from(n).unwrap();
+        let name = format!("signals/ladder/{n}");
+        let key = lock_key(&name);
+        let files = Files::new(dir.path(), &format!("ladder{n}"));
+        let command = files.command_asked(10);
+        let mut args = vec![
+            "run",
+            "--url",
+            &url,
+            "--ttl",
+            "10s",
+            "--on-request",
+            "USR1",
+            "--grace",
+            "600s",
+            &name,
+            "--",
+        ];
+        args.extend(command.iter().map(String::as_str));
+        let running = Running::start(fencelock(&args));
+        let pid = files.wait_pid();
+        ticks_again(&files, "the command runs");
+        let ask = run(&["release", "--url", &url, "--ask", &name]);
+        assert_eq!(ask.code, Some(0), "{}", ask.explain());
+        wait_until(LIMIT, "the request reaches the command", || {
+            files.got() == [10]
+        });
+        running.signal(signal);
+        after_signal(n, running, &files, &server, &key, pid, &[10]);
     });
 }
 

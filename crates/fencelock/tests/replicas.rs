@@ -146,3 +146,35 @@ async fn a_run_once_record_waits_for_the_replica() {
         "{err:?}"
     );
 }
+
+/// A run-once's begin raises the resource's fence floor, and with `wait_for_replicas` waits for
+/// the replica to have it (a failover that lost it would let a stale run record after this one
+/// began): three WAITs for a run (the grant, the floor, the record), read from the master's
+/// command statistics.
+#[tokio::test]
+async fn a_run_once_begin_waits_for_the_replica_to_have_the_fence_floor() {
+    let (master, _replica) = master_and_replica();
+    let patient = client(&master.url(), Duration::from_secs(3), Shortfall::Fail);
+    let waits = || {
+        let info = master
+            .cmd(&["INFO", "commandstats"])
+            .unwrap_or_else(|e| panic!("INFO: {e}"));
+        let text = match info {
+            redis::Value::BulkString(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+            redis::Value::VerbatimString { text, .. } => text,
+            other => format!("{other:?}"),
+        };
+        text.lines()
+            .find_map(|l| l.strip_prefix("cmdstat_wait:calls="))
+            .and_then(|rest| rest.split(',').next())
+            .and_then(|n| n.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    let before = waits();
+    let Begun::Run(run) = patient.once("floor/1").begin().await.unwrap() else {
+        panic!("done already");
+    };
+    assert_eq!(waits() - before, 2, "the grant's WAIT and the floor's");
+    run.done().await.unwrap();
+    assert_eq!(waits() - before, 3, "and the record's");
+}

@@ -5,6 +5,25 @@
 use std::future::{Future, IntoFuture};
 use std::pin::Pin;
 
+/// How the give-back after the command's end went.
+#[derive(Debug)]
+pub(super) enum Finish {
+    /// Given back (a run-once: recorded as done, or nothing to record).
+    Done,
+    /// It had been lost before (a run-once: a newer run's fence was accepted, nothing recorded).
+    WasLost,
+    /// A run-once's record could not be written, or its replicas did not acknowledge it: the
+    /// next run does the work again. The lock was given back.
+    NotRecorded(fencelock::Error),
+}
+
+impl From<bool> for Finish {
+    /// What a release that says whether it was still held means.
+    fn from(held: bool) -> Finish {
+        if held { Finish::Done } else { Finish::WasLost }
+    }
+}
+
 /// A loss of what is held: resolves when it is lost, with the reason.
 pub(super) type Loss = Pin<Box<dyn Future<Output = fencelock::LostReason> + Send>>;
 
@@ -20,14 +39,14 @@ pub(super) trait Held {
     fn is_held(&self) -> bool;
     /// Gives it back (releases, or resigns); whether it was still held.
     fn give_back(self) -> impl Future<Output = fencelock::Result<bool>>;
-    /// Gives it back after the command ended with `code`; whether it was still held. A
-    /// run-once records its key here when the code is 0.
-    fn finish(self, code: u8) -> impl Future<Output = fencelock::Result<bool>>
+    /// Gives it back after the command ended with `code`. A run-once records its key here when
+    /// the code is 0. An error: the give-back failed (the lease runs out).
+    fn finish(self, code: u8) -> impl Future<Output = fencelock::Result<Finish>>
     where
         Self: Sized,
     {
         let _ = code;
-        self.give_back()
+        async move { self.give_back().await.map(Finish::from) }
     }
     /// Resolves when someone asks for it (`fencelock release --ask`); never, where nobody can.
     fn release_requested(&self) -> impl Future<Output = ()> + 'static {
@@ -101,15 +120,16 @@ impl Held for fencelock::once::OnceGuard {
     async fn give_back(self) -> fencelock::Result<bool> {
         self.give_up().await.map(|()| true)
     }
-    async fn finish(self, code: u8) -> fencelock::Result<bool> {
+    async fn finish(self, code: u8) -> fencelock::Result<Finish> {
         if code != 0 {
-            return self.give_up().await.map(|()| true);
+            return self.give_up().await.map(|()| Finish::Done);
         }
+        // The record, then the release (whatever the record's fate).
         match self.done().await {
-            Ok(()) => Ok(true),
+            Ok(()) => Ok(Finish::Done),
             // A newer run's fence was accepted: this one lost its lock on the way.
-            Err(fencelock::Error::Fenced { .. }) => Ok(false),
-            Err(e) => Err(e),
+            Err(fencelock::Error::Fenced { .. }) => Ok(Finish::WasLost),
+            Err(e) => Ok(Finish::NotRecorded(e)),
         }
     }
     fn release_requested(&self) -> impl Future<Output = ()> + 'static {

@@ -24,12 +24,12 @@ use nix::sys::signal::Signal;
 
 use super::acquire;
 use super::child::{self, Command, Outcome};
-use super::held::Held;
+use super::held::{Finish, Held};
 use super::ladder::{self, Holding, Stopped};
 use super::signals::{Relay, Signals};
 use super::status::{exit_code_of, show};
 use crate::duration::format_duration;
-use crate::error::{CliError, EXIT_FAILURE, EXIT_LAUNCHER, EXIT_LOCK_LOST};
+use crate::error::{CliError, EXIT_FAILURE, EXIT_LAUNCHER, EXIT_LOCK_LOST, EXIT_NOT_RECORDED};
 
 /// A command to run while something is held, and how to describe it.
 pub(super) struct Job<'a> {
@@ -255,8 +255,14 @@ impl Job<'_> {
         let fence = held.fence();
         tracing::debug!(lock = %self.name, code, "command ended; releasing");
         match held.finish(code).await {
-            Ok(true) => {}
-            Ok(false) => {
+            Ok(Finish::Done) => {}
+            Ok(Finish::NotRecorded(err)) => {
+                return Err(CliError::Failed {
+                    message: not_recorded(&err, &self.held, self.program),
+                    code: EXIT_NOT_RECORDED,
+                });
+            }
+            Ok(Finish::WasLost) => {
                 return Err(CliError::Failed {
                     message: format!(
                         "{} ({} {fence}) was lost before {} ended (exit status {code}); \
@@ -346,6 +352,27 @@ impl Job<'_> {
             );
         }
     }
+}
+
+/// Why a run-once whose command succeeded is not recorded as done, in the command's words.
+fn not_recorded(err: &fencelock::Error, held: &str, program: &OsStr) -> String {
+    let why = match err {
+        fencelock::Error::NotReplicated {
+            server,
+            acknowledged,
+            wanted,
+            ..
+        } => format!(
+            "its record was written on {server} but only {acknowledged} of the {wanted} \
+             replicas asked for acknowledged it (a failover may lose it)"
+        ),
+        err => format!("it could not be recorded: {err}"),
+    };
+    format!(
+        "{} succeeded under {held}, but {why}; the lock is given back (or free when its lease \
+         runs out), and the next run will do the work again",
+        show(program)
+    )
 }
 
 /// The signal that killed the launcher, by name.

@@ -134,6 +134,7 @@ pub fn after_help() -> String {
                  --wait ran out",
             ),
             exit::LOST,
+            exit::NOT_RECORDED,
             exit::LAUNCHER,
             exit::CANNOT_EXECUTE,
             exit::NOT_FOUND,

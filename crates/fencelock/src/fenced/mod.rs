@@ -338,9 +338,9 @@ impl FencedStore {
         ack: crate::engine::ReplicaAck,
         lock: &str,
         key: &str,
+        what: &'static str,
     ) -> Result<()> {
-        crate::engine::confirm_replicas_on(&self.server, lock, key, ack, self.timeout, "record")
-            .await
+        crate::engine::confirm_replicas_on(&self.server, lock, key, ack, self.timeout, what).await
     }
 
     /// What `key` holds, as text (`None`: nothing), read on the resource's server.

@@ -187,12 +187,24 @@ impl Once {
             .await;
         match found {
             Ok(rest) => match rest.first() {
-                None => Ok(Begun::Run(Box::new(OnceGuard {
-                    guard,
-                    store,
-                    record,
-                    replicas: self.client.shared.replica_ack,
-                }))),
+                None => {
+                    // The floor, like the grant and the record, on the replicas asked for: a
+                    // failover that lost it would let a stale run record after this one began.
+                    if let Some(ack) = self.client.shared.replica_ack
+                        && let Err(e) = store
+                            .confirm_replicas(ack, guard.name(), &record, "run-once's fence floor")
+                            .await
+                    {
+                        let _ = guard.release().await;
+                        return Err(e);
+                    }
+                    Ok(Begun::Run(Box::new(OnceGuard {
+                        guard,
+                        store,
+                        record,
+                        replicas: self.client.shared.replica_ack,
+                    })))
+                }
                 Some(value) => {
                     let done = as_string(value).ok().and_then(|v| parse(&v));
                     guard.release().await?;
@@ -290,7 +302,7 @@ impl OnceGuard {
         if let (Ok(()), Some(ack)) = (&recorded, self.replicas) {
             recorded = self
                 .store
-                .confirm_replicas(ack, self.guard.name(), &self.record)
+                .confirm_replicas(ack, self.guard.name(), &self.record, "record")
                 .await;
         }
         let released = self.guard.release().await;
