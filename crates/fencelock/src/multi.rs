@@ -147,19 +147,7 @@ impl MultiLockRequest {
     ///
     /// Cancel-safe: whatever a dropped request holds is released in the background.
     pub async fn acquire(self) -> Result<MultiGuard> {
-        let first = self.names.first().cloned().unwrap_or_default();
-        if self.names.is_empty() {
-            return Err(Error::invalid(
-                &first,
-                "a multi-lock needs at least one name",
-            ));
-        }
-        for (i, name) in self.names.iter().enumerate() {
-            crate::keys::validate_name(name)?;
-            if self.names[..i].contains(name) {
-                return Err(Error::invalid(name, "the name is given twice"));
-            }
-        }
+        self.validate()?;
         let started = Instant::now();
         let until = self.wait.deadline(started);
         // One order for every request: the names sorted. The tries go in it, and the name
@@ -170,106 +158,157 @@ impl MultiLockRequest {
         // The name waited for last, held while the others are tried.
         let mut kept: Option<(usize, LockGuard)> = None;
         loop {
-            let round = Instant::now();
+            let round_started = Instant::now();
             let waited_for = kept.as_ref().map(|(k, _)| *k);
-            let tries = order.iter().map(|&i| {
-                let request = self.request(&self.names[i]);
-                async move {
-                    if waited_for == Some(i) {
-                        return Ok(None);
-                    }
-                    request.try_acquire().await
-                }
-            });
-            let results = join_all(tries).await;
-            let mut guards: Vec<Option<LockGuard>> = std::iter::repeat_with(|| None)
-                .take(self.names.len())
-                .collect();
-            let mut held_by_others = None;
-            let mut failure = None;
-            for (&i, result) in order.iter().zip(results) {
-                match result {
-                    Ok(Some(guard)) => {
-                        if let Some(slot) = guards.get_mut(i) {
-                            *slot = Some(guard);
-                        }
-                    }
-                    Ok(None) => {
-                        if waited_for != Some(i) && held_by_others.is_none() {
-                            held_by_others = Some(i);
-                        }
-                    }
-                    Err(e) => {
-                        failure.get_or_insert(e);
-                    }
-                }
-            }
+            let mut round = self.try_round(&order, waited_for).await;
             if let Some((k, guard)) = kept.take()
-                && let Some(slot) = guards.get_mut(k)
+                && let Some(slot) = round.guards.get_mut(k)
             {
                 *slot = Some(guard);
             }
-            if failure.is_none() && held_by_others.is_none() {
-                let guards = guards.into_iter().flatten().collect();
+            if round.failure.is_none() && round.held_by_others.is_none() {
+                let guards = round.guards.into_iter().flatten().collect();
                 return Ok(MultiGuard { guards });
             }
             // Nothing is held while waiting: give back what this round took.
-            release_all(guards.into_iter().flatten()).await;
-            if let Some(e) = failure {
+            release_all(round.guards.into_iter().flatten()).await;
+            if let Some(e) = round.failure {
                 return Err(e);
             }
             if let Some(waited_for) = waited_for {
-                // Another request holds a name this one tries beside the one it waited for: let
-                // it finish before waiting again. Of two requests that each waited for the name
-                // the other now fails on, the one that waited for the name sorted after the other
-                // pauses for two of its rounds more, so that the other's next round (its wait,
-                // then its tries) ends first: equal pauses let both come back together, each
-                // passed the name the other then fails on, round after round.
-                let jitter = backoff.next_jittered();
-                let pause = match held_by_others {
-                    Some(busy) if self.names.get(waited_for) > self.names.get(busy) => {
-                        jitter.saturating_add(round.elapsed().saturating_mul(2))
-                    }
-                    _ => jitter,
-                };
-                let pause = until.map_or(pause, |at| {
-                    pause.min(at.saturating_duration_since(Instant::now()))
-                });
-                tokio::time::sleep(pause).await;
+                let pause = self.pause(waited_for, round.held_by_others, round_started, until);
+                tokio::time::sleep(pause.saturating_add(backoff.next_jittered())).await;
             }
-            let Some(busy) = held_by_others else {
+            let Some(busy) = round.held_by_others else {
                 continue;
             };
-            let name = &self.names[busy];
-            let request = self.request(name);
-            let request = match until {
-                Some(at) if at <= Instant::now() => {
-                    return Err(match self.wait {
-                        WaitPolicy::NoWait => Error::Busy {
-                            lock: name.clone(),
-                            remaining: None,
-                        },
-                        _ => Error::TimedOut {
-                            lock: name.clone(),
-                            waited: started.elapsed(),
-                        },
-                    });
-                }
-                Some(at) => request.wait_until(at),
-                None => request.wait(WaitPolicy::Forever),
-            };
-            match request.acquire().await {
-                Ok(guard) => kept = Some((busy, guard)),
-                Err(Error::TimedOut { lock, .. }) => {
-                    return Err(Error::TimedOut {
-                        lock,
-                        waited: started.elapsed(),
-                    });
-                }
-                Err(e) => return Err(e),
-            }
+            kept = Some((busy, self.wait_for(busy, until, started).await?));
         }
     }
+
+    /// No names, a name given twice, a bad name: refused before anything is sent.
+    fn validate(&self) -> Result<()> {
+        if self.names.is_empty() {
+            return Err(Error::invalid("", "a multi-lock needs at least one name"));
+        }
+        for (i, name) in self.names.iter().enumerate() {
+            crate::keys::validate_name(name)?;
+            if self.names[..i].contains(name) {
+                return Err(Error::invalid(name, "the name is given twice"));
+            }
+        }
+        Ok(())
+    }
+
+    /// One round: every name tried at once, in `order`, but `waited_for` (held already).
+    async fn try_round(&self, order: &[usize], waited_for: Option<usize>) -> Round {
+        let tries = order.iter().map(|&i| {
+            let request = self.request(&self.names[i]);
+            async move {
+                if waited_for == Some(i) {
+                    return Ok(None);
+                }
+                request.try_acquire().await
+            }
+        });
+        let results = join_all(tries).await;
+        let mut round = Round {
+            guards: std::iter::repeat_with(|| None)
+                .take(self.names.len())
+                .collect(),
+            held_by_others: None,
+            failure: None,
+        };
+        for (&i, result) in order.iter().zip(results) {
+            match result {
+                Ok(Some(guard)) => {
+                    if let Some(slot) = round.guards.get_mut(i) {
+                        *slot = Some(guard);
+                    }
+                }
+                Ok(None) => {
+                    if waited_for != Some(i) && round.held_by_others.is_none() {
+                        round.held_by_others = Some(i);
+                    }
+                }
+                Err(e) => {
+                    round.failure.get_or_insert(e);
+                }
+            }
+        }
+        round
+    }
+
+    /// The pause (beyond the jittered backoff) before waiting again, after a round that failed
+    /// on `busy` while holding `waited_for`, the name waited for last.
+    ///
+    /// Another request holds a name this one tries beside the one it waited for: let it finish
+    /// before waiting again. Of two requests that each waited for the name the other now fails
+    /// on, the one that waited for the name sorted after the other pauses for two of its rounds
+    /// more, so that the other's next round (its wait, then its tries) ends first: equal pauses
+    /// let both come back together, each passed the name the other then fails on, round after
+    /// round. Never past the wait's deadline `until`.
+    fn pause(
+        &self,
+        waited_for: usize,
+        busy: Option<usize>,
+        round_started: Instant,
+        until: Option<Instant>,
+    ) -> Duration {
+        let pause = match busy {
+            Some(busy) if self.names.get(waited_for) > self.names.get(busy) => {
+                round_started.elapsed().saturating_mul(2)
+            }
+            _ => Duration::ZERO,
+        };
+        until.map_or(pause, |at| {
+            pause.min(at.saturating_duration_since(Instant::now()))
+        })
+    }
+
+    /// Waits for name `busy` (the first held one), up to `until`; the guard of its grant.
+    async fn wait_for(
+        &self,
+        busy: usize,
+        until: Option<Instant>,
+        started: Instant,
+    ) -> Result<LockGuard> {
+        let name = &self.names[busy];
+        let request = self.request(name);
+        let request = match until {
+            Some(at) if at <= Instant::now() => {
+                return Err(match self.wait {
+                    WaitPolicy::NoWait => Error::Busy {
+                        lock: name.clone(),
+                        remaining: None,
+                    },
+                    _ => Error::TimedOut {
+                        lock: name.clone(),
+                        waited: started.elapsed(),
+                    },
+                });
+            }
+            Some(at) => request.wait_until(at),
+            None => request.wait(WaitPolicy::Forever),
+        };
+        request.acquire().await.map_err(|err| match err {
+            Error::TimedOut { lock, .. } => Error::TimedOut {
+                lock,
+                waited: started.elapsed(),
+            },
+            err => err,
+        })
+    }
+}
+
+/// What one round of tries found.
+struct Round {
+    /// Each name's guard, by the names' index, where a try took it.
+    guards: Vec<Option<LockGuard>>,
+    /// The first name, in the sorted order, that another request holds.
+    held_by_others: Option<usize>,
+    /// The first error.
+    failure: Option<Error>,
 }
 
 /// Releases `guards` together, waiting for the answers (so that the names are free at once for
