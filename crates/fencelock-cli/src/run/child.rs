@@ -88,13 +88,11 @@ impl Command {
 
     /// Collects the launcher, once nothing is sent to its group any more.
     pub(super) fn reap(&mut self) {
-        if !self.reaped {
-            if let Ok(status) = self.try_wait()
-                && status.is_some()
-            {
-                let _ = waitpid(self.launcher, None);
-                self.reaped = true;
-            }
+        if !self.reaped
+            && let Ok(Some(_)) = self.try_wait()
+        {
+            let _ = waitpid(self.launcher, None);
+            self.reaped = true;
         }
     }
 }

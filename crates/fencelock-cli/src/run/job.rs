@@ -75,15 +75,28 @@ impl Job<'_> {
         tracing::debug!(lock = %name, fence = held.fence(), launcher = %command.launcher, "command started");
         // What was received before it started is passed on once the launcher is ready.
         let mut relay = Relay::new(signals);
-        let is_held = || held.is_held();
         let outcome = child::watch(
             &mut command,
             held.lost(),
-            &is_held,
+            &|| held.is_held(),
             held.release_requested(),
             &mut relay,
         )
         .await;
+        self.end(outcome, held, &mut command, &mut relay).await
+    }
+
+    /// The run ended as `outcome` says: the tree is stopped (the ladder), then it is given
+    /// back, and the exit status says how it went.
+    async fn end<H: Held>(
+        &self,
+        outcome: Outcome,
+        held: H,
+        command: &mut Command,
+        relay: &mut Relay<'_>,
+    ) -> Result<(), CliError> {
+        let name = self.name;
+        let is_held = || held.is_held();
         let holding = || Holding {
             is_held: &is_held,
             loss: held.lost(),
@@ -93,11 +106,11 @@ impl Job<'_> {
             Outcome::Exited(Err(err)) => {
                 // Cannot happen in practice (the launcher is ours); the tree goes all the same.
                 let stopped = ladder::stop(
-                    &mut command,
+                    command,
                     Signal::SIGKILL,
                     Duration::ZERO,
                     Some(holding()),
-                    &mut relay,
+                    relay,
                 )
                 .await;
                 self.warn_survivors(&stopped);
@@ -113,30 +126,30 @@ impl Job<'_> {
             Outcome::Exited(Ok(status)) if status.signal().is_some() => {
                 self.say_launcher_died(status);
                 let stopped = ladder::stop(
-                    &mut command,
+                    command,
                     Signal::SIGTERM,
                     self.kill_after,
                     Some(holding()),
-                    &mut relay,
+                    relay,
                 )
                 .await;
                 return self.launcher_died(held, &stopped, status).await;
             }
             Outcome::Exited(Ok(status)) => {
                 let code = exit_code_of(status);
-                self.say_left(&command, code);
+                self.say_left(command, code);
                 let stopped = ladder::stop(
-                    &mut command,
+                    command,
                     Signal::SIGTERM,
                     self.kill_after,
                     Some(holding()),
-                    &mut relay,
+                    relay,
                 )
                 .await;
                 (stopped, code)
             }
             Outcome::Lost(reason) => {
-                let stopped_first = relay.tree_stopped(&command);
+                let stopped_first = relay.tree_stopped(command);
                 self.say_lost(&reason, held.fence(), stopped_first);
                 let (first, grace) = if stopped_first {
                     // Stopped by job control and lost meanwhile: it never runs again.
@@ -144,7 +157,7 @@ impl Job<'_> {
                 } else {
                     (Signal::SIGTERM, self.kill_after_loss)
                 };
-                let stopped = ladder::stop(&mut command, first, grace, None, &mut relay).await;
+                let stopped = ladder::stop(command, first, grace, None, relay).await;
                 return self.lost(held, &stopped, stopped_first).await;
             }
             Outcome::Requested => {
@@ -157,8 +170,7 @@ impl Job<'_> {
                     show(self.program),
                     format_duration(grace)
                 );
-                let stopped =
-                    ladder::stop(&mut command, signal, grace, Some(holding()), &mut relay).await;
+                let stopped = ladder::stop(command, signal, grace, Some(holding()), relay).await;
                 let code = stopped.status.map_or(EXIT_FAILURE, exit_code_of);
                 (stopped, code)
             }
