@@ -25,19 +25,41 @@ where
         Follow(Arc::new(Mutex::new(stream)))
     }
 
-    /// The next item, waiting at most `limit` (`None`: as long as it takes); `None` when the
-    /// time ran out or the stream ended.
+    /// The next item, waiting at most `limit` (`None`: as long as it takes), the wait for the
+    /// calls before it included; `None` when the time ran out or the stream ended.
     pub fn next(&self, limit: Option<Duration>) -> impl Future<Output = Option<S::Item>> + use<S> {
         let stream = self.0.clone();
+        // From now: a call queued behind another (an untimed one, say) runs out all the same.
+        let deadline = limit.map(|limit| tokio::time::Instant::now() + limit);
         async move {
-            let mut stream = stream.lock().await;
-            match limit {
-                Some(limit) => tokio::time::timeout(limit, stream.next())
-                    .await
-                    .ok()
-                    .flatten(),
-                None => stream.next().await,
+            let next = async {
+                let mut stream = stream.lock().await;
+                stream.next().await
+            };
+            match deadline {
+                Some(deadline) => tokio::time::timeout_at(deadline, next).await.ok().flatten(),
+                None => next.await,
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_timed_next_behind_an_untimed_one_runs_out_on_time() {
+        let follow = Follow::new(futures_util::stream::pending::<u32>());
+        let untimed = tokio::spawn(follow.next(None));
+        // The untimed call holds the stream.
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        let timed = tokio::time::timeout(
+            Duration::from_secs(10),
+            follow.next(Some(Duration::from_millis(50))),
+        )
+        .await;
+        assert_eq!(timed, Ok(None), "the timed call waited past its limit");
+        untimed.abort();
     }
 }
