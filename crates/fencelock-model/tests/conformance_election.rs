@@ -10,7 +10,7 @@ mod common;
 
 use std::collections::HashMap;
 
-use common::{Keys, LEASE, Replay, Seen, Walk};
+use common::{Keys, LEASE, Replay, Seen, Start, Walk};
 use fencelock::election::Leadership;
 use fencelock::{Client, Error};
 use fencelock_model::election::{
@@ -28,6 +28,8 @@ struct Real {
     leaderships: Vec<Option<Leadership>>,
     /// The real term of each model term.
     terms: HashMap<u32, u64>,
+    /// Where the term's fence counter started.
+    start: Start,
     seen: Seen,
 }
 
@@ -56,6 +58,8 @@ impl Real {
                     .await;
                 match (got, after.map(|a| a.clients[c])) {
                     (Ok(leadership), Some(Candidate::Leading { term, .. })) => {
+                        self.start
+                            .check(leadership.term(), self.terms.values().copied(), "a term");
                         self.terms.insert(term, leadership.term());
                         self.leaderships[c] = Some(leadership);
                         self.count("won");
@@ -188,12 +192,17 @@ async fn random_walks_of_the_election_match_the_real_scripts() {
         max_terms: u8::try_from(STEPS).unwrap(),
         ..ElectionModel::small()
     };
-    let start = async |walk| Real {
-        client: client.clone(),
-        keys: Keys::new(&redis, format!("election{walk}")),
-        leaderships: (0..model.clients).map(|_| None).collect(),
-        terms: HashMap::new(),
-        seen: Seen::default(),
+    let start = async |walk| {
+        let mut real = Real {
+            client: client.clone(),
+            keys: Keys::new(&redis, format!("election{walk}")),
+            leaderships: (0..model.clients).map(|_| None).collect(),
+            terms: HashMap::new(),
+            start: Start::of(walk),
+            seen: Seen::default(),
+        };
+        real.start.set(&mut real.keys).await;
+        real
     };
     let seen = common::walks(&model, WALKS, STEPS, 0xda94_2042_e4dd_58b5, start).await;
     seen.assert_saw(&[

@@ -18,7 +18,7 @@ mod common;
 use std::collections::HashMap;
 use std::time::Duration;
 
-use common::{Keys, LEASE, Replay, Request, Seen, Walk};
+use common::{Keys, LEASE, Replay, Request, Seen, Start, Walk};
 use fencelock::{Client, Error};
 use fencelock_model::fair::{FairAction, FairModel, FairPhase, FairState};
 use redis::AsyncCommands;
@@ -35,10 +35,22 @@ struct Real {
     tokens: HashMap<u8, String>,
     /// The real fence of each model fence.
     fences: HashMap<u32, u64>,
+    /// Where the fence counter started.
+    start: Start,
     seen: Seen,
 }
 
 impl Real {
+    /// Learns the real fence of model fence `model`: above every earlier one (`Start::check`).
+    fn learn(&mut self, model: u32, real: u64, what: &str) {
+        if let Some(&known) = self.fences.get(&model) {
+            assert_eq!(known, real, "{what}: model fence {model}");
+            return;
+        }
+        self.start.check(real, self.fences.values().copied(), what);
+        self.fences.insert(model, real);
+    }
+
     /// The lock key's `(token, fence)`.
     async fn holder(&mut self) -> Option<(String, u64)> {
         let value: Option<String> = self.keys.redis.get(self.keys.key("")).await.unwrap();
@@ -98,7 +110,7 @@ impl Real {
                         if !passed {
                             let (real_token, real_fence) = self.waited_holder().await;
                             self.tokens.insert(token, real_token);
-                            self.fences.insert(fence, real_fence);
+                            self.learn(fence, real_fence, "a grant");
                         }
                         self.granted(i, fence).await;
                         self.seen.count(match (retry, passed) {
@@ -143,7 +155,7 @@ impl Real {
                     // Passed to the head: its fence is the one the lock key shows.
                     let (token, fence) = self.holder().await.expect("a passed lock");
                     assert_eq!(token, self.tokens[&h.token], "the pass's head");
-                    self.fences.insert(h.fence, fence);
+                    self.learn(h.fence, fence, "a pass");
                     self.seen.count("passed");
                 } else {
                     self.seen.count(if held {
@@ -179,7 +191,11 @@ impl Real {
             (real, model) => panic!("{step}: the server holds {real:?}, the model {model:?}"),
         }
         let counter = self.keys.counter().await;
-        let expected = (s.fence > 0).then(|| self.fences[&s.fence]);
+        let expected = if s.fence > 0 {
+            Some(self.fences[&s.fence])
+        } else {
+            self.start.counter()
+        };
         assert_eq!(counter, expected, "{step}: the fence counter");
         let queue = self.keys.zrange(":queue").await;
         let expected: Vec<String> = s
@@ -251,13 +267,18 @@ async fn random_walks_of_the_fair_lock_match_the_real_scripts() {
         ..FairModel::small()
     };
     let clients = common::clients(&server, model.clients);
-    let start = async |walk| Real {
-        clients: clients.clone(),
-        keys: Keys::new(&redis, format!("fair{walk}")),
-        requests: (0..model.clients).map(|_| Request::Idle).collect(),
-        tokens: HashMap::new(),
-        fences: HashMap::new(),
-        seen: Seen::default(),
+    let start = async |walk| {
+        let mut real = Real {
+            clients: clients.clone(),
+            keys: Keys::new(&redis, format!("fair{walk}")),
+            requests: (0..model.clients).map(|_| Request::Idle).collect(),
+            tokens: HashMap::new(),
+            fences: HashMap::new(),
+            start: Start::of(walk),
+            seen: Seen::default(),
+        };
+        real.start.set(&mut real.keys).await;
+        real
     };
     let seen = common::walks(&model, WALKS, STEPS, 0x2545_f491_4f6c_dd1d, start).await;
     seen.assert_saw(&[

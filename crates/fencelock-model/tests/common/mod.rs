@@ -79,6 +79,70 @@ impl Keys {
     }
 }
 
+/// Where a walk's fence counter starts: absent, far ahead of the server's clock in µs (as after
+/// a clock step back, or a counter restored from a later time), or behind it. Ahead, every
+/// grant must continue the counter (`last + 1`): the shared rule of `prelude.lua`'s
+/// `next_fence` and of the scripts that write it inline, which a walk that starts fresh never
+/// tells from the clock alone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Start {
+    Fresh,
+    Ahead,
+    Behind,
+}
+
+/// A fence counter far ahead of the server clock in µs (the year 2096), below 2^53 (Lua's
+/// numbers are doubles: every fence is below it).
+pub const AHEAD: u64 = 4_000_000_000_000_000;
+/// A fence counter far behind the server clock in µs.
+pub const BEHIND: u64 = 1_000;
+
+impl Start {
+    /// Walk `walk`'s start: fresh, ahead and behind in turn.
+    pub fn of(walk: usize) -> Start {
+        match walk % 3 {
+            0 => Start::Fresh,
+            1 => Start::Ahead,
+            _ => Start::Behind,
+        }
+    }
+
+    /// The counter it sets.
+    pub fn counter(self) -> Option<u64> {
+        match self {
+            Start::Fresh => None,
+            Start::Ahead => Some(AHEAD),
+            Start::Behind => Some(BEHIND),
+        }
+    }
+
+    /// Sets the counter of `keys` as this start says.
+    pub async fn set(self, keys: &mut Keys) {
+        if let Some(value) = self.counter() {
+            let _: () = keys.redis.set(keys.key(":fence"), value).await.unwrap();
+        }
+    }
+
+    /// Checks a real fence just granted against the counter it started from and every fence
+    /// granted before it in the walk (`earlier`): above all of them, and right after the
+    /// largest while the counter is ahead of the clock (no clock reading catches up with it).
+    pub fn check(self, fence: u64, earlier: impl IntoIterator<Item = u64>, what: &str) {
+        let last = earlier.into_iter().chain(self.counter()).max();
+        if let Some(last) = last {
+            assert!(
+                fence > last,
+                "{what}: fence {fence} is not above {last} (the walk started {self:?})"
+            );
+        }
+        if self == Start::Ahead {
+            assert!(
+                fence <= AHEAD + 1_000_000,
+                "{what}: fence {fence} did not continue the counter ahead of the clock"
+            );
+        }
+    }
+}
+
 /// How often each outcome came up.
 #[derive(Default)]
 pub struct Seen(HashMap<&'static str, usize>);
