@@ -1,7 +1,10 @@
 //! What a package keeps per process (per worker thread, in Node.js): the background work it
 //! leaves running when it returns to its language (the release of a guard dropped unreleased, a
-//! cancelled waiter leaving its place), the clients made, and the holds to give back when the
-//! process ends. [`end_all`](Keeper::end_all) is that end, within a limit.
+//! cancelled waiter leaving its place), the clients made, the holds to give back when the
+//! process ends, and the results of calls on their way to the language (a grant its language
+//! has not taken yet). [`end_all`](Keeper::end_all) is that end, within a limit: it stops the
+//! calls first, then gives back the results nobody took and the holds, and from its start a
+//! hold or a result that comes after is given back at once.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -47,7 +50,26 @@ pub struct Keeper {
     ending: Flag,
     clients: Mutex<Vec<Weak<fencelock::Client>>>,
     held: Mutex<HashMap<u64, Held>>,
+    /// The results made that their language has not taken yet.
+    unclaimed: Mutex<HashMap<u64, Weak<dyn Unclaimed>>>,
     next_id: AtomicU64,
+}
+
+/// What the end leaves behind it (see [`Keeper::end_all`]).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum After {
+    /// The keeper is usable again (an explicit end, in a program that goes on).
+    Reopen,
+    /// The keeper stays ended (the process's end): a call that waits stops at once, and a hold
+    /// or a result made later is given back at once.
+    Ended,
+}
+
+/// A result a call made that its language has not taken yet (a grant on its way to the
+/// caller): the end takes it and gives it back, unless the language took it first.
+pub trait Unclaimed: Send + Sync {
+    /// Takes the result, if nobody has, and gives it back: what does.
+    fn give_back(&self) -> Option<Task>;
 }
 
 /// A hold the end gives back: whose client made it (the client's address, as
@@ -73,6 +95,7 @@ impl Keeper {
             ending: Flag::default(),
             clients: Mutex::new(Vec::new()),
             held: Mutex::new(HashMap::new()),
+            unclaimed: Mutex::new(HashMap::new()),
             next_id: AtomicU64::new(0),
         })
     }
@@ -113,18 +136,85 @@ impl Keeper {
 
     /// Remembers `held`, a hold of `client`'s, to end it at the end (until
     /// [`forget_held`](Self::forget_held)) or when the client closes
-    /// ([`end_client`](Self::end_client)); its id.
-    pub fn add_held(&self, client: &Arc<fencelock::Client>, held: Weak<dyn EndAtExit>) -> u64 {
+    /// ([`end_client`](Self::end_client)); its id. Once the end has begun, it is given back at
+    /// once instead (in the background, which the end waits for).
+    pub fn add_held(
+        self: &Arc<Self>,
+        client: &Arc<fencelock::Client>,
+        held: Weak<dyn EndAtExit>,
+    ) -> u64 {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let held = Held {
-            client: client_key(client),
-            hold: held,
+        let late = {
+            let mut holds = self.held.lock().unwrap_or_else(PoisonError::into_inner);
+            // Under the lock the end lists the holds with, after it raised the flag: a hold is
+            // either listed by the end or sees the flag here.
+            if self.ending.is_up() {
+                held.upgrade()
+            } else {
+                let held = Held {
+                    client: client_key(client),
+                    hold: held,
+                };
+                holds.insert(id, held);
+                None
+            }
         };
-        self.held
+        if let Some(late) = late {
+            self.background(late.end());
+        }
+        id
+    }
+
+    /// Remembers `result` until its language takes it ([`forget_unclaimed`]), for the end to
+    /// give back if nobody has by then: its id. `None` once the end has begun: the caller gives
+    /// it back at once. Called once the result is there (or with its own lock held until it
+    /// is), so that the end cannot look at it before.
+    ///
+    /// [`forget_unclaimed`]: Self::forget_unclaimed
+    pub fn add_unclaimed(&self, result: Weak<dyn Unclaimed>) -> Option<u64> {
+        let mut unclaimed = self
+            .unclaimed
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        // As in `add_held`: listed by the end, or the flag seen here.
+        if self.ending.is_up() {
+            return None;
+        }
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        unclaimed.insert(id, result);
+        Some(id)
+    }
+
+    /// Forgets a result its language took.
+    pub fn forget_unclaimed(&self, id: u64) {
+        self.unclaimed
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .insert(id, held);
-        id
+            .remove(&id);
+    }
+
+    /// Keeps `value`, a call's result on its way to its language, until it is
+    /// [claimed](Delivery::claim); the end gives it back with `undo` if nobody has by then (and
+    /// a delivery dropped unclaimed gives it back too). Once the end has begun, it is given back
+    /// at once: the delivery then claims nothing.
+    pub fn deliver<T, U>(self: &Arc<Self>, value: T, undo: U) -> Delivery<T, U>
+    where
+        T: Send + 'static,
+        U: FnOnce(T) -> Option<Task> + Send + 'static,
+    {
+        let slot = Arc::new(Slot(Mutex::new(Some((value, undo)))));
+        let weak: Weak<dyn Unclaimed> = Arc::downgrade(&slot) as Weak<dyn Unclaimed>;
+        let id = self.add_unclaimed(weak);
+        if id.is_none()
+            && let Some(undone) = slot.give_back()
+        {
+            self.background(undone);
+        }
+        Delivery {
+            slot,
+            keeper: self.clone(),
+            id,
+        }
     }
 
     /// Gives back what `client`'s holds still hold (a client's close): done when every
@@ -185,33 +275,67 @@ impl Keeper {
             .collect()
     }
 
-    /// The end: stops the calls still waiting, gives back what is still held, then waits for the background work (of the
-    /// package and of every client), all within `limit`. Whether it all finished in time.
-    pub fn end_all(&self, limit: Duration) -> impl Future<Output = bool> + Send + '_ {
-        let ends: Vec<Task> = {
-            let held = self.held.lock().unwrap_or_else(PoisonError::into_inner);
-            held.values()
-                .filter_map(|h| h.hold.upgrade())
-                .map(EndAtExit::end)
-                .collect()
-        };
-        let clients = self.live_clients();
+    /// The end: stops the calls still waiting, then gives back the results nobody took and
+    /// what is still held, then waits for the background work (of the package and of every
+    /// client), all within `limit`; `after` says whether the keeper is usable again then.
+    /// Whether it all finished in time.
+    ///
+    /// The calls stop first, so that a grant that lands while the end runs is not missed: from
+    /// the moment the end begins, a call that waits stops at once, and a hold or a result made
+    /// later is given back at once ([`add_held`](Self::add_held),
+    /// [`add_unclaimed`](Self::add_unclaimed)).
+    pub fn end_all(
+        self: &Arc<Self>,
+        limit: Duration,
+        after: After,
+    ) -> impl Future<Output = bool> + Send + 'static {
+        let keeper = self.clone();
+        // Raised now, not when the future is first polled: what comes from here on is the
+        // end's.
+        keeper.ending.raise();
         async move {
             let deadline = tokio::time::Instant::now() + limit;
             // The calls still waiting stop first: a waiter leaves its place in line (work it
-            // hands to its client's background, which the wait below includes).
-            self.ending.raise();
-            let stopped = tokio::time::timeout_at(deadline, self.running.zero())
+            // hands to its client's background, which the wait below includes), and a call
+            // that was granted meanwhile leaves its result to the lists below.
+            let stopped = tokio::time::timeout_at(deadline, keeper.running.zero())
                 .await
                 .is_ok();
+            let mut ends: Vec<Task> = keeper.take_unclaimed();
+            {
+                let held = keeper.held.lock().unwrap_or_else(PoisonError::into_inner);
+                ends.extend(
+                    held.values()
+                        .filter_map(|h| h.hold.upgrade())
+                        .map(EndAtExit::end),
+                );
+            }
+            let clients = keeper.live_clients();
             let ended =
                 tokio::time::timeout_at(deadline, futures_util::future::join_all(ends)).await;
             let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-            let idle = self.idle(&clients, left).await;
-            // Usable again (an explicit end, in a program that goes on).
-            self.ending.lower();
+            let idle = keeper.idle(&clients, left).await;
+            if after == After::Reopen {
+                keeper.ending.lower();
+            }
             stopped && idle && ended.is_ok()
         }
+    }
+
+    /// The give-backs of every result nobody took (each taken from its slot here).
+    fn take_unclaimed(&self) -> Vec<Task> {
+        let unclaimed: Vec<Weak<dyn Unclaimed>> = {
+            let mut unclaimed = self
+                .unclaimed
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            unclaimed.drain().map(|(_, result)| result).collect()
+        };
+        unclaimed
+            .iter()
+            .filter_map(Weak::upgrade)
+            .filter_map(|result| result.give_back())
+            .collect()
     }
 }
 
@@ -237,5 +361,144 @@ impl Running {
 impl Drop for Running {
     fn drop(&mut self) {
         self.0.running.down();
+    }
+}
+
+/// A call's result on its way to its language (see [`Keeper::deliver`]).
+pub struct Delivery<T, U>
+where
+    T: Send + 'static,
+    U: FnOnce(T) -> Option<Task> + Send + 'static,
+{
+    slot: Arc<Slot<T, U>>,
+    keeper: Arc<Keeper>,
+    /// Its entry among the results the end gives back (none once the end had begun).
+    id: Option<u64>,
+}
+
+impl<T, U> Delivery<T, U>
+where
+    T: Send + 'static,
+    U: FnOnce(T) -> Option<Task> + Send + 'static,
+{
+    /// The result and what undoes it, unless the end gave it back first.
+    pub fn claim(self) -> Option<(T, U)> {
+        self.slot.take()
+    }
+}
+
+impl<T, U> Drop for Delivery<T, U>
+where
+    T: Send + 'static,
+    U: FnOnce(T) -> Option<Task> + Send + 'static,
+{
+    fn drop(&mut self) {
+        if let Some(id) = self.id {
+            self.keeper.forget_unclaimed(id);
+        }
+        // Dropped unclaimed (its language's queue gone): given back.
+        if let Some(undone) = self.slot.give_back() {
+            self.keeper.background(undone);
+        }
+    }
+}
+
+/// A delivery's result and what undoes it, until someone takes them.
+struct Slot<T, U>(Mutex<Option<(T, U)>>);
+
+impl<T, U> Slot<T, U> {
+    fn take(&self) -> Option<(T, U)> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner).take()
+    }
+}
+
+impl<T, U> Unclaimed for Slot<T, U>
+where
+    T: Send + 'static,
+    U: FnOnce(T) -> Option<Task> + Send + 'static,
+{
+    fn give_back(&self) -> Option<Task> {
+        let (value, undo) = self.take()?;
+        undo(value)
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::expect_used)] // a test fails by panicking
+mod tests {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::time::Duration;
+
+    use tokio::runtime::Handle;
+
+    use super::{After, Keeper, Task};
+
+    /// What gives a result back here: one more give-back counted.
+    fn counted(given_back: &Arc<AtomicUsize>) -> impl FnOnce(u32) -> Option<Task> + Send + use<> {
+        let given_back = given_back.clone();
+        move |_| {
+            Some(Box::pin(async move {
+                given_back.fetch_add(1, Ordering::SeqCst);
+            }) as Task)
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_end_stops_the_calls_then_gives_back_what_nobody_took() {
+        let keeper = Keeper::new(Handle::current());
+        let given_back = Arc::new(AtomicUsize::new(0));
+
+        // Claimed before the end: its language has it, and the end leaves it alone.
+        let claimed = keeper.deliver(1, counted(&given_back));
+        assert!(claimed.claim().is_some());
+        // Not claimed when the end comes: the end gives it back.
+        let waiting = keeper.deliver(2, counted(&given_back));
+        // A call whose grant lands as the end stops it (after the end began, before the call
+        // is counted out): given back at once.
+        let mut running = keeper.running();
+        let landing = tokio::spawn({
+            let keeper = keeper.clone();
+            let given_back = given_back.clone();
+            async move {
+                running.ended().await;
+                let late = keeper.deliver(3, counted(&given_back));
+                drop(running);
+                late
+            }
+        });
+        assert!(keeper.end_all(Duration::from_secs(5), After::Ended).await);
+        let late = landing.await.expect("the call");
+        assert!(waiting.claim().is_none(), "not given back by the end");
+        assert!(
+            late.claim().is_none(),
+            "a grant that landed during the end was kept"
+        );
+        assert_eq!(given_back.load(Ordering::SeqCst), 2);
+
+        // Ended for good: a result made now is given back at once, and a call stops at once.
+        let after = keeper.deliver(4, counted(&given_back));
+        assert!(after.claim().is_none(), "a result after the end was kept");
+        assert!(keeper.idle(&[], Duration::from_secs(5)).await);
+        assert_eq!(given_back.load(Ordering::SeqCst), 3);
+        tokio::time::timeout(Duration::from_secs(5), keeper.running().ended())
+            .await
+            .expect("a call after the end stops at once");
+    }
+
+    #[tokio::test]
+    async fn an_end_that_reopens_leaves_later_results_to_their_language() {
+        let keeper = Keeper::new(Handle::current());
+        let given_back = Arc::new(AtomicUsize::new(0));
+        assert!(keeper.end_all(Duration::from_secs(5), After::Reopen).await);
+        let later = keeper.deliver(1, counted(&given_back));
+        assert!(later.claim().is_some());
+        assert!(
+            tokio::time::timeout(Duration::from_millis(50), keeper.running().ended())
+                .await
+                .is_err(),
+            "a call after the end stopped"
+        );
+        assert_eq!(given_back.load(Ordering::SeqCst), 0);
     }
 }

@@ -1,9 +1,10 @@
 'use strict'
 // The end of a process or a worker leaves nothing held or queued. A worker's end, and the main
 // thread's natural exit, run the addon's cleanup hook. `process.exit()` skips that hook on the
-// main thread, so the `exit` event ends fencelock too. SIGINT and SIGTERM end the process
-// without an `exit` event: when nobody else listens for them, fencelock listens, ends, and
-// raises the signal again, so the process still dies of it.
+// main thread, so the `exit` event ends fencelock too, for good: a grant whose settle is still
+// queued, or that lands later, is given back, as is a hold a later `exit` listener makes.
+// SIGINT and SIGTERM end the process without an `exit` event: when nobody else listens for
+// them, fencelock listens, ends, and raises the signal again, so the process still dies of it.
 
 const native = require('./native')
 
@@ -11,7 +12,7 @@ let ended = false
 function end () {
   if (!ended) {
     ended = true
-    native.shutdown()
+    native.shutdownAtExit()
   }
 }
 

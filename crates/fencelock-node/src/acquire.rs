@@ -8,7 +8,7 @@ use napi::bindgen_prelude::PromiseRaw;
 use napi::{Env, Result};
 use napi_derive::napi;
 
-use crate::cancel::{Cancel, Stop, call};
+use crate::cancel::{Cancel, Stop, call_holding};
 use crate::env::{Context, context};
 use crate::guard::Guard;
 use crate::spec::Args;
@@ -89,7 +89,7 @@ pub(crate) fn acquire<'env>(
             request.acquire().await.map(Some)
         }
     };
-    call(
+    call_holding(
         env,
         Stop::AtEnd(cancel),
         work,

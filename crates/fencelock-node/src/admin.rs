@@ -148,7 +148,6 @@ where
             Stop::AtEnd(cancel),
             self.0.next(limit),
             move |_, next| Ok::<_, Failure>(next.map(convert)),
-            |_| None,
         )
     }
 }

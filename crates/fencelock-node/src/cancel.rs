@@ -15,7 +15,7 @@ use std::sync::Arc;
 use fencelock::Cleanup;
 use fencelock_bind::count::{Count, Flag};
 use fencelock_bind::held::Task;
-use fencelock_bind::keeper::FLUSH;
+use fencelock_bind::keeper::{Delivery, FLUSH};
 use napi::bindgen_prelude::{PromiseRaw, ToNapiValue};
 use napi::{Env, Result};
 use napi_derive::napi;
@@ -66,7 +66,6 @@ impl Cancel {
                 let _ = tokio::time::timeout(FLUSH, shared.undoing.zero()).await;
             },
             |_, ()| Ok(()),
-            |()| None,
         )
     }
 }
@@ -97,9 +96,27 @@ impl Token {
     }
 }
 
-/// Runs `work` and answers a Promise of `convert(outcome)` (see the module docs); `undo` is
-/// what gives the outcome back when a cancellation came first.
-pub fn call<'env, T, V, W, C, U>(
+/// Runs `work` and answers a Promise of `convert(outcome)` (see the module docs); its outcome
+/// holds nothing to give back.
+pub fn call<'env, T, V, W, C>(
+    env: &'env Env,
+    stop: Stop<'_>,
+    work: W,
+    convert: C,
+) -> Result<PromiseRaw<'env, V>>
+where
+    T: Send + 'static,
+    V: ToNapiValue + 'static,
+    W: Future<Output = T> + Send + 'static,
+    C: FnOnce(&Env, T) -> std::result::Result<V, Failure> + Send + 'static,
+{
+    run(env, stop, work, convert, None::<fn(T) -> Option<Task>>)
+}
+
+/// [`call`] for a call whose outcome may hold something (a grant): `undo` gives it back when a
+/// cancellation came first, or when the end of the thread comes before the outcome reaches
+/// JavaScript (a settle still queued at `process.exit()`).
+pub fn call_holding<'env, T, V, W, C, U>(
     env: &'env Env,
     stop: Stop<'_>,
     work: W,
@@ -110,7 +127,48 @@ where
     T: Send + 'static,
     V: ToNapiValue + 'static,
     W: Future<Output = T> + Send + 'static,
-    V: 'static,
+    C: FnOnce(&Env, T) -> std::result::Result<V, Failure> + Send + 'static,
+    U: FnOnce(T) -> Option<Task> + Send + 'static,
+{
+    run(env, stop, work, convert, Some(undo))
+}
+
+/// An outcome on its way to the JavaScript thread: as it is, or kept by the keeper until the
+/// settle claims it (an outcome that holds something).
+enum Outcome<T, U>
+where
+    T: Send + 'static,
+    U: FnOnce(T) -> Option<Task> + Send + 'static,
+{
+    Plain(T),
+    Kept(Delivery<T, U>),
+}
+
+impl<T, U> Outcome<T, U>
+where
+    T: Send + 'static,
+    U: FnOnce(T) -> Option<Task> + Send + 'static,
+{
+    /// The outcome and what undoes it, unless the end of the thread gave it back first.
+    fn claim(self) -> Option<(T, Option<U>)> {
+        match self {
+            Outcome::Plain(outcome) => Some((outcome, None)),
+            Outcome::Kept(delivery) => delivery.claim().map(|(o, undo)| (o, Some(undo))),
+        }
+    }
+}
+
+fn run<'env, T, V, W, C, U>(
+    env: &'env Env,
+    stop: Stop<'_>,
+    work: W,
+    convert: C,
+    undo: Option<U>,
+) -> Result<PromiseRaw<'env, V>>
+where
+    T: Send + 'static,
+    V: ToNapiValue + 'static,
+    W: Future<Output = T> + Send + 'static,
     C: FnOnce(&Env, T) -> std::result::Result<V, Failure> + Send + 'static,
     U: FnOnce(T) -> Option<Task> + Send + 'static,
 {
@@ -125,41 +183,52 @@ where
     let mut waiting = token.clone();
     let cleanup = Cleanup::new();
     let work = cleanup.scope(work);
+    let delivering = keeper.clone();
     let running = async move {
-        let Some(mut running) = running else {
-            return Ok(Some(work.await));
-        };
-        let mut aborted = false;
-        let outcome = tokio::select! {
-            biased;
-            () = running.ended() => None,
-            () = async {
-                match waiting.as_mut() {
-                    Some(token) => token.cancelled().await,
-                    None => std::future::pending().await,
+        let outcome = match running {
+            None => Some(work.await),
+            Some(mut running) => {
+                let mut aborted = false;
+                let outcome = tokio::select! {
+                    biased;
+                    () = running.ended() => None,
+                    () = async {
+                        match waiting.as_mut() {
+                            Some(token) => token.cancelled().await,
+                            None => std::future::pending().await,
+                        }
+                    } => {
+                        aborted = true;
+                        None
+                    }
+                    outcome = work => Some(outcome),
+                };
+                // Counted until the work future is gone.
+                drop(running);
+                if aborted {
+                    // The dropped call handed what it had to the background (its place in
+                    // line to leave, a grant to give back): its own give-back is done before
+                    // the Promise rejects, at most `FLUSH`.
+                    cleanup.done(FLUSH).await;
                 }
-            } => {
-                aborted = true;
-                None
+                outcome
             }
-            outcome = work => Some(outcome),
         };
-        // Counted until the work future is gone.
-        drop(running);
-        if aborted {
-            // The dropped call handed what it had to the background (its place in line to
-            // leave, a grant to give back): its own give-back is done before the Promise
-            // rejects, at most `FLUSH`.
-            cleanup.done(FLUSH).await;
-        }
+        // Kept by the keeper until the settle on the JavaScript thread claims it: the end of
+        // the thread gives back what has not arrived by then.
+        let outcome = outcome.map(|outcome| match undo {
+            Some(undo) => Outcome::Kept(delivering.deliver(outcome, undo)),
+            None => Outcome::Plain(outcome),
+        });
         Ok::<_, napi::Error>(outcome)
     };
     bridge::promise(env, running, move |env, outcome| {
-        let Some(outcome) = outcome else {
+        // (Given back by the end of the thread already: ended as a stopped call is.)
+        let Some((outcome, undo)) = outcome.and_then(Outcome::claim) else {
             return Err(Failure::Cancelled.into_js(env));
         };
         if let Some(token) = token.as_ref().filter(|t| t.is_cancelled()) {
-            if let Some(task) = undo(outcome) {
+            if let Some(task) = undo.and_then(|undo| undo(outcome)) {
                 token.undo(&keeper, task);
             }
             return Err(Failure::Cancelled.into_js(env));
@@ -187,11 +256,7 @@ where
     W: Future<Output = fencelock::Result<T>> + Send + 'static,
     C: FnOnce(T) -> V + Send + 'static,
 {
-    call(
-        env,
-        Stop::AtEnd(None),
-        work,
-        move |_, result| result.map(convert).map_err(Failure::Lock),
-        |_| None,
-    )
+    call(env, Stop::AtEnd(None), work, move |_, result| {
+        result.map(convert).map_err(Failure::Lock)
+    })
 }

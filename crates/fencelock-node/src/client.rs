@@ -11,7 +11,7 @@ use napi_derive::napi;
 
 use crate::acquire::{Reentrant, acquire};
 use crate::admin::{self, ListingValue, LockInfoValue, Releases};
-use crate::cancel::{Cancel, Stop, answer, call};
+use crate::cancel::{Cancel, Stop, answer, call, call_holding};
 use crate::election::{self, LeaderValue, Leadership, Observer};
 use crate::env::{Context, context, keeper};
 use crate::errors::{Failure, millis_opt};
@@ -82,7 +82,6 @@ impl Client {
                 drop(busy);
             },
             |_, ()| Ok(()),
-            |()| None,
         )
     }
 
@@ -178,7 +177,7 @@ impl Client {
         }
         let campaign = campaign.wait(wait);
         let context = self.context(env)?;
-        call(
+        call_holding(
             env,
             Stop::AtEnd(cancel),
             campaign.campaign(),
@@ -269,7 +268,7 @@ impl Client {
         }
         let request = request.wait(wait);
         let context = self.context(env)?;
-        call(
+        call_holding(
             env,
             Stop::AtEnd(cancel),
             request.acquire(),
@@ -298,7 +297,7 @@ impl Client {
         }
         let once = once.wait(wait);
         let context = self.context(env)?;
-        call(
+        call_holding(
             env,
             Stop::AtEnd(cancel),
             once.begin(),

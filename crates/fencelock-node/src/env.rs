@@ -1,15 +1,18 @@
 //! What fencelock keeps per JavaScript thread (the main thread, each worker): its
 //! [`Keeper`] (the background work the package leaves running, the clients, the holds), and the
 //! end of it. A thread's environment ends at the process's natural exit or a worker's end;
-//! napi runs the cleanup hook added here then, which gives back what is still held and waits
-//! for the background work, at most [`FLUSH`]. Node.js skips that hook on the main thread for
-//! `process.exit()`: the package's JavaScript calls [`shutdown`] from the `exit` event instead
-//! (and from SIGINT and SIGTERM when nobody else handles them).
+//! napi runs the cleanup hook added here then, which gives back what is still held (and the
+//! grants whose settles are still queued for the thread) and waits for the background work, at
+//! most [`FLUSH`]. Node.js skips that hook on the main thread for `process.exit()`: the
+//! package's JavaScript calls [`shutdown_at_exit`] from the `exit` event instead (and from
+//! SIGINT and SIGTERM when nobody else handles them). Both leave the keeper ended: whatever
+//! comes after (a grant landing late, a call made by a later `exit` listener) is given back or
+//! stopped at once. [`shutdown`], the program's own call, leaves it usable.
 
 use std::cell::RefCell;
 use std::sync::Arc;
 
-use fencelock_bind::keeper::{FLUSH, Keeper};
+use fencelock_bind::keeper::{After, FLUSH, Keeper};
 use napi::bindgen_prelude::{block_on, within_runtime_if_available};
 use napi::{Env, Result};
 use napi_derive::napi;
@@ -42,27 +45,42 @@ pub fn keeper(env: &Env) -> Result<Arc<Keeper>> {
         let keeper = Keeper::new(runtime);
         // Added here, after napi's own hook (which stops the runtime when the last environment
         // goes): hooks run newest first, so this one runs while the runtime is still there.
-        env.add_env_cleanup_hook(keeper.clone(), |keeper| end(&keeper))?;
+        env.add_env_cleanup_hook(keeper.clone(), |keeper| end(&keeper, After::Ended))?;
         *slot.borrow_mut() = Some(keeper.clone());
         Ok(keeper)
     })
 }
 
-/// Gives back what `keeper` still holds and waits for its background work, at most [`FLUSH`].
-fn end(keeper: &Keeper) {
+/// Stops `keeper`'s waits, gives back what it still holds and the grants not yet settled, and
+/// waits for its background work, at most [`FLUSH`].
+fn end(keeper: &Arc<Keeper>, after: After) {
     // On the JavaScript thread, outside the runtime: blocking is what the end is for.
-    block_on(keeper.end_all(FLUSH));
+    block_on(keeper.end_all(FLUSH, after));
 }
 
-/// The end of this thread's fencelock: releases what is still held (and resigns what still
-/// leads), then waits for the background work (a waiter leaving its place in line), at most
-/// 2 s. Blocks the calling thread; the package calls it from the `exit` event.
-#[napi]
-pub fn shutdown() {
+fn end_thread(after: After) {
     let keeper = KEEPER.with(|slot| slot.borrow().clone());
     if let Some(keeper) = keeper {
-        end(&keeper);
+        end(&keeper, after);
     }
+}
+
+/// The end of this thread's fencelock: stops the waits (their places in line left), releases
+/// what is still held (and resigns what still leads), grants whose settles are still queued
+/// included, then waits for the background work, at most 2 s. Blocks the calling thread. A
+/// program that handles SIGINT or SIGTERM itself calls it before it exits; the thread's
+/// fencelock is usable again afterwards.
+#[napi]
+pub fn shutdown() {
+    end_thread(After::Reopen);
+}
+
+/// [`shutdown`] at the process's end (the package's `exit` event, and SIGINT and SIGTERM when
+/// nobody else handles them): it leaves the thread's fencelock ended, so that a grant landing
+/// after it, or a call a later `exit` listener makes, is given back or stopped at once.
+#[napi]
+pub fn shutdown_at_exit() {
+    end_thread(After::Ended);
 }
 
 /// How many holds this thread keeps now (guards, leaderships, multi-lock guards, runs): what

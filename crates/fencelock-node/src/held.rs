@@ -46,13 +46,9 @@ where
         drop(busy);
         result
     };
-    call(
-        env,
-        Stop::Never,
-        work,
-        move |_, result| result.map(convert).map_err(Failure::Lock),
-        |_| None,
-    )
+    call(env, Stop::Never, work, move |_, result| {
+        result.map(convert).map_err(Failure::Lock)
+    })
 }
 
 /// Gives the hold back (release, resign): `true` if it was still held (`false` once given

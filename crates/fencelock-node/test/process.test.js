@@ -167,6 +167,38 @@ test('an exit while waiting leaves the line at once', async () => {
   await next.release()
 })
 
+test('process.exit() with grants whose settles are still queued leaves nothing held', async () => {
+  // The child asks for plain locks, several locks at once, a leadership and a run-once's lock,
+  // then keeps its JavaScript thread busy while the grants land: their settles wait in the
+  // thread's queue, which process.exit() never runs. The exit gives them back all the same.
+  const name = uniqueName('queued')
+  const child = node(`
+    const { Client } = require(${pkg})
+    const client = new Client(process.env.URL)
+    const name = process.env.NAME
+    const ignore = () => {}
+    ;(async () => {
+      await client.inspect(name) // connected
+      for (let i = 0; i < 8; i++) client.lock(name + '/' + i, { ttl: 30000 }).acquire().then(ignore, ignore)
+      client.multiLock([name + '/m1', name + '/m2'], { ttl: 30000 }).acquire().then(ignore, ignore)
+      client.election(name + '/e').campaign('me', { ttl: 30000 }).then(ignore, ignore)
+      client.once(name + '/once').run(() => 'ran').then(ignore, ignore)
+      const until = Date.now() + 500
+      while (Date.now() < until) {} // the grants land meanwhile; nothing settles
+      console.log('exiting')
+      process.exit(0)
+    })().catch((e) => { console.error(e); process.exit(9) })
+  `, { URL: server.url, NAME: name })
+  const out = lines(child)
+  assert.equal(await out.next(), 'exiting')
+  assert.deepEqual(await ended(child), { code: 0, signal: null }, out.stderr())
+  const names = [...Array(8).keys()].map((i) => `${name}/${i}`).concat([`${name}/m1`, `${name}/m2`, `${name}/e`, `${name}/once`])
+  const held = []
+  for (const n of names) if (!(await free(n))) held.push(n)
+  assert.deepEqual(held, [], 'held after the exit, left to their leases')
+  assert.equal(await client.election(`${name}/e`).leader(), null, 'the leadership outlived the exit')
+})
+
 test('a worker thread that exits, or is terminated, while holding leaves nothing held', async () => {
   const { Worker } = require('node:worker_threads')
   // A held lock keeps the worker running (as it does a process): it ends by process.exit().

@@ -62,6 +62,10 @@ impl Outcome for Won {
         }
     }
 
+    fn holds(&self) -> bool {
+        self.result.is_ok()
+    }
+
     fn undo(self: Box<Self>) -> Option<Task> {
         self.result.ok().map(GiveBack::give_back)
     }

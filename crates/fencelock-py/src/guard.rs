@@ -137,6 +137,10 @@ impl Outcome for Granted {
         }
     }
 
+    fn holds(&self) -> bool {
+        matches!(self.result, Ok(Some(_)))
+    }
+
     fn undo(self: Box<Self>) -> Option<Task> {
         fencelock_bind::holds::undo(self.result)
     }

@@ -6,12 +6,14 @@
 //! undoes: its own give-back, counted in its [`Cleanup`], not the rest of the process's
 //! background work) is itself an operation, which the caller waits for, at most [`FLUSH`]. A
 //! call that waits (a lock, a read) is stopped when the interpreter exits, as in Node.js (its
-//! caller is not woken then).
+//! caller is not woken then), and a result that holds something and that Python has not taken
+//! by then is given back by the exit: the process's keeper lists it until Python takes it.
 
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::Duration;
 
 use fencelock::Cleanup;
+use fencelock_bind::keeper::Unclaimed;
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 
@@ -30,6 +32,12 @@ pub trait Outcome: Send + 'static {
     /// What undoes it, if Python never takes it (a grant to a cancelled request).
     fn undo(self: Box<Self>) -> Option<Task> {
         None
+    }
+
+    /// Whether it holds something that [`undo`](Self::undo) gives back: the exit gives it back
+    /// if Python has not taken it by then.
+    fn holds(&self) -> bool {
+        false
     }
 }
 
@@ -60,10 +68,15 @@ enum Phase {
     Ready(Box<dyn Outcome>),
     Taken,
     Cancelled,
+    /// Ended by the interpreter's exit: stopped, or its result given back before Python took it.
+    Ended,
 }
 
 struct Inner {
     phase: Phase,
+    /// Its entry among the results the exit gives back, while it is `Ready` with one that holds
+    /// something.
+    unclaimed: Option<u64>,
     /// Called (by the answering thread) once the call is over.
     callback: Option<Py<PyAny>>,
     task: Option<tokio::task::JoinHandle<()>>,
@@ -82,6 +95,44 @@ struct State {
 impl State {
     fn inner(&self) -> MutexGuard<'_, Inner> {
         self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Takes the outcome out of `Ready` (leaving `next`) and forgets it among the results the
+    /// exit gives back; whatever the phase was.
+    fn take_phase(&self, inner: &mut Inner, next: Phase) -> Phase {
+        let phase = std::mem::replace(&mut inner.phase, next);
+        if let Some(id) = inner.unclaimed.take() {
+            self.process.keeper().forget_unclaimed(id);
+        }
+        phase
+    }
+
+    /// Ends a call that the exit stopped: whoever waits for it parks (see `wait`).
+    fn stopped(&self) {
+        let mut inner = self.inner();
+        if matches!(inner.phase, Phase::Running) {
+            inner.phase = Phase::Ended;
+        }
+        drop(inner);
+        self.over.notify_all();
+    }
+}
+
+impl Unclaimed for State {
+    /// The exit's give-back of a result Python has not taken. Its caller is not woken (the
+    /// interpreter is ending); one woken already parks (see `wait`).
+    fn give_back(&self) -> Option<Task> {
+        let mut inner = self.inner();
+        match self.take_phase(&mut inner, Phase::Ended) {
+            Phase::Ready(outcome) => {
+                drop(inner);
+                outcome.undo()
+            }
+            other => {
+                inner.phase = other;
+                None
+            }
+        }
     }
 }
 
@@ -102,6 +153,7 @@ impl Operation {
         let state = Arc::new(State {
             inner: Mutex::new(Inner {
                 phase: Phase::Running,
+                unclaimed: None,
                 callback: None,
                 task: None,
             }),
@@ -130,10 +182,13 @@ impl Operation {
                     // Counted until the call's future is gone.
                     drop(running);
                     // Stopped by exit: its future is dropped (a waiter leaves its place), and
-                    // nobody is woken. A thread woken now would take the GIL back while the
-                    // interpreter finalizes, which ends that thread by unwinding it through
-                    // this native frame (an abort).
-                    let Some(outcome) = outcome else { return };
+                    // its caller's thread parks (no callback is called). A thread that took the
+                    // GIL back while the interpreter finalizes would be ended by an unwinding
+                    // of its stack through this native frame (an abort).
+                    let Some(outcome) = outcome else {
+                        finished.stopped();
+                        return;
+                    };
                     outcome
                 }
             };
@@ -151,6 +206,7 @@ impl Operation {
         let state = Arc::new(State {
             inner: Mutex::new(Inner {
                 phase: Phase::Ready(outcome),
+                unclaimed: None,
                 callback: None,
                 task: None,
             }),
@@ -161,6 +217,30 @@ impl Operation {
         });
         Operation {
             state: Owned::new(state),
+        }
+    }
+
+    /// The outcome of a call that is over, once; `None` if the interpreter's exit ended it.
+    fn claim(&self) -> PyResult<Option<Box<dyn Outcome>>> {
+        let state = self.state()?;
+        let mut inner = state.inner();
+        match state.take_phase(&mut inner, Phase::Taken) {
+            Phase::Ready(outcome) => Ok(Some(outcome)),
+            Phase::Ended => {
+                inner.phase = Phase::Ended;
+                Ok(None)
+            }
+            other => {
+                let why = match other {
+                    Phase::Running => "is still running",
+                    Phase::Cancelled => "was cancelled",
+                    _ => "was taken already",
+                };
+                inner.phase = other;
+                Err(PyRuntimeError::new_err(format!(
+                    "this fencelock call's result cannot be taken: the call {why}"
+                )))
+            }
         }
     }
 
@@ -178,11 +258,11 @@ impl Operation {
     fn clean_up(state: &Arc<State>) -> Task {
         let (task, undo, callback) = {
             let mut inner = state.inner();
-            let undo = match std::mem::replace(&mut inner.phase, Phase::Cancelled) {
+            let undo = match state.take_phase(&mut inner, Phase::Cancelled) {
                 Phase::Ready(outcome) => outcome.undo(),
                 Phase::Running | Phase::Cancelled => None,
-                Phase::Taken => {
-                    inner.phase = Phase::Taken;
+                kept @ (Phase::Taken | Phase::Ended) => {
+                    inner.phase = kept;
                     None
                 }
             };
@@ -223,12 +303,29 @@ impl Operation {
     }
 }
 
-/// Records the call's outcome (or undoes it, if the call was cancelled meanwhile) and tells the
-/// callback.
+/// Records the call's outcome (or undoes it, if the call was cancelled meanwhile, or the
+/// interpreter's exit has begun) and tells the callback.
 fn finish(state: &Arc<State>, outcome: Box<dyn Outcome>) {
     let (callback, undo) = {
         let mut inner = state.inner();
         match inner.phase {
+            Phase::Running if outcome.holds() => {
+                // Listed for the exit while Python has not taken it (its own lock held: the
+                // exit cannot look at it before it is here).
+                let weak = Arc::downgrade(state) as Weak<dyn Unclaimed>;
+                match state.process.keeper().add_unclaimed(weak) {
+                    Some(id) => {
+                        inner.unclaimed = Some(id);
+                        inner.phase = Phase::Ready(outcome);
+                        (inner.callback.take(), None)
+                    }
+                    // The exit has begun: given back at once; its caller parks.
+                    None => {
+                        inner.phase = Phase::Ended;
+                        (None, outcome.undo())
+                    }
+                }
+            }
             Phase::Running => {
                 inner.phase = Phase::Ready(outcome);
                 (inner.callback.take(), None)
@@ -320,7 +417,12 @@ impl Operation {
                 false
             });
             if !interrupted {
-                return self.take(py);
+                return match self.claim()? {
+                    Some(outcome) => outcome.into_py(py),
+                    // The exit ended it: not answered (this thread parks for good), unless
+                    // this is the thread ending the interpreter.
+                    None => Err(process::ended(py, _inside)),
+                };
             }
             if let Err(signal) = py.check_signals() {
                 let clean_up = Operation::clean_up(&state);
@@ -333,24 +435,12 @@ impl Operation {
 
     /// The result of a call that is over (raises its error); once.
     fn take(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        let outcome = {
-            let mut inner = self.state()?.inner();
-            match std::mem::replace(&mut inner.phase, Phase::Taken) {
-                Phase::Ready(outcome) => outcome,
-                other => {
-                    let why = match other {
-                        Phase::Running => "is still running",
-                        Phase::Cancelled => "was cancelled",
-                        _ => "was taken already",
-                    };
-                    inner.phase = other;
-                    return Err(PyRuntimeError::new_err(format!(
-                        "this fencelock call's result cannot be taken: the call {why}"
-                    )));
-                }
-            }
-        };
-        outcome.into_py(py)
+        match self.claim()? {
+            Some(outcome) => outcome.into_py(py),
+            None => Err(PyRuntimeError::new_err(
+                "this fencelock call's result cannot be taken: the interpreter's exit ended the call",
+            )),
+        }
     }
 
     /// Calls `callback()` once the call is over (from fencelock's answering thread; at once,
@@ -400,7 +490,7 @@ impl Drop for Operation {
         };
         let (undo, stop) = {
             let mut inner = state.inner();
-            match std::mem::replace(&mut inner.phase, Phase::Cancelled) {
+            match state.take_phase(&mut inner, Phase::Cancelled) {
                 Phase::Ready(outcome) => (outcome.undo(), None),
                 // A wait nobody waits for is stopped; a release goes on. Either way, a result
                 // the task still makes is undone when it finishes.

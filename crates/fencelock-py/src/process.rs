@@ -24,7 +24,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 pub use fencelock_bind::held::Task;
-use fencelock_bind::keeper::Keeper;
+use fencelock_bind::keeper::{After, Keeper};
 pub use fencelock_bind::keeper::{Busy, FLUSH};
 
 use pyo3::exceptions::PyRuntimeError;
@@ -131,6 +131,22 @@ where
             None => park_for_good(),
         }
     })
+}
+
+/// For a thread whose call the interpreter's exit ended (stopped, or its result given back
+/// before it was taken): the thread ending the interpreter gets an error (a call made after
+/// the exit's give-back, from a later `atexit` handler); any other parks for good, the GIL
+/// released, as if its call were never answered (the interpreter is ending).
+pub fn ended(py: Python<'_>, inside: Inside) -> PyErr {
+    if ENDING.get() {
+        return PyRuntimeError::new_err(
+            "fencelock has ended: the interpreter is exiting, and what it held was given back",
+        );
+    }
+    drop(inside);
+    py.detach(|| park_for_good());
+    // (Never reached: the thread parks above.)
+    PyRuntimeError::new_err("fencelock has ended: the interpreter is exiting")
 }
 
 /// A Python thread that must not take the GIL again: it never returns.
@@ -248,10 +264,12 @@ impl Process {
         self.keeper.add_client(client);
     }
 
-    /// The interpreter's exit: ends what is still held, then waits for the background work,
-    /// all within [`FLUSH`].
+    /// The interpreter's exit: stops the waits, gives back the results nobody took and what is
+    /// still held, then waits for the background work, all within [`FLUSH`]. The keeper stays
+    /// ended: a call that waits stops at once from then on, and a hold or a result made later
+    /// is given back at once.
     fn shut_down(&self, py: Python<'_>) {
-        let end = self.keeper.end_all(FLUSH);
+        let end = self.keeper.end_all(FLUSH, After::Ended);
         py.detach(|| self.runtime.block_on(end));
     }
 }

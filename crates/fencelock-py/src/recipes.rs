@@ -29,6 +29,10 @@ impl Outcome for AcquiredAll {
         }
     }
 
+    fn holds(&self) -> bool {
+        self.result.is_ok()
+    }
+
     fn undo(self: Box<Self>) -> Option<Task> {
         self.result.ok().map(GiveBack::give_back)
     }
@@ -113,6 +117,10 @@ impl Outcome for Begin {
             }
             Err(e) => Err(to_py(py, &e)),
         }
+    }
+
+    fn holds(&self) -> bool {
+        matches!(self.result, Ok(Begun::Run(_)))
     }
 
     fn undo(self: Box<Self>) -> Option<Task> {
