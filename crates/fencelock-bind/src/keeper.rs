@@ -12,9 +12,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::Duration;
 
+use fencelock::{Count, Flag};
 use tokio::runtime::Handle;
 
-use crate::count::{Count, Flag};
 use crate::held::{EndAtExit, Task};
 
 /// How long a process's end waits for what is left to the background (a waiter leaving its

@@ -13,7 +13,6 @@
 //! [`Duration`]: std::time::Duration
 
 pub mod config;
-pub mod count;
 pub mod fields;
 pub mod follow;
 pub mod held;

@@ -12,8 +12,7 @@
 use std::future::Future;
 use std::sync::Arc;
 
-use fencelock::Cleanup;
-use fencelock_bind::count::{Count, Flag};
+use fencelock::{Cleanup, Count, Flag};
 use fencelock_bind::held::Task;
 use fencelock_bind::keeper::{Delivery, FLUSH};
 use napi::bindgen_prelude::{PromiseRaw, ToNapiValue};

@@ -110,6 +110,10 @@ mod token;
 pub mod blocking;
 
 pub use background::Cleanup;
+/// The counting primitives of the client's background work, which the language packages'
+/// keeper (`fencelock-bind`) uses for its own: not part of the API.
+#[doc(hidden)]
+pub use background::{Count, Flag};
 pub use client::{Client, ClientBuilder, DEFAULT_COMMAND_TIMEOUT, DEFAULT_PREFIX};
 pub use engine::{
     DEFAULT_QUEUE_TIMEOUT, DEFAULT_TTL, LockGuard, LockRequest, MAX_LABEL_LEN, MAX_TTL,

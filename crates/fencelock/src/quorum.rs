@@ -22,7 +22,7 @@ use futures_util::StreamExt;
 use futures_util::future::Either;
 use futures_util::stream::FuturesUnordered;
 
-use crate::background::{Background, Running};
+use crate::background::{Count, Running};
 #[cfg(feature = "sentinel")]
 use crate::connection::Followed;
 use crate::connection::{Endpoint, Server, Switches, is_unreachable};
@@ -35,7 +35,7 @@ pub(crate) struct Instances {
     notifiers: Vec<ReleaseNotifier>,
     command_timeout: Duration,
     instance_timeout: Option<Duration>,
-    background: Arc<Background>,
+    background: Arc<Count>,
 }
 
 /// How many instances make a majority, and the two questions every operation asks of its
@@ -171,7 +171,7 @@ impl Instances {
 
     /// A ticket that counts as background work until it is dropped (see [`Self::wait_idle`]).
     pub(crate) fn running(&self) -> Running {
-        self.background.count()
+        self.background.ticket()
     }
 
     /// Runs `work` as a task, counted as background work until it ends.
@@ -284,7 +284,7 @@ impl Instances {
                     None => Either::Right(std::future::ready((i, Err(skipped(server))))),
                 })
                 .collect(),
-            running: Some(self.background.count()),
+            running: Some(self.background.ticket()),
         };
         while let Some((i, answer)) = calls.pending.next().await {
             if let Some(slot) = answers.get_mut(i) {
@@ -300,7 +300,7 @@ impl Instances {
     /// Waits (at most `limit`; a limit too far ahead to represent waits as long as it takes)
     /// until no background work is under way. True if none is.
     pub(crate) async fn wait_idle(&self, limit: Duration) -> bool {
-        self.background.idle(Some(limit)).await
+        self.background.zero_within(Some(limit)).await
     }
 
     /// Registers a waiter for `channel` on every instance, and waits (at most `limit`) for the
