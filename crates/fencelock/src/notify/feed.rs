@@ -24,9 +24,10 @@ pub(crate) enum Feed {
     #[cfg(feature = "sentinel")]
     Sentinel(Arc<Followed>),
     /// Redis Cluster: `SSUBSCRIBE` on the cluster connection kept for subscriptions (apart
-    /// from the commands'), whose RESP3 pushes bring the messages (it was made with the
-    /// listener's [`Router`](super::Prepared::router)); the `redis` crate resubscribes each
-    /// channel on the node that serves its slot after a reconnection or a topology change.
+    /// from the commands'), whose RESP3 pushes bring the messages and the confirmations (it was
+    /// made with the listener's [`Router`](super::Prepared::router)); the `redis` crate
+    /// resubscribes each channel on the node that serves its slot after a reconnection or a
+    /// topology change, but forgets one a node unsubscribed unasked.
     #[cfg(feature = "cluster")]
     Sharded(ClusterConnection),
 }
@@ -39,8 +40,17 @@ pub(super) enum Source {
         /// With Sentinel: changes when the client moves to another master.
         switches: Option<watch::Receiver<u64>>,
     },
+    /// Redis Cluster: subscriptions go to the [`Subscriber`](super::sharded::Subscriber),
+    /// which confirms and retries them, and the rest to the [`Writer`](super::sharded::Writer);
+    /// losses are heard by the router, channel by channel.
     #[cfg(feature = "cluster")]
-    Sharded { conn: ClusterConnection },
+    Sharded {
+        wanted: mpsc::UnboundedSender<super::sharded::Wanted>,
+        batches: mpsc::UnboundedSender<super::sharded::Batch>,
+        /// Dropped with the listener: the subscriber stops (the connection's router, which
+        /// the subscriber keeps alive, holds a sender of `wanted` too).
+        _stop: tokio::sync::oneshot::Sender<()>,
+    },
 }
 
 /// Opens a dedicated connection for the release messages.
@@ -85,7 +95,8 @@ fn resp3(client: &redis::Client) -> redis::RedisResult<redis::Client> {
 
 /// Resolves when the feed's connection is lost (a release may have been missed): its router
 /// reported it (`current`: the number of the connection in use; a report of an earlier one is
-/// old news), or the followed master changed. Never while there is no connection.
+/// old news), or the followed master changed. Never while there is no connection, nor on
+/// Redis Cluster (whose router hands each lost channel to the subscriber).
 pub(super) async fn lost(
     source: &mut Source,
     losses: &mut mpsc::UnboundedReceiver<u64>,
@@ -101,7 +112,7 @@ pub(super) async fn lost(
             () = switched(switches) => {}
         },
         #[cfg(feature = "cluster")]
-        Source::Sharded { .. } => reported(losses, current).await,
+        Source::Sharded { .. } => std::future::pending().await,
     }
 }
 

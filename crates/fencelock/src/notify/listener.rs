@@ -1,19 +1,18 @@
 //! The listener task: subscribes and unsubscribes channels as waiters come and go, and
 //! reconnects with backoff (the messages go from the connection's task to the waiters, by the
-//! connection's [`Router`]).
+//! connection's [`Router`]). On Redis Cluster it only hands the work to the tasks of
+//! `sharded.rs`.
 
 use std::time::Duration;
 
 use tokio::sync::mpsc;
 
-#[cfg(feature = "cluster")]
-use crate::connection::sharded_subscription;
 use crate::connection::within;
 
 use super::Request;
 use super::feed::{Source, lost, sleep_until};
 use super::registry::{Heard, LINGER, Registry, lock, wake_everyone};
-use super::router::Router;
+use super::router::{Losses, Router};
 
 /// The task that owns the pub/sub connection.
 pub(super) struct Listener {
@@ -89,7 +88,6 @@ impl Listener {
                     while self.losses.try_recv().is_ok() {}
                     self.disconnected();
                     wake_everyone(&self.registry);
-                    self.resubscribe_sharded().await;
                 }
                 () = sleep_until(self.retry_at), if reconnect => {
                     if self.connect_and_resubscribe().await {
@@ -136,6 +134,14 @@ impl Listener {
 
     pub(super) async fn handle(&mut self, request: Request) {
         match request {
+            #[cfg(feature = "cluster")]
+            Request::Subscribe { channel, confirmed }
+                if matches!(self.source, Source::Sharded { .. }) =>
+            {
+                if let Source::Sharded { wanted, .. } = &self.source {
+                    let _ = wanted.send(super::sharded::Wanted::first(channel, confirmed));
+                }
+            }
             Request::Subscribe { channel, confirmed } => {
                 let ok = self.subscribe(&channel).await;
                 if ok && let Some(entry) = lock(&self.registry).get_mut(&channel) {
@@ -207,12 +213,11 @@ impl Listener {
             // Not connected: the next connection has none of them.
             Source::Dedicated { .. } => {}
             #[cfg(feature = "cluster")]
-            Source::Sharded { conn, .. } => {
-                for (channels, on) in [(subscribe, true), (unsubscribe, false)] {
-                    for channel in channels {
-                        let _ = sharded_subscription(conn, &channel, on, limit).await;
-                    }
-                }
+            Source::Sharded { batches, .. } => {
+                let _ = batches.send(super::sharded::Batch {
+                    subscribe,
+                    unsubscribe,
+                });
             }
         }
     }
@@ -237,9 +242,12 @@ impl Listener {
             } => within(limit, conn.unsubscribe(&channel)).await.is_err(),
             Source::Dedicated { .. } => false,
             #[cfg(feature = "cluster")]
-            Source::Sharded { conn, .. } => {
+            Source::Sharded { batches, .. } => {
                 // A failure leaves a subscription without waiters: harmless.
-                let _ = sharded_subscription(conn, &channel, false, limit).await;
+                let _ = batches.send(super::sharded::Batch {
+                    subscribe: Vec::new(),
+                    unsubscribe: vec![channel],
+                });
                 false
             }
         };
@@ -252,16 +260,9 @@ impl Listener {
     pub(super) async fn subscribe(&mut self, channel: &str) -> bool {
         let limit = self.command_timeout;
         let result = match &mut self.source {
+            // Handed to the subscriber (see `handle`).
             #[cfg(feature = "cluster")]
-            Source::Sharded { conn, .. } => {
-                return match sharded_subscription(conn, channel, true, limit).await {
-                    Ok(()) => true,
-                    Err(err) => {
-                        tracing::debug!(channel, %err, "release listener: ssubscribe failed");
-                        false
-                    }
-                };
-            }
+            Source::Sharded { .. } => return false,
             Source::Dedicated {
                 connection: None, ..
             } => {
@@ -302,8 +303,10 @@ impl Listener {
         self.connection = self.connection.wrapping_add(1);
         let router = Router {
             registry: self.registry.clone(),
-            losses: self.report_losses.clone(),
-            connection: self.connection,
+            losses: Losses::Connection {
+                losses: self.report_losses.clone(),
+                connection: self.connection,
+            },
         };
         let limit = self.command_timeout;
         let connected = within(limit, opener.open(router, limit)).await;
@@ -335,34 +338,5 @@ impl Listener {
         self.backoff.reset();
         self.retry_at = None;
         true
-    }
-
-    /// On Redis Cluster: subscribes again at once every channel with waiters or payload
-    /// readers, and tells the readers when the server confirmed (an `SSUBSCRIBE` of a channel
-    /// already subscribed changes nothing). The `redis` crate resubscribes a reconnected node's
-    /// channels on its own but says nothing when it has, and forgets a channel that a node
-    /// unsubscribed unasked (it stopped serving the slot: see `Router`). A dedicated connection
-    /// tells them when it is back (`connect_and_resubscribe`). Waiters' own channels are not
-    /// subscribed again: a message for a waiter nobody listens for there goes on the lock's
-    /// channel.
-    async fn resubscribe_sharded(&mut self) {
-        #[cfg(feature = "cluster")]
-        if let Source::Sharded { conn, .. } = &mut self.source {
-            let heard: Vec<String> = lock(&self.registry)
-                .iter()
-                .filter(|(_, entry)| entry.subscriptions > 0 || entry.heard.is_some())
-                .map(|(channel, _)| channel.clone())
-                .collect();
-            for channel in heard {
-                let subscribed =
-                    sharded_subscription(conn, &channel, true, self.command_timeout).await;
-                if subscribed.is_ok()
-                    && let Some(entry) = lock(&self.registry).get_mut(&channel)
-                {
-                    entry.subscribed = true;
-                    entry.tell(Heard::Subscribed);
-                }
-            }
-        }
     }
 }

@@ -32,12 +32,16 @@
 //!   them;
 //! - `router.rs`: a connection's pushes, handed to the waiters in the connection's task;
 //! - `listener.rs`: the listener task;
+//! - `sharded.rs`: on Redis Cluster, the tasks beside it that subscribe (confirmed by a reply
+//!   that names the channel, tried again with backoff, many at once) and send the rest;
 //! - `feed.rs`: where messages come from ([`Feed`]), and how a loss is heard.
 
 mod feed;
 mod listener;
 mod registry;
 mod router;
+#[cfg(feature = "cluster")]
+mod sharded;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -98,6 +102,12 @@ pub(crate) struct Prepared {
     registry: Registry,
     report_losses: mpsc::UnboundedSender<u64>,
     losses: mpsc::UnboundedReceiver<u64>,
+    /// The channels a cluster's router found lost, for the subscriber (see `sharded.rs`).
+    #[cfg(feature = "cluster")]
+    wanted: (
+        mpsc::UnboundedSender<sharded::Wanted>,
+        mpsc::UnboundedReceiver<sharded::Wanted>,
+    ),
 }
 
 impl Prepared {
@@ -107,16 +117,18 @@ impl Prepared {
             registry: Arc::default(),
             report_losses,
             losses,
+            #[cfg(feature = "cluster")]
+            wanted: mpsc::unbounded_channel(),
         }
     }
 
-    /// The push sender for a connection made before the listener starts.
-    #[cfg_attr(not(feature = "cluster"), allow(dead_code))]
+    /// The push sender for the cluster's subscriptions connection, made before the listener
+    /// starts.
+    #[cfg(feature = "cluster")]
     pub(crate) fn router(&self) -> impl redis::aio::AsyncPushSender {
         Router {
             registry: self.registry.clone(),
-            losses: self.report_losses.clone(),
-            connection: 0,
+            losses: router::Losses::Sharded(self.wanted.0.clone()),
         }
     }
 
@@ -127,6 +139,8 @@ impl Prepared {
             registry,
             report_losses,
             losses,
+            #[cfg(feature = "cluster")]
+            wanted,
         } = self;
         let (requests, rx) = mpsc::unbounded_channel();
         let source = match feed {
@@ -142,7 +156,24 @@ impl Prepared {
                 connection: None,
             },
             #[cfg(feature = "cluster")]
-            Feed::Sharded(conn) => Source::Sharded { conn },
+            Feed::Sharded(conn) => {
+                let (wanted, asked) = wanted;
+                let subscriber =
+                    sharded::Subscriber::new(conn.clone(), registry.clone(), command_timeout);
+                let (stop, stopped) = oneshot::channel();
+                tokio::spawn(subscriber.run(asked, stopped));
+                let (batches, to_send) = mpsc::unbounded_channel();
+                let writer = sharded::Writer {
+                    conn,
+                    limit: command_timeout,
+                };
+                tokio::spawn(writer.run(to_send));
+                Source::Sharded {
+                    wanted,
+                    batches,
+                    _stop: stop,
+                }
+            }
         };
         let listener = Listener {
             source,
@@ -177,6 +208,7 @@ impl ReleaseNotifier {
                     addressed: HashMap::new(),
                     subscriptions: 0,
                     subscribed: false,
+                    lost: false,
                     heard: None,
                 });
             entry.subscriptions += 1;

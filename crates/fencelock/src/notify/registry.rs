@@ -17,8 +17,13 @@ pub(super) struct Channel {
     /// The waiters that can be woken by their request's owner token.
     pub(super) addressed: HashMap<String, Arc<Personal>>,
     pub(super) subscriptions: usize,
-    /// The server confirmed the subscription (and the connection has not dropped since).
+    /// The server confirmed the subscription (and the connection has not dropped since). On
+    /// Redis Cluster: a confirmation that names the channel came (see [`confirmed`]), and no
+    /// `sunsubscribe` of it since.
     pub(super) subscribed: bool,
+    /// On Redis Cluster: the subscription was lost, and not confirmed again since (its waiters
+    /// are woken once it is: a release may have been missed meanwhile).
+    pub(super) lost: bool,
     /// Every message of the channel and every loss of its subscription, for the local
     /// subscribers that read payloads (made by the first of them: waiters never need it).
     pub(super) heard: Option<broadcast::Sender<Heard>>,
@@ -229,18 +234,58 @@ fn wake_addressed(
     }
 }
 
-/// Whether anyone here listens on `channel`: a lock's channel with waiters or payload readers,
-/// or the own channel of a waiter still waiting.
-pub(super) fn listened(registry: &Registry, channel: &str) -> bool {
-    let registry = lock(registry);
-    if let Some(entry) = registry.get(channel) {
-        return entry.subscriptions > 0 || entry.heard.is_some();
+/// On Redis Cluster: a confirmation of a sharded subscription that names `channel` came (the
+/// reply to an `SSUBSCRIBE`, ours or the `redis` crate's own after a reconnection, whichever
+/// command it was taken as the reply to). The channel counts as subscribed from here on; its
+/// payload readers are told, and after a loss its waiters are woken (a release may have been
+/// missed). A channel nobody registered (a waiter's own) is left alone.
+pub(super) fn confirmed(registry: &Registry, channel: &str) {
+    let mut registry = lock(registry);
+    let Some(entry) = registry.get_mut(channel) else {
+        return;
+    };
+    if entry.subscribed {
+        return;
     }
-    channel.rsplit_once(':').is_some_and(|(channel, token)| {
-        registry
-            .get(channel)
-            .is_some_and(|entry| entry.addressed.contains_key(token))
-    })
+    entry.subscribed = true;
+    entry.tell(Heard::Subscribed);
+    if std::mem::take(&mut entry.lost) {
+        entry.generation.send_modify(|g| *g = g.wrapping_add(1));
+    }
+}
+
+/// On Redis Cluster: `channel` is not subscribed any more (an `sunsubscribe` of it: a node that
+/// stopped serving its slot, or our own unsubscription). Its payload readers are told of the
+/// gap if it was subscribed. Whether someone here still listens on it, and it must be
+/// subscribed again.
+pub(super) fn unsubscribed(registry: &Registry, channel: &str) -> bool {
+    let mut registry = lock(registry);
+    let Some(entry) = registry.get_mut(channel) else {
+        return false;
+    };
+    if std::mem::take(&mut entry.subscribed) {
+        entry.lost = true;
+        entry.tell(Heard::Lost);
+    }
+    entry.subscriptions > 0 || entry.heard.is_some()
+}
+
+/// On Redis Cluster: a node's connection dropped, and which channels it served is not known:
+/// every channel counts as lost (see [`unsubscribed`]). The channels someone here still
+/// listens on, to subscribe again.
+pub(super) fn all_unsubscribed(registry: &Registry) -> Vec<String> {
+    let mut registry = lock(registry);
+    let mut listened = Vec::new();
+    for (channel, entry) in registry.iter_mut() {
+        if std::mem::take(&mut entry.subscribed) {
+            entry.lost = true;
+            entry.tell(Heard::Lost);
+        }
+        if entry.subscriptions > 0 || entry.heard.is_some() {
+            listened.push(channel.clone());
+        }
+    }
+    listened
 }
 
 /// Wakes every waiter of every channel (a release may have been missed).

@@ -1,0 +1,316 @@
+//! Redis Cluster: the sharded subscriptions of a listener, in tasks of their own beside it.
+//!
+//! A channel counts as subscribed only when a confirmation that names it comes back
+//! ([`confirmed`](super::registry::confirmed), by the connection's router): the `redis` crate answers an
+//! `SSUBSCRIBE` with whatever confirmation comes first on that node's connection, and a node
+//! that stops serving a slot sends an `sunsubscribe` nobody asked for, which it may take as the
+//! reply. The [`Subscriber`] sends the subscriptions (a waiter's channel, or one lost), many at
+//! once, and sends again with backoff each one that is not confirmed; the [`Writer`] sends the
+//! rest (waiters' own channels, lingering channels' unsubscriptions) in the order asked. Neither
+//! holds up the listener's requests.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::time::Duration;
+
+use futures_util::stream::{FuturesUnordered, StreamExt};
+use redis::cluster_async::ClusterConnection;
+use tokio::sync::{mpsc, oneshot};
+use tokio::time::Instant;
+
+use crate::backoff::{Backoff, RECONNECT};
+use crate::connection::{sharded_subscription, within};
+
+use super::feed::sleep_until;
+use super::registry::{Registry, lock};
+
+/// The most subscriptions on their way at once: hundreds of channels lost in a failover go in
+/// a few round trips, without piling every one on a node that may be failing.
+const AT_ONCE: usize = 64;
+
+/// A channel to subscribe, and who waits for the confirmation (a waiter's first subscription).
+pub(super) struct Wanted {
+    channel: String,
+    confirmed: Option<oneshot::Sender<bool>>,
+}
+
+impl Wanted {
+    /// A waiter's channel, whose confirmation `confirmed` waits for (true), or for the end of
+    /// a first attempt that was not confirmed (false: it is tried again meanwhile).
+    pub(super) fn first(channel: String, confirmed: oneshot::Sender<bool>) -> Self {
+        Wanted {
+            channel,
+            confirmed: Some(confirmed),
+        }
+    }
+
+    /// A channel lost (a node unsubscribed it, or its connection dropped), to subscribe again.
+    pub(super) fn again(channel: String) -> Self {
+        Wanted {
+            channel,
+            confirmed: None,
+        }
+    }
+}
+
+/// A channel not confirmed yet.
+struct Pending {
+    /// The delay before the next attempt, growing after each one that was not confirmed.
+    backoff: Backoff,
+    /// When to send again (`None`: an attempt is on its way).
+    due: Option<Instant>,
+    /// Who waits for the confirmation.
+    confirmed: Vec<oneshot::Sender<bool>>,
+    /// The channel was lost (see [`Wanted::again`]): its route is read again before each
+    /// attempt ([`refresh_route`]).
+    lost: bool,
+}
+
+type Attempt = Pin<Box<dyn Future<Output = (String, redis::RedisResult<()>)> + Send>>;
+
+/// The task that subscribes the channels wanted until each is confirmed.
+pub(super) struct Subscriber {
+    conn: ClusterConnection,
+    registry: Registry,
+    limit: Duration,
+    pending: HashMap<String, Pending>,
+}
+
+/// Where a channel wanted stands now.
+enum Standing {
+    /// Confirmed: nothing more to do.
+    Subscribed,
+    /// Nobody here listens on it any more (it lingers, or is forgotten).
+    Unwanted,
+    /// To send.
+    Unconfirmed,
+}
+
+impl Subscriber {
+    pub(super) fn new(conn: ClusterConnection, registry: Registry, limit: Duration) -> Self {
+        Subscriber {
+            conn,
+            registry,
+            limit,
+            pending: HashMap::new(),
+        }
+    }
+
+    /// Runs until the listener is gone (`stop` dropped).
+    pub(super) async fn run(
+        mut self,
+        mut wanted: mpsc::UnboundedReceiver<Wanted>,
+        mut stop: oneshot::Receiver<()>,
+    ) {
+        let mut attempts: FuturesUnordered<Attempt> = FuturesUnordered::new();
+        loop {
+            self.send_due(&mut attempts);
+            let next = self.next_due();
+            let room = attempts.len() < AT_ONCE;
+            tokio::select! {
+                _ = &mut stop => return,
+                asked = wanted.recv() => match asked {
+                    Some(asked) => self.want(asked),
+                    None => return,
+                },
+                Some((channel, result)) = attempts.next(), if !attempts.is_empty() => {
+                    self.settle(channel, result);
+                }
+                () = sleep_until(next), if next.is_some() && room => {}
+            }
+        }
+    }
+
+    fn want(&mut self, wanted: Wanted) {
+        let pending = self
+            .pending
+            .entry(wanted.channel)
+            .or_insert_with(|| Pending {
+                backoff: RECONNECT,
+                due: Some(Instant::now()),
+                confirmed: Vec::new(),
+                lost: false,
+            });
+        pending.lost |= wanted.confirmed.is_none();
+        pending.confirmed.extend(wanted.confirmed);
+    }
+
+    fn standing(&self, channel: &str) -> Standing {
+        match lock(&self.registry).get(channel) {
+            Some(entry) if entry.subscribed => Standing::Subscribed,
+            Some(entry) if entry.subscriptions > 0 || entry.heard.is_some() => {
+                Standing::Unconfirmed
+            }
+            _ => Standing::Unwanted,
+        }
+    }
+
+    /// Sends the attempts that are due, as many as there is room for.
+    fn send_due(&mut self, attempts: &mut FuturesUnordered<Attempt>) {
+        let now = Instant::now();
+        let due: Vec<String> = self
+            .pending
+            .iter()
+            .filter(|(_, p)| p.due.is_some_and(|at| at <= now))
+            .map(|(channel, _)| channel.clone())
+            .collect();
+        for channel in due {
+            if attempts.len() >= AT_ONCE {
+                return;
+            }
+            match self.standing(&channel) {
+                Standing::Subscribed => self.done(&channel, true),
+                Standing::Unwanted => self.done(&channel, false),
+                Standing::Unconfirmed => {
+                    let Some(pending) = self.pending.get_mut(&channel) else {
+                        continue;
+                    };
+                    pending.due = None;
+                    let (conn, limit, lost) = (self.conn.clone(), self.limit, pending.lost);
+                    attempts.push(Box::pin(async move {
+                        if lost && let Err(err) = refresh_route(&conn, &channel, limit).await {
+                            tracing::debug!(channel, %err, "release listener: route not read again");
+                        }
+                        let result = sharded_subscription(&conn, &channel, true, limit).await;
+                        (channel, result)
+                    }));
+                }
+            }
+        }
+    }
+
+    /// An attempt came back: done if the channel is confirmed now; otherwise those waiting are
+    /// told it is not (yet), and it is sent again after a delay. A reply is not a confirmation:
+    /// it may have been an unasked `sunsubscribe` the crate took for it (the real reply then
+    /// comes later, and the next attempt finds the channel confirmed).
+    fn settle(&mut self, channel: String, result: redis::RedisResult<()>) {
+        match self.standing(&channel) {
+            Standing::Subscribed => self.done(&channel, true),
+            Standing::Unwanted => self.done(&channel, false),
+            Standing::Unconfirmed => {
+                let Some(pending) = self.pending.get_mut(&channel) else {
+                    return;
+                };
+                for confirmed in pending.confirmed.drain(..) {
+                    let _ = confirmed.send(false);
+                }
+                let delay = pending.backoff.next_jittered();
+                pending.due = Some(Instant::now() + delay);
+                match result {
+                    Ok(()) => tracing::debug!(
+                        channel,
+                        ?delay,
+                        "release listener: ssubscribe answered, not confirmed yet"
+                    ),
+                    Err(err) => {
+                        tracing::debug!(channel, %err, ?delay, "release listener: ssubscribe failed")
+                    }
+                }
+            }
+        }
+    }
+
+    fn done(&mut self, channel: &str, subscribed: bool) {
+        if let Some(pending) = self.pending.remove(channel) {
+            for confirmed in pending.confirmed {
+                let _ = confirmed.send(subscribed);
+            }
+        }
+    }
+
+    /// When the next attempt not on its way is due.
+    fn next_due(&self) -> Option<Instant> {
+        self.pending.values().filter_map(|p| p.due).min()
+    }
+}
+
+/// Sends a script that does nothing (`EVAL "return 1" 1 channel`) to the master of `channel`'s
+/// slot, as the connection's slot map has it. A node that stopped serving the slot (the former
+/// master of a failover, a replica now) answers `MOVED`, and the connection reads the cluster's
+/// slots again before it answers: a subscription sent after it goes to the new master. Sent
+/// before, it goes to the former master, which as a replica accepts it, and may never pass a
+/// message on to it (seen on Redis 7.0 right after a failover: the connection's slot map, which
+/// only a `MOVED` refreshes, stayed stale for as long as the test ran). The reply says nothing.
+async fn refresh_route(
+    conn: &ClusterConnection,
+    channel: &str,
+    limit: Duration,
+) -> redis::RedisResult<()> {
+    let mut conn = conn.clone();
+    let probe = redis::cmd("EVAL")
+        .arg("return 1")
+        .arg(1)
+        .arg(channel)
+        .clone();
+    within(limit, probe.query_async::<redis::Value>(&mut conn))
+        .await
+        .map(drop)
+}
+
+/// Sharded (un)subscriptions that need no confirmation: waiters' own channels (see
+/// [`super::Request::Own`]) and lingering channels' unsubscriptions. Each batch goes at once,
+/// batches in the order asked (a waiter's own channel is never unsubscribed before it is
+/// subscribed); a failure is only logged.
+pub(super) struct Batch {
+    pub(super) subscribe: Vec<String>,
+    pub(super) unsubscribe: Vec<String>,
+}
+
+/// The task that sends the [`Batch`]es.
+pub(super) struct Writer {
+    pub(super) conn: ClusterConnection,
+    pub(super) limit: Duration,
+}
+
+impl Writer {
+    pub(super) async fn run(self, mut batches: mpsc::UnboundedReceiver<Batch>) {
+        while let Some(batch) = batches.recv().await {
+            let subscriptions = batch.subscribe.iter().map(|c| (c, true));
+            let unsubscriptions = batch.unsubscribe.iter().map(|c| (c, false));
+            let (conn, limit) = (&self.conn, self.limit);
+            let sent = subscriptions.chain(unsubscriptions).map(|(channel, on)| async move {
+                let result = sharded_subscription(conn, channel, on, limit).await;
+                if let Err(err) = result {
+                    tracing::debug!(channel, on, %err, "release listener: sharded (un)subscription failed");
+                }
+            });
+            futures_util::future::join_all(sent).await;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::registry::{confirmed, unsubscribed};
+    use super::super::{Heard, ReleaseNotifier};
+    use super::*;
+
+    #[test]
+    fn only_a_confirmation_that_names_a_channel_subscribes_it() {
+        let registry = Registry::default();
+        let (requests, _rx) = mpsc::unbounded_channel();
+        let notifier = ReleaseNotifier {
+            registry: registry.clone(),
+            requests,
+        };
+        let (waiter, _) = notifier.subscribe("a");
+        let heard = waiter.heard();
+        let (_other, _) = notifier.subscribe("b");
+        confirmed(&registry, "b");
+        assert!(notifier.subscribe_if_live("a").is_none());
+        confirmed(&registry, "a");
+        assert!(notifier.subscribe_if_live("a").is_some());
+        // A node unsubscribed it: lost until confirmed again, and then its waiters are woken.
+        assert!(unsubscribed(&registry, "a"));
+        assert!(notifier.subscribe_if_live("a").is_none());
+        let generation = *lock(&registry)["a"].generation.borrow();
+        confirmed(&registry, "a");
+        assert_eq!(*lock(&registry)["a"].generation.borrow(), generation + 1);
+        let mut heard = heard;
+        let told: Vec<_> = std::iter::from_fn(|| heard.try_recv().ok()).collect();
+        assert_eq!(told, [Heard::Subscribed, Heard::Lost, Heard::Subscribed]);
+        // Nobody registered it (a waiter's own channel, or one forgotten): nothing to do.
+        assert!(!unsubscribed(&registry, "a:token"));
+    }
+}
