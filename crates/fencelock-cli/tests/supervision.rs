@@ -533,3 +533,96 @@ fn a_loss_during_the_grace_of_a_request_cuts_it_short_and_exits_74() {
     assert!(done.stderr.contains("was lost"), "{}", done.explain());
     nothing_left(&server, &lock_key("jobs/lost-in-grace"), &command, &done);
 }
+
+/// A process of the command's group that survives SIGKILL (here one `fencelock` cannot signal:
+/// `fencelock` runs as `nobody`, and a process of root's joins the command's process group)
+/// keeps the lock held, renewed past its lease, until it has ended; then the lock is released.
+#[test]
+fn a_survivor_of_sigkill_keeps_the_lock_held_until_it_ends() {
+    use std::os::unix::process::CommandExt;
+    let server = server();
+    let url = server.url();
+    let dir = scratch();
+    std::fs::set_permissions(
+        dir.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o777),
+    )
+    .unwrap();
+    let pids = Pids::new(dir.path(), &["command"]);
+    let go = file(dir.path(), "go");
+    let script = format!(
+        "{}; while [ ! -e \"{go}\" ]; do sleep 0.01; done; exit 0",
+        write_pid("$$", &file(dir.path(), "command"))
+    );
+    let mut line = fencelock(&[
+        "run",
+        "--url",
+        &url,
+        "--ttl",
+        "2s",
+        "--kill-after",
+        "1s",
+        "jobs/survivor",
+        "--",
+        "sh",
+        "-c",
+        &script,
+    ]);
+    // As nobody, so that root's process cannot be signalled by it.
+    line.uid(65534).gid(65534);
+    let running = Running::start(line);
+    let command = pids.wait();
+    let group = std::fs::read_to_string(format!("/proc/{}/stat", command[0]))
+        .unwrap()
+        .rsplit_once(')')
+        .and_then(|(_, rest)| rest.split_whitespace().nth(2).map(str::to_owned))
+        .unwrap();
+    // Root's process joins the command's group (the same session: the test's).
+    let mut intruder = std::process::Command::new("python3")
+        .args([
+            "-c",
+            &format!("import os, time; os.setpgid(0, {group}); time.sleep(600)"),
+        ])
+        .spawn()
+        .unwrap();
+    let intruder_pid = Pid::from_raw(i32::try_from(intruder.id()).unwrap());
+    wait_until(LIMIT, "root's process is in the command's group", || {
+        std::fs::read_to_string(format!("/proc/{intruder_pid}/stat"))
+            .ok()
+            .and_then(|stat| {
+                let (_, rest) = stat.rsplit_once(')')?;
+                rest.split_whitespace().nth(2).map(str::to_owned)
+            })
+            .as_deref()
+            == Some(group.as_str())
+    });
+    std::fs::write(&go, "").unwrap();
+    // The command ends; the ladder cannot end root's process: past SIGKILL's limit (10 s) it is
+    // reported, and the lock is kept, past several of its 2 s leases.
+    let reported = Instant::now();
+    held_while_alive(&server, &lock_key("jobs/survivor"), &[command[0]]);
+    wait_until(
+        Duration::from_secs(60),
+        "the lock is kept past 12 s",
+        || reported.elapsed() > Duration::from_secs(12),
+    );
+    assert!(
+        exists(&server, &lock_key("jobs/survivor")),
+        "released while a process of the command lives"
+    );
+    assert!(alive(intruder_pid));
+    let _ = intruder.kill();
+    let _ = intruder.wait();
+    let done = running.finish();
+    assert_eq!(done.code, Some(0), "{}", done.explain());
+    assert!(
+        done.stderr.contains("is kept until it has ended"),
+        "{}",
+        done.explain()
+    );
+    assert!(
+        !exists(&server, &lock_key("jobs/survivor")),
+        "{}",
+        done.explain()
+    );
+}
