@@ -23,11 +23,12 @@ use std::time::Duration;
 use nix::sys::signal::Signal;
 
 use super::acquire;
-use super::child::{self, Command, Outcome};
+use super::child::{self, Command};
 use super::held::{Finish, Held};
 use super::ladder::{self, Holding, Stopped};
 use super::signals::{Relay, Signals};
 use super::status::{exit_code_of, show};
+use super::watch::{self, Outcome};
 use crate::duration::format_duration;
 use crate::error::{CliError, EXIT_FAILURE, EXIT_LAUNCHER, EXIT_LOCK_LOST, EXIT_NOT_RECORDED};
 
@@ -75,7 +76,7 @@ impl Job<'_> {
         tracing::debug!(lock = %name, fence = held.fence(), launcher = %command.launcher, "command started");
         // What was received before it started is passed on once the launcher is ready.
         let mut relay = Relay::new(signals);
-        let outcome = child::watch(
+        let outcome = watch::watch(
             &mut command,
             held.lost(),
             &|| held.is_held(),

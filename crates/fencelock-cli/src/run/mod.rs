@@ -34,6 +34,7 @@ pub mod launch;
 mod signals;
 mod status;
 mod tree;
+mod watch;
 
 use crate::error::{exit, exit_help};
 use std::ffi::{OsStr, OsString};
