@@ -174,6 +174,11 @@ impl Instances {
         self.background.ticket()
     }
 
+    /// The count of background work itself, for work that takes its ticket later.
+    pub(crate) fn background(&self) -> &Arc<Count> {
+        &self.background
+    }
+
     /// Runs `work` as a task, counted as background work until it ends.
     pub(crate) fn spawn(&self, work: impl Future<Output = ()> + Send + 'static) {
         let running = self.running();

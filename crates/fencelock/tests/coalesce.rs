@@ -250,6 +250,36 @@ async fn grants_in_a_batch_whose_callers_went_away_are_given_back() {
     }
 }
 
+/// `wait_idle` waits for those give-backs: once it returns, no grant of a caller that left is
+/// still held.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wait_idle_waits_for_the_give_back_of_grants_whose_callers_went_away() {
+    // As above: the batch comes back at ~800 ms, after its callers left at ~620 ms.
+    let (redis, _proxy, slow) = callers_that_give_up_behind_two(
+        Duration::from_millis(200),
+        "idle-",
+        Duration::from_millis(600),
+    )
+    .await;
+    assert!(slow.wait_idle(Duration::from_secs(10)).await, "not idle");
+    let keys = keys(&redis);
+    let idle = |k: &&String| k.contains("idle-");
+    assert_eq!(
+        keys.iter()
+            .filter(idle)
+            .filter(|k| k.ends_with(":fence"))
+            .count(),
+        10,
+        "the batch did not run: {keys:?}"
+    );
+    let held: Vec<&String> = keys
+        .iter()
+        .filter(idle)
+        .filter(|k| !k.ends_with(":fence"))
+        .collect();
+    assert!(held.is_empty(), "idle with grants still held: {held:?}");
+}
+
 /// Every kind's acquire and release scripts have a batch form that runs: many of each at once on
 /// one client, all granted with their own fences, all released, nothing left held.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -84,9 +84,13 @@ impl LockRequest {
         // round, each round leaving a waiting entry behind.
         let queues = !attempt.queue_timeout.is_zero();
         let sent_at = Instant::now();
+        let background = instances.background();
         let answers = instances
             .acquire_on_all(
-                |server| ops::acquire(server.clone(), hold.clone(), attempt, limit),
+                |server| {
+                    let background = background.clone();
+                    ops::acquire(server.clone(), hold.clone(), attempt, limit, background)
+                },
                 |answers| {
                     let granted = answers.iter().filter(|a| is_grant(a)).count();
                     let against = answers

@@ -11,6 +11,7 @@ use std::time::Duration;
 use redis::cluster_routing::Slot;
 use redis::{FromRedisValue, RedisError, Value};
 
+use crate::background::Count;
 use crate::connection::{Server, Undelivered};
 use crate::engine::protocol::Hold;
 use crate::engine::protocol::{Attempt, ReleaseFence};
@@ -45,12 +46,15 @@ pub(crate) async fn acquire(
     hold: Arc<Hold>,
     attempt: Attempt,
     limit: Duration,
+    background: Arc<Count>,
 ) -> redis::RedisResult<AcquireReply> {
     // A grant (or a place in line) whose caller went away before it came (cancelled, or past
-    // its time limit while its call waited in a batch) is given back here.
-    // Counted in the caller's clean-up (if any) until the reply is delivered or given back.
+    // its time limit while its call waited in a batch) is given back here. Counted, from the
+    // moment the call waits, in the client's background work (what `Client::wait_idle` waits
+    // for) and in the caller's clean-up (if any), until the reply is delivered or given back.
     let undelivered = || -> Undelivered {
         let (server, hold) = (server.clone(), hold.clone());
+        let client = background.ticket();
         let own = crate::background::own_ticket();
         Box::new(move |value: Value| {
             if reply::is_grant(&value)
@@ -62,7 +66,7 @@ pub(crate) async fn acquire(
                     {
                         tracing::debug!(lock = %hold.name, %err, "could not give back a grant nobody took");
                     }
-                    drop(own);
+                    drop((own, client));
                 });
             }
         })
