@@ -46,6 +46,7 @@ async fn acquire_is_idempotent_for_one_token() {
         hold.clone(),
         attempt(Duration::from_secs(1)),
         LIMIT,
+        Arc::default(),
     )
     .await
     .unwrap();
@@ -60,6 +61,7 @@ async fn acquire_is_idempotent_for_one_token() {
         hold.clone(),
         attempt(Duration::from_secs(5)),
         LIMIT,
+        Arc::default(),
     )
     .await
     .unwrap();
@@ -75,6 +77,7 @@ async fn acquire_is_idempotent_for_one_token() {
         other.clone(),
         attempt(Duration::from_secs(1)),
         LIMIT,
+        Arc::default(),
     )
     .await
     .unwrap();
@@ -139,6 +142,7 @@ async fn extend_many_answers_per_lock_in_one_pipeline() {
             hold.clone(),
             attempt(Duration::from_millis(500)),
             LIMIT,
+            Arc::default(),
         )
         .await
         .unwrap();
