@@ -29,6 +29,12 @@ use super::registry::{Registry, lock};
 /// a few round trips, without piling every one on a node that may be failing.
 const AT_ONCE: usize = 64;
 
+/// How long after a channel is lost its first attempt waits: a node that stops serving a slot
+/// sends its unasked `sunsubscribe`s in one burst, and a command on its way to that node
+/// meanwhile may take one of them as its reply (the route's refresh among them, which then
+/// does not refresh it: the subscription would go to the former master again).
+const QUIET: Duration = Duration::from_millis(100);
+
 /// A channel to subscribe, and who waits for the confirmation (a waiter's first subscription).
 pub(super) struct Wanted {
     channel: String,
@@ -123,16 +129,17 @@ impl Subscriber {
     }
 
     fn want(&mut self, wanted: Wanted) {
+        let lost = wanted.confirmed.is_none();
         let pending = self
             .pending
             .entry(wanted.channel)
             .or_insert_with(|| Pending {
                 backoff: RECONNECT,
-                due: Some(Instant::now()),
+                due: Some(Instant::now() + if lost { QUIET } else { Duration::ZERO }),
                 confirmed: Vec::new(),
                 lost: false,
             });
-        pending.lost |= wanted.confirmed.is_none();
+        pending.lost |= lost;
         pending.confirmed.extend(wanted.confirmed);
     }
 
