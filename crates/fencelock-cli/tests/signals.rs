@@ -11,6 +11,7 @@ mod common;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use common::proc::{alive, children_of, state, stopped};
 use common::*;
 use fencelock_testkit::RedisServer;
 use nix::sys::signal::{Signal, kill};
@@ -144,22 +145,6 @@ impl Drop for Files {
             let _ = kill(pid, Signal::SIGKILL);
         }
     }
-}
-
-/// Whether `pid` runs: it exists and is not a zombie.
-fn alive(pid: Pid) -> bool {
-    !matches!(state(pid).as_deref(), None | Some("Z" | "X" | "x"))
-}
-
-/// The state letter of `pid` in `/proc/PID/stat`.
-fn state(pid: Pid) -> Option<String> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let (_, rest) = stat.rsplit_once(')')?;
-    rest.split_whitespace().next().map(str::to_owned)
-}
-
-fn stopped(pid: Pid) -> bool {
-    matches!(state(pid).as_deref(), Some("T" | "t"))
 }
 
 /// The lock key must exist whenever the command runs, until it has ended (at most `LIMIT`).
@@ -593,7 +578,7 @@ fn the_launcher_stays_uncollected_while_its_group_may_be_signalled() {
             .parse()
             .unwrap(),
     );
-    let launcher = children(running.pid());
+    let launcher = children_of(running.pid());
     assert_eq!(launcher.len(), 1, "{launcher:?}");
     let launcher = launcher[0];
     std::fs::write(&go, "").unwrap();
@@ -615,25 +600,6 @@ fn the_launcher_stays_uncollected_while_its_group_may_be_signalled() {
     let done = running.finish();
     assert_eq!(done.code, Some(0), "{}", done.explain());
     let _ = kill(survivor, Signal::SIGKILL);
-}
-
-/// The children of `parent`, from `/proc`.
-fn children(parent: Pid) -> Vec<Pid> {
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .filter_map(Result::ok)
-        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
-        .filter(|pid| {
-            std::fs::read_to_string(format!("/proc/{pid}/stat"))
-                .ok()
-                .and_then(|stat| {
-                    let (_, rest) = stat.rsplit_once(')')?;
-                    rest.split_whitespace().nth(1)?.parse::<i32>().ok()
-                })
-                == Some(parent.as_raw())
-        })
-        .map(Pid::from_raw)
-        .collect()
 }
 
 /// After a loss the command runs without the lock: it gets SIGTERM and, one second later by

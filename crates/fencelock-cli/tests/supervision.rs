@@ -13,22 +13,11 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use common::proc::{alive, children_of, group};
 use common::*;
 use fencelock_testkit::RedisServer;
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
-
-/// Whether `pid` runs: it exists and is not a zombie (which runs nothing).
-fn alive(pid: Pid) -> bool {
-    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-        return false;
-    };
-    let state = stat
-        .rsplit_once(')')
-        .and_then(|(_, rest)| rest.split_whitespace().next())
-        .unwrap_or("X");
-    !matches!(state, "Z" | "X" | "x")
-}
 
 /// The PIDs the command writes (one per file, written to `NAME.tmp` and renamed), killed by PID
 /// when the test ends, if any is still alive then.
@@ -194,25 +183,6 @@ fn a_process_that_left_the_group_with_setsid_is_stopped_before_the_release() {
     let done = running.finish();
     assert_eq!(done.code, Some(0), "{}", done.explain());
     nothing_left(&server, &lock_key("jobs/setsid"), &daemon, &done);
-}
-
-/// The processes whose parent is `parent`.
-fn children_of(parent: Pid) -> Vec<Pid> {
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .filter_map(Result::ok)
-        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
-        .filter(|pid| {
-            std::fs::read_to_string(format!("/proc/{pid}/stat"))
-                .ok()
-                .and_then(|stat| {
-                    let (_, rest) = stat.rsplit_once(')')?;
-                    rest.split_whitespace().nth(1)?.parse::<i32>().ok()
-                })
-                == Some(parent.as_raw())
-        })
-        .map(Pid::from_raw)
-        .collect()
 }
 
 #[test]
@@ -572,11 +542,7 @@ fn a_survivor_of_sigkill_keeps_the_lock_held_until_it_ends() {
     line.uid(65534).gid(65534);
     let running = Running::start(line);
     let command = pids.wait();
-    let group = std::fs::read_to_string(format!("/proc/{}/stat", command[0]))
-        .unwrap()
-        .rsplit_once(')')
-        .and_then(|(_, rest)| rest.split_whitespace().nth(2).map(str::to_owned))
-        .unwrap();
+    let group = group(command[0]).unwrap();
     // Root's process joins the command's group (the same session: the test's).
     let mut intruder = std::process::Command::new("python3")
         .args([
@@ -587,14 +553,7 @@ fn a_survivor_of_sigkill_keeps_the_lock_held_until_it_ends() {
         .unwrap();
     let intruder_pid = Pid::from_raw(i32::try_from(intruder.id()).unwrap());
     wait_until(LIMIT, "root's process is in the command's group", || {
-        std::fs::read_to_string(format!("/proc/{intruder_pid}/stat"))
-            .ok()
-            .and_then(|stat| {
-                let (_, rest) = stat.rsplit_once(')')?;
-                rest.split_whitespace().nth(2).map(str::to_owned)
-            })
-            .as_deref()
-            == Some(group.as_str())
+        common::proc::group(intruder_pid).as_deref() == Some(group.as_str())
     });
     std::fs::write(&go, "").unwrap();
     // The command ends; the ladder cannot end root's process: past SIGKILL's limit (10 s) it is

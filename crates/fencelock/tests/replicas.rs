@@ -12,6 +12,18 @@ use fencelock_testkit::RedisServer;
 
 use common::{integer_reply, server};
 
+/// `INFO section` of `server`, as text.
+fn info(server: &RedisServer, section: &str) -> String {
+    match server
+        .cmd(&["INFO", section])
+        .unwrap_or_else(|e| panic!("INFO: {e}"))
+    {
+        redis::Value::BulkString(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+        redis::Value::VerbatimString { text, .. } => text,
+        other => format!("{other:?}"),
+    }
+}
+
 /// A master and one replica of it, in sync.
 fn master_and_replica() -> (RedisServer, RedisServer) {
     let master = server();
@@ -20,14 +32,7 @@ fn master_and_replica() -> (RedisServer, RedisServer) {
         .unwrap_or_else(|e| panic!("cannot start a replica: {e}"));
     let started = Instant::now();
     loop {
-        let info = master
-            .cmd(&["INFO", "replication"])
-            .unwrap_or_else(|e| panic!("INFO: {e}"));
-        let text = match info {
-            redis::Value::BulkString(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
-            redis::Value::VerbatimString { text, .. } => text,
-            other => format!("{other:?}"),
-        };
+        let text = info(&master, "replication");
         if text.contains("connected_slaves:1") && text.contains("state=online") {
             return (master, replica);
         }
@@ -156,15 +161,8 @@ async fn a_run_once_begin_waits_for_the_replica_to_have_the_fence_floor() {
     let (master, _replica) = master_and_replica();
     let patient = client(&master.url(), Duration::from_secs(3), Shortfall::Fail);
     let waits = || {
-        let info = master
-            .cmd(&["INFO", "commandstats"])
-            .unwrap_or_else(|e| panic!("INFO: {e}"));
-        let text = match info {
-            redis::Value::BulkString(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
-            redis::Value::VerbatimString { text, .. } => text,
-            other => format!("{other:?}"),
-        };
-        text.lines()
+        info(&master, "commandstats")
+            .lines()
             .find_map(|l| l.strip_prefix("cmdstat_wait:calls="))
             .and_then(|rest| rest.split(',').next())
             .and_then(|n| n.parse::<u64>().ok())

@@ -124,21 +124,14 @@ impl Job<'_> {
                     code: EXIT_LAUNCHER,
                 });
             }
-            Outcome::Exited(Ok(status)) if status.signal().is_some() => {
-                self.say_launcher_died(status);
-                let stopped = ladder::stop(
-                    command,
-                    Signal::SIGTERM,
-                    self.kill_after,
-                    Some(holding()),
-                    relay,
-                )
-                .await;
-                return self.launcher_died(held, &stopped, status).await;
-            }
             Outcome::Exited(Ok(status)) => {
-                let code = exit_code_of(status);
-                self.say_left(command, code);
+                // The command ended (what it left gets SIGTERM), or its launcher was killed.
+                let killed = status.signal().is_some();
+                if killed {
+                    self.say_launcher_died(status);
+                } else {
+                    self.say_left(command, exit_code_of(status));
+                }
                 let stopped = ladder::stop(
                     command,
                     Signal::SIGTERM,
@@ -147,7 +140,10 @@ impl Job<'_> {
                     relay,
                 )
                 .await;
-                (stopped, code)
+                if killed {
+                    return self.launcher_died(held, &stopped, status).await;
+                }
+                (stopped, exit_code_of(status))
             }
             Outcome::Lost(reason) => {
                 let stopped_first = relay.tree_stopped(command);

@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, dead_code)] // a test fails by panicking
 
 pub mod intervals;
+pub mod proc;
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
