@@ -173,6 +173,33 @@ impl Client {
         self.runtime.block_on(self.inner.wait_idle(limit))
     }
 
+    /// Closes the client: see [`crate::Client::close`]. Its release listeners end, its
+    /// connections are dropped (their sockets close), and every later call through it or
+    /// anything made from it fails at once with [`Error::Closed`](crate::Error::Closed). Holds
+    /// still held are not released: release them first.
+    ///
+    /// ```no_run
+    /// # fn example() -> fencelock::Result<()> {
+    /// let client = fencelock::blocking::Client::open("redis://127.0.0.1:6379")?;
+    /// let guard = client.lock("migrations").acquire()?;
+    /// guard.release()?;
+    /// client.close();
+    /// assert_eq!(client.lock("migrations").acquire().unwrap_err().code(), "closed");
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// None: closing cannot fail (as [`crate::Client::close`]).
+    pub fn close(&self) {
+        self.runtime.block_on(self.inner.close());
+    }
+
+    /// See [`crate::Client::is_closed`].
+    pub fn is_closed(&self) -> bool {
+        self.inner.is_closed()
+    }
+
     /// The fenced resource `resource` on this client's Redis (see [`crate::fenced`]).
     ///
     /// # Errors

@@ -16,6 +16,7 @@
 //! lease.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use futures_util::StreamExt;
@@ -36,6 +37,8 @@ pub(crate) struct Instances {
     command_timeout: Duration,
     instance_timeout: Option<Duration>,
     background: Arc<Count>,
+    /// Set by [`Self::close`].
+    closed: AtomicBool,
 }
 
 /// How many instances make a majority, and the two questions every operation asks of its
@@ -141,7 +144,28 @@ impl Instances {
             command_timeout,
             instance_timeout,
             background: Arc::default(),
+            closed: AtomicBool::new(false),
         })
+    }
+
+    /// Closes every instance (the client's close): the release listeners end (waited for,
+    /// their connections with them), and the command connections are dropped, so that every
+    /// later call fails at once with [`Error::Closed`]; a call on its way keeps its handle
+    /// until it ends. Closing twice does nothing more.
+    pub(crate) async fn close(&self) {
+        self.closed.store(true, Ordering::Release);
+        let servers = self.servers.iter().map(Server::close);
+        let notifiers = self.notifiers.iter().map(ReleaseNotifier::close);
+        futures_util::future::join(
+            futures_util::future::join_all(servers),
+            futures_util::future::join_all(notifiers),
+        )
+        .await;
+    }
+
+    /// Whether [`Self::close`] was called.
+    pub(crate) fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
     }
 
     pub(crate) fn servers(&self) -> &[Server] {
@@ -353,6 +377,11 @@ impl Instances {
         agreed: usize,
         refused: usize,
     ) -> Error {
+        if self.is_closed() {
+            return Error::Closed {
+                lock: lock.to_owned(),
+            };
+        }
         if self.is_single() {
             let err = answers.into_iter().flatten().find_map(Result::err);
             return match err {

@@ -282,3 +282,42 @@ async fn a_key_prefix_ending_with_a_colon_is_refused() {
     );
     assert!(guard.release().await.unwrap());
 }
+
+/// `Client::close` drops the command connection and ends the release listener (its
+/// connection with it) though a guard and a waiting request still exist; every later call
+/// fails at once with `Error::Closed` naming its lock.
+#[tokio::test]
+async fn close_drops_the_connections_while_guards_and_requests_exist() {
+    let redis = server();
+    let client = client(&redis.url());
+    // The command connection and the release listener's.
+    common::close_drops_every_connection(client, &[&redis], "closing", 2).await;
+}
+
+/// The blocking client's `close` is the same close.
+#[test]
+fn the_blocking_close_drops_the_connections_too() {
+    let redis = server();
+    let client = match fencelock::blocking::Client::open(&redis.url()) {
+        Ok(client) => client,
+        Err(e) => panic!("cannot build a blocking client: {e}"),
+    };
+    let guard = match client.lock("blocking-close").acquire() {
+        Ok(guard) => guard,
+        Err(e) => panic!("acquire: {e}"),
+    };
+    assert!(!common::client_connections(&redis).is_empty());
+    client.close();
+    assert!(client.is_closed());
+    let deadline = std::time::Instant::now() + Duration::from_secs(3);
+    while !common::client_connections(&redis).is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{:#?}",
+            common::client_connections(&redis)
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    common::closed(client.lock("after").acquire(), "after");
+    common::closed(guard.release(), "blocking-close");
+}

@@ -402,3 +402,18 @@ async fn a_release_passes_the_lock_to_a_waiter_on_a_cluster() {
         assert!(guard.release().await.unwrap());
     }
 }
+
+/// `Client::close` on a Redis Cluster client: the commands' connection and the
+/// subscriptions' (to every node they reached) close, though a guard and a waiting request
+/// still exist. A cluster of its own: the shared one has other tests' clients.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn close_drops_the_commands_and_the_subscriptions_connections() {
+    let cluster = match RedisCluster::start(3, 0) {
+        Ok(cluster) => cluster,
+        Err(e) => panic!("cannot start a Redis Cluster: {e}"),
+    };
+    let client = cluster_client(&cluster);
+    let masters: Vec<_> = cluster.masters().iter().collect();
+    // At least the commands' and the subscriptions' on the lock's master.
+    common::close_drops_every_connection(client, &masters, "cluster-closing", 2).await;
+}

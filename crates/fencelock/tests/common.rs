@@ -357,3 +357,134 @@ pub async fn monitor(
         Err(e) => panic!("MONITOR: {e}"),
     }
 }
+
+/// The connections of clients on `server` (`CLIENT LIST`), one line each: every one but the
+/// connection that asks, a replica's or its master's link (flags `S`, `M`), and a sentinel's
+/// (which names its own). The library's connections are there: it names none.
+pub fn client_connections(server: &RedisServer) -> Vec<String> {
+    let text = match server.cmd(&["CLIENT", "LIST"]) {
+        Ok(redis::Value::BulkString(bytes)) => String::from_utf8_lossy(&bytes).into_owned(),
+        Ok(redis::Value::VerbatimString { text, .. }) => text,
+        other => panic!("CLIENT LIST on {}: {other:?}", server.port()),
+    };
+    text.lines()
+        .filter(|line| {
+            let field = |key: &str| line.split(' ').find_map(|f| f.strip_prefix(key));
+            field("cmd=") != Some("client|list")
+                && field("name=").unwrap_or("").is_empty()
+                && !field("flags=").is_some_and(|f| f.contains('S') || f.contains('M'))
+        })
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Waits (at most `limit`) until no server of `servers` lists a client's connection
+/// ([`client_connections`]); the connections still listed at the limit otherwise.
+pub async fn connections_left(servers: &[&RedisServer], limit: Duration) -> Vec<String> {
+    let deadline = tokio::time::Instant::now() + limit;
+    loop {
+        let left: Vec<String> = servers
+            .iter()
+            .flat_map(|server| {
+                client_connections(server)
+                    .into_iter()
+                    .map(|line| format!("{}: {line}", server.port()))
+            })
+            .collect();
+        if left.is_empty() || tokio::time::Instant::now() >= deadline {
+            return left;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Waits (at most 5 s) until some server of `servers` has a subscriber on `channel` (sharded
+/// or not); panics otherwise.
+pub async fn wait_for_subscriber(servers: &[&RedisServer], channel: &str) {
+    let count =
+        |server: &RedisServer, command: &str| match server.cmd(&["PUBSUB", command, channel]) {
+            Ok(redis::Value::Array(reply)) => match reply.get(1) {
+                Some(redis::Value::Int(n)) => *n,
+                _ => 0,
+            },
+            _ => 0,
+        };
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    while !servers
+        .iter()
+        .any(|s| count(s, "NUMSUB") + count(s, "SHARDNUMSUB") > 0)
+    {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "nobody subscribed {channel}"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// Closes `client` (whose servers, or the servers it reaches, are `servers`, where it has at
+/// least `at_least` connections once it holds lock `name` and waits for it): every connection
+/// of the client goes at once, though a guard and a waiting request made from it still exist;
+/// the waiter, the guard and every later call fail with `Error::Closed` naming their lock,
+/// and connect nothing again.
+pub async fn close_drops_every_connection(
+    client: Client,
+    servers: &[&RedisServer],
+    name: &str,
+    at_least: usize,
+) {
+    let guard = match client.lock(name).acquire().await {
+        Ok(guard) => guard,
+        Err(e) => panic!("acquire {name}: {e}"),
+    };
+    let waiter = tokio::spawn(
+        client
+            .lock(name)
+            .wait_up_to(Duration::from_secs(60))
+            .acquire(),
+    );
+    wait_for_subscriber(servers, &format!("{}:released", lock_key(name))).await;
+    let before: usize = servers.iter().map(|s| client_connections(s).len()).sum();
+    assert!(
+        before >= at_least,
+        "{before} connections before the close, {at_least} expected at least"
+    );
+
+    let clone = client.clone();
+    client.close().await;
+    assert!(clone.is_closed());
+    let left = connections_left(servers, Duration::from_secs(3)).await;
+    assert!(
+        left.is_empty(),
+        "connections left after the close: {left:#?}"
+    );
+
+    match tokio::time::timeout(Duration::from_secs(2), waiter).await {
+        Ok(Ok(result)) => closed(result, name),
+        other => panic!("the waiter did not end at once: {other:?}"),
+    }
+    let started = std::time::Instant::now();
+    closed(guard.extend(Duration::from_secs(30)).await, name);
+    closed(clone.lock("after").acquire().await, "after");
+    closed(client.try_lock("after").await, "after");
+    closed(client.inspect(name).await, name);
+    closed(guard.release().await, name);
+    assert!(
+        started.elapsed() < Duration::from_millis(500),
+        "the calls after the close took {:?}",
+        started.elapsed()
+    );
+    // Closing again does nothing more; nothing was connected again.
+    client.close().await;
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let left = connections_left(servers, Duration::ZERO).await;
+    assert!(left.is_empty(), "connections after the calls: {left:#?}");
+}
+
+/// Asserts that `result` is `Error::Closed` naming `lock`.
+pub fn closed<T: std::fmt::Debug>(result: fencelock::Result<T>, lock: &str) {
+    match result {
+        Err(fencelock::Error::Closed { lock: named }) if named == lock => {}
+        other => panic!("Closed naming {lock:?} expected, got {other:?}"),
+    }
+}

@@ -379,3 +379,18 @@ async fn a_grant_the_new_master_never_saw_is_reported_when_the_client_moves() {
     assert!(!guard.release().await.unwrap_or_else(|e| panic!("{e}")));
     eprintln!("sentinel: a grant the new master never saw was reported {told_after:?} after it");
 }
+
+/// `Client::close` on a Sentinel client: the followed master's command connection, the
+/// release listener's connection to it, and the connection to a sentinel that announces
+/// failovers all close, though a guard and a waiting request still exist.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn close_drops_the_masters_and_the_sentinels_connections() {
+    let set = match SentinelSet::start(1, 1) {
+        Ok(set) => set,
+        Err(e) => panic!("cannot start a Sentinel set: {e}"),
+    };
+    let client = sentinel_client(&set);
+    let servers: Vec<_> = set.nodes.iter().chain(&set.sentinels).collect();
+    // The master's command and listener connections, and the announcements' on the sentinel.
+    common::close_drops_every_connection(client, &servers, "sentinel-closing", 3).await;
+}

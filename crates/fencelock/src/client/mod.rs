@@ -272,6 +272,57 @@ impl Client {
     pub async fn wait_idle(&self, limit: Duration) -> bool {
         self.shared.instances.wait_idle(limit).await
     }
+
+    /// Closes the client: its release listeners end (and unsubscribe, with the connection
+    /// they listened on), and its command connections are dropped (one server's; a Redis
+    /// Cluster's two, for commands and for subscriptions; a Sentinel-followed master's and the
+    /// one to a sentinel that announces failovers; every Redlock instance's), so that their
+    /// sockets close now, even while guards, requests or handles made from this client (or
+    /// its clones, which share all this) still exist. Each socket closes as soon as the calls
+    /// on their way on it when the client closed have ended: those may finish.
+    ///
+    /// Every later call through the client, its clones, or anything made from it (an
+    /// acquisition, a guard's `extend` or `release`, an election, a fenced store, the
+    /// operator's calls) fails at once with [`Error::Closed`](crate::Error::Closed) naming the
+    /// lock, and nothing is sent. A request waiting for a lock is woken and fails the same
+    /// way at its next try; a reader of release messages or of an election's leaders hears
+    /// the loss of its subscription, and nothing more.
+    ///
+    /// Holds still held are **not released** by the close: release them first
+    /// ([`LockGuard::release`]) for their locks to be free at once (the Python and Node.js
+    /// packages give every hold back before they close their client). A hold left is no
+    /// longer renewed: its guard's [`lost`](LockGuard::lost) signal fires at its deadline,
+    /// and Redis frees the lock when its lease runs out; a guard dropped later cannot release
+    /// it either. Closing again does nothing more.
+    ///
+    /// ```no_run
+    /// # async fn example() -> fencelock::Result<()> {
+    /// let client = fencelock::Client::open("redis://127.0.0.1:6379")?;
+    /// let guard = client.lock("migrations").acquire().await?;
+    /// guard.release().await?;
+    /// client.close().await;
+    /// let err = client.lock("migrations").acquire().await.unwrap_err();
+    /// assert!(matches!(err, fencelock::Error::Closed { ref lock } if lock == "migrations"));
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// None: closing cannot fail. It waits for the listeners' tasks, which end where they
+    /// are, and for nothing on the network.
+    ///
+    /// # Cancel safety
+    ///
+    /// Once polled, the client is closed whether or not the future completes: a cancelled
+    /// close only stops waiting for the listeners' tasks to end, which they do on their own.
+    pub async fn close(&self) {
+        self.shared.instances.close().await;
+    }
+
+    /// Whether [`close`](Self::close) was called on this client or one of its clones.
+    pub fn is_closed(&self) -> bool {
+        self.shared.instances.is_closed()
+    }
 }
 
 /// The protocols without options, shared by every request.

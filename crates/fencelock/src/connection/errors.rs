@@ -3,6 +3,22 @@
 
 use redis::RedisError;
 
+/// The detail of the error a call gets after its client was closed ([`closed`]).
+const CLOSED: &str = "the fencelock client was closed";
+
+/// The error of a call made after its client was closed: nothing was sent. [`Server::error`]
+/// turns it into [`Error::Closed`](crate::Error::Closed).
+///
+/// [`Server::error`]: super::Server::error
+pub(crate) fn closed() -> RedisError {
+    RedisError::from((redis::ErrorKind::Client, "closed", CLOSED.to_owned()))
+}
+
+/// Whether an error is [`closed`]'s.
+pub(crate) fn is_closed(err: &RedisError) -> bool {
+    err.kind() == redis::ErrorKind::Client && err.detail() == Some(CLOSED)
+}
+
 /// Whether the connection was reset or closed by the peer.
 pub(crate) fn is_reset(err: &RedisError) -> bool {
     let text = err.to_string();
@@ -77,7 +93,7 @@ pub(crate) fn missing_permission(err: &RedisError) -> Option<&'static str> {
 
 /// Whether an error means the server could not be reached (as opposed to a refusal).
 pub(crate) fn is_unreachable(err: &RedisError) -> bool {
-    !is_auth_failure(err) && is_unreachable_kind(err)
+    !is_auth_failure(err) && !is_closed(err) && is_unreachable_kind(err)
 }
 
 pub(super) fn is_unreachable_kind(err: &RedisError) -> bool {

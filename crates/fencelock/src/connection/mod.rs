@@ -17,7 +17,7 @@ mod health;
 mod sentinel;
 mod switches;
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
@@ -29,7 +29,9 @@ use redis::{FromRedisValue, RedisError};
 pub(crate) use cluster::{ClusterSeeds, sharded_subscription};
 pub(crate) use coalesce::Undelivered;
 use errors::is_reset;
-pub(crate) use errors::{is_auth_failure, is_tls_failure, is_unreachable, missing_permission};
+pub(crate) use errors::{
+    closed, is_auth_failure, is_closed, is_tls_failure, is_unreachable, missing_permission,
+};
 pub(crate) use health::{timed_out, within};
 #[cfg(feature = "sentinel")]
 pub(crate) use sentinel::{Followed, SentinelSet};
@@ -80,7 +82,15 @@ enum Link {
 /// or the sentinels' description; never credentials).
 #[derive(Clone)]
 pub(crate) struct Server {
-    link: Link,
+    /// The connection, shared by every clone; `None` once the client is closed
+    /// ([`Server::close`]): every call then fails at once with [`closed`], and the connection
+    /// goes when the calls on their way with a clone of it end.
+    link: Arc<Mutex<Option<Link>>>,
+    /// Whether scripts publish with `SPUBLISH` here (Redis Cluster).
+    sharded: bool,
+    /// The master followed through Sentinel, for its switches (kept when the link is closed).
+    #[cfg(feature = "sentinel")]
+    followed: Option<Arc<Followed>>,
     pub(crate) addr: Arc<str>,
     /// Whether the connection is TLS (`rediss://`).
     tls: bool,
@@ -131,7 +141,10 @@ impl Server {
         let conn =
             ConnectionManager::new_lazy_with_config(client, manager_config(command_timeout))?;
         Ok(Server {
-            link: Link::Single(conn),
+            link: Arc::new(Mutex::new(Some(Link::Single(conn)))),
+            sharded: false,
+            #[cfg(feature = "sentinel")]
+            followed: None,
             addr: addr.into(),
             tls,
             coalescer: Arc::default(),
@@ -145,7 +158,10 @@ impl Server {
     #[cfg(feature = "cluster")]
     pub(crate) fn cluster(conn: ClusterConnection, seeds: &ClusterSeeds) -> Self {
         Server {
-            link: Link::Cluster(conn),
+            link: Arc::new(Mutex::new(Some(Link::Cluster(conn)))),
+            sharded: true,
+            #[cfg(feature = "sentinel")]
+            followed: None,
             addr: seeds.describe().into(),
             tls: seeds.tls(),
             coalescer: Arc::default(),
@@ -161,7 +177,9 @@ impl Server {
         Server {
             addr: followed.describe().into(),
             tls: followed.tls(),
-            link: Link::Sentinel(followed),
+            link: Arc::new(Mutex::new(Some(Link::Sentinel(followed.clone())))),
+            sharded: false,
+            followed: Some(followed),
             coalescer: Arc::default(),
             coalesce: true,
             health: Arc::default(),
@@ -185,28 +203,53 @@ impl Server {
 
     /// Changes each time the client moves to another master (Sentinel only).
     pub(crate) fn switches(&self) -> Option<tokio::sync::watch::Receiver<u64>> {
-        match &self.link {
-            #[cfg(feature = "sentinel")]
-            Link::Sentinel(followed) => Some(followed.switches()),
-            _ => None,
-        }
+        #[cfg(feature = "sentinel")]
+        return self.followed.as_ref().map(|followed| followed.switches());
+        #[cfg(not(feature = "sentinel"))]
+        None
     }
 
     /// How many times the client has moved to another master here (Sentinel; else 0).
     pub(crate) fn switch_epoch(&self) -> u64 {
-        match &self.link {
-            #[cfg(feature = "sentinel")]
-            Link::Sentinel(followed) => followed.epoch(),
-            _ => 0,
-        }
+        #[cfg(feature = "sentinel")]
+        return self
+            .followed
+            .as_ref()
+            .map_or(0, |followed| followed.epoch());
+        #[cfg(not(feature = "sentinel"))]
+        0
     }
 
     /// Whether scripts publish with `SPUBLISH` here (Redis Cluster's sharded pub/sub).
     pub(crate) fn sharded(&self) -> bool {
-        #[cfg(feature = "cluster")]
-        return matches!(self.link, Link::Cluster(_) | Link::ClusterNode { .. });
-        #[cfg(not(feature = "cluster"))]
-        false
+        self.sharded
+    }
+
+    /// The connection, for one call (a clone: the call keeps it until it ends), or the
+    /// [`closed`] error once the client is closed. One uncontended lock and a handle's clone.
+    fn link(&self) -> redis::RedisResult<Link> {
+        self.link
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+            .ok_or_else(closed)
+    }
+
+    /// Drops the connection (every clone of this server shares it): later calls fail at once
+    /// with [`closed`]; a call on its way keeps its own handle until it ends, and the sockets
+    /// close when the last handle goes. A Sentinel-followed master's connection and the
+    /// sentinels' are closed too (see [`Followed::close`]).
+    pub(crate) async fn close(&self) {
+        let link = self
+            .link
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        #[cfg(feature = "sentinel")]
+        if let Some(followed) = &self.followed {
+            followed.close().await;
+        }
+        drop(link);
     }
 
     /// Runs a script call within `limit`: `EVALSHA`, and `EVAL` with the source when the node
@@ -300,15 +343,18 @@ impl Server {
         limit: Duration,
     ) -> redis::RedisResult<T> {
         within(limit, async {
-            match &self.link {
-                Link::Single(conn) => pipe.query_async(&mut conn.clone()).await,
+            match self.link()? {
+                Link::Single(mut conn) => pipe.query_async(&mut conn).await,
                 #[cfg(feature = "cluster")]
-                Link::Cluster(conn) => pipe.query_async(&mut conn.clone()).await,
+                Link::Cluster(mut conn) => pipe.query_async(&mut conn).await,
                 #[cfg(feature = "cluster")]
-                Link::ClusterNode { conn, host, port } => {
-                    let route = by_address(host, *port);
+                Link::ClusterNode {
+                    mut conn,
+                    host,
+                    port,
+                } => {
+                    let route = by_address(&host, port);
                     let values = conn
-                        .clone()
                         .route_pipeline(pipe.clone(), 0, pipe.len(), route)
                         .await?;
                     T::from_redis_value(redis::Value::Array(values)).map_err(RedisError::from)
@@ -349,9 +395,9 @@ impl Server {
         #[cfg(not(feature = "cluster"))]
         let _ = key;
         within(limit, async {
-            match &self.link {
+            match self.link()? {
                 #[cfg(feature = "cluster")]
-                Link::Cluster(conn) => {
+                Link::Cluster(mut conn) => {
                     let route = redis::cluster_routing::Route::with_key(
                         key,
                         redis::cluster_routing::SlotAddr::Master,
@@ -359,10 +405,10 @@ impl Server {
                     let routing = redis::cluster_routing::RoutingInfo::SingleNode(
                         redis::cluster_routing::SingleNodeRoutingInfo::SpecificNode(route),
                     );
-                    let value = conn.clone().route_command(cmd.clone(), routing).await?;
+                    let value = conn.route_command(cmd.clone(), routing).await?;
                     T::from_redis_value(value).map_err(RedisError::from)
                 }
-                _ => self.send(cmd).await,
+                link => Self::send_on(link, cmd).await,
             }
         })
         .await
@@ -372,8 +418,8 @@ impl Server {
     /// cluster (each as a `Server` that sends to that node alone).
     pub(crate) async fn key_holders(&self, limit: Duration) -> redis::RedisResult<Vec<Server>> {
         #[cfg(feature = "cluster")]
-        if let Link::Cluster(conn) = &self.link {
-            return self.cluster_masters(conn, limit).await;
+        if let Link::Cluster(conn) = self.link()? {
+            return self.cluster_masters(&conn, limit).await;
         }
         #[cfg(not(feature = "cluster"))]
         let _ = limit;
@@ -393,11 +439,14 @@ impl Server {
             .map(|(host, port)| Server {
                 addr: format!("{host}:{port}").into(),
                 tls: self.tls,
-                link: Link::ClusterNode {
+                link: Arc::new(Mutex::new(Some(Link::ClusterNode {
                     conn: conn.clone(),
                     host,
                     port,
-                },
+                }))),
+                sharded: true,
+                #[cfg(feature = "sentinel")]
+                followed: None,
                 coalescer: Arc::default(),
                 coalesce: false,
                 health: Arc::default(),
@@ -408,17 +457,26 @@ impl Server {
 
     /// Sends `cmd` without a time limit of its own.
     async fn send<T: FromRedisValue>(&self, cmd: &redis::Cmd) -> redis::RedisResult<T> {
-        match &self.link {
-            Link::Single(conn) => cmd.query_async(&mut conn.clone()).await,
+        Self::send_on(self.link()?, cmd).await
+    }
+
+    /// Sends `cmd` on `link` without a time limit of its own.
+    async fn send_on<T: FromRedisValue>(link: Link, cmd: &redis::Cmd) -> redis::RedisResult<T> {
+        match link {
+            Link::Single(mut conn) => cmd.query_async(&mut conn).await,
             // The cluster's futures are boxed: they are large, and every call's future (the
             // single server's too) would be as large as the largest arm.
             #[cfg(feature = "cluster")]
-            Link::Cluster(conn) => Box::pin(cmd.query_async(&mut conn.clone())).await,
+            Link::Cluster(mut conn) => Box::pin(cmd.query_async(&mut conn)).await,
             #[cfg(feature = "cluster")]
-            Link::ClusterNode { conn, host, port } => {
+            Link::ClusterNode {
+                mut conn,
+                host,
+                port,
+            } => {
                 let routing =
-                    redis::cluster_routing::RoutingInfo::SingleNode(by_address(host, *port));
-                let value = Box::pin(conn.clone().route_command(cmd.clone(), routing)).await?;
+                    redis::cluster_routing::RoutingInfo::SingleNode(by_address(&host, port));
+                let value = Box::pin(conn.route_command(cmd.clone(), routing)).await?;
                 T::from_redis_value(value).map_err(RedisError::from)
             }
             #[cfg(feature = "sentinel")]
@@ -435,7 +493,11 @@ impl Server {
 
     /// Turns a Redis error into fencelock's error for `lock`, naming this server.
     pub(crate) fn error(&self, lock: &str, command: &'static str, err: RedisError) -> Error {
-        if is_tls_failure(&err) {
+        if is_closed(&err) {
+            Error::Closed {
+                lock: lock.to_owned(),
+            }
+        } else if is_tls_failure(&err) {
             Error::Tls {
                 lock: lock.to_owned(),
                 server: self.addr.to_string(),

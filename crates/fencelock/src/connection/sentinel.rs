@@ -7,6 +7,7 @@
 //! is sent once more, to the master found. Every fencelock operation is safe to repeat: an
 //! acquire by the same owner token is granted once, and a release or renewal checks the token.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -15,7 +16,7 @@ use redis::aio::ConnectionManager;
 use redis::{IntoConnectionInfo, RedisError, RedisResult};
 use tokio::sync::watch;
 
-use super::errors::{is_master_gone, missing_permission};
+use super::errors::{closed, is_master_gone, missing_permission};
 use super::{manager_config, within};
 
 /// The sentinels of one master, and how to reach the master and its replicas (credentials,
@@ -157,6 +158,12 @@ pub(crate) struct Followed {
     /// Bumped each time the client moves to another master, so that the release listener
     /// moves too.
     switched: watch::Sender<u64>,
+    /// Set by [`Self::close`] (under `current`'s lock): no master is followed any more.
+    closed: AtomicBool,
+    /// True once closed: the task that listens to the sentinels ends.
+    closing: watch::Sender<bool>,
+    /// That task, for [`Self::close`] to wait for its end.
+    watcher: Mutex<Option<tokio::task::JoinHandle<()>>>,
 }
 
 impl Followed {
@@ -173,9 +180,50 @@ impl Followed {
             current: Mutex::new(None),
             resolving: tokio::sync::Mutex::new(()),
             switched: watch::channel(0).0,
+            closed: AtomicBool::new(false),
+            closing: watch::channel(false).0,
+            watcher: Mutex::new(None),
         });
-        tokio::spawn(watch_switches(Arc::downgrade(&followed)));
+        let watcher = tokio::spawn(watch_switches(
+            Arc::downgrade(&followed),
+            followed.closing.subscribe(),
+        ));
+        *followed
+            .watcher
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(watcher);
         followed
+    }
+
+    /// Stops following: the master's connection is dropped (a call on its way keeps its own
+    /// handle until it ends), the task that listens to the sentinels ends (its connection
+    /// with it: waited for), and every later operation fails at once with [`closed`].
+    pub(crate) async fn close(&self) {
+        let master = {
+            let mut current = self.current.lock().unwrap_or_else(PoisonError::into_inner);
+            self.closed.store(true, Ordering::Release);
+            current.take()
+        };
+        drop(master);
+        self.closing.send_replace(true);
+        let watcher = self
+            .watcher
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if let Some(watcher) = watcher {
+            // It ends at once (it selects on `closing` wherever it waits); a panic in it has
+            // nothing left to close.
+            let _ = watcher.await;
+        }
+    }
+
+    /// The [`closed`] error once [`Self::close`] ran.
+    fn check_open(&self) -> RedisResult<()> {
+        if self.closed.load(Ordering::Acquire) {
+            return Err(closed());
+        }
+        Ok(())
     }
 
     /// Changes each time the client moves to another master.
@@ -209,6 +257,7 @@ impl Followed {
         if let Some(master) = self.current() {
             return Ok(master);
         }
+        self.check_open()?;
         let _resolving = self.resolving.lock().await;
         if let Some(master) = self.current() {
             return Ok(master);
@@ -223,12 +272,14 @@ impl Followed {
             manager_config(self.command_timeout),
         )?;
         let master = Arc::new(Master { client, conn, addr });
+        let previous = {
+            let mut current = self.current.lock().unwrap_or_else(PoisonError::into_inner);
+            // Checked under the lock that `close` sets it under: a master found by a call on
+            // its way when the client closed is not followed.
+            self.check_open()?;
+            current.replace(master.clone())
+        };
         tracing::info!(master = %master.addr, name = %self.set.master, "following the master the sentinels name");
-        let previous = self
-            .current
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .replace(master.clone());
         if previous.is_some_and(|p| p.addr != master.addr) {
             self.switched.send_modify(|g| *g = g.wrapping_add(1));
         }
@@ -246,6 +297,7 @@ impl Followed {
 
     /// Asks the sentinels again, and follows the master they name if it changed.
     pub(crate) async fn refresh(&self) -> RedisResult<Arc<Master>> {
+        self.check_open()?;
         let _resolving = self.resolving.lock().await;
         let (client, addr) = self.set.resolve(self.command_timeout).await?;
         match self.current() {
@@ -290,9 +342,19 @@ fn announces_new_master(payload: &str, name: &str) -> bool {
 }
 
 /// Listens to `+switch-master` and `+promoted-slave` on the sentinels (one at a time, rotating
-/// on failure) until the client is gone, and follows the new master of ours when one is
+/// on failure) until the client is gone or closed, and follows the new master of ours when one is
 /// announced.
-async fn watch_switches(followed: std::sync::Weak<Followed>) {
+async fn watch_switches(followed: std::sync::Weak<Followed>, mut closing: watch::Receiver<bool>) {
+    tokio::select! {
+        // Closed (or the sender is gone with the client): the listening, and its connection
+        // to a sentinel, end here.
+        _ = closing.wait_for(|closed| *closed) => {}
+        () = follow_announcements(followed) => {}
+    }
+}
+
+/// The body of [`watch_switches`]: runs until the client is gone.
+async fn follow_announcements(followed: std::sync::Weak<Followed>) {
     let mut retry = crate::backoff::SENTINEL;
     let mut next = 0usize;
     loop {

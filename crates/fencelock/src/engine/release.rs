@@ -109,6 +109,10 @@ impl Abandoned {
             if failed.is_empty() {
                 return;
             }
+            if instances.is_closed() {
+                tracing::debug!(lock = %hold.name, "the client is closed: the hold runs out with its lease");
+                return;
+            }
             tracing::debug!(lock = %hold.name, failed = failed.len(), "background release failed; retrying");
             pending = Some(failed);
             tokio::time::sleep(retry.next_delay()).await;

@@ -270,6 +270,15 @@ pub enum Error {
         /// Why, and what to use instead.
         reason: String,
     },
+
+    /// The client was closed ([`Client::close`](crate::Client::close)): a call through it, or
+    /// through anything made from it (a request, a guard, a handle, a fenced store), after
+    /// the close. Nothing was sent to Redis.
+    #[error("lock {lock:?}: the fencelock client is closed")]
+    Closed {
+        /// The lock (or the resource, or the election) the call was about.
+        lock: String,
+    },
 }
 
 fn fmt_hint(hint: Option<&str>) -> String {
@@ -341,7 +350,8 @@ impl Error {
             | Error::WrongType { lock, .. }
             | Error::Conflict { lock, .. }
             | Error::RandomSource { lock, .. }
-            | Error::Unsupported { lock, .. } => Some(lock),
+            | Error::Unsupported { lock, .. }
+            | Error::Closed { lock } => Some(lock),
             Error::NotLeader { election, .. } => Some(election),
             Error::Fenced { resource, .. } | Error::FencedWrongType { resource, .. } => {
                 Some(resource)
@@ -378,6 +388,7 @@ impl Error {
         "conflict",
         "random_source",
         "unsupported",
+        "closed",
     ];
 
     /// This error's stable code, one of [`CODES`](Self::CODES) (`"timed_out"` for
@@ -411,6 +422,7 @@ impl Error {
             Error::Conflict { .. } => "conflict",
             Error::RandomSource { .. } => "random_source",
             Error::Unsupported { .. } => "unsupported",
+            Error::Closed { .. } => "closed",
         }
     }
 

@@ -133,6 +133,7 @@ fn one_of_each() -> Vec<Error> {
             lock: lock(),
             reason: "no".into(),
         },
+        Error::Closed { lock: lock() },
     ]
 }
 

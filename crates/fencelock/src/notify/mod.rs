@@ -44,7 +44,7 @@ mod router;
 mod sharded;
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use tokio::sync::{Semaphore, broadcast, mpsc, oneshot, watch};
@@ -53,7 +53,7 @@ pub(crate) use feed::Feed;
 use feed::{Opener, Source};
 use listener::Listener;
 pub(crate) use registry::{Addressed, Heard, Pass};
-use registry::{Channel, HEARD_BACKLOG, Personal, Registry, lock};
+use registry::{Channel, HEARD_BACKLOG, Personal, Registry, lock, wake_everyone};
 use router::Router;
 
 enum Request {
@@ -79,6 +79,34 @@ enum Request {
 pub(crate) struct ReleaseNotifier {
     registry: Registry,
     requests: mpsc::UnboundedSender<Request>,
+    closer: Arc<Closer>,
+}
+
+/// What ends a listener's tasks ([`ReleaseNotifier::close`]).
+#[derive(Default)]
+struct Closer {
+    /// True once closed: every task of the listener ends where it waits.
+    closing: watch::Sender<bool>,
+    /// The tasks (the listener; on Redis Cluster, its subscriber and writer), to wait for.
+    tasks: Mutex<Vec<tokio::task::JoinHandle<()>>>,
+}
+
+impl Closer {
+    /// Spawns `task`, which ends at its own end or at the close, whichever comes first.
+    fn spawn(&self, task: impl Future<Output = ()> + Send + 'static) {
+        let mut closing = self.closing.subscribe();
+        let handle = tokio::spawn(async move {
+            tokio::select! {
+                // Closed, or the sender gone with the listener: either way, the end.
+                _ = closing.wait_for(|closed| *closed) => {}
+                () = task => {}
+            }
+        });
+        self.tasks
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(handle);
+    }
 }
 
 /// A waiter's interest in one channel; dropping it withdraws the interest.
@@ -143,6 +171,7 @@ impl Prepared {
             wanted,
         } = self;
         let (requests, rx) = mpsc::unbounded_channel();
+        let closer = Arc::new(Closer::default());
         let source = match feed {
             Feed::Client(client) => Source::Dedicated {
                 opener: Opener::Client(client),
@@ -161,13 +190,13 @@ impl Prepared {
                 let subscriber =
                     sharded::Subscriber::new(conn.clone(), registry.clone(), command_timeout);
                 let (stop, stopped) = oneshot::channel();
-                tokio::spawn(subscriber.run(asked, stopped));
+                closer.spawn(subscriber.run(asked, stopped));
                 let (batches, to_send) = mpsc::unbounded_channel();
                 let writer = sharded::Writer {
                     conn,
                     limit: command_timeout,
                 };
-                tokio::spawn(writer.run(to_send));
+                closer.spawn(writer.run(to_send));
                 Source::Sharded {
                     wanted,
                     batches,
@@ -187,8 +216,12 @@ impl Prepared {
             connection: 0,
             own: listener::OwnChannels::default(),
         };
-        tokio::spawn(listener.run(rx));
-        ReleaseNotifier { registry, requests }
+        closer.spawn(listener.run(rx));
+        ReleaseNotifier {
+            registry,
+            requests,
+            closer,
+        }
     }
 }
 
@@ -264,6 +297,31 @@ impl ReleaseNotifier {
             address: None,
             own: None,
         }
+    }
+
+    /// Ends the listener (the client's close): its tasks end, and with them its connection for
+    /// release messages, which unsubscribes everything; waited for. A task in the middle of a
+    /// command drops it. Every waiter is then woken (its next try fails: the client is
+    /// closed), and every reader of a channel's messages hears the loss (`Heard::Lost`).
+    /// Later subscriptions are never confirmed.
+    pub(crate) async fn close(&self) {
+        self.closer.closing.send_replace(true);
+        let tasks = std::mem::take(
+            &mut *self
+                .closer
+                .tasks
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner),
+        );
+        for task in tasks {
+            // A task that panicked has ended too.
+            let _ = task.await;
+        }
+        for entry in lock(&self.registry).values_mut() {
+            entry.subscribed = false;
+            entry.tell(Heard::Lost);
+        }
+        wake_everyone(&self.registry);
     }
 
     /// How many waiters of this client are registered for `channel`.

@@ -300,6 +300,7 @@ mod tests {
         let notifier = ReleaseNotifier {
             registry: registry.clone(),
             requests,
+            closer: Default::default(),
         };
         let (waiter, _) = notifier.subscribe("a");
         let heard = waiter.heard();

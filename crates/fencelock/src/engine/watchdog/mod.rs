@@ -194,6 +194,10 @@ async fn renew(instances: &Arc<Instances>, drift: &ClockDrift, shared: &Shared, 
     if due.is_empty() {
         return;
     }
+    if instances.is_closed() {
+        stop_renewing(shared, due);
+        return;
+    }
     let now = Instant::now();
     let earliest_deadline = due.iter().map(|d| d.deadline).min().unwrap_or(now);
     let shortest_ttl = due.iter().map(|d| d.ttl).min().unwrap_or_default();
@@ -280,6 +284,24 @@ async fn renew(instances: &Arc<Instances>, drift: &ClockDrift, shared: &Shared, 
                 schedule.queue.push(Reverse((after + retry, id)));
             }
         }
+    }
+}
+
+/// The client was closed: the holds in `due` are no longer renewed (nothing can be sent), and
+/// each one's loss is reported at its deadline, as for a hold not renewed.
+fn stop_renewing(shared: &Shared, due: Vec<Due>) {
+    let mut schedule = shared.lock();
+    for d in due {
+        let Some(entry) = schedule.entries.get_mut(&d.id) else {
+            continue;
+        };
+        entry.renewing = false;
+        entry.renewal.lease.send_modify(|s| {
+            s.expiry_reason = LostReason::Expired {
+                last_error: Some("the client was closed".to_owned()),
+            }
+        });
+        schedule.queue.push(Reverse((d.deadline, d.id)));
     }
 }
 
