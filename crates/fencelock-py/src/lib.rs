@@ -13,6 +13,7 @@ mod election;
 mod errors;
 mod fenced;
 mod follow;
+mod gil;
 mod guard;
 mod held;
 mod logging;

@@ -74,7 +74,7 @@ pub fn refresh(py: Python<'_>, now: bool) {
         return;
     }
     // Python code run under this native frame: not once the interpreter's exit began.
-    let Some(_inside) = crate::process::enter(py) else {
+    let Some(_inside) = crate::gil::enter(py) else {
         return;
     };
     CHECKED.store(at, Ordering::Relaxed);
@@ -164,9 +164,9 @@ impl Drop for Record {
             None => Err(job),
         });
         // Not on a runtime thread (a Python thread, which may hold the GIL): logged here.
-        // (Not once the interpreter's exit began: see `process::Inside`.)
+        // (Not once the interpreter's exit began: see `gil::Inside`.)
         if let Err(job) = queued {
-            let _ = crate::process::try_attach(job);
+            let _ = crate::gil::try_attach(job);
         }
     }
 }

@@ -17,7 +17,8 @@ use fencelock_bind::keeper::Unclaimed;
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 
-use crate::process::{self, FLUSH, Owned, Process, Task};
+use crate::gil;
+use crate::process::{FLUSH, Owned, Process, Task};
 
 /// How often a blocking wait on the main thread takes the GIL back to let Python run its signal
 /// handlers (Ctrl-C gives the wait up). Other threads never run signal handlers: they wait
@@ -390,12 +391,12 @@ impl Operation {
         }
         // (Python code, run under this native frame: not once the interpreter's exit began;
         // this thread then parks at the detach below.)
-        let main = process::enter(py).is_some_and(|_inside| on_main_thread(py));
+        let main = gil::enter(py).is_some_and(|_inside| on_main_thread(py));
         loop {
             // The GIL is taken back only if the interpreter is not ending (else this thread
             // parks for good), and this thread is counted until its call is over: see
-            // `process::Inside`.
-            let (interrupted, _inside) = process::detach(py, || {
+            // `gil::Inside`.
+            let (interrupted, _inside) = gil::detach(py, || {
                 let mut inner = state.inner();
                 while matches!(inner.phase, Phase::Running) {
                     if main {
@@ -421,13 +422,13 @@ impl Operation {
                     Some(outcome) => outcome.into_py(py),
                     // The exit ended it: not answered (this thread parks for good), unless
                     // this is the thread ending the interpreter.
-                    None => Err(process::ended(py, _inside)),
+                    None => Err(gil::ended(py, _inside)),
                 };
             }
             if let Err(signal) = py.check_signals() {
                 let clean_up = Operation::clean_up(&state);
                 let runtime = state.process.runtime();
-                let ((), _inside) = process::detach(py, || runtime.block_on(clean_up));
+                let ((), _inside) = gil::detach(py, || runtime.block_on(clean_up));
                 return Err(signal);
             }
         }
@@ -458,7 +459,7 @@ impl Operation {
         };
         // (Not once the interpreter's exit began: nobody waits for an answer then.)
         if let Some(callback) = now
-            && let Some(_inside) = process::enter(py)
+            && let Some(_inside) = gil::enter(py)
         {
             call(py, &callback);
         }
