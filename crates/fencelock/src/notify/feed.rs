@@ -139,10 +139,3 @@ pub(super) async fn switched(switches: &mut Option<watch::Receiver<u64>>) {
         None => std::future::pending().await,
     }
 }
-
-pub(super) async fn sleep_until(at: Option<tokio::time::Instant>) {
-    match at {
-        Some(at) => tokio::time::sleep_until(at).await,
-        None => tokio::time::sleep(Duration::ZERO).await,
-    }
-}

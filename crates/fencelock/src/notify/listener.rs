@@ -10,9 +10,10 @@ use tokio::sync::mpsc;
 use crate::connection::within;
 
 use super::Request;
-use super::feed::{Source, lost, sleep_until};
+use super::feed::{Source, lost};
 use super::registry::{Heard, LINGER, Registry, lock, wake_everyone};
 use super::router::{Losses, Router};
+use super::sharded::sleep_until;
 
 /// The task that owns the pub/sub connection.
 pub(super) struct Listener {

@@ -22,7 +22,6 @@ use tokio::time::Instant;
 use crate::backoff::{Backoff, RECONNECT};
 use crate::connection::{sharded_subscription, within};
 
-use super::feed::sleep_until;
 use super::registry::{Registry, lock};
 
 /// The most subscriptions on their way at once: hundreds of channels lost in a failover go in
@@ -320,5 +319,13 @@ mod tests {
         assert_eq!(told, [Heard::Subscribed, Heard::Lost, Heard::Subscribed]);
         // Nobody registered it (a waiter's own channel, or one forgotten): nothing to do.
         assert!(!unsubscribed(&registry, "a:token"));
+    }
+}
+
+/// Sleeps until `at`, or not at all (a turn of the runtime) without it.
+pub(super) async fn sleep_until(at: Option<tokio::time::Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => tokio::time::sleep(Duration::ZERO).await,
     }
 }
