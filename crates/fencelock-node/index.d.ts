@@ -6,7 +6,7 @@ export type ErrorCode =
   | 'invalid_argument' | 'config' | 'timed_out' | 'busy' | 'not_held' | 'not_leader'
   | 'unreachable' | 'no_quorum' | 'tls' | 'not_replicated' | 'auth_failed'
   | 'permission_denied' | 'redis' | 'wrong_type' | 'fenced' | 'fenced_wrong_type' | 'sql'
-  | 'conflict' | 'random_source' | 'unsupported'
+  | 'conflict' | 'random_source' | 'unsupported' | 'closed'
 
 /** Why a hold ended (a `not_held` error's `reason`). */
 export type LostReason = 'not_owner' | 'expired' | 'max_hold_reached' | 'released'
@@ -47,7 +47,8 @@ export class FencelockError extends Error {
  * ```
  */
 export class InvalidArgumentError extends FencelockError {
-  readonly code: 'invalid_argument'
+  /** `closed` for its subclass `ClientClosedError`. */
+  readonly code: 'invalid_argument' | 'closed'
   /** What was wrong. */
   readonly reason: string
   /** The option at fault, when an option was (`wait`, `ttl`, ...). */
@@ -86,10 +87,12 @@ export class ConflictError extends FencelockError { readonly code: 'conflict'; r
 export class RandomSourceError extends FencelockError { readonly code: 'random_source' }
 export class UnsupportedError extends FencelockError { readonly code: 'unsupported' }
 /**
- * A call on a closed client (`client.close()`), or a wait its closing ended: an
- * `InvalidArgumentError` (`reason: "closed"`).
+ * A call on a closed client (`client.close()`), or on anything made from it, or a wait its
+ * closing ended: code `closed` (the core's `Error::Closed`), an `InvalidArgumentError`
+ * (`reason: "closed"`).
  */
 export class ClientClosedError extends InvalidArgumentError {
+  readonly code: 'closed'
   constructor (lock?: string | null)
 }
 
@@ -419,9 +422,9 @@ export class Client implements AsyncDisposable {
    * Closes the client: its waits reject with `ClientClosedError`, what it holds is released
    * (its leaderships resigned), and later calls on it, or on the requests it made, throw
    * `ClientClosedError`. Resolves once the releases are done and the waits it ended have
-   * given back their places in line (at most 2 s); closing twice is harmless. It closes no
-   * connection: they close when the client is garbage-collected (they never keep the process
-   * alive). `await using client = new Client(url)` closes it at the end of the block.
+   * given back their places in line (at most 2 s), and the client's connections are closed
+   * (its listener's too), though guards and requests made from it still exist; closing twice
+   * is harmless. `await using client = new Client(url)` closes it at the end of the block.
    */
   close (): Promise<void>
   /** Whether `close()` was called. */

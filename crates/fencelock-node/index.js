@@ -14,7 +14,7 @@ module.exports = {
   Client,
   FencelockError,
   // One subclass of FencelockError per code (BusyError, TimedOutError, NotHeldError, ...), and
-  // ClientClosedError (an InvalidArgumentError).
+  // ClientClosedError (code closed, an InvalidArgumentError).
   ...errorClasses,
   Guard,
   LockRequest,

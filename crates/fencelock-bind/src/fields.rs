@@ -110,6 +110,8 @@ pub fn fields(error: &Error) -> Vec<(&'static str, Value)> {
             ("current", current.map_or(Value::None, Fence)),
         ],
         Error::Conflict { conflict, .. } => vec![("conflict", Word(conflict.code()))],
+        // The packages' own "client closed" error says so in its `reason`.
+        Error::Closed { .. } => vec![("reason", Word("closed"))],
         _ => Vec::new(),
     }
 }

@@ -21,6 +21,11 @@ use crate::held::{EndAtExit, Task};
 /// place in line, a release), and a cancelled call for its own give-back.
 pub const FLUSH: Duration = Duration::from_secs(2);
 
+/// How long a client's close waits for its background work (the give-backs of the calls it
+/// ended, a release retried) before it closes the client's connections (the library's
+/// `Client::close`): a give-back still on its way then is left to its lease.
+pub const CLOSE_IDLE: Duration = FLUSH;
+
 /// The runtime a package runs the library on, to build (with `enable_all` and any hook of its
 /// own): the library only moves bytes and timers, and the language's threads are the other
 /// half of the work. Half the cores (one on a 2-core machine, where the Python benchmark's

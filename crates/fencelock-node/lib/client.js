@@ -131,8 +131,9 @@ class Client {
    * Closes the client: the waits it started reject with `ClientClosedError`, everything it
    * holds is released (leaderships resigned), and every later call on it, or on what it made,
    * throws `ClientClosedError`. Resolves once the releases are done and the waits it ended have
-   * given back what they had (at most 2 s). Closing twice is harmless. No connection is closed:
-   * they close when the garbage collector drops the client and what it made.
+   * given back what they had (at most 2 s) and its connections are closed (the core's
+   * `Client::close`), though guards and requests made from it still exist. Closing twice is
+   * harmless.
    */
   async close () {
     await this.#scope.close()

@@ -48,7 +48,8 @@ const NAMES = {
   sql: 'SqlError',
   conflict: 'ConflictError',
   random_source: 'RandomSourceError',
-  unsupported: 'UnsupportedError'
+  unsupported: 'UnsupportedError',
+  closed: 'ClientClosedError'
 }
 
 /** The subclass of each code, by code. */
@@ -56,6 +57,7 @@ const BY_CODE = new Map()
 /** The subclasses, by class name (what the package exports). */
 const classes = {}
 for (const code of CODES) {
+  if (code === 'closed') continue // ClientClosedError, below
   const name = NAMES[code] ?? code.replace(/(^|_)([a-z])/g, (_, __, c) => c.toUpperCase()) + 'Error'
   // The object literal names the class `name`.
   const cls = { [name]: class extends FencelockError {} }[name]
@@ -65,16 +67,24 @@ for (const code of CODES) {
 }
 
 /**
- * A call on a client that was closed (`client.close()`), or a wait that its closing ended: an
- * `invalid_argument` error (the client is no longer usable), `reason: "closed"`.
+ * A call on a client that was closed (`client.close()`), or on anything made from it, or a
+ * wait that its closing ended: code `closed` (the library's `Error::Closed`), an
+ * `InvalidArgumentError` (the client is no longer usable), `reason: "closed"`.
  */
 class ClientClosedError extends BY_CODE.get('invalid_argument') {
-  constructor (lock = null) {
-    super(lock === null
-      ? 'the fencelock client is closed'
-      : `lock ${JSON.stringify(lock)}: the fencelock client is closed`, { lock, reason: 'closed' })
+  /** `new ClientClosedError(lock)`; or, from the native addon, `(message, fields)`. */
+  constructor (lock = null, fields = undefined) {
+    if (fields !== undefined) {
+      super(lock, { ...fields, reason: 'closed' })
+    } else {
+      super(lock === null
+        ? 'the fencelock client is closed'
+        : `lock ${JSON.stringify(lock)}: the fencelock client is closed`, { lock, reason: 'closed' })
+    }
   }
 }
+ClientClosedError.code = 'closed'
+BY_CODE.set('closed', ClientClosedError)
 classes.ClientClosedError = ClientClosedError
 
 /** The error of `code` (its subclass), with `message` and `fields`. */

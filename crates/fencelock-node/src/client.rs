@@ -67,18 +67,25 @@ impl Client {
     }
 
     /// Gives back what this client's holds still hold (its `close()`): guards released,
-    /// leaderships resigned, runs given up, on this thread. Resolves when every give-back is
-    /// done; it goes on to its end whatever JavaScript does meanwhile.
+    /// leaderships resigned, runs given up, on this thread; then closes the client (the
+    /// library's `Client::close`: its listener ends, its connections close, and every later
+    /// call through it fails with the `closed` error). Resolves when all that is done; it
+    /// goes on to its end whatever JavaScript does meanwhile.
     #[napi]
     pub fn close_holds<'env>(&self, env: &'env Env) -> Result<PromiseRaw<'env, ()>> {
         let keeper = keeper(env)?;
         let busy = keeper.busy();
         let ends = keeper.end_client(&self.client);
+        let client = self.client.clone();
         call(
             env,
             Stop::Never,
             async move {
                 ends.await;
+                // The give-backs of the waits the closing ended, counted as the client's
+                // background work, go first (at most the packages' bound for them).
+                client.wait_idle(fencelock_bind::keeper::CLOSE_IDLE).await;
+                client.close().await;
                 drop(busy);
             },
             |_, ()| Ok(()),

@@ -37,7 +37,7 @@ test('close() releases the holds, ends the waits, and later calls throw ClientCl
   await until(async () => (await client.inspect(contested)).waiting === 1, 'the wait is in line')
   const started = Date.now()
   const ends = assert.rejects(waiting, (e) => e instanceof ClientClosedError && e instanceof InvalidArgumentError &&
-    e instanceof FencelockError && e.code === 'invalid_argument' && e.reason === 'closed' && /closed/.test(e.message))
+    e instanceof FencelockError && e.code === 'closed' && e.reason === 'closed' && /closed/.test(e.message))
   await closing.close()
   await ends
   assert.ok(Date.now() - started < 2000, 'the close took too long')
@@ -55,6 +55,33 @@ test('close() releases the holds, ends the waits, and later calls throw ClientCl
   const early = client.lock(uniqueName())
   await early.acquire().then((g) => g.release())
   await closing.close() // twice: harmless
+})
+
+test('close() closes the connections though the guard and a request made from the client still exist', async () => {
+  const own = await startServer() // of its own: no other client's connections
+  try {
+    // Every client connection but redis-cli's own, which asks.
+    const connections = () => own.raw('CLIENT', 'LIST').split('\n').filter((l) => l && !l.includes('cmd=client|list')).length
+    const closing = new Client(own.url)
+    const name = uniqueName('close-sockets')
+    const request = closing.lock(name, { ttl: 30_000 })
+    const guard = await request.acquire()
+    const waiting = closing.lock(name, { wait: 60_000 }).acquire()
+    const channel = `fencelock:{${name}}:released`
+    await until(async () => own.raw('PUBSUB', 'NUMSUB', channel).split('\n')[1] === '1', 'the wait subscribed')
+    assert.ok(connections() >= 2, 'the commands\' connection and the release messages\' one')
+    await closing.close()
+    await assert.rejects(waiting, (e) => e instanceof ClientClosedError && e.code === 'closed')
+    await until(async () => connections() === 0, 'no connection of the client is left', 3000)
+    assert.equal(own.raw('PUBSUB', 'NUMSUB', channel).split('\n')[1], '0')
+    assert.equal(await guard.release(), false)
+    await assert.rejects(request.acquire(), (e) => e instanceof ClientClosedError && e instanceof InvalidArgumentError &&
+      e.code === 'closed' && e.reason === 'closed')
+    await sleep(200)
+    assert.equal(connections(), 0, 'a call after the close connected again')
+  } finally {
+    own.stop()
+  }
 })
 
 test('waits leave no listeners behind: many at once, or one signal used again and again', async () => {
@@ -151,7 +178,7 @@ test('with a logger, the lost lock\'s line goes to it and not to standard error'
 
 test('an error class per code, each a FencelockError', async () => {
   for (const code of FencelockError.CODES) {
-    const found = Object.values(fencelock).filter((c) => typeof c === 'function' && c.code === code && c !== ClientClosedError)
+    const found = Object.values(fencelock).filter((c) => typeof c === 'function' && c.code === code)
     assert.equal(found.length, 1, `one class for ${code}`)
     const [cls] = found
     assert.ok(cls.prototype instanceof FencelockError, cls.name)

@@ -9,7 +9,8 @@ const fs = require('node:fs')
 const os = require('node:os')
 const path = require('node:path')
 const { PACKAGE, startServer, uniqueName, sleep } = require('./helpers')
-const { Client, FencelockError, Writes, codes } = require(PACKAGE)
+const fencelock = require(PACKAGE)
+const { Client, FencelockError, Writes, codes } = fencelock
 
 const raised = new Set()
 /** An error raised above, by code (the first of each). */
@@ -212,6 +213,16 @@ test('tls: an untrusted server, then the same server trusted', async () => {
   assert.equal(await guard.release(), true)
   tlsServer.stop()
   fs.rmSync(dir, { recursive: true, force: true })
+})
+
+test('closed: a call on a closed client, or on a request it made', async () => {
+  const closing = new Client(server.url)
+  const name = uniqueName('closed')
+  const request = closing.lock(name)
+  await (await request.acquire()).release()
+  await closing.close()
+  await rejectsWith(request.acquire(), 'closed', (e) => e.lock === name && e.reason === 'closed' &&
+    e instanceof fencelock.ClientClosedError && e instanceof fencelock.InvalidArgumentError)
 })
 
 test('every code of the core is raised above, or cannot arise from Node', () => {

@@ -136,12 +136,18 @@ impl Client {
     }
 
     /// Gives back what this client's holds still hold (its `close()`): guards released,
-    /// leaderships resigned, runs given up. Runs to its end; answers `None`.
+    /// leaderships resigned, runs given up; then closes the client (the library's
+    /// `Client::close`: its listener ends, its connections close, and every later call through
+    /// it fails with `ClientClosed`). Runs to its end; answers `None`.
     fn close_holds(&self, py: Python<'_>) -> PyResult<Operation> {
         let client = self.client(py)?;
         let ends = Process::get(py)?.keeper().end_client(&client);
-        self.call(py, Cancel::Finish, move |_| async move {
+        self.call(py, Cancel::Finish, move |client| async move {
             ends.await;
+            // The give-backs of the calls the closing ended, counted as the client's background
+            // work, go first (at most the packages' bound for them).
+            client.wait_idle(fencelock_bind::keeper::CLOSE_IDLE).await;
+            client.close().await;
             answer(move |py| Ok(py.None()))
         })
     }

@@ -49,7 +49,7 @@ def test_close_releases_holds_ends_waits_and_refuses_later_calls(server, name):
     assert not thread.is_alive(), "the wait did not end at close()"
     assert time.monotonic() - started < 2.5
     assert len(ended) == 1 and isinstance(ended[0], fencelock.ClientClosed), ended
-    assert isinstance(ended[0], fencelock.InvalidArgument) and ended[0].code == "invalid_argument"
+    assert isinstance(ended[0], fencelock.InvalidArgument) and ended[0].code == "closed"
     assert "closed" in str(ended[0]) and ended[0].reason == "closed"
     assert not key_exists(server, name), "the lock is still in Redis after close()"
     assert not guard.is_held() and guard.lost_reason == "released"
@@ -66,12 +66,13 @@ def test_close_releases_holds_ends_waits_and_refuses_later_calls(server, name):
 
 
 def test_close_with_the_server_stopped_ends_within_the_command_timeout(make_server, name):
-    # The server SIGSTOPped: it answers nothing. close() ends the wait in progress at once and
-    # waits for the release at most the package's flush bound (2 s); the release, written to
-    # the server already, lands when it resumes.
+    # The server SIGSTOPped: it answers nothing. close() ends the wait in progress at once,
+    # waits for the release at most the package's flush bound (2 s), and closes the client's
+    # connections: a release not confirmed by then is left to the lease, which is no longer
+    # renewed.
     paused = make_server()
     client = fencelock.Client(paused.url, command_timeout=1.0)
-    guard = client.lock(name, ttl=30.0).acquire()
+    guard = client.lock(name, ttl=3.0).acquire()
     ended = []
 
     def waiter() -> None:
@@ -102,9 +103,8 @@ def test_close_with_the_server_stopped_ends_within_the_command_timeout(make_serv
     assert client.closed
     deadline = time.monotonic() + 10
     while key_exists(paused, name):
-        assert time.monotonic() < deadline, "the release never reached the resumed server"
+        assert time.monotonic() < deadline, "the lock outlived its lease on the resumed server"
         time.sleep(0.05)
-    assert paused.raw().zcard(f"fencelock:{{{name}}}:waiters") == 0
 
 
 def test_with_client_closes_it(server, name):
@@ -296,9 +296,10 @@ def test_unknown_options_are_invalid_argument_naming_them(server, name, call, op
     assert option in str(error) and name in str(error), str(error)
 
 
-def test_close_releases_but_keeps_the_connections_until_collected(make_server, name):
-    """What close() closes, as docs/python.md says: it releases and refuses, but the
-    connections stay open until the client and everything made from it are collected."""
+def test_close_releases_and_closes_the_connections_while_its_objects_live(make_server, name):
+    """What close() closes, as docs/python.md says: it releases, ends the waits, refuses, and
+    closes the client's connections (commands, release messages) at once, though the client,
+    its requests and its guards are all still referenced."""
     import gc
 
     server = make_server()  # of its own: no other test's connections
@@ -320,18 +321,37 @@ def test_close_releases_but_keeps_the_connections_until_collected(make_server, n
     client = fencelock.Client(server.url)
     request = client.lock(name, ttl=30.0)
     guard = request.acquire()
+    ended = []
+
+    def waiter() -> None:
+        try:
+            client.lock(name, wait=60.0).acquire()
+        except fencelock.Error as error:
+            ended.append(error)
+
+    thread = threading.Thread(target=waiter)
+    thread.start()
+    channel = f"fencelock:{{{name}}}:released"
+    deadline = time.monotonic() + 5
+    while dict(raw.pubsub_numsub(channel)).get(channel.encode(), 0) == 0:
+        assert time.monotonic() < deadline, "the waiter never subscribed"
+        time.sleep(0.01)
     open_now = connections()
-    assert open_now >= 1
+    assert open_now >= 2, "the commands' connection and the release messages' one"
     client.close()
+    thread.join(5)
+    assert len(ended) == 1 and isinstance(ended[0], fencelock.ClientClosed), ended
     assert not key_exists(server, name) and guard.release() is False
-    with pytest.raises(fencelock.ClientClosed):
+    with pytest.raises(fencelock.ClientClosed) as raised:
         request.acquire()
-    time.sleep(0.3)
-    assert connections() == open_now, "close() closed connections"
-    del client, request
-    gc.collect()
-    time.sleep(0.3)
-    assert connections() == open_now, "a guard kept alive no connection"
-    del guard
-    gc.collect()
-    assert settle(0) == 0, "the connections outlived every object of the client"
+    error = raised.value
+    assert isinstance(error, fencelock.InvalidArgument)
+    assert (error.code, error.reason) == ("closed", "closed")
+    assert settle(0) == 0, "close() left connections open"
+    assert dict(raw.pubsub_numsub(channel)).get(channel.encode(), 0) == 0
+    # Every object of the client is still referenced, and nothing connects again.
+    with pytest.raises(fencelock.ClientClosed):
+        client.lock(name).acquire()
+    time.sleep(0.2)
+    assert connections() == 0, "a call after the close connected again"
+    del client, request, guard

@@ -22,8 +22,8 @@ def test_every_error_code_has_exactly_one_class():
         cls
         for cls in vars(errors).values()
         if inspect.isclass(cls) and issubclass(cls, fencelock.Error) and cls is not fencelock.Error
-        # A class that refines another's code without a code of its own (ClientClosed, an
-        # InvalidArgument) is not that code's class.
+        # A class that refines another's without a code of its own is not a code's class
+        # (ClientClosed, an InvalidArgument, has its own: closed).
         and "code" in vars(cls)
     ]
     codes = sorted(cls.code for cls in classes)

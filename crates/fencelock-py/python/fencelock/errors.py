@@ -80,8 +80,11 @@ class InvalidArgument(Error, ValueError):
 
 class ClientClosed(InvalidArgument):
     """A call on a closed client (``close()``, ``aclose()``, the end of its ``with`` block), or
-    a wait that its closing ended. Its code is ``invalid_argument`` (the client is no longer a
-    valid argument, as a closed file is not), ``reason`` is ``"closed"``."""
+    on anything made from it, or a wait that its closing ended. Its code is ``closed`` (the
+    library's ``Error::Closed``); it is an :class:`InvalidArgument` (the client is no longer a
+    valid argument, as a closed file is not), and ``reason`` is ``"closed"``."""
+
+    code = "closed"
 
 
 class ConfigError(Error, ValueError):
@@ -230,7 +233,7 @@ def _by_code() -> dict:
     classes = {}
     for name in __all__:
         cls = globals()[name]
-        # A class that refines another's code (ClientClosed) is not that code's class.
+        # The base class is no code's class.
         if cls is not Error and "code" in vars(cls):
             classes[cls.code] = cls
     return classes
