@@ -286,6 +286,14 @@ impl Writer {
     }
 }
 
+/// Sleeps until `at`, or not at all (a turn of the runtime) without it.
+pub(super) async fn sleep_until(at: Option<tokio::time::Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => tokio::time::sleep(Duration::ZERO).await,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::registry::{confirmed, unsubscribed};
@@ -319,13 +327,5 @@ mod tests {
         assert_eq!(told, [Heard::Subscribed, Heard::Lost, Heard::Subscribed]);
         // Nobody registered it (a waiter's own channel, or one forgotten): nothing to do.
         assert!(!unsubscribed(&registry, "a:token"));
-    }
-}
-
-/// Sleeps until `at`, or not at all (a turn of the runtime) without it.
-pub(super) async fn sleep_until(at: Option<tokio::time::Instant>) {
-    match at {
-        Some(at) => tokio::time::sleep_until(at).await,
-        None => tokio::time::sleep(Duration::ZERO).await,
     }
 }
