@@ -1,7 +1,8 @@
 //! The guide's shell job (docs/command.md) that passes `$FENCELOCK_FENCE` to `psql`
 //! (`docs/examples/daily-report.sh`), against a real PostgreSQL and a real Redis: a holder
-//! whose `fencelock` process is frozen (SIGSTOP) past its lease runs its job after a newer
-//! holder has written; its transaction is rolled back and the table keeps only the newer write.
+//! frozen past its lease with its job (SIGSTOP to `fencelock`, whose launcher then stops the
+//! job too, as a paused VM stops both), whose job runs again first, after a newer holder has
+//! written: its transaction is rolled back and the table keeps only the newer write.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a test fails by panicking
 
@@ -11,9 +12,11 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
-use common::{LIMIT, Running, fencelock, path, run, scratch, server, wait_for_file};
+use common::proc::stopped;
+use common::{LIMIT, Running, fencelock, path, run, scratch, server, wait_for_file, wait_until};
 use fencelock_testkit::PostgresServer;
-use nix::sys::signal::Signal;
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
 
 fn script() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../docs/examples/daily-report.sh")
@@ -93,9 +96,12 @@ fn a_frozen_holders_late_psql_transaction_is_rolled_back() {
     // the report, recording psql's exit status. (Each file appears whole, by a rename: the test
     // reads it as soon as it exists, and once read `started` empty, between the shell creating
     // it and writing the fence.)
+    let shell = path(dir.path(), "shell");
     let first_job = format!(
-        "echo \"$FENCELOCK_FENCE\" > '{s}.tmp'; mv '{s}.tmp' '{s}'; while [ ! -e '{g}' ]; do sleep 0.02; done; \
+        "echo $$ > '{p}.tmp'; mv '{p}.tmp' '{p}'; \
+         echo \"$FENCELOCK_FENCE\" > '{s}.tmp'; mv '{s}.tmp' '{s}'; while [ ! -e '{g}' ]; do sleep 0.02; done; \
          '{j}'; code=$?; echo $code > '{d}.tmp'; mv '{d}.tmp' '{d}'; exit $code",
+        p = shell.display(),
         s = started.display(),
         g = go.display(),
         j = job.display(),
@@ -122,8 +128,26 @@ fn a_frozen_holders_late_psql_transaction_is_rolled_back() {
         .parse()
         .expect("a fence");
 
-    // Freeze the first holder's fencelock (its renewals stop) past its lease.
+    let shell: Pid = Pid::from_raw(
+        std::fs::read_to_string(&shell)
+            .expect("the job's pid")
+            .trim()
+            .parse()
+            .expect("a pid"),
+    );
+    let group = Pid::from_raw(
+        common::proc::group(shell)
+            .expect("the job's group")
+            .parse()
+            .expect("a group"),
+    );
+
+    // Freeze the first holder's fencelock (its renewals stop) past its lease: its launcher
+    // stops the job too.
     first.signal(Signal::SIGSTOP);
+    wait_until(LIMIT, "the job is stopped with its fencelock", || {
+        stopped(shell)
+    });
     std::thread::sleep(Duration::from_millis(1_800));
 
     // The second holder takes the lock and writes its report.
@@ -143,8 +167,10 @@ fn a_frozen_holders_late_psql_transaction_is_rolled_back() {
     let second = Running::start(command).finish_within(LIMIT);
     assert_eq!(second.code, Some(0), "{}", second.explain());
 
-    // The first holder's job now runs with its stale fence (its fencelock still frozen).
+    // The first holder's job runs again first, with its stale fence (its fencelock still
+    // frozen), as a job whose machine resumed can before its supervisor looks.
     std::fs::write(&go, "").expect("go");
+    killpg(group, Signal::SIGCONT).expect("continue the job");
     wait_for_file(&done, LIMIT);
     let code = std::fs::read_to_string(&done).expect("exit status");
     first.signal(Signal::SIGCONT);

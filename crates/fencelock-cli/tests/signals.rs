@@ -375,8 +375,11 @@ fn every_signal_while_waiting_has_the_outcome_the_table_states() {
                 // Delivered as the command starts: caught (3) or, before its handler, its
                 // default action (128 + N, or nothing for a signal ignored by default).
                 if matches!(n, 23 | 28) {
-                    // Ignored by default: caught, or ignored and the command runs on.
-                    std::thread::sleep(Duration::from_millis(500));
+                    // Ignored by default: caught, or ignored and the command runs on (its
+                    // handlers are set up once it has written its PID).
+                    wait_until(LIMIT, "the command runs, or the run ended", || {
+                        files.pid().is_some() || !alive(waiting.pid())
+                    });
                     if alive(waiting.pid()) {
                         waiting.signal(Signal::SIGTERM);
                     }

@@ -509,37 +509,45 @@ fn a_loss_during_the_grace_of_a_request_cuts_it_short_and_exits_74() {
 /// keeps the lock held, renewed past its lease, until it has ended; then the lock is released.
 #[test]
 fn a_survivor_of_sigkill_keeps_the_lock_held_until_it_ends() {
+    use std::os::unix::fs::PermissionsExt;
     use std::os::unix::process::CommandExt;
     let server = server();
     let url = server.url();
-    let dir = scratch();
-    std::fs::set_permissions(
-        dir.path(),
-        std::os::unix::fs::PermissionsExt::from_mode(0o777),
-    )
-    .unwrap();
+    // Where nobody can reach: in /tmp (the usual temporary directory may be inside one only
+    // its owner can enter, as a CI checkout may be), with a copy of the binary.
+    let dir = tempfile::Builder::new()
+        .prefix("fencelock-cli-test-")
+        .tempdir_in("/tmp")
+        .unwrap();
+    std::fs::set_permissions(dir.path(), PermissionsExt::from_mode(0o777)).unwrap();
+    let binary = path(dir.path(), "fencelock");
+    std::fs::copy(BIN, &binary).unwrap();
+    std::fs::set_permissions(&binary, PermissionsExt::from_mode(0o755)).unwrap();
     let pids = Pids::new(dir.path(), &["command"]);
     let go = file(dir.path(), "go");
     let script = format!(
         "{}; while [ ! -e \"{go}\" ]; do sleep 0.01; done; exit 0",
         write_pid("$$", &file(dir.path(), "command"))
     );
-    let mut line = fencelock(&[
-        "run",
-        "--url",
-        &url,
-        "--ttl",
-        "2s",
-        "--kill-after",
-        "1s",
-        "jobs/survivor",
-        "--",
-        "sh",
-        "-c",
-        &script,
-    ]);
+    let mut line = fencelock_at(
+        &binary,
+        &[
+            "run",
+            "--url",
+            &url,
+            "--ttl",
+            "2s",
+            "--kill-after",
+            "1s",
+            "jobs/survivor",
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ],
+    );
     // As nobody, so that root's process cannot be signalled by it.
-    line.uid(65534).gid(65534);
+    line.uid(65534).gid(65534).current_dir(dir.path());
     let running = Running::start(line);
     let command = pids.wait();
     let group = group(command[0]).unwrap();

@@ -34,7 +34,12 @@ pub fn server() -> RedisServer {
 
 /// `fencelock ARGS` with a clean environment (no URL, no log settings), stdin closed.
 pub fn fencelock(args: &[&str]) -> Command {
-    let mut command = Command::new(BIN);
+    fencelock_at(Path::new(BIN), args)
+}
+
+/// [`fencelock`] from the binary at `program` (a copy of it).
+pub fn fencelock_at(program: &Path, args: &[&str]) -> Command {
+    let mut command = Command::new(program);
     command
         .args(args)
         .env_remove("FENCELOCK_URL")
