@@ -8,6 +8,14 @@
 //! once, and sends again with backoff each one that is not confirmed; the [`Writer`] sends the
 //! rest (waiters' own channels, lingering channels' unsubscriptions) in the order asked. Neither
 //! holds up the listener's requests.
+//!
+//! A confirmation does not say which node sent it, and the connection's route to a slot may be
+//! stale (it is read again only after a `MOVED`, from whichever node answers first) or fall back
+//! to a replica while the master's connection is repaired: a replica accepts an `SSUBSCRIBE`,
+//! confirms it, and does not pass the master's messages on. So each subscription goes only to a
+//! node that says, just before, that it serves the channel's slot as its master ([`serving`]),
+//! and counts as done only once confirmed and that node still is where the route goes: a
+//! subscription that may sit elsewhere is counted lost and sent again.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -16,13 +24,14 @@ use std::time::Duration;
 
 use futures_util::stream::{FuturesUnordered, StreamExt};
 use redis::cluster_async::ClusterConnection;
+use redis::cluster_routing::{Route, RoutingInfo, SingleNodeRoutingInfo, SlotAddr};
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
 use crate::backoff::{Backoff, RECONNECT};
 use crate::connection::{sharded_subscription, within};
 
-use super::registry::{Registry, lock};
+use super::registry::{Registry, lock, unsubscribed};
 
 /// The most subscriptions on their way at once: hundreds of channels lost in a failover go in
 /// a few round trips, without piling every one on a node that may be failing.
@@ -70,9 +79,26 @@ struct Pending {
     /// The channel was lost (see [`Wanted::again`]): its route is read again before each
     /// attempt ([`refresh_route`]).
     lost: bool,
+    /// The node (its id) the last `SSUBSCRIBE` went to, which served the slot as its master
+    /// just before: what a confirmation is checked against.
+    sent_to: Option<String>,
 }
 
-type Attempt = Pin<Box<dyn Future<Output = (String, redis::RedisResult<()>)> + Send>>;
+/// How an attempt (or a check) on a channel came back.
+enum Outcome {
+    /// The `SSUBSCRIBE` went to this node, which said just before that it serves the slot as
+    /// its master.
+    Sent(String),
+    /// The route goes to a node that does not serve the slot as its master (a replica, or a
+    /// node that lost the slot): nothing was sent, and the route is being read again.
+    Misrouted,
+    /// Whether the route still goes to the node the `SSUBSCRIBE` went to, and it still serves
+    /// the slot as its master.
+    Checked(bool),
+    Failed(redis::RedisError),
+}
+
+type Attempt = Pin<Box<dyn Future<Output = (String, Outcome)> + Send>>;
 
 /// The task that subscribes the channels wanted until each is confirmed.
 pub(super) struct Subscriber {
@@ -119,8 +145,8 @@ impl Subscriber {
                     Some(asked) => self.want(asked),
                     None => return,
                 },
-                Some((channel, result)) = attempts.next(), if !attempts.is_empty() => {
-                    self.settle(channel, result);
+                Some((channel, outcome)) = attempts.next(), if !attempts.is_empty() => {
+                    self.settle(channel, outcome);
                 }
                 () = sleep_until(next), if next.is_some() && room => {}
             }
@@ -137,8 +163,13 @@ impl Subscriber {
                 due: Some(Instant::now() + if lost { QUIET } else { Duration::ZERO }),
                 confirmed: Vec::new(),
                 lost: false,
+                sent_to: None,
             });
-        pending.lost |= lost;
+        if lost {
+            // Lost after it was sent: wherever it went is not where it is now.
+            pending.lost = true;
+            pending.sent_to = None;
+        }
         pending.confirmed.extend(wanted.confirmed);
     }
 
@@ -165,54 +196,97 @@ impl Subscriber {
             if attempts.len() >= AT_ONCE {
                 return;
             }
-            match self.standing(&channel) {
-                Standing::Subscribed => self.done(&channel, true),
-                Standing::Unwanted => self.done(&channel, false),
-                Standing::Unconfirmed => {
-                    let Some(pending) = self.pending.get_mut(&channel) else {
-                        continue;
+            let standing = self.standing(&channel);
+            if matches!(standing, Standing::Unwanted) {
+                self.done(&channel, false);
+                continue;
+            }
+            let Some(pending) = self.pending.get_mut(&channel) else {
+                continue;
+            };
+            pending.due = None;
+            let (conn, limit, lost) = (self.conn.clone(), self.limit, pending.lost);
+            match (standing, pending.sent_to.clone()) {
+                // Confirmed after our own `SSUBSCRIBE`: done if it went where the route goes.
+                (Standing::Subscribed, Some(node)) => attempts.push(Box::pin(async move {
+                    let checked = match serving(&conn, &channel, limit).await {
+                        Ok(now) => Outcome::Checked(now.as_deref() == Some(node.as_str())),
+                        Err(err) => Outcome::Failed(err),
                     };
-                    pending.due = None;
-                    let (conn, limit, lost) = (self.conn.clone(), self.limit, pending.lost);
-                    attempts.push(Box::pin(async move {
-                        if lost && let Err(err) = refresh_route(&conn, &channel, limit).await {
-                            tracing::debug!(channel, %err, "release listener: route not read again");
-                        }
-                        let result = sharded_subscription(&conn, &channel, true, limit).await;
-                        (channel, result)
-                    }));
-                }
+                    (channel, checked)
+                })),
+                // Not confirmed, or confirmed by a reply to something else (which may have come
+                // from any node): sent (again).
+                _ => attempts.push(Box::pin(async move {
+                    let outcome = attempt(&conn, &channel, lost, limit).await;
+                    (channel, outcome)
+                })),
             }
         }
     }
 
-    /// An attempt came back: done if the channel is confirmed now; otherwise those waiting are
-    /// told it is not (yet), and it is sent again after a delay. A reply is not a confirmation:
-    /// it may have been an unasked `sunsubscribe` the crate took for it (the real reply then
-    /// comes later, and the next attempt finds the channel confirmed).
-    fn settle(&mut self, channel: String, result: redis::RedisResult<()>) {
-        match self.standing(&channel) {
-            Standing::Subscribed => self.done(&channel, true),
-            Standing::Unwanted => self.done(&channel, false),
-            Standing::Unconfirmed => {
-                let Some(pending) = self.pending.get_mut(&channel) else {
+    /// An attempt (or a check) came back. Done once the channel is confirmed and the node the
+    /// `SSUBSCRIBE` went to is where the route goes, and serves the slot as its master;
+    /// confirmed after an `SSUBSCRIBE` that went to a verified master, checked at once.
+    /// Otherwise those waiting are told it is not (yet), and it is sent again after a delay. A
+    /// reply is not a confirmation: it may have been an unasked `sunsubscribe` the crate took
+    /// for it (the real reply then comes later, and the next turn finds the channel
+    /// confirmed). A confirmation without a check that holds may have come from a replica: the
+    /// channel counts as lost (its readers are told of the gap, its waiters are woken once it
+    /// is back), and is sent again.
+    fn settle(&mut self, channel: String, outcome: Outcome) {
+        let standing = self.standing(&channel);
+        if matches!(standing, Standing::Unwanted) {
+            return self.done(&channel, false);
+        }
+        let subscribed = matches!(standing, Standing::Subscribed);
+        if subscribed && matches!(outcome, Outcome::Checked(true)) {
+            return self.done(&channel, true);
+        }
+        let registry = self.registry.clone();
+        let Some(pending) = self.pending.get_mut(&channel) else {
+            return;
+        };
+        match &outcome {
+            Outcome::Sent(node) => {
+                pending.sent_to = Some(node.clone());
+                if subscribed {
+                    // Checked at once (see `send_due`).
+                    pending.due = Some(Instant::now());
                     return;
-                };
-                for confirmed in pending.confirmed.drain(..) {
-                    let _ = confirmed.send(false);
                 }
-                let delay = pending.backoff.next_jittered();
-                pending.due = Some(Instant::now() + delay);
-                match result {
-                    Ok(()) => tracing::debug!(
+            }
+            Outcome::Misrouted | Outcome::Checked(false) => {
+                pending.sent_to = None;
+                if subscribed {
+                    tracing::debug!(
                         channel,
-                        ?delay,
-                        "release listener: ssubscribe answered, not confirmed yet"
-                    ),
-                    Err(err) => {
-                        tracing::debug!(channel, %err, ?delay, "release listener: ssubscribe failed")
-                    }
+                        "release listener: sharded channel confirmed, not by its slot's master"
+                    );
+                    unsubscribed(&registry, &channel);
+                    pending.lost = true;
                 }
+            }
+            Outcome::Checked(true) | Outcome::Failed(_) => {}
+        }
+        for confirmed in pending.confirmed.drain(..) {
+            let _ = confirmed.send(false);
+        }
+        let delay = pending.backoff.next_jittered();
+        pending.due = Some(Instant::now() + delay);
+        match outcome {
+            Outcome::Sent(_) => tracing::debug!(
+                channel,
+                ?delay,
+                "release listener: ssubscribe answered, not confirmed yet"
+            ),
+            Outcome::Misrouted | Outcome::Checked(_) => tracing::debug!(
+                channel,
+                ?delay,
+                "release listener: the route to the slot's master is being read again"
+            ),
+            Outcome::Failed(err) => {
+                tracing::debug!(channel, %err, ?delay, "release listener: ssubscribe failed")
             }
         }
     }
@@ -229,6 +303,100 @@ impl Subscriber {
     fn next_due(&self) -> Option<Instant> {
         self.pending.values().filter_map(|p| p.due).min()
     }
+}
+
+/// One subscription of `channel`: its route read again first if it was lost; then, if the node
+/// the route goes to serves the slot as its master, the `SSUBSCRIBE` to it.
+async fn attempt(conn: &ClusterConnection, channel: &str, lost: bool, limit: Duration) -> Outcome {
+    if lost && let Err(err) = refresh_route(conn, channel, limit).await {
+        tracing::debug!(channel, %err, "release listener: route not read again");
+    }
+    match serving(conn, channel, limit).await {
+        Ok(Some(node)) => match sharded_subscription(conn, channel, true, limit).await {
+            Ok(()) => Outcome::Sent(node),
+            Err(err) => Outcome::Failed(err),
+        },
+        Ok(None) => {
+            // A `MOVED` makes the connection read the slots again.
+            if let Err(err) = refresh_route(conn, channel, limit).await {
+                tracing::debug!(channel, %err, "release listener: route not read again");
+            }
+            Outcome::Misrouted
+        }
+        Err(err) => Outcome::Failed(err),
+    }
+}
+
+/// The node a subscription of `channel` goes to now (routed as the `SSUBSCRIBE` is: the slot's
+/// master as the connection's slot map has it, or a replica of it while the master's
+/// connection is repaired), by its id, if that node says it serves the channel's slot as its
+/// master (`CLUSTER NODES`, its own line); `None` if it does not.
+async fn serving(
+    conn: &ClusterConnection,
+    channel: &str,
+    limit: Duration,
+) -> redis::RedisResult<Option<String>> {
+    let route = RoutingInfo::SingleNode(SingleNodeRoutingInfo::SpecificNode(Route::with_key(
+        channel,
+        SlotAddr::ReplicaOptional,
+    )));
+    let mut conn = conn.clone();
+    let nodes = redis::cmd("CLUSTER").arg("NODES").clone();
+    let reply = within(limit, conn.route_command(nodes, route)).await?;
+    let nodes: String = redis::from_redis_value(reply)?;
+    Ok(master_of(&nodes, key_slot(channel.as_bytes())))
+}
+
+/// The id of the node that answered `CLUSTER NODES` (its `myself` line), if it is a master
+/// that serves `slot`.
+fn master_of(nodes: &str, slot: u16) -> Option<String> {
+    let line = nodes.lines().find(|line| {
+        line.split_whitespace()
+            .nth(2)
+            .is_some_and(|flags| flags.split(',').any(|f| f == "myself"))
+    })?;
+    let mut fields = line.split_whitespace();
+    let id = fields.next()?;
+    let flags = fields.nth(1)?;
+    if !flags.split(',').any(|f| f == "master") {
+        return None;
+    }
+    // `<master> <ping-sent> <pong-recv> <config-epoch> <link-state>`, then the slots: `a-b`,
+    // `a`, or a migration in brackets.
+    let serves = fields.skip(5).any(|range| {
+        let (first, last) = range.split_once('-').unwrap_or((range, range));
+        match (first.parse::<u16>(), last.parse::<u16>()) {
+            (Ok(first), Ok(last)) => (first..=last).contains(&slot),
+            _ => false,
+        }
+    });
+    serves.then(|| id.to_owned())
+}
+
+/// The hash slot of `key` (CRC16/XMODEM of its hash tag, or of the key without one, modulo
+/// 16384), as Redis Cluster computes it.
+fn key_slot(key: &[u8]) -> u16 {
+    let tagged = key
+        .iter()
+        .position(|b| *b == b'{')
+        .and_then(|open| {
+            let rest = &key[open + 1..];
+            let close = rest.iter().position(|b| *b == b'}')?;
+            (close > 0).then(|| &rest[..close])
+        })
+        .unwrap_or(key);
+    let mut crc: u16 = 0;
+    for byte in tagged {
+        crc ^= u16::from(*byte) << 8;
+        for _ in 0..8 {
+            crc = if crc & 0x8000 != 0 {
+                (crc << 1) ^ 0x1021
+            } else {
+                crc << 1
+            };
+        }
+    }
+    crc % 16384
 }
 
 /// Sends a script that does nothing (`EVAL "return 1" 1 channel`) to the master of `channel`'s
@@ -296,9 +464,33 @@ pub(super) async fn sleep_until(at: Option<tokio::time::Instant>) {
 
 #[cfg(test)]
 mod tests {
-    use super::super::registry::{confirmed, unsubscribed};
+    use super::super::registry::confirmed;
     use super::super::{Heard, ReleaseNotifier};
     use super::*;
+
+    #[test]
+    fn slots_and_the_master_that_serves_them() {
+        assert_eq!(key_slot(b"123456789"), 0x31c3);
+        assert_eq!(key_slot(b"foo"), 12182);
+        assert_eq!(key_slot(b"fencelock:{foo}:announce"), 12182);
+        // An empty tag is no tag.
+        assert_ne!(key_slot(b"{}foo"), key_slot(b"foo"));
+        let nodes = "\
+a1 127.0.0.1:7000@17000 master - 0 0 1 connected 0-5460
+b2 127.0.0.1:7001@17001 myself,master - 0 0 2 connected 5461-10922 12182 [12183->-a1]
+c3 127.0.0.1:7003@17003 slave b2 0 0 2 connected
+";
+        assert_eq!(master_of(nodes, 5461).as_deref(), Some("b2"));
+        assert_eq!(master_of(nodes, 12182).as_deref(), Some("b2"));
+        assert_eq!(master_of(nodes, 12183), None);
+        assert_eq!(master_of(nodes, 0), None);
+        // A replica (a former master) serves nothing as master.
+        let replica = "\
+b2 127.0.0.1:7001@17001 master - 0 0 3 connected 5461-10922
+c3 127.0.0.1:7003@17003 myself,slave b2 0 0 2 connected
+";
+        assert_eq!(master_of(replica, 5461), None);
+    }
 
     #[test]
     fn only_a_confirmation_that_names_a_channel_subscribes_it() {
