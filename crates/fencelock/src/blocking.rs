@@ -175,7 +175,7 @@ impl Client {
 
     /// Closes the client: see [`crate::Client::close`]. Its release listeners end, its
     /// connections are dropped (their sockets close), and every later call through it or
-    /// anything made from it fails at once with [`Error::Closed`](crate::Error::Closed). Holds
+    /// anything made from it fails at once with [`Error::Closed`]. Holds
     /// still held are not released: release them first.
     ///
     /// ```no_run
