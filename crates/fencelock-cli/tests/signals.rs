@@ -288,6 +288,10 @@ fn after_signal(
         }
         Expect::Fatal | Expect::FatalSecond => {
             if expected(n) == Expect::FatalSecond {
+                // Delivered (two signals sent while the first is pending would be one).
+                wait_until(LIMIT, "the first is taken by the runtime", || {
+                    !catches(running.pid(), &[signal])
+                });
                 ticks_again(files, "the command runs on after the first");
                 assert!(alive(running.pid()), "the first is taken by the runtime");
                 running.signal(signal);
@@ -425,7 +429,10 @@ fn every_signal_while_waiting_has_the_outcome_the_table_states() {
             }
             Expect::Fatal | Expect::FatalSecond => {
                 if expected(n) == Expect::FatalSecond {
-                    std::thread::sleep(Duration::from_millis(200));
+                    // Delivered (two signals sent while the first is pending would be one).
+                    wait_until(LIMIT, "the first is taken by the runtime", || {
+                        !catches(waiting.pid(), &[signal])
+                    });
                     assert!(alive(waiting.pid()), "the first is taken by the runtime");
                     waiting.signal(signal);
                 }
