@@ -13,7 +13,7 @@ use super::Request;
 use super::feed::{Source, lost};
 use super::registry::{Heard, LINGER, Registry, lock, wake_everyone};
 use super::router::{Losses, Router};
-use super::sharded::sleep_until;
+use super::sleep_until;
 
 /// The task that owns the pub/sub connection.
 pub(super) struct Listener {

@@ -452,3 +452,11 @@ impl Drop for Subscription {
         }
     }
 }
+
+/// Sleeps until `at`, or not at all (a turn of the runtime) without it.
+async fn sleep_until(at: Option<tokio::time::Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => tokio::time::sleep(Duration::ZERO).await,
+    }
+}

@@ -28,6 +28,7 @@ use redis::cluster_routing::{Route, RoutingInfo, SingleNodeRoutingInfo, SlotAddr
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
+use super::sleep_until;
 use crate::backoff::{Backoff, RECONNECT};
 use crate::connection::{sharded_subscription, within};
 
@@ -451,14 +452,6 @@ impl Writer {
             });
             futures_util::future::join_all(sent).await;
         }
-    }
-}
-
-/// Sleeps until `at`, or not at all (a turn of the runtime) without it.
-pub(super) async fn sleep_until(at: Option<tokio::time::Instant>) {
-    match at {
-        Some(at) => tokio::time::sleep_until(at).await,
-        None => tokio::time::sleep(Duration::ZERO).await,
     }
 }
 
