@@ -34,10 +34,14 @@
 //! - `listener.rs`: the listener task;
 //! - `sharded.rs`: on Redis Cluster, the tasks beside it that subscribe (confirmed by a reply
 //!   that names the channel, tried again with backoff, many at once) and send the rest;
+//! - `placement.rs` (Cluster): whether the node a subscription goes to serves its channel's
+//!   slot as master, and the route read again;
 //! - `feed.rs`: where messages come from ([`Feed`]), and how a loss is heard.
 
 mod feed;
 mod listener;
+#[cfg(feature = "cluster")]
+mod placement;
 mod registry;
 mod router;
 #[cfg(feature = "cluster")]

@@ -13,7 +13,7 @@
 //! stale (it is read again only after a `MOVED`, from whichever node answers first) or fall back
 //! to a replica while the master's connection is repaired: a replica accepts an `SSUBSCRIBE`,
 //! confirms it, and does not pass the master's messages on. So each subscription goes only to a
-//! node that says, just before, that it serves the channel's slot as its master ([`serving`]),
+//! node that says, just before, that it serves the channel's slot as its master (`placement.rs`),
 //! and counts as done only once confirmed and that node still is where the route goes: a
 //! subscription that may sit elsewhere is counted lost and sent again.
 
@@ -24,13 +24,13 @@ use std::time::Duration;
 
 use futures_util::stream::{FuturesUnordered, StreamExt};
 use redis::cluster_async::ClusterConnection;
-use redis::cluster_routing::{Route, RoutingInfo, SingleNodeRoutingInfo, SlotAddr};
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
+use super::placement::{refresh_route, serving};
 use super::sleep_until;
 use crate::backoff::{Backoff, RECONNECT};
-use crate::connection::{sharded_subscription, within};
+use crate::connection::sharded_subscription;
 
 use super::registry::{Registry, lock, unsubscribed};
 
@@ -328,101 +328,6 @@ async fn attempt(conn: &ClusterConnection, channel: &str, lost: bool, limit: Dur
     }
 }
 
-/// The node a subscription of `channel` goes to now (routed as the `SSUBSCRIBE` is: the slot's
-/// master as the connection's slot map has it, or a replica of it while the master's
-/// connection is repaired), by its id, if that node says it serves the channel's slot as its
-/// master (`CLUSTER NODES`, its own line); `None` if it does not.
-async fn serving(
-    conn: &ClusterConnection,
-    channel: &str,
-    limit: Duration,
-) -> redis::RedisResult<Option<String>> {
-    let route = RoutingInfo::SingleNode(SingleNodeRoutingInfo::SpecificNode(Route::with_key(
-        channel,
-        SlotAddr::ReplicaOptional,
-    )));
-    let mut conn = conn.clone();
-    let nodes = redis::cmd("CLUSTER").arg("NODES").clone();
-    let reply = within(limit, conn.route_command(nodes, route)).await?;
-    let nodes: String = redis::from_redis_value(reply)?;
-    Ok(master_of(&nodes, key_slot(channel.as_bytes())))
-}
-
-/// The id of the node that answered `CLUSTER NODES` (its `myself` line), if it is a master
-/// that serves `slot`.
-fn master_of(nodes: &str, slot: u16) -> Option<String> {
-    let line = nodes.lines().find(|line| {
-        line.split_whitespace()
-            .nth(2)
-            .is_some_and(|flags| flags.split(',').any(|f| f == "myself"))
-    })?;
-    let mut fields = line.split_whitespace();
-    let id = fields.next()?;
-    let flags = fields.nth(1)?;
-    if !flags.split(',').any(|f| f == "master") {
-        return None;
-    }
-    // `<master> <ping-sent> <pong-recv> <config-epoch> <link-state>`, then the slots: `a-b`,
-    // `a`, or a migration in brackets.
-    let serves = fields.skip(5).any(|range| {
-        let (first, last) = range.split_once('-').unwrap_or((range, range));
-        match (first.parse::<u16>(), last.parse::<u16>()) {
-            (Ok(first), Ok(last)) => (first..=last).contains(&slot),
-            _ => false,
-        }
-    });
-    serves.then(|| id.to_owned())
-}
-
-/// The hash slot of `key` (CRC16/XMODEM of its hash tag, or of the key without one, modulo
-/// 16384), as Redis Cluster computes it.
-fn key_slot(key: &[u8]) -> u16 {
-    let tagged = key
-        .iter()
-        .position(|b| *b == b'{')
-        .and_then(|open| {
-            let rest = &key[open + 1..];
-            let close = rest.iter().position(|b| *b == b'}')?;
-            (close > 0).then(|| &rest[..close])
-        })
-        .unwrap_or(key);
-    let mut crc: u16 = 0;
-    for byte in tagged {
-        crc ^= u16::from(*byte) << 8;
-        for _ in 0..8 {
-            crc = if crc & 0x8000 != 0 {
-                (crc << 1) ^ 0x1021
-            } else {
-                crc << 1
-            };
-        }
-    }
-    crc % 16384
-}
-
-/// Sends a script that does nothing (`EVAL "return 1" 1 channel`) to the master of `channel`'s
-/// slot, as the connection's slot map has it. A node that stopped serving the slot (the former
-/// master of a failover, a replica now) answers `MOVED`, and the connection reads the cluster's
-/// slots again before it answers: a subscription sent after it goes to the new master. Sent
-/// before, it goes to the former master, which as a replica accepts it, and may never pass a
-/// message on to it (seen on Redis 7.0 right after a failover: the connection's slot map, which
-/// only a `MOVED` refreshes, stayed stale for as long as the test ran). The reply says nothing.
-async fn refresh_route(
-    conn: &ClusterConnection,
-    channel: &str,
-    limit: Duration,
-) -> redis::RedisResult<()> {
-    let mut conn = conn.clone();
-    let probe = redis::cmd("EVAL")
-        .arg("return 1")
-        .arg(1)
-        .arg(channel)
-        .clone();
-    within(limit, probe.query_async::<redis::Value>(&mut conn))
-        .await
-        .map(drop)
-}
-
 /// Sharded (un)subscriptions that need no confirmation: waiters' own channels (see
 /// [`super::Request::Own`]) and lingering channels' unsubscriptions. Each batch goes at once,
 /// batches in the order asked (a waiter's own channel is never unsubscribed before it is
@@ -460,30 +365,6 @@ mod tests {
     use super::super::registry::confirmed;
     use super::super::{Heard, ReleaseNotifier};
     use super::*;
-
-    #[test]
-    fn slots_and_the_master_that_serves_them() {
-        assert_eq!(key_slot(b"123456789"), 0x31c3);
-        assert_eq!(key_slot(b"foo"), 12182);
-        assert_eq!(key_slot(b"fencelock:{foo}:announce"), 12182);
-        // An empty tag is no tag.
-        assert_ne!(key_slot(b"{}foo"), key_slot(b"foo"));
-        let nodes = "\
-a1 127.0.0.1:7000@17000 master - 0 0 1 connected 0-5460
-b2 127.0.0.1:7001@17001 myself,master - 0 0 2 connected 5461-10922 12182 [12183->-a1]
-c3 127.0.0.1:7003@17003 slave b2 0 0 2 connected
-";
-        assert_eq!(master_of(nodes, 5461).as_deref(), Some("b2"));
-        assert_eq!(master_of(nodes, 12182).as_deref(), Some("b2"));
-        assert_eq!(master_of(nodes, 12183), None);
-        assert_eq!(master_of(nodes, 0), None);
-        // A replica (a former master) serves nothing as master.
-        let replica = "\
-b2 127.0.0.1:7001@17001 master - 0 0 3 connected 5461-10922
-c3 127.0.0.1:7003@17003 myself,slave b2 0 0 2 connected
-";
-        assert_eq!(master_of(replica, 5461), None);
-    }
 
     #[test]
     fn only_a_confirmation_that_names_a_channel_subscribes_it() {
