@@ -3,11 +3,14 @@
 
 use redis::RedisError;
 
+use super::Server;
+use crate::error::Error;
+
 /// The detail of the error a call gets after its client was closed ([`closed`]).
 const CLOSED: &str = "the fencelock client was closed";
 
 /// The error of a call made after its client was closed: nothing was sent. [`Server::error`]
-/// turns it into [`Error::Closed`](crate::Error::Closed).
+/// turns it into [`Error::Closed`].
 ///
 /// [`Server::error`]: super::Server::error
 pub(crate) fn closed() -> RedisError {
@@ -109,4 +112,66 @@ pub(super) fn is_unreachable_kind(err: &RedisError) -> bool {
 /// failed. After such an error a Sentinel client asks the sentinels again.
 pub(crate) fn is_master_gone(err: &RedisError) -> bool {
     err.code() == Some("READONLY") || (is_unreachable(err) && !err.is_timeout())
+}
+
+impl Server {
+    /// Turns a Redis error into fencelock's error for `lock`, naming this server.
+    pub(crate) fn error(&self, lock: &str, command: &'static str, err: RedisError) -> Error {
+        if is_closed(&err) {
+            Error::Closed {
+                lock: lock.to_owned(),
+            }
+        } else if is_tls_failure(&err) {
+            Error::Tls {
+                lock: lock.to_owned(),
+                server: self.addr.to_string(),
+                source: err,
+            }
+        } else if is_auth_failure(&err) {
+            Error::AuthFailed {
+                lock: lock.to_owned(),
+                server: self.addr.to_string(),
+                source: err,
+            }
+        } else if let Some(rule) = missing_permission(&err) {
+            Error::PermissionDenied {
+                lock: lock.to_owned(),
+                server: self.addr.to_string(),
+                command,
+                rule,
+                source: err,
+            }
+        } else if is_unreachable(&err) {
+            let hint = match (self.tls, err.is_timeout()) {
+                (true, true) => Some(
+                    "over TLS: a port that does not speak TLS leaves the handshake \
+                     unanswered; check the port, or use a redis:// URL",
+                ),
+                // A refused connection is a server that is not there, not a TLS port.
+                (false, false)
+                    if !err.is_connection_refusal()
+                        && (err.is_connection_dropped() || is_reset(&err)) =>
+                {
+                    Some(
+                        "the server closed the connection at once: if this port expects TLS, \
+                         use a rediss:// URL",
+                    )
+                }
+                _ => None,
+            };
+            Error::Unreachable {
+                lock: lock.to_owned(),
+                server: self.addr.to_string(),
+                source: err,
+                hint,
+            }
+        } else {
+            Error::Redis {
+                lock: lock.to_owned(),
+                server: self.addr.to_string(),
+                command,
+                source: err,
+            }
+        }
+    }
 }

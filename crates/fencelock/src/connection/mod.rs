@@ -1,11 +1,12 @@
 //! A Redis deployment as fencelock talks to it: one server, a Redis Cluster (routed by the
 //! lock's slot) or a master found through Sentinel; each behind one [`Server`] with a
-//! per-command time limit, and the mapping of Redis errors to [`Error`].
+//! per-command time limit, and the mapping of Redis errors to [`Error`](crate::Error).
 //!
 //! - `mod.rs`: [`Server`], how a script call, a pipeline or a command reaches the right node;
 //! - `cluster.rs`: the Redis Cluster connection (RESP3, sharded pub/sub pushes, the masters);
 //! - `sentinel.rs`: following the master that the sentinels name, across failovers;
-//! - `errors.rs`: reading a Redis error (TLS, credentials, ACL, unreachable).
+//! - `errors.rs`: reading a Redis error (TLS, credentials, ACL, unreachable), and
+//!   [`Server::error`], its mapping to fencelock's.
 
 #[cfg(feature = "cluster")]
 mod cluster;
@@ -28,16 +29,12 @@ use redis::{FromRedisValue, RedisError};
 #[cfg(feature = "cluster")]
 pub(crate) use cluster::{ClusterSeeds, sharded_subscription};
 pub(crate) use coalesce::Undelivered;
-use errors::is_reset;
-pub(crate) use errors::{
-    closed, is_auth_failure, is_closed, is_tls_failure, is_unreachable, missing_permission,
-};
+pub(crate) use errors::{closed, is_unreachable};
 pub(crate) use health::{timed_out, within};
 #[cfg(feature = "sentinel")]
 pub(crate) use sentinel::{Followed, SentinelSet};
 pub(crate) use switches::Switches;
 
-use crate::error::Error;
 use crate::script::{Batch, Call, Encoded};
 
 /// TLS certificates for connections opened apart from a URL (a cluster's nodes, the master a
@@ -487,66 +484,6 @@ impl Server {
                     followed.on_master(|mut conn| async move { cmd.query_async(&mut conn).await }),
                 )
                 .await
-            }
-        }
-    }
-
-    /// Turns a Redis error into fencelock's error for `lock`, naming this server.
-    pub(crate) fn error(&self, lock: &str, command: &'static str, err: RedisError) -> Error {
-        if is_closed(&err) {
-            Error::Closed {
-                lock: lock.to_owned(),
-            }
-        } else if is_tls_failure(&err) {
-            Error::Tls {
-                lock: lock.to_owned(),
-                server: self.addr.to_string(),
-                source: err,
-            }
-        } else if is_auth_failure(&err) {
-            Error::AuthFailed {
-                lock: lock.to_owned(),
-                server: self.addr.to_string(),
-                source: err,
-            }
-        } else if let Some(rule) = missing_permission(&err) {
-            Error::PermissionDenied {
-                lock: lock.to_owned(),
-                server: self.addr.to_string(),
-                command,
-                rule,
-                source: err,
-            }
-        } else if is_unreachable(&err) {
-            let hint = match (self.tls, err.is_timeout()) {
-                (true, true) => Some(
-                    "over TLS: a port that does not speak TLS leaves the handshake \
-                     unanswered; check the port, or use a redis:// URL",
-                ),
-                // A refused connection is a server that is not there, not a TLS port.
-                (false, false)
-                    if !err.is_connection_refusal()
-                        && (err.is_connection_dropped() || is_reset(&err)) =>
-                {
-                    Some(
-                        "the server closed the connection at once: if this port expects TLS, \
-                         use a rediss:// URL",
-                    )
-                }
-                _ => None,
-            };
-            Error::Unreachable {
-                lock: lock.to_owned(),
-                server: self.addr.to_string(),
-                source: err,
-                hint,
-            }
-        } else {
-            Error::Redis {
-                lock: lock.to_owned(),
-                server: self.addr.to_string(),
-                command,
-                source: err,
             }
         }
     }
