@@ -648,3 +648,26 @@ fn after_a_loss_a_command_that_ignores_sigterm_is_killed_after_a_second() {
         .unwrap();
     assert!(!alive(Pid::from_raw(pid)), "{}", done.explain());
 }
+
+/// `fencelock` SIGKILLed while Ctrl-Z has it and its command stopped: the launcher, left
+/// running for this, kills the command at once, within the lease, which is still held. (The
+/// command's group, orphaned with stopped members, gets SIGHUP and SIGCONT from the kernel
+/// meanwhile: it may run a moment, under the lease.)
+#[test]
+fn a_fencelock_killed_while_stopped_leaves_its_stopped_command_killed() {
+    let server = server();
+    let url = server.url();
+    let dir = scratch();
+    let files = Files::new(dir.path(), "killed-stopped");
+    let running = start_run(&url, "signals/killed-stopped", "30s", &files);
+    let command = files.wait_pid();
+    ticks_again(&files, "the command runs");
+    running.signal(Signal::SIGTSTP);
+    wait_until(LIMIT, "fencelock stops", || stopped(running.pid()));
+    wait_until(LIMIT, "the command stops", || stopped(command));
+    running.signal(Signal::SIGKILL);
+    held_while_alive(&server, &lock_key("signals/killed-stopped"), command);
+    let done = running.finish();
+    assert_eq!(done.signal, Some(9), "{}", done.explain());
+    assert!(!alive(command));
+}
