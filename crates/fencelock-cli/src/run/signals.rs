@@ -18,8 +18,10 @@
 //!   it first checks its hold: still held (its deadline not passed), the tree is continued; lost,
 //!   the tree is killed (SIGKILL) without running again, and the run exits 74.
 //! - Not caught (`None`): SIGKILL and SIGSTOP cannot be. The faults (ILL, TRAP, BUS, FPE, SEGV,
-//!   SYS) end `fencelock` as the signal says, as do KILL; its launcher, told by the kernel, then
-//!   kills the command's tree at once, and the lease runs out. A SIGSTOP stops `fencelock`
+//!   SYS) end `fencelock` as the signal says, as do KILL (a BUS or SEGV sent with `kill` only
+//!   the second time: the Rust runtime's stack-overflow handler takes the first and puts the
+//!   default back); its launcher, told by the kernel, then kills the command's tree at once,
+//!   and the lease runs out. A SIGSTOP stops `fencelock`
 //!   alone; the launcher sees it stopped and stops the command's tree, and `fencelock`, once
 //!   continued, checks its hold as after a Ctrl-Z. PIPE is ignored (a write to a closed pipe
 //!   fails instead), CHLD is the runtime's.
