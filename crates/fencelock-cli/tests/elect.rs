@@ -6,7 +6,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a test fails by panicking
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::path::Path;

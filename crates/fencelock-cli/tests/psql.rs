@@ -6,7 +6,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a test fails by panicking
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 use std::process::Command;

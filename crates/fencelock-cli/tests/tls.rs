@@ -4,7 +4,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a test fails by panicking
 
-mod common;
+use crate::common;
 
 use common::*;
 use fencelock_testkit::{RedisServer, TlsFiles, free_port};

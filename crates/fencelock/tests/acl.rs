@@ -2,7 +2,7 @@
 //! user that lacks a permission is refused with `PermissionDenied` naming the missing rule,
 //! with nothing changed (no lock half released).
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

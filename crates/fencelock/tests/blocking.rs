@@ -1,6 +1,6 @@
 //! The blocking facade: same semantics, no async runtime in the caller.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

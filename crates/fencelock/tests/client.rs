@@ -2,7 +2,7 @@
 //! are (authentication, permissions), background work that `wait_idle` waits for (and a
 //! cancelled acquisition's own, that its `Cleanup` waits for), and the operator's `list`.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

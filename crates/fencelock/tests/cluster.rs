@@ -3,7 +3,7 @@
 //! view over every master, and a failover that loses a granted lock (the holder is told, fences
 //! keep growing, the old holder's late write is refused).
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 use std::sync::OnceLock;

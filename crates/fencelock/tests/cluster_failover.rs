@@ -4,7 +4,7 @@
 //! and the deterministic lost-lock recipe (a grant that never reached the replica) tells the
 //! holder and refuses its late fenced write.
 
-mod common;
+use crate::common;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

@@ -7,8 +7,6 @@
 //! hear the new value (where its fallback, a read at the end of the leader's lease, is a minute
 //! away) after being told of the gap the failover made.
 
-mod common;
-
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};

@@ -1,7 +1,7 @@
 //! Group commit: acquires and releases that pile up on one client while one is on its way go to
 //! Redis together, as one script call, and each caller still gets its own answer.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 use std::time::Duration;

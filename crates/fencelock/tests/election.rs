@@ -2,7 +2,7 @@
 //! deposed leader's refused, observers see every leader in term order and a gap when their
 //! subscription is killed; Cluster and Sentinel; Redlock refused.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -1,6 +1,6 @@
 //! The fair (FIFO) lock against real redis-server processes.
 
-mod common;
+use crate::common;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -274,7 +274,7 @@ fn spawn_fair_user(
     queue_timeout: Duration,
 ) -> fencelock_testkit::ChildGuard {
     match spawn_test_child(
-        "child_fair_user",
+        "fair::child_fair_user",
         &[
             (URL_ENV, &redis.url()),
             (NAME_ENV, name),

@@ -1,6 +1,6 @@
 //! The lock through a fault proxy: lost replies and cut pub/sub connections.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

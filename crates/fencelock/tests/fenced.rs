@@ -2,7 +2,7 @@
 //! write again, a key of the wrong type refuses the whole call before anything is written, and
 //! a holder whose lease ran out while it stalled cannot overwrite the next holder's data.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -4,7 +4,7 @@
 //! `string.format` whose `%d` casts as such a build does) through `%.0f`. Values above 2^31, as
 //! large as expiries (~1.8e12) and fences (~1.8e15), and 2^53 - 1, run by EVAL on a real server.
 
-mod common;
+use crate::common;
 
 use common::server;
 

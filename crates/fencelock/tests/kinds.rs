@@ -2,7 +2,7 @@
 //! every kind, each kind's refusals over Redlock, and a killed holder's lock frees after its
 //! lease.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 
@@ -392,7 +392,7 @@ async fn a_killed_holder_frees_the_lock_after_its_lease(
     let ttl = Duration::from_secs(1);
     let ttl_ms = common::millis_var(ttl);
     let mut child = spawn_test_child(
-        "child_kind_holder",
+        "kinds::child_kind_holder",
         &[
             (URL_ENV, url.as_str()),
             (TTL_ENV, &ttl_ms),

@@ -2,7 +2,7 @@
 //! renewed, deleted with the release, lapsed with the lease of a holder that stops renewing;
 //! an unlabelled hold sends what it always sent.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

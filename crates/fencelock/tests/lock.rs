@@ -1,6 +1,6 @@
 //! The fenced lock against real redis-server processes.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -566,7 +566,7 @@ async fn a_paused_holder_loses_to_a_larger_fence_and_learns_it_on_waking() {
     let ttl = Duration::from_millis(600);
     let ttl_ms = common::millis_var(ttl);
     let mut child = spawn_test_child(
-        "child_holder",
+        "lock::child_holder",
         &[(URL_ENV, &redis.url()), (TTL_ENV, &ttl_ms)],
     )
     .unwrap();
@@ -617,7 +617,7 @@ async fn fences_grow_across_processes() {
         fences.push(guard.fence());
         guard.release().await.unwrap();
         let mut child = spawn_test_child(
-            "child_holder",
+            "lock::child_holder",
             &[(URL_ENV, &redis.url()), (TTL_ENV, "5000")],
         )
         .unwrap();

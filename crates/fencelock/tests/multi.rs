@@ -2,7 +2,7 @@
 //! sets in reversed orders never deadlock nor overlap, and a loss of any name is told; a
 //! release (of one lock, of several) says what it found.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};

@@ -2,7 +2,7 @@
 //! where the server has it (Valkey 8.1 and later: `FENCELOCK_TEST_SERVER`), and by script
 //! where it has not (Redis 7.0); either way with the same answers.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

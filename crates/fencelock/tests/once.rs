@@ -1,7 +1,7 @@
 //! Run once: exactly one run does the work across concurrent runs, a failed run records
 //! nothing, and a holder that lost its lock cannot record.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -4,7 +4,7 @@
 //! passed lease confirmed at once, a waiter that renews by hand, and Redlock, where nobody
 //! queues.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -3,7 +3,7 @@
 //! past its lease; its late transaction is refused by the fence check and rolled back, and the
 //! table holds only the newer holder's write.
 
-mod common;
+use crate::common;
 
 use fencelock::Error;
 use fencelock_testkit::PostgresServer;

@@ -1,6 +1,6 @@
 //! Redlock: the same fenced lock over five independent redis-server processes.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -544,8 +544,11 @@ fn child_redlock_holder() {
 #[tokio::test]
 async fn a_paused_client_loses_its_lock_to_a_larger_fence() {
     let (_servers, all) = common::redlock_servers(5);
-    let mut child =
-        spawn_test_child("child_redlock_holder", &[(common::URL_ENV, &all.join(","))]).unwrap();
+    let mut child = spawn_test_child(
+        "redlock::child_redlock_holder",
+        &[(common::URL_ENV, &all.join(","))],
+    )
+    .unwrap();
     let line = child
         .wait_for_line("ACQUIRED", Duration::from_secs(20))
         .unwrap();

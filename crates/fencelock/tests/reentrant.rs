@@ -1,6 +1,6 @@
 //! The reentrant lock against real redis-server processes.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -2,7 +2,7 @@
 //! and replica: a grant waits until the replica has it; a replica that does not answer makes the
 //! grant fail and be given back (`Shortfall::Fail`), or only be logged (`Shortfall::Warn`).
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

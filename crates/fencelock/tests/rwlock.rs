@@ -1,6 +1,6 @@
 //! The read-write lock against real redis-server processes.
 
-mod common;
+use crate::common;
 
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
@@ -868,7 +868,7 @@ fn spawn_waiter(redis: &RedisServer, side: &str, queue_timeout: Duration) -> Chi
         (SIDE_ENV, side.to_owned()),
     ];
     let envs: Vec<(&str, &str)> = envs.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    let mut child = match spawn_test_child("child_waiter", &envs) {
+    let mut child = match spawn_test_child("rwlock::child_waiter", &envs) {
         Ok(child) => child,
         Err(e) => panic!("cannot start a waiting {side}er: {e}"),
     };
@@ -954,7 +954,7 @@ async fn a_killed_reader_blocks_a_writer_for_at_most_its_own_lease() {
     // entry can run out.
     let live_reading = live.read().ttl(ttl).acquire().await.unwrap();
     let mut child = spawn_test_child(
-        "child_reader",
+        "rwlock::child_reader",
         &[(URL_ENV, &redis.url()), (MS_ENV, &common::millis_var(ttl))],
     )
     .unwrap();

@@ -1,6 +1,6 @@
 //! The counting semaphore against real redis-server processes.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -152,7 +152,7 @@ async fn a_killed_holders_permit_comes_back_after_its_lease_while_the_others_sta
     let redis = server();
     let ttl = Duration::from_millis(600);
     let mut child = spawn_test_child(
-        "child_permit_holder",
+        "semaphore::child_permit_holder",
         &[
             (URL_ENV, &redis.url()),
             (TTL_ENV, &common::millis_var(ttl)),

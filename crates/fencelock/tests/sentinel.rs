@@ -4,7 +4,7 @@
 //! still woken, fences keep growing), and keeps the master's credentials apart from the
 //! sentinels'.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

@@ -3,7 +3,7 @@
 //! missing client certificate, a plain client on a TLS port and the other way round), each a
 //! clear error that comes quickly and leaves nothing held.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

@@ -3,7 +3,7 @@
 //! the lock will go to them, with their token's first 8 digits and, where the kind records an
 //! arrival, how long they have waited.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -1,0 +1,39 @@
+//! The library's integration tests, one module a file, in one test binary (one build and one
+//! link instead of one per file): `cargo test -p fencelock --test integration lock::` runs one
+//! file's tests. Binaries of their own: `layers` and `protocol`, which read files beside the
+//! package (ARCHITECTURE.md, docs/PROTOCOL.md) that the published crate leaves out, and
+//! `metrics`, `losses` and `spans`, which install the process's global recorder or subscriber.
+
+mod common;
+
+mod acl;
+mod blocking;
+mod client;
+mod cluster;
+mod cluster_failover;
+mod cluster_subscriptions;
+mod coalesce;
+mod election;
+mod fair;
+mod faults;
+mod fenced;
+mod int_format;
+mod kinds;
+mod labels;
+mod lock;
+mod lock_delay;
+mod multi;
+mod native;
+mod once;
+mod passing;
+#[cfg(feature = "postgres")]
+mod postgres;
+mod redlock;
+mod reentrant;
+mod replicas;
+mod revoke;
+mod rwlock;
+mod semaphore;
+mod sentinel;
+mod tls;
+mod waiters;
