@@ -69,6 +69,9 @@ pub struct Mutants {
     /// Drops the clock assumption: a promoted replica's clock may lag the old master's by more
     /// than the failover takes ([`UNBOUNDED_LAG`]).
     pub unbounded_clock_lag: bool,
+    /// A renewal does not check the owner: it extends whoever holds the lock and tells the
+    /// caller that it holds it.
+    pub renew_any_owner: bool,
 }
 
 /// The model's bounds and switches.
@@ -271,7 +274,7 @@ impl Model for LockModel {
                     return None;
                 };
                 match n.server.holder(now) {
-                    Some(h) if h.token == token => {
+                    Some(h) if h.token == token || self.mutants.renew_any_owner => {
                         let expires = now + LEASE;
                         n.server.lock = Some(Hold {
                             expires,
@@ -374,7 +377,9 @@ impl Model for LockModel {
             Action::Tick => n.now += 1,
             Action::Replicate => n.replica = n.server.clone(),
             Action::Failover => {
-                if n.replica != n.server {
+                // Only a lost write to the lock key itself (a grant, a renewal, a release)
+                // excuses two holders: not a waiter's place or the fence counter.
+                if n.replica.lock != n.server.lock {
                     n.grant_lost = true;
                 }
                 n.server = n.replica.clone();

@@ -145,7 +145,9 @@ pub struct State {
     pub stale_accepted: bool,
     /// Ghost: the resource accepted an older grant's write after a newer grant's.
     pub fencing_broken: bool,
-    /// Ghost: a failover lost writes to the lock's keys.
+    /// Ghost: a failover lost a write to the lock key (a grant, a renewal or a release: the
+    /// promoted replica's hold was not the master's). A lost waiter's place or fence counter
+    /// does not count.
     pub grant_lost: bool,
     /// Ghost: since when a live waiter in line waits for a lock that a release left to nobody
     /// alive.

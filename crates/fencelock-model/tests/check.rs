@@ -15,6 +15,8 @@ const RESOURCE: &str = "the resource accepts no fence below one it accepted";
 const FENCING: &str = "the resource refuses an older grant's write after a newer one's";
 const CLAIMED: &str = "a passed lease lasts the claim until confirmed";
 const GRANTED: &str = "a release with a live waiter in line grants it within the claim";
+const EXCLUSION: &str =
+    "one holder within its deadline unless a failover lost a grant or the clock jumped";
 
 /// What the breadth-first checker asks of a model (every model of the crate is one).
 pub trait Checked:
@@ -151,6 +153,22 @@ fn a_pass_without_the_claim_bound_keeps_the_lock_for_a_dead_waiter() {
     finds(LockModel::passing().with(mutant), &[CLAIMED]);
     // The liveness bound itself: a waiter died in line with a live one behind it.
     finds(LockModel::dead_waiter().with(mutant), &[GRANTED]);
+}
+
+#[test]
+fn a_renewal_that_does_not_check_the_owner_makes_two_holders_without_a_failover() {
+    let model = LockModel {
+        failovers: 0,
+        ..LockModel::fences()
+    };
+    holds(model.clone(), EXCLUSION);
+    finds(
+        model.with(Mutants {
+            renew_any_owner: true,
+            ..Mutants::default()
+        }),
+        &[EXCLUSION],
+    );
 }
 
 #[test]
