@@ -33,10 +33,13 @@ impl LockModel {
         if new && (held.is_none() || self.passing) {
             n.clients[c].requests += 1;
         }
+        // A grant is marked (someone waited: its release passes the lock) when the line is not
+        // empty, except on a new request's first try, which reads no line (`kinds/plain/mod.rs`):
+        // the waiters then get the lock by their own next try.
         let mut mark = false;
         if self.passing {
             n.server.waiters.retain(|&(_, _, t)| t != token);
-            mark = !n.server.waiters.is_empty();
+            mark = !new && !n.server.waiters.is_empty();
         }
         match held {
             None => {

@@ -6,7 +6,7 @@
 //! with `PEXPIREAT key 1` (the real leases are a minute long).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use std::collections::HashMap;
 

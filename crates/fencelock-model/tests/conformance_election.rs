@@ -6,7 +6,7 @@
 //! a record that ends in the model is ended with `PEXPIREAT key 1`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use std::collections::HashMap;
 

@@ -13,7 +13,7 @@
 //! passed lock with a try instead of the watchdog): the model's lost message and retry.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use std::collections::HashMap;
 use std::time::Duration;

@@ -12,7 +12,7 @@
 //! waiter try once, in arrival order: whom that grants does not depend on the order.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use std::collections::HashMap;
 use std::time::Duration;

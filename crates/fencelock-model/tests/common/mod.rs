@@ -1,7 +1,8 @@
 //! What the conformance tests share: a real `redis-server` from the testkit and clients of it,
 //! the lock's keys read and leases ended on the server (`PEXPIREAT key 1`: model time maps onto
 //! the server's without waiting), a request of a client (waiting as a task, or holding), the
-//! outcomes counted, and the driver of the seeded random walks.
+//! outcomes counted, and the driver of the seeded random walks; the plain lock's line of waiters
+//! (`line.rs`).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, dead_code)] // a test fails by panicking
 
@@ -15,6 +16,8 @@ use fencelock_testkit::RedisServer;
 use redis::AsyncCommands;
 use stateright::Model;
 use tokio::task::JoinHandle;
+
+pub mod line;
 
 /// Leases and places last a minute: no timer of the library fires within a walk.
 pub const LEASE: Duration = Duration::from_secs(60);
