@@ -17,15 +17,15 @@
 pub mod election;
 pub mod fair;
 pub mod multi;
+mod mutants;
 pub mod once;
 pub mod redlock;
 mod scripts;
 pub mod semaphore;
 mod state;
 
+pub use mutants::Mutants;
 pub use state::*;
-
-use std::hash::Hash;
 
 use stateright::{Model, Property};
 
@@ -50,29 +50,6 @@ pub const MAX_LAG: u32 = 10;
 /// The lag of a promoted replica's clock when the assumption is dropped
 /// ([`Mutants::unbounded_clock_lag`]): three steps.
 pub const UNBOUNDED_LAG: u32 = 3 * STEP_US;
-
-/// Breaks of the protocol, each a flag. The unmutated model (all false) passes every property;
-/// each flag makes the checker find a counterexample to one of them.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub struct Mutants {
-    /// The resource accepts every write, whatever its fence.
-    pub no_resource_check: bool,
-    /// A pass gives the waiter a full lease instead of the claim: a waiter that died in line
-    /// keeps the lock idle for a lease.
-    pub unbounded_claim: bool,
-    /// The fence is `last + 1` only (not `max(last + 1, clock)`): a failover that lost the
-    /// counter hands out a fence again.
-    pub fence_counter_only: bool,
-    /// The fence is the server clock only (not `max(last + 1, clock)`): two grants within one
-    /// clock tick, or a clock step back, repeat or lower it.
-    pub fence_clock_only: bool,
-    /// Drops the clock assumption: a promoted replica's clock may lag the old master's by more
-    /// than the failover takes ([`UNBOUNDED_LAG`]).
-    pub unbounded_clock_lag: bool,
-    /// A renewal does not check the owner: it extends whoever holds the lock and tells the
-    /// caller that it holds it.
-    pub renew_any_owner: bool,
-}
 
 /// The model's bounds and switches.
 #[derive(Clone, Debug)]
