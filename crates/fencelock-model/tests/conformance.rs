@@ -15,7 +15,6 @@ use fencelock::fenced::Writes;
 use fencelock::{Client, Error};
 use fencelock_model::{Action, LockModel, Phase, State};
 use redis::AsyncCommands;
-use stateright::Model;
 
 const WALKS: usize = 200;
 const STEPS: usize = 12;
@@ -203,11 +202,7 @@ impl Replay<LockModel> for Real {
             Action::Tick | Action::Decide(_) | Action::Write(_) => 3,
             _ => 1,
         });
-        let next = walk
-            .model
-            .next_state(&state, action)
-            .expect("an enabled action");
-        walk.push(action);
+        let next = walk.take(&state, action);
         self.step(walk.model, &state, &next, action).await;
         self.compare(&next, &walk.step()).await;
         next

@@ -221,8 +221,7 @@ impl Replay<FairModel> for Real {
             _ => 1,
         });
         let model = walk.model;
-        let mut next = model.next_state(&state, action).expect("an enabled action");
-        walk.push(action);
+        let mut next = walk.take(&state, action);
         self.step(&state, &next, action).await;
         if action == FairAction::Tick
             && next.holder().is_none()

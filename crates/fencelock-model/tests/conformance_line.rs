@@ -42,7 +42,6 @@ use common::line::{
 use common::{Keys, LEASE, Replay, Request, Seen, Start, Walk};
 use fencelock::{Client, Error};
 use fencelock_model::{Action, LockModel, Phase, State};
-use stateright::Model;
 
 const WALKS: usize = 200;
 const STEPS: usize = 16;
@@ -379,11 +378,7 @@ impl Replay<LockModel> for Real {
             Renew(_) | Crash(_) => 1,
             _ => 0,
         });
-        let next = walk
-            .model
-            .next_state(&state, action)
-            .expect("an enabled action");
-        walk.push(action);
+        let next = walk.take(&state, action);
         let what = format!("seed {:#x}, {}", self.seed, walk.step());
         self.step(&state, &next, action, &what).await;
         self.map_places(&next).await;

@@ -259,11 +259,7 @@ impl Replay<SemModel> for Real {
             // all did, unless time passed: then they are due).
             state = self.retry_all(state, walk).await;
         } else {
-            let next = walk
-                .model
-                .next_state(&state, action)
-                .expect("an enabled action");
-            walk.push(action);
+            let next = walk.take(&state, action);
             let freed = self.step(&state, &next, action).await;
             state = next;
             if freed {

@@ -322,6 +322,16 @@ where
         self.actions.push(action);
     }
 
+    /// Takes `action`, which the model enables in `state`: the state after it (recorded).
+    pub fn take(&mut self, state: &M::State, action: M::Action) -> M::State {
+        let next = self
+            .model
+            .next_state(state, action.clone())
+            .expect("an enabled action");
+        self.push(action);
+        next
+    }
+
     /// `walk N, [actions]`.
     pub fn step(&self) -> String {
         format!("walk {}, {:?}", self.number, self.actions)
