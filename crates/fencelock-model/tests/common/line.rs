@@ -8,7 +8,7 @@ use fencelock_model::{Action, Phase, State};
 use fencelock_testkit::RedisServer;
 use redis::AsyncCommands;
 
-use super::{Keys, PATIENCE, Redis, Request};
+use super::{Keys, Redis};
 
 /// A place's duration (the queue timeout, which is also the lease), in ms.
 pub const PLACE_MS: u64 = super::LEASE.as_millis() as u64;
@@ -209,34 +209,5 @@ impl Keys {
         if reached == 0 {
             let _: i64 = self.redis.publish(channel, message).await.unwrap();
         }
-    }
-}
-
-impl Request {
-    /// As [`Request::granted`], naming the step (`what`) in a failure.
-    pub async fn taken(&mut self, i: usize, what: &str) -> u64 {
-        let Self::Waiting(task) = std::mem::replace(self, Self::Idle) else {
-            panic!("{what}: client {i} has no waiting request")
-        };
-        let guard = tokio::time::timeout(PATIENCE, task)
-            .await
-            .unwrap_or_else(|_| panic!("{what}: client {i} was not granted"))
-            .unwrap()
-            .unwrap_or_else(|e| panic!("{what}: client {i}'s request: {e}"));
-        let fence = guard.fence();
-        *self = Self::Holding(guard);
-        fence
-    }
-
-    /// As [`Request::release`], naming the step (`what`) in a failure.
-    pub async fn give_back(&mut self, i: usize, held: bool, what: &str) {
-        let Self::Holding(guard) = std::mem::replace(self, Self::Idle) else {
-            panic!("{what}: client {i} holds nothing")
-        };
-        let released = guard
-            .release()
-            .await
-            .unwrap_or_else(|e| panic!("{what}: release by {i}: {e}"));
-        assert_eq!(released, held, "{what}: release by {i}");
     }
 }

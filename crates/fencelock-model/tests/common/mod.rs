@@ -197,14 +197,19 @@ impl Request {
 
     /// Waits for client `i`'s waiting request to be granted; answers its fence.
     pub async fn granted(&mut self, i: usize) -> u64 {
+        self.taken(i, "a step").await
+    }
+
+    /// As [`Request::granted`], naming the step (`what`) in a failure.
+    pub async fn taken(&mut self, i: usize, what: &str) -> u64 {
         let Self::Waiting(task) = std::mem::replace(self, Self::Idle) else {
-            panic!("client {i} has no waiting request")
+            panic!("{what}: client {i} has no waiting request")
         };
         let guard = tokio::time::timeout(PATIENCE, task)
             .await
-            .unwrap_or_else(|_| panic!("client {i} was not granted"))
+            .unwrap_or_else(|_| panic!("{what}: client {i} was not granted"))
             .unwrap()
-            .unwrap();
+            .unwrap_or_else(|e| panic!("{what}: client {i}'s request: {e}"));
         let fence = guard.fence();
         *self = Self::Holding(guard);
         fence
@@ -212,10 +217,19 @@ impl Request {
 
     /// Client `i` releases what it holds: asserts the answer is `held` (the model's).
     pub async fn release(&mut self, i: usize, held: bool) {
+        self.give_back(i, held, "a step").await;
+    }
+
+    /// As [`Request::release`], naming the step (`what`) in a failure.
+    pub async fn give_back(&mut self, i: usize, held: bool, what: &str) {
         let Self::Holding(guard) = std::mem::replace(self, Self::Idle) else {
-            panic!("client {i} holds nothing")
+            panic!("{what}: client {i} holds nothing")
         };
-        assert_eq!(guard.release().await.unwrap(), held, "release by {i}");
+        let released = guard
+            .release()
+            .await
+            .unwrap_or_else(|e| panic!("{what}: release by {i}: {e}"));
+        assert_eq!(released, held, "{what}: release by {i}");
     }
 
     /// Client `i`'s renewal was refused: its guard is given up (the release finds the lease
