@@ -25,9 +25,8 @@
 //!   model's order (places taken within one step go by client; on the server, by the
 //!   millisecond of the try), ten minutes ahead of the server's clock while the place lasts, a
 //!   past millisecond once it lapsed.
-//! - A request's first try takes no place and marks no grant (`kinds/plain/mod.rs`), where the
-//!   model's acquire marks a grant made while others are in line, as a waiter's try does: the
-//!   replay unmarks the model's grant (counted as such).
+//! - A request's first try reads no line and marks no grant (`kinds/plain/mod.rs`); the model's
+//!   does the same, and a waiter's try marks its grant while others are in line.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use crate::common;
