@@ -288,6 +288,20 @@ async fn every_kind_refuses_foreign_keys_at_once_and_leaves_them_untouched() {
                 .collect();
             redis.cmd(&command).unwrap();
             let before = dumps(&redis, &[&key]);
+            // A request that does not wait gives nothing back after a refusal (a waiting one
+            // gives back its place, which would hide a write the script left): the script
+            // itself must leave everything as it was.
+            let err = request(&a, kind, &name).no_wait().acquire().await;
+            assert!(
+                matches!(err, Err(Error::WrongType { .. })),
+                "{kind} on {case} without waiting: {err:?}"
+            );
+            assert_eq!(dumps(&redis, &[&key]), before, "{kind} changed {key}");
+            assert_eq!(
+                keys(&redis),
+                std::slice::from_ref(&key),
+                "{kind} wrote beside {key} (without waiting)"
+            );
             let started = std::time::Instant::now();
             let err = request(&a, kind, &name)
                 .wait_up_to(Duration::from_secs(5))
