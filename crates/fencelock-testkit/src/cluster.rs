@@ -169,6 +169,11 @@ impl RedisCluster {
         &self.nodes[..self.masters]
     }
 
+    /// Every node: the masters as started, then their replicas.
+    pub fn nodes(&self) -> &[RedisServer] {
+        &self.nodes
+    }
+
     /// Seed URLs for a cluster client: every node's.
     pub fn urls(&self) -> Vec<String> {
         self.nodes.iter().map(RedisServer::url).collect()

@@ -98,6 +98,36 @@ fn unsubscribed(cluster: &RedisCluster, channels: &[String], expected: i64) -> V
         .collect()
 }
 
+/// Where `channel` is subscribed (`PUBSUB SHARDNUMSUB` on every node, with the node's role),
+/// and the connections with sharded subscriptions on the master serving it: what a lost
+/// subscription is reported with.
+fn whereabouts(cluster: &RedisCluster, channel: &str) -> String {
+    let master = cluster.master_of(channel).map(|m| m.port()).ok();
+    let mut report = format!("{channel}:");
+    for node in cluster.nodes() {
+        let count = match node.cmd(&["PUBSUB", "SHARDNUMSUB", channel]) {
+            Ok(redis::Value::Array(reply)) => format!("{:?}", reply.get(1)),
+            other => format!("{other:?}"),
+        };
+        let role = if Some(node.port()) == master {
+            "master"
+        } else {
+            "other"
+        };
+        report.push_str(&format!("\n  {} ({role}): {count}", node.port()));
+        if Some(node.port()) == master
+            && let Ok(redis::Value::BulkString(list)) = node.cmd(&["CLIENT", "LIST"])
+        {
+            for line in String::from_utf8_lossy(&list).lines() {
+                if !line.contains(" ssub=0 ") {
+                    report.push_str(&format!("\n    {line}"));
+                }
+            }
+        }
+    }
+    report
+}
+
 /// What the waiters saw: per lock, whether a release is on its way (since when) or when the
 /// last one returned; per grant, how long after that release it came.
 #[derive(Default)]
@@ -449,6 +479,12 @@ async fn every_waiter_and_observer_hears_its_release_after_a_failover() {
             .map(|n| format!("fencelock:{{{n}}}:announce"))
             .collect();
         let lost = unsubscribed(&cluster, &announce, 1);
+        for channel in announce
+            .iter()
+            .filter(|c| lost.iter().any(|l| l.starts_with(c.as_str())))
+        {
+            eprintln!("{}", whereabouts(&cluster, channel));
+        }
         panic!(
             "failures: {failures:#?}\nwaiters woken late ({}): {slow:#?}\nobservers late: \
              {late:#?}\nobservers on the failed master told of no gap: {no_gap:#?}\nelection \

@@ -1,32 +1,57 @@
 //! Redis Cluster: where a sharded channel is served. The node a subscription goes to is asked
 //! (`CLUSTER NODES`, routed as the `SSUBSCRIBE` is) whether it serves the channel's slot as its
-//! master, and the connection's route to the slot is read again when it may be stale.
+//! master, and over which connection (`CLIENT ID`); the connection's route to the slot is read
+//! again when it may be stale.
 
 use std::time::Duration;
 
 use redis::cluster_async::ClusterConnection;
-use redis::cluster_routing::{Route, RoutingInfo, SingleNodeRoutingInfo, SlotAddr};
+use redis::cluster_routing::{Route, SingleNodeRoutingInfo, SlotAddr};
 
 use crate::connection::within;
 
-/// The node a subscription of `channel` goes to now (routed as the `SSUBSCRIBE` is: the slot's
+/// Where a subscription goes: the node that serves the channel's slot as its master (its
+/// cluster id), and the connection to it (its `CLIENT ID`, where the user may ask for it).
+///
+/// The connection matters as much as the node: the `redis` crate may replace its connection
+/// to a node (one it took for broken, around a failover) without telling anyone, and a
+/// subscription confirmed on the connection it replaced is gone with it. The crate subscribes
+/// the new connection again only to the channels its slot map gives that node; one it routes
+/// elsewhere then, by a map not read again yet, is lost without a word (seen on Redis 7.0: a
+/// few channels of a dozen resubscribed right after a failover, confirmed and checked, on a
+/// connection replaced a moment later).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) struct Placement {
+    node: String,
+    connection: Option<i64>,
+}
+
+/// Where a subscription of `channel` goes now (routed as the `SSUBSCRIBE` is: the slot's
 /// master as the connection's slot map has it, or a replica of it while the master's
-/// connection is repaired), by its id, if that node says it serves the channel's slot as its
-/// master (`CLUSTER NODES`, its own line); `None` if it does not.
+/// connection is repaired), if the node there says it serves the channel's slot as its master
+/// (`CLUSTER NODES`, its own line, asked over the same connection as its `CLIENT ID`); `None`
+/// if it does not.
 pub(super) async fn serving(
     conn: &ClusterConnection,
     channel: &str,
     limit: Duration,
-) -> redis::RedisResult<Option<String>> {
-    let route = RoutingInfo::SingleNode(SingleNodeRoutingInfo::SpecificNode(Route::with_key(
-        channel,
-        SlotAddr::ReplicaOptional,
-    )));
+) -> redis::RedisResult<Option<Placement>> {
+    let route =
+        SingleNodeRoutingInfo::SpecificNode(Route::with_key(channel, SlotAddr::ReplicaOptional));
     let mut conn = conn.clone();
-    let nodes = redis::cmd("CLUSTER").arg("NODES").clone();
-    let reply = within(limit, conn.route_command(nodes, route)).await?;
-    let nodes: String = redis::from_redis_value(reply)?;
-    Ok(master_of(&nodes, key_slot(channel.as_bytes())))
+    let mut asked = redis::pipe();
+    asked.cmd("CLIENT").arg("ID").cmd("CLUSTER").arg("NODES");
+    let mut replies = within(limit, conn.route_pipeline(asked, 0, 2, route))
+        .await?
+        .into_iter();
+    // A user without `CLIENT ID` still gets its subscriptions checked by node.
+    let connection = match replies.next() {
+        Some(redis::Value::Int(id)) => Some(id),
+        _ => None,
+    };
+    let nodes = replies.next().unwrap_or(redis::Value::Nil);
+    let nodes: String = redis::from_redis_value(nodes)?;
+    Ok(master_of(&nodes, key_slot(channel.as_bytes())).map(|node| Placement { node, connection }))
 }
 
 /// The id of the node that answered `CLUSTER NODES` (its `myself` line), if it is a master

@@ -14,8 +14,9 @@
 //! to a replica while the master's connection is repaired: a replica accepts an `SSUBSCRIBE`,
 //! confirms it, and does not pass the master's messages on. So each subscription goes only to a
 //! node that says, just before, that it serves the channel's slot as its master (`placement.rs`),
-//! and counts as done only once confirmed and that node still is where the route goes: a
-//! subscription that may sit elsewhere is counted lost and sent again.
+//! and counts as done only once confirmed and that node still is where the route goes, over the
+//! same connection (the crate may replace one silently, and the subscriptions on it go with it):
+//! a subscription that may sit elsewhere, or be gone, is counted lost and sent again.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -27,7 +28,7 @@ use redis::cluster_async::ClusterConnection;
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
-use super::placement::{refresh_route, serving};
+use super::placement::{Placement, refresh_route, serving};
 use super::sleep_until;
 use crate::backoff::{Backoff, RECONNECT};
 use crate::connection::sharded_subscription;
@@ -80,21 +81,21 @@ struct Pending {
     /// The channel was lost (see [`Wanted::again`]): its route is read again before each
     /// attempt ([`refresh_route`]).
     lost: bool,
-    /// The node (its id) the last `SSUBSCRIBE` went to, which served the slot as its master
-    /// just before: what a confirmation is checked against.
-    sent_to: Option<String>,
+    /// Where the last `SSUBSCRIBE` went (the node, which served the slot as its master just
+    /// before, and the connection to it): what a confirmation is checked against.
+    sent_to: Option<Placement>,
 }
 
 /// How an attempt (or a check) on a channel came back.
 enum Outcome {
     /// The `SSUBSCRIBE` went to this node, which said just before that it serves the slot as
-    /// its master.
-    Sent(String),
+    /// its master, over this connection.
+    Sent(Placement),
     /// The route goes to a node that does not serve the slot as its master (a replica, or a
     /// node that lost the slot): nothing was sent, and the route is being read again.
     Misrouted,
-    /// Whether the route still goes to the node the `SSUBSCRIBE` went to, and it still serves
-    /// the slot as its master.
+    /// Whether the route still goes to the node the `SSUBSCRIBE` went to, over the same
+    /// connection, and the node still serves the slot as its master.
     Checked(bool),
     Failed(redis::RedisError),
 }
@@ -208,10 +209,11 @@ impl Subscriber {
             pending.due = None;
             let (conn, limit, lost) = (self.conn.clone(), self.limit, pending.lost);
             match (standing, pending.sent_to.clone()) {
-                // Confirmed after our own `SSUBSCRIBE`: done if it went where the route goes.
-                (Standing::Subscribed, Some(node)) => attempts.push(Box::pin(async move {
+                // Confirmed after our own `SSUBSCRIBE`: done if it went where the route goes,
+                // over the connection still there.
+                (Standing::Subscribed, Some(sent_to)) => attempts.push(Box::pin(async move {
                     let checked = match serving(&conn, &channel, limit).await {
-                        Ok(now) => Outcome::Checked(now.as_deref() == Some(node.as_str())),
+                        Ok(now) => Outcome::Checked(now.as_ref() == Some(&sent_to)),
                         Err(err) => Outcome::Failed(err),
                     };
                     (channel, checked)
@@ -227,7 +229,8 @@ impl Subscriber {
     }
 
     /// An attempt (or a check) came back. Done once the channel is confirmed and the node the
-    /// `SSUBSCRIBE` went to is where the route goes, and serves the slot as its master;
+    /// `SSUBSCRIBE` went to is where the route goes, over the same connection, and serves the
+    /// slot as its master;
     /// confirmed after an `SSUBSCRIBE` that went to a verified master, checked at once.
     /// Otherwise those waiting are told it is not (yet), and it is sent again after a delay. A
     /// reply is not a confirmation: it may have been an unasked `sunsubscribe` the crate took
@@ -249,8 +252,8 @@ impl Subscriber {
             return;
         };
         match &outcome {
-            Outcome::Sent(node) => {
-                pending.sent_to = Some(node.clone());
+            Outcome::Sent(placement) => {
+                pending.sent_to = Some(placement.clone());
                 if subscribed {
                     // Checked at once (see `send_due`).
                     pending.due = Some(Instant::now());
@@ -313,8 +316,8 @@ async fn attempt(conn: &ClusterConnection, channel: &str, lost: bool, limit: Dur
         tracing::debug!(channel, %err, "release listener: route not read again");
     }
     match serving(conn, channel, limit).await {
-        Ok(Some(node)) => match sharded_subscription(conn, channel, true, limit).await {
-            Ok(()) => Outcome::Sent(node),
+        Ok(Some(placement)) => match sharded_subscription(conn, channel, true, limit).await {
+            Ok(()) => Outcome::Sent(placement),
             Err(err) => Outcome::Failed(err),
         },
         Ok(None) => {
