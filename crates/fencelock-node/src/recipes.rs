@@ -99,6 +99,12 @@ pub fn begun(begun: Begun, context: Context) -> Either<OnceRun, OnceDone> {
             fence: done.fence,
             at: epoch_ms(done.at),
         }),
+        // Only a run-once with a tick starts too late, and Node's sets none: nothing ran, as
+        // for work done (at the tick's beginning, with no fence).
+        Begun::TooLate(late) => Either::B(OnceDone {
+            fence: 0,
+            at: epoch_ms(late.tick),
+        }),
     }
 }
 

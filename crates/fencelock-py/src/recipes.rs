@@ -115,6 +115,12 @@ impl Outcome for Begin {
                 let at = since_epoch(done.at).as_secs_f64();
                 Ok((done.fence, at).into_pyobject(py)?.into_any().unbind())
             }
+            // Only a run-once with a tick starts too late, and Python's sets none: nothing
+            // ran, as for work done (at the tick's beginning, with no fence).
+            Ok(Begun::TooLate(late)) => {
+                let at = since_epoch(late.tick).as_secs_f64();
+                Ok((0_u64, at).into_pyobject(py)?.into_any().unbind())
+            }
             Err(e) => Err(to_py(py, &e)),
         }
     }

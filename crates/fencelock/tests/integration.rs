@@ -35,5 +35,6 @@ mod revoke;
 mod rwlock;
 mod semaphore;
 mod sentinel;
+mod ticks;
 mod tls;
 mod waiters;

@@ -42,6 +42,8 @@ pub use script::FencedScript;
 
 static WRITE: std::sync::LazyLock<Lua> = lua!("check.lua", "write.lua");
 static SET_ONE: std::sync::LazyLock<Lua> = lua!("check.lua", "set_one.lua");
+/// The server's clock (see [`FencedStore::server_clock`]).
+static CLOCK: std::sync::LazyLock<Lua> = lua!("clock.lua");
 
 /// One write of a fenced call.
 #[derive(Debug, Clone)]
@@ -300,7 +302,8 @@ impl FencedStore {
     }
 
     /// Runs one of the crate's scripts composed after `check.lua` (`KEYS[1]` the resource's
-    /// fence key, `ARGV[1]` the fence), with `keys` after the fence key and no other argument:
+    /// fence key, `ARGV[1]` the fence), with `keys` after the fence key and `args` after the
+    /// fence:
     /// what its reply holds after `{1, fence}`, or the check's refusals as errors
     /// ([`Error::Fenced`], [`Error::FencedWrongType`]). `what` names the call in errors.
     pub(crate) async fn run_checked(
@@ -308,12 +311,16 @@ impl FencedStore {
         lua: &Lua,
         fence: u64,
         keys: &[&str],
+        args: &[u64],
         what: &'static str,
     ) -> Result<Vec<Value>> {
         let mut all: Vec<&str> = Vec::with_capacity(keys.len().saturating_add(1));
         all.push(&self.fence_key);
         all.extend_from_slice(keys);
-        let call = Call::new(lua, &all, Args::from_iter([Arg::Int(fence)]));
+        let args = std::iter::once(fence)
+            .chain(args.iter().copied())
+            .map(Arg::Int);
+        let call = Call::new(lua, &all, Args::from_iter(args));
         let mut reply: Vec<Value> = self
             .server
             .run_script(&call, self.timeout)
@@ -341,6 +348,29 @@ impl FencedStore {
         what: &'static str,
     ) -> Result<()> {
         crate::engine::confirm_replicas_on(&self.server, lock, key, ack, self.timeout, what).await
+    }
+
+    /// The clock of the resource's server (`TIME`, on the node that serves the resource's
+    /// hash tag), to the microsecond.
+    pub(crate) async fn server_clock(&self) -> Result<std::time::SystemTime> {
+        let call = Call::new(&CLOCK, &[&self.fence_key], Args::new());
+        let reply: Value = self
+            .server
+            .run_script(&call, self.timeout)
+            .await
+            .map_err(|e| {
+                self.server
+                    .error(&self.resource, "read the server's clock", e)
+            })?;
+        let micros = as_string(&reply).ok().and_then(|t| t.parse::<u64>().ok());
+        match micros {
+            Some(micros) => Ok(std::time::UNIX_EPOCH + Duration::from_micros(micros)),
+            None => Err(self.server.error(
+                &self.resource,
+                "read the server's clock",
+                unexpected("read the server's clock", &[reply]),
+            )),
+        }
     }
 
     /// What `key` holds, as text (`None`: nothing), read on the resource's server.

@@ -13,8 +13,29 @@
 //! `<fence>:<ms>` (the run's fence, and when it recorded, by the server's clock); the fence
 //! floor is the fenced store `NAME`'s. With
 //! [`wait_for_replicas`](crate::ClientBuilder::wait_for_replicas), recording waits for the
-//! replicas as a grant does. The record never expires: delete it to run the work again
-//! (`redis-cli DEL 'fencelock:once:{NAME}:KEY'`).
+//! replicas as a grant does. The record never expires unless [`Once::keep`] says how long to
+//! keep it: delete it to run the work again (`redis-cli DEL 'fencelock:once:{NAME}:KEY'`).
+//!
+//! A scheduled job that several workers fire at once runs once per tick with
+//! [`Once::tick`]: the record is then that of the job and its [`Tick`] (`KEY@TICK`, the tick's
+//! beginning in UTC, `nightly-report@2026-11-29T00:00:00.000Z`), kept 7 days by default.
+//!
+//! ```no_run
+//! # async fn example(client: fencelock::Client) -> fencelock::Result<()> {
+//! use std::time::Duration;
+//! use fencelock::once::{Outcome, Tick};
+//!
+//! // Fired by cron at midnight on every host: runs on one, once per day by Redis's clock.
+//! let outcome = client
+//!     .once("nightly-report")
+//!     .tick(Tick::every(Duration::from_secs(86_400)).late(Duration::from_secs(6 * 3600)))
+//!     .run(|fence| async move { Ok::<_, std::io::Error>(()) })
+//!     .await?;
+//! if let Outcome::TooLate(late) = outcome {
+//!     eprintln!("started {:?} after the tick: not run", late.late);
+//! }
+//! # Ok(()) }
+//! ```
 //!
 //! ```no_run
 //! # async fn example(client: fencelock::Client) -> fencelock::Result<()> {
@@ -47,6 +68,10 @@ use crate::fenced::FencedStore;
 use crate::script::reply::as_string;
 use crate::script::{Lua, lua};
 
+mod tick;
+
+pub use tick::Tick;
+
 /// Raises the resource's fence floor to the run's fence and reads the record, in one step.
 static BEGIN: LazyLock<Lua> = lua!("../fenced/check.lua", "begin.lua");
 /// Records the work as done, if the run's fence is still the newest accepted.
@@ -60,6 +85,18 @@ pub struct Done {
     pub fence: u64,
     /// When it was recorded, by the server's clock.
     pub at: SystemTime,
+    /// The tick it was done for (see [`Once::tick`]).
+    pub tick: Option<SystemTime>,
+}
+
+/// A start too late for its tick (see [`Tick::late`]): nothing ran.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Late {
+    /// When the tick began (UTC).
+    pub tick: SystemTime,
+    /// How long after it the run started, by the server's clock.
+    pub late: Duration,
 }
 
 /// What [`Once::run`] came to.
@@ -72,6 +109,8 @@ pub enum Outcome<T, E> {
     Failed(E),
     /// The work was done before (also by a run this one waited for): nothing ran.
     AlreadyDone(Done),
+    /// The run started too late for its tick (see [`Tick::late`]): nothing ran.
+    TooLate(Late),
 }
 
 /// Work to do once (see the [module docs](self)): made by [`Client::once`].
@@ -81,6 +120,8 @@ pub struct Once {
     client: Client,
     key: String,
     request: LockRequest,
+    tick: Option<Tick>,
+    keep: Option<Duration>,
 }
 
 /// What [`Once::begin`] found.
@@ -92,6 +133,8 @@ pub enum Begun {
     Run(Box<OnceGuard>),
     /// Done before: nothing to do.
     AlreadyDone(Done),
+    /// Too late for its tick (see [`Tick::late`]): nothing to do.
+    TooLate(Late),
 }
 
 /// The lock of a run that has the work to do (see [`Once::begin`]).
@@ -101,6 +144,14 @@ pub struct OnceGuard {
     store: FencedStore,
     record: String,
     replicas: Option<crate::engine::ReplicaAck>,
+    keep: Option<Duration>,
+    tick: Option<SystemTime>,
+}
+
+/// Where a run's record is, and the tick it belongs to.
+struct Record {
+    key: String,
+    tick: Option<tick::Placed>,
 }
 
 impl Client {
@@ -114,6 +165,8 @@ impl Client {
             request: self.lock(key.clone()),
             client: self.clone(),
             key,
+            tick: None,
+            keep: None,
         }
     }
 }
@@ -139,6 +192,23 @@ impl Once {
         self
     }
 
+    /// Runs once per tick of a scheduled job (see [`Tick`]): the record is that of the key
+    /// and the tick a run belongs to (`KEY@TICK`), kept [`Tick::KEEP`] unless
+    /// [`keep`](Self::keep) says otherwise.
+    pub fn tick(mut self, tick: Tick) -> Self {
+        self.tick = Some(tick);
+        self
+    }
+
+    /// How long the record is kept after the run that did the work recorded it (default: for
+    /// ever; with a [`tick`](Self::tick), [`Tick::KEEP`]). Once it expires the work may run
+    /// again: "never twice" holds within it. With a [`Tick::every`], at least twice the
+    /// period (a shorter one is refused).
+    pub fn keep(mut self, keep: Duration) -> Self {
+        self.keep = Some(keep);
+        self
+    }
+
     /// How long to wait for the lock while another run holds it (default: as long as it takes;
     /// a run that waited finds the record of the one it waited for, and does nothing).
     pub fn wait(mut self, wait: WaitPolicy) -> Self {
@@ -157,7 +227,8 @@ impl Once {
     ///
     /// Cancel-safe: it only reads.
     pub async fn done(&self) -> Result<Option<Done>> {
-        let (store, record) = self.store()?;
+        let store = self.store()?;
+        let record = self.record(&store).await?;
         read(&store, &record).await
     }
 
@@ -175,15 +246,27 @@ impl Once {
     ///
     /// As [`LockRequest::acquire`].
     pub async fn begin(self) -> Result<Begun> {
-        let (store, record) = self.store()?;
-        if let Some(done) = read(&store, &record).await? {
+        let store = self.store()?;
+        let found = self.record(&store).await?;
+        if let Some(placed) = &found.tick
+            && placed.too_late
+        {
+            return Ok(Begun::TooLate(Late {
+                tick: placed.at,
+                late: placed.late,
+            }));
+        }
+        if let Some(done) = read(&store, &found).await? {
             return Ok(Begun::AlreadyDone(done));
         }
+        let tick = found.tick.as_ref().map(|placed| placed.at);
+        let record = found.key;
+        let keep = self.keep_for();
         let guard = self.request.acquire().await?;
         // One step: this run's fence becomes the floor (a run before it, paused past its lease,
         // cannot record any more), and the record of a run this one waited for is read.
         let found = store
-            .run_checked(&BEGIN, guard.fence(), &[&record], "begin run-once")
+            .run_checked(&BEGIN, guard.fence(), &[&record], &[], "begin run-once")
             .await;
         match found {
             Ok(rest) => match rest.first() {
@@ -203,10 +286,12 @@ impl Once {
                         store,
                         record,
                         replicas: self.client.shared.replica_ack,
+                        keep,
+                        tick,
                     })))
                 }
                 Some(value) => {
-                    let done = as_string(value).ok().and_then(|v| parse(&v));
+                    let done = as_string(value).ok().and_then(|v| parse(&v, tick));
                     guard.release().await?;
                     done.map(Begun::AlreadyDone)
                         .ok_or_else(|| Error::FencedWrongType {
@@ -243,6 +328,7 @@ impl Once {
     {
         let run = match self.begin().await? {
             Begun::AlreadyDone(done) => return Ok(Outcome::AlreadyDone(done)),
+            Begun::TooLate(late) => return Ok(Outcome::TooLate(late)),
             Begun::Run(run) => run,
         };
         match work(run.fence()).await {
@@ -257,8 +343,9 @@ impl Once {
         }
     }
 
-    /// The fenced store of the lock's resource and the record's key.
-    fn store(&self) -> Result<(FencedStore, String)> {
+    /// The fenced store of the lock's resource, once the key and the tick's settings are
+    /// checked.
+    fn store(&self) -> Result<FencedStore> {
         let name = self.request.name.as_str();
         crate::keys::validate_name(&self.key).map_err(|_| {
             Error::invalid(
@@ -266,9 +353,63 @@ impl Once {
                 format!("the once key {:?} is not a valid name", self.key),
             )
         })?;
-        let store = self.client.fenced_store(name)?;
-        let record = format!("{}:once:{{{name}}}:{}", self.client.shared.prefix, self.key);
-        Ok((store, record))
+        if let Some(tick) = &self.tick {
+            tick.validate(name)?;
+            if let Some(keep) = self.keep
+                && keep < tick.keep_at_least()
+            {
+                return Err(Error::invalid(
+                    name,
+                    format!(
+                        "a tick's record kept {keep:?} could let a start of the tick run it \
+                         again: keep it at least {:?}",
+                        tick.keep_at_least()
+                    ),
+                ));
+            }
+        }
+        if self
+            .keep
+            .is_some_and(|keep| keep < Duration::from_millis(1))
+        {
+            return Err(Error::invalid(name, "a record kept for no time"));
+        }
+        self.client.fenced_store(name)
+    }
+
+    /// The record's key, with the tick a run starting now belongs to (by the server's clock,
+    /// for [`Tick::every`]).
+    async fn record(&self, store: &FencedStore) -> Result<Record> {
+        let name = self.request.name.as_str();
+        let prefix = &self.client.shared.prefix;
+        let Some(tick) = &self.tick else {
+            let key = format!("{prefix}:once:{{{name}}}:{}", self.key);
+            return Ok(Record { key, tick: None });
+        };
+        let now = if tick.needs_clock() {
+            store.server_clock().await?
+        } else {
+            SystemTime::UNIX_EPOCH
+        };
+        let placed = tick.place(now);
+        let key = format!(
+            "{prefix}:once:{{{name}}}:{}@{}",
+            self.key,
+            tick::text(placed.at)
+        );
+        Ok(Record {
+            key,
+            tick: Some(placed),
+        })
+    }
+
+    /// How long the record is kept (`None`: for ever).
+    fn keep_for(&self) -> Option<Duration> {
+        match (self.keep, &self.tick) {
+            (Some(keep), _) => Some(keep),
+            (None, Some(tick)) => Some(Tick::KEEP.max(tick.keep_at_least())),
+            (None, None) => None,
+        }
     }
 }
 
@@ -281,6 +422,11 @@ impl OnceGuard {
     /// The lock's guard (its deadline, its lost signal).
     pub fn guard(&self) -> &LockGuard {
         &self.guard
+    }
+
+    /// The tick this run does the work for (see [`Once::tick`]).
+    pub fn tick(&self) -> Option<SystemTime> {
+        self.tick
     }
 
     /// Records the work as done (a fenced write with the lock's fence, at the server's clock;
@@ -296,7 +442,15 @@ impl OnceGuard {
         let fence = self.guard.fence();
         let mut recorded = self
             .store
-            .run_checked(&RECORD, fence, &[&self.record], "record run-once")
+            .run_checked(
+                &RECORD,
+                fence,
+                &[&self.record],
+                &[self.keep.map_or(0, |keep| {
+                    u64::try_from(keep.as_millis()).unwrap_or(u64::MAX).max(1)
+                })],
+                "record run-once",
+            )
             .await
             .map(|_| ());
         if let (Ok(()), Some(ack)) = (&recorded, self.replicas) {
@@ -320,16 +474,18 @@ impl OnceGuard {
     }
 }
 
-async fn read(store: &FencedStore, record: &str) -> Result<Option<Done>> {
-    let value = store.get(record).await?;
-    Ok(value.and_then(|value| parse(&value)))
+async fn read(store: &FencedStore, record: &Record) -> Result<Option<Done>> {
+    let value = store.get(&record.key).await?;
+    let tick = record.tick.as_ref().map(|placed| placed.at);
+    Ok(value.and_then(|value| parse(&value, tick)))
 }
 
-/// A record's `<fence>:<ms>`.
-fn parse(value: &str) -> Option<Done> {
+/// A record's `<fence>:<ms>`, of the tick `tick`.
+fn parse(value: &str, tick: Option<SystemTime>) -> Option<Done> {
     let (fence, at) = value.split_once(':')?;
     Some(Done {
         fence: fence.parse().ok()?,
         at: SystemTime::UNIX_EPOCH + Duration::from_millis(at.parse().ok()?),
+        tick,
     })
 }
