@@ -13,6 +13,7 @@ mod permits;
 mod psql;
 mod recipes;
 mod run;
+mod schedules;
 mod signals;
 mod supervision;
 mod tls;

@@ -140,6 +140,11 @@ pub struct ReadmeDoctests;
 #[cfg(doctest)]
 pub struct GuideLockFamilyDoctests;
 
+/// The guide's Rust examples: scheduled jobs (docs/schedulers.md).
+#[doc = include_str!("../../../docs/schedulers.md")]
+#[cfg(doctest)]
+pub struct GuideSchedulersDoctests;
+
 /// The guide's Rust examples: deployments (docs/deployments.md).
 #[doc = include_str!("../../../docs/deployments.md")]
 #[cfg(doctest)]

@@ -69,12 +69,18 @@ pub(super) async fn begin_once(
     signals: &mut Signals,
 ) -> Result<fencelock::once::Begun, CliError> {
     let name = args.name().to_owned();
-    let once = client
+    let mut once = client
         .once(key)
         .lock(name.clone())
         .ttl(args.ttl)
         .label(args.label.text())
         .wait(args.wait.policy());
+    if let Some(tick) = args.schedule.tick() {
+        once = once.tick(tick);
+    }
+    if let Some(keep) = args.schedule.keep() {
+        once = once.keep(keep);
+    }
     tokio::select! {
         biased;
         signal = signals.ending() => Err(interrupted_while_waiting(signal, &name)),

@@ -14,7 +14,10 @@ pub(super) const PERMITS: &str = "FENCELOCK_PERMITS";
 pub(super) const TAKEN: &str = "FENCELOCK_TAKEN";
 /// An election's term (`elect`): the same number as `FENCELOCK_FENCE`.
 pub(super) const TERM: &str = "FENCELOCK_TERM";
+/// A run-once's tick (`--every`, `--tick`): when it began, RFC 3339 in UTC.
+pub(super) const TICK: &str = "FENCELOCK_TICK";
 
 /// Every variable above: those a command's environment leaves out are not inherited from an
 /// outer `fencelock`, whose lock they would describe.
-pub(super) const SET_BY_FENCELOCK: [&str; 7] = [NAME, FENCE, NAMES, FENCES, PERMITS, TAKEN, TERM];
+pub(super) const SET_BY_FENCELOCK: [&str; 8] =
+    [NAME, FENCE, NAMES, FENCES, PERMITS, TAKEN, TERM, TICK];

@@ -33,6 +33,7 @@ mod ladder;
 pub mod launch;
 mod signals;
 mod status;
+mod tick;
 mod tree;
 mod watch;
 
@@ -203,6 +204,9 @@ pub struct RunArgs {
     #[arg(long, value_name = "KEY", conflicts_with = "permits")]
     once: Option<String>,
 
+    #[command(flatten)]
+    schedule: tick::TickArgs,
+
     /// The lock's name (no braces, no control characters). Several: all of them are held
     /// (every one or none; never waiting while holding some). With --once: one, or none for the
     /// lock named KEY
@@ -320,23 +324,44 @@ impl UnderLock<'_> {
         key: &str,
         signals: &mut Signals,
     ) -> Result<(), CliError> {
-        let run = match acquire::begin_once(client, self.args, key, self.servers, signals).await? {
-            fencelock::once::Begun::Run(run) => *run,
-            fencelock::once::Begun::AlreadyDone(done) => {
-                eprintln!(
-                    "fencelock: {key:?} was done before (fence {}); nothing was run",
-                    done.fence
-                );
-                return Ok(());
-            }
-        };
-        let name = run.guard().name().to_owned();
-        let fence = run.fence();
-        let job = self.job(
-            format!("lock {name:?} (once {key:?})"),
-            single_env(&name, fence),
-        );
-        job.run(run, signals).await
+        use fencelock::once::Begun;
+        let skipped =
+            match acquire::begin_once(client, self.args, key, self.servers, signals).await? {
+                Begun::Run(run) => {
+                    let run = *run;
+                    let name = run.guard().name().to_owned();
+                    let mut env = single_env(&name, run.fence());
+                    let mut held = format!("lock {name:?} (once {key:?}");
+                    if let Some(at) = run.tick() {
+                        held.push_str(&format!(", tick {})", tick::text(at)));
+                        env.push((env::TICK, tick::text(at)));
+                    } else {
+                        held.push(')');
+                    }
+                    return self.job(held, env).run(run, signals).await;
+                }
+                Begun::AlreadyDone(done) => {
+                    let what = match done.tick {
+                        Some(at) => format!("{key:?} (tick {})", tick::text(at)),
+                        None => format!("{key:?}"),
+                    };
+                    format!(
+                        "{what} was done before (fence {}); nothing was run",
+                        done.fence
+                    )
+                }
+                Begun::TooLate(late) => format!(
+                    "{key:?}: this start is {} after its tick {} began, later than --late allows; \
+                 nothing was run",
+                    crate::duration::format_rounded(late.late),
+                    tick::text(late.tick)
+                ),
+            };
+        eprintln!("fencelock: {skipped}");
+        match self.args.schedule.done_exit {
+            0 => Ok(()),
+            code => Err(CliError::Reported { code }),
+        }
     }
 
     fn job(&self, held: String, env: Vec<(&'static str, String)>) -> Job<'_> {

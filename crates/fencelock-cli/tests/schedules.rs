@@ -1,0 +1,218 @@
+//! A scheduled job on the command line: `run --once KEY --every PERIOD` fired by a loop on three
+//! "hosts" whose clocks are seconds apart (libfaketime) runs each tick once, by the Redis
+//! server's clock; `--tick` (the scheduler's planned time) runs once per planned time and
+//! tells the command its tick; a start that runs nothing exits as `--done-exit` says.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test fails by panicking
+
+use crate::common;
+
+use std::collections::BTreeMap;
+use std::process::Command;
+use std::time::{Duration, SystemTime};
+
+use common::*;
+
+/// `faketime`, or a failure that says how to get it.
+fn faketime() -> &'static str {
+    let found = Command::new("faketime")
+        .args(["-f", "+0s", "true"])
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(
+        found,
+        "faketime is needed for this test: run scripts/ensure-faketime (Debian: apt-get install \
+         faketime)"
+    );
+    "faketime"
+}
+
+/// The clock of a process run under `faketime -f OFFSET`, minus the real one, in seconds.
+fn skew(offset: &str) -> i64 {
+    let out = Command::new(faketime())
+        .args(["-f", offset, "date", "+%s"])
+        .output()
+        .unwrap();
+    let faked: i64 = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap();
+    let real = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    faked - i64::try_from(real).unwrap()
+}
+
+#[test]
+fn a_loop_on_three_hosts_with_skewed_clocks_runs_each_tick_once() {
+    let faketime = faketime();
+    let offsets = ["-3s", "+0s", "+3s"];
+    for (offset, expected) in offsets.iter().zip([-3, 0, 3]) {
+        let skew = skew(offset);
+        assert!((skew - expected).abs() <= 1, "{offset}: skew {skew}");
+    }
+    let server = server();
+    let url = server.url();
+    let dir = scratch();
+    let ticks = file(dir.path(), "ticks");
+    // Each host fires the job every 0.3 s for 7 s: about 23 starts each, 3 or 4 per tick.
+    // The real time of each run, read past libfaketime: when it ran, against its tick.
+    let script =
+        format!("echo \"$FENCELOCK_TICK $HOST $(env -u LD_PRELOAD date +%s%3N)\" >> \"{ticks}\"");
+    let hosts: Vec<Running> = offsets
+        .iter()
+        .enumerate()
+        .map(|(host, offset)| {
+            let loop_ = "end=$(( $(date +%s) + 7 )); while [ $(date +%s) -lt $end ]; do \
+                 \"$0\" run --url \"$1\" --once report --every 2s -- sh -c \"$2\" || exit $?; \
+                 sleep 0.3; done";
+            let mut command = Command::new(faketime);
+            command
+                .args(["-f", offset, "sh", "-c", loop_])
+                .arg(BIN)
+                .args([url.as_str(), script.as_str()])
+                .env("HOST", host.to_string())
+                .stdin(std::process::Stdio::null())
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped());
+            Running::start(command)
+        })
+        .collect();
+    for host in hosts {
+        let done = host.finish_within(Duration::from_secs(60));
+        assert_eq!(done.code, Some(0), "{}", done.explain());
+    }
+    let ran = std::fs::read_to_string(&ticks).unwrap();
+    let mut per_tick: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for line in ran.lines() {
+        let mut fields = line.split(' ');
+        let (tick, host, real) = (fields.next(), fields.next(), fields.next());
+        let (Some(tick), Some(host), Some(real)) = (tick, host, real) else {
+            panic!("a line that is not `TICK HOST MS`: {line:?}");
+        };
+        per_tick.entry(tick).or_default().push(host);
+        // Never before its tick (by the server's clock, which is this machine's real one), but
+        // for the early start allowed (a tenth of the period); a host that took its own clock
+        // for the tick's would run one 3 s early.
+        let at = humantime::parse_rfc3339(tick).unwrap();
+        let at = at
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .unwrap()
+            .as_millis();
+        let real: u128 = real.parse().unwrap();
+        assert!(
+            real + 200 + 50 >= at,
+            "{line}: ran {} ms before its tick",
+            at - real
+        );
+    }
+    let twice: Vec<_> = per_tick
+        .iter()
+        .filter(|(_, hosts)| hosts.len() > 1)
+        .collect();
+    assert!(twice.is_empty(), "ticks run more than once: {twice:?}");
+    // Every tick on the 2 s grid, by the server's clock, and one after the other: 7 s of
+    // starts cover 3 or 4 of them (a loaded machine may start fewer).
+    let grid: Vec<u64> = per_tick
+        .keys()
+        .map(|tick| {
+            let at = humantime::parse_rfc3339(tick).unwrap();
+            let ms = at
+                .duration_since(SystemTime::UNIX_EPOCH)
+                .unwrap()
+                .as_millis();
+            assert_eq!(ms % 2000, 0, "{tick} is not on the grid");
+            u64::try_from(ms / 2000).unwrap()
+        })
+        .collect();
+    assert!(grid.len() >= 3, "only {} ticks ran: {ran}", grid.len());
+    assert!(
+        grid.windows(2).all(|w| w[1] == w[0] + 1),
+        "a tick was skipped: {ran}"
+    );
+    // The hosts' clocks: all three ran ticks is likely, not promised; that none ran twice is.
+    eprintln!("ticks and the host that ran each: {per_tick:?}");
+}
+
+#[test]
+fn a_planned_tick_runs_once_and_a_start_that_runs_nothing_exits_as_asked() {
+    let server = server();
+    let url = server.url();
+    let dir = scratch();
+    let seen = file(dir.path(), "seen");
+    let script = format!("echo \"$FENCELOCK_TICK\" >> \"{seen}\"");
+    let planned = |tick: &str, extra: &[&str]| {
+        let mut args = vec![
+            "run",
+            "--url",
+            url.as_str(),
+            "--once",
+            "beat",
+            "--tick",
+            tick,
+        ];
+        args.extend(extra);
+        args.extend(["--", "sh", "-c", script.as_str()]);
+        run(&args)
+    };
+    let first = planned("2026-11-29T00:00:00Z", &[]);
+    assert_eq!(first.code, Some(0), "{}", first.explain());
+    // The same tick again (as seconds since the epoch): nothing run, the exit status asked for.
+    let again = planned("1795910400", &["--done-exit", "3"]);
+    assert_eq!(again.code, Some(3), "{}", again.explain());
+    assert!(
+        again
+            .stderr
+            .contains("\"beat\" (tick 2026-11-29T00:00:00.000Z) was done before"),
+        "{}",
+        again.explain()
+    );
+    let next = planned("2026-11-29T01:00:00Z", &["--done-exit", "3"]);
+    assert_eq!(next.code, Some(0), "{}", next.explain());
+    assert_eq!(
+        std::fs::read_to_string(&seen).unwrap(),
+        "2026-11-29T00:00:00.000Z\n2026-11-29T01:00:00.000Z\n"
+    );
+    let record = "fencelock:once:{beat}:beat@2026-11-29T00:00:00.000Z";
+    assert!(exists(&server, record), "no record {record}");
+
+    // Too late for its tick (by the server's clock): nothing run, nothing held.
+    let late = run(&[
+        "run",
+        "--url",
+        &url,
+        "--once",
+        "hourly",
+        "--every",
+        "1h",
+        "--early",
+        "1ms",
+        "--late",
+        "1ms",
+        "--done-exit",
+        "4",
+        "--",
+        "sh",
+        "-c",
+        &script,
+    ]);
+    assert_eq!(late.code, Some(4), "{}", late.explain());
+    assert!(
+        late.stderr.contains("later than --late allows"),
+        "{}",
+        late.explain()
+    );
+    assert!(!exists(&server, &lock_key("hourly")));
+    assert_eq!(std::fs::read_to_string(&seen).unwrap().lines().count(), 2);
+
+    // A keep that would let a tick run twice, and a tick without --once: usage errors.
+    let short = run(&[
+        "run", "--url", &url, "--once", "hourly", "--every", "1h", "--keep", "1h", "--", "true",
+    ]);
+    assert_eq!(short.code, Some(2), "{}", short.explain());
+    assert!(
+        short.stderr.contains("keep it at least"),
+        "{}",
+        short.explain()
+    );
+    let alone = run(&["run", "--url", &url, "--every", "1h", "job", "--", "true"]);
+    assert_eq!(alone.code, Some(2), "{}", alone.explain());
+}
