@@ -272,8 +272,11 @@ impl Client {
     }
 
     /// Begins the work to do once under `key` (on the lock `lock`, the key by default): answers
-    /// `(fence, at)` of the record if it was done, else the `OnceRun` holding the lock.
-    #[pyo3(signature = (key, lock=None, ttl=None, wait=None))]
+    /// `("done", fence, at, tick)` if it was done, `("late", tick, late)` if this start is too
+    /// late for its tick, else the `OnceRun` holding the lock. A tick is `every` (seconds, by
+    /// the server's clock; with `early` and `late`) or `planned` (seconds since the epoch).
+    #[pyo3(signature = (key, lock=None, ttl=None, wait=None, label=None, keep=None, every=None, early=None, late=None, planned=None))]
+    #[allow(clippy::too_many_arguments)]
     fn once_begin(
         &self,
         py: Python<'_>,
@@ -281,6 +284,12 @@ impl Client {
         lock: Option<String>,
         ttl: Option<f64>,
         wait: Option<f64>,
+        label: Option<String>,
+        keep: Option<f64>,
+        every: Option<f64>,
+        early: Option<f64>,
+        late: Option<f64>,
+        planned: Option<f64>,
     ) -> PyResult<Operation> {
         let client = self.client(py)?;
         let name = lock.unwrap_or_else(|| key.clone());
@@ -289,6 +298,15 @@ impl Client {
             once = once.ttl(seconds(&name, "ttl", ttl)?);
         }
         once = once.wait(wait_policy(&name, wait)?);
+        if let Some(label) = label {
+            once = once.label(label);
+        }
+        if let Some(keep) = keep {
+            once = once.keep(seconds(&name, "keep", keep)?);
+        }
+        if let Some(tick) = tick(&name, every, early, late, planned)? {
+            once = once.tick(tick);
+        }
         self.start(py, Cancel::Abort, |context| async move {
             let result = once.begin().await;
             Box::new(crate::recipes::Begin { result, context }) as Box<dyn Outcome>
@@ -421,6 +439,39 @@ impl Client {
 }
 
 /// `wait` as Python gives it: `None` as long as it takes, `0` not at all, else seconds.
+/// A run-once's tick: `every` seconds by the server's clock (with `early` and `late`), or the
+/// time `planned` (seconds since the epoch); neither, none.
+fn tick(
+    name: &str,
+    every: Option<f64>,
+    early: Option<f64>,
+    late: Option<f64>,
+    planned: Option<f64>,
+) -> PyResult<Option<fencelock::once::Tick>> {
+    use fencelock::once::Tick;
+    match (every, planned) {
+        (Some(_), Some(_)) => Err(crate::errors::invalid(
+            name,
+            "a tick is every so often or planned, not both".to_owned(),
+        )),
+        (None, Some(at)) => {
+            let since = seconds(name, "the planned tick", at)?;
+            Ok(Some(Tick::planned(std::time::UNIX_EPOCH + since)))
+        }
+        (Some(period), None) => {
+            let mut tick = Tick::every(seconds(name, "the tick's period", period)?);
+            if let Some(early) = early {
+                tick = tick.early(seconds(name, "early", early)?);
+            }
+            if let Some(late) = late {
+                tick = tick.late(seconds(name, "late", late)?);
+            }
+            Ok(Some(tick))
+        }
+        (None, None) => Ok(None),
+    }
+}
+
 fn wait_policy(name: &str, wait: Option<f64>) -> PyResult<fencelock::WaitPolicy> {
     let wait = wait.map(|w| seconds(name, "wait", w)).transpose()?;
     Ok(fencelock::WaitPolicy::from(wait))

@@ -113,13 +113,16 @@ impl Outcome for Begin {
             Ok(Begun::Run(run)) => Ok(Py::new(py, OnceRun::new(*run, self.context))?.into_any()),
             Ok(Begun::AlreadyDone(done)) => {
                 let at = since_epoch(done.at).as_secs_f64();
-                Ok((done.fence, at).into_pyobject(py)?.into_any().unbind())
+                let tick = done.tick.map(|t| since_epoch(t).as_secs_f64());
+                Ok(("done", done.fence, at, tick)
+                    .into_pyobject(py)?
+                    .into_any()
+                    .unbind())
             }
-            // Only a run-once with a tick starts too late, and Python's sets none: nothing
-            // ran, as for work done (at the tick's beginning, with no fence).
             Ok(Begun::TooLate(late)) => {
-                let at = since_epoch(late.tick).as_secs_f64();
-                Ok((0_u64, at).into_pyobject(py)?.into_any().unbind())
+                let tick = since_epoch(late.tick).as_secs_f64();
+                let late = late.late.as_secs_f64();
+                Ok(("late", tick, late).into_pyobject(py)?.into_any().unbind())
             }
             Err(e) => Err(to_py(py, &e)),
         }

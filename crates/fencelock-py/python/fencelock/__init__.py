@@ -33,7 +33,7 @@ from ._sync import (
     ReentrantLock,
     ThreadingLock,
 )
-from ._values import Done, Gap, Holder, Leader, Listing, LockInfo, Ran, Vacant, Waiter
+from ._values import Done, Gap, Holder, Leader, Listing, LockInfo, Ran, Tick, TooLate, Vacant, Waiter
 from ._writes import Writes
 from .errors import (
     AuthFailed,
@@ -84,6 +84,8 @@ __all__ = [
     "Once",
     "Done",
     "Ran",
+    "Tick",
+    "TooLate",
     "Holder",
     "Waiter",
     "Listing",

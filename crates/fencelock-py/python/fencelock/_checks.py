@@ -84,7 +84,13 @@ CLIENT: Dict[str, Check] = {
 
 #: The options of the other calls that take some.
 MULTI = {"ttl": _seconds, "wait": _seconds}
-ONCE = {"lock": _text, "ttl": _seconds, "wait": _seconds}
+def _tick(value: Any) -> Optional[str]:
+    from ._values import Tick
+
+    return None if isinstance(value, Tick) else f"must be a fencelock.Tick, not {_shown(value)}"
+
+
+ONCE = {"lock": _text, "ttl": _seconds, "wait": _seconds, "label": _text, "keep": _seconds, "tick": _tick}
 REENTRANT = {"max_reentry": _count}
 
 

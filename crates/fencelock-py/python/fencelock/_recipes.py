@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Union
 
 from . import _checks
 from ._api import _Held
-from ._values import Done, Gap, Leader, Vacant
+from ._values import Done, Gap, Leader, Tick, TooLate, Vacant
 
 if TYPE_CHECKING:
     from ._api import ClientBase
@@ -150,22 +150,31 @@ class MultiGuard(_Held):
 class Once:
     """Work to do once (see :meth:`Client.once`)."""
 
-    __slots__ = ("_client", "key", "_lock", "_ttl", "_wait")
+    __slots__ = ("_client", "key", "_lock", "_ttl", "_wait", "_label", "_keep", "_tick")
 
     def __init__(self, client: "ClientBase", key: str, lock: Optional[str], ttl: Optional[float],
-                 wait: Optional[float]) -> None:
+                 wait: Optional[float], label: Optional[str] = None, keep: Optional[float] = None,
+                 tick: Optional[Tick] = None) -> None:
         self._client = client
         self.key = key
         self._lock = lock
         self._ttl = ttl
         self._wait = wait
+        self._label = label
+        self._keep = keep
+        self._tick = tick
 
     def _begin(self) -> Any:
-        """Takes the lock unless the work was done: a :class:`fencelock.Done`, or the native
-        run holding the lock."""
+        """Takes the lock unless the work was done or the start is too late for its tick: a
+        :class:`fencelock.Done`, a :class:`fencelock.TooLate`, or the native run holding the
+        lock."""
 
         def made(begun: Any) -> Any:
-            return Done(*begun) if isinstance(begun, tuple) else begun
+            if isinstance(begun, tuple):
+                return Done(*begun[1:]) if begun[0] == "done" else TooLate(*begun[1:])
+            return begun
 
+        tick = self._tick or Tick()
         return self._client._run(self._client._native.once_begin, self.key, self._lock, self._ttl,
-                                 self._wait, then=made)
+                                 self._wait, self._label, self._keep, tick.period, tick.early,
+                                 tick.late, tick.at, then=made)

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Iterator, Optional, Type
 from . import _api, _close, _recipes
 from ._api import FencedStore, ReadWriteLock, ReentrantLock, wait
 from ._threading import ThreadingLock
-from ._values import Done, Leader, LockInfo, Listing, Observation, Ran
+from ._values import Done, Leader, LockInfo, Listing, Observation, Ran, TooLate
 
 __all__ = [
     "Client",
@@ -221,12 +221,13 @@ class Once(_recipes.Once):
         """Calls ``work(fence)`` unless the work was done (also by a run this one waited for),
         and records it if ``work`` returns; records nothing if it raises (the exception goes on,
         and the next run tries again). Returns :class:`fencelock.Ran` with what ``work``
-        returned, or the :class:`fencelock.Done` record.
+        returned, the :class:`fencelock.Done` record, or :class:`fencelock.TooLate` (a start
+        too late for its tick: nothing ran).
 
         Raises :class:`fencelock.Fenced` if the work returned but this run had lost its lock to
         a newer one meanwhile (nothing recorded)."""
         begun = self._begin()
-        if isinstance(begun, Done):
+        if isinstance(begun, (Done, TooLate)):
             return begun
         try:
             value = work(begun.fence)

@@ -5,6 +5,7 @@ a lock. Each observation has the ``code`` the library gives it (``leader``, ``va
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import List, NamedTuple, Optional, Union
 
 
@@ -126,11 +127,60 @@ class Listing:
 
 
 class Done(NamedTuple):
-    """Work done once (:meth:`Client.once`): the fence of the run that did it, and when it was
-    recorded (seconds since the epoch, by that run's clock)."""
+    """Work done once (:meth:`Client.once`): the fence of the run that did it, when it was
+    recorded (seconds since the epoch, by the server's clock), and the tick it was done for
+    (seconds since the epoch; ``None`` without a tick)."""
 
     fence: int
     at: float
+    tick: Optional[float] = None
+
+
+class TooLate(NamedTuple):
+    """A start too late for its tick (:meth:`Tick.every` with ``late``): nothing ran."""
+
+    #: When the tick began, in seconds since the epoch.
+    tick: float
+    #: How long after it this start came, in seconds (by the server's clock).
+    late: float
+
+
+@dataclass(frozen=True)
+class Tick:
+    """Which tick of a scheduled job a run belongs to (``client.once(job, tick=...)``): the
+    record is ``JOB@TICK``, and every start of one tick finds the record of the one that did
+    the work. See docs/schedulers.md.
+
+    - :meth:`Tick.every`: the Redis server's clock floored to the period (periods from the Unix
+      epoch, in UTC), so that hosts whose clocks disagree agree on it.
+    - :meth:`Tick.planned`: the time the scheduler planned the run for (Celery's, APScheduler's
+      scheduled time), the same for every worker and for the retries.
+    """
+
+    #: :meth:`every`'s period, early and late windows (seconds).
+    period: Optional[float] = None
+    early: Optional[float] = None
+    late: Optional[float] = None
+    #: :meth:`planned`'s time (seconds since the epoch).
+    at: Optional[float] = None
+
+    @classmethod
+    def every(cls, period: float, *, early: Optional[float] = None, late: Optional[float] = None) -> "Tick":
+        """The server's clock floored to ``period`` seconds. A start up to ``early`` seconds
+        before a tick belongs to it (default 5, at most a tenth of the period); a start more
+        than ``late`` seconds after its tick began runs nothing (:class:`TooLate`; default:
+        any start within the period runs its tick)."""
+        return cls(period=period, early=early, late=late)
+
+    @classmethod
+    def planned(cls, at: Union[float, datetime]) -> "Tick":
+        """The tick the scheduler planned: a timezone-aware ``datetime``, or seconds since the
+        epoch (to the millisecond)."""
+        if isinstance(at, datetime):
+            if at.tzinfo is None:
+                raise ValueError("a planned tick needs a timezone-aware datetime (UTC)")
+            at = at.timestamp()
+        return cls(at=float(at))
 
 
 class Ran(NamedTuple):

@@ -1,0 +1,97 @@
+"""Scheduled jobs from Python: ``client.once(job, tick=fencelock.Tick...)`` runs once per tick
+(by the Redis server's clock, or the time the scheduler planned), with the record the command's
+``run --once --every/--tick`` and the Rust library's ``Once::tick`` keep; a start too late for
+its tick runs nothing; a keep that would break "never twice" is refused."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import threading
+import time
+from datetime import datetime, timezone
+
+import pytest
+
+import fencelock
+import fencelock.aio
+
+MIDNIGHT = 1795910400.0  # 2026-11-29T00:00:00Z
+
+
+def test_the_starts_of_one_tick_by_the_servers_clock_run_once(server, name):
+    client = fencelock.Client(server.url)
+    seconds, micros = server.raw().time()
+    calls = []
+
+    def work(fence):
+        calls.append(fence)
+        time.sleep(0.1)
+
+    results = []
+    once = lambda: results.append(client.once(name, tick=fencelock.Tick.every(3600), label="beat").run(work))
+    threads = [threading.Thread(target=once) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert len(calls) == 1
+    done = [r for r in results if isinstance(r, fencelock.Done)]
+    assert len(done) == 3
+    # The hour the server's clock was in (or the next, within the 5 s early window).
+    since = int(seconds + micros / 1e6 + 5)
+    hour = float(since - since % 3600)
+    assert all(d.tick == hour for d in done), done
+    record = f"fencelock:once:{{{name}}}:{name}@" + time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime(hour))
+    kept = server.raw().pttl(record)
+    assert 7 * 86400 * 1000 - 60_000 < kept <= 7 * 86400 * 1000
+
+
+def test_a_planned_tick_runs_once_while_kept_and_the_command_finds_it_done(server, name, fencelock_cli):
+    client = fencelock.Client(server.url)
+    planned = fencelock.Tick.planned(datetime(2026, 11, 29, tzinfo=timezone.utc))
+    assert planned.at == MIDNIGHT
+    first = client.once(name, tick=planned, keep=1.5).run(lambda fence: fence)
+    assert isinstance(first, fencelock.Ran)
+    again = client.once(name, tick=fencelock.Tick.planned(MIDNIGHT + 0.0003), keep=1.5).run(lambda fence: fence)
+    assert again == fencelock.Done(first.value, again.at, MIDNIGHT)
+    record = f"fencelock:once:{{{name}}}:{name}@2026-11-29T00:00:00.000Z"
+    assert 0 < server.raw().pttl(record) <= 1500
+    # The command's `run --once --tick` of that time is the same record.
+    command = [fencelock_cli, "run", "--url", server.url, "--once", name, "--tick", "2026-11-29T00:00:00Z",
+               "--done-exit", "3", "--", "false"]
+    found = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    assert found.returncode == 3, found.stderr
+    assert "was done before" in found.stderr
+    # The next tick runs, from asyncio too.
+
+    async def next_tick():
+        aio = fencelock.aio.Client(server.url)
+
+        async def work(fence):
+            return fence
+
+        return await aio.once(name, tick=fencelock.Tick.planned(MIDNIGHT + 3600)).run(work)
+
+    assert isinstance(asyncio.run(next_tick()), fencelock.Ran)
+
+
+def test_a_start_too_late_for_its_tick_runs_nothing(server, name):
+    client = fencelock.Client(server.url)
+    tick = fencelock.Tick.every(3600, early=0.001, late=0.001)
+    late = client.once(name, tick=tick).run(lambda fence: pytest.fail("ran"))
+    assert isinstance(late, fencelock.TooLate)
+    assert late.tick % 3600 == 0 and 0.001 < late.late < 3600
+    assert server.raw().keys(f"*{name}*") == []
+
+
+def test_a_keep_that_would_break_never_twice_is_refused(server, name):
+    client = fencelock.Client(server.url)
+    with pytest.raises(fencelock.InvalidArgument, match="keep it at least") as refused:
+        client.once(name, tick=fencelock.Tick.every(3600), keep=3600).run(lambda fence: None)
+    assert refused.value.lock == name
+    with pytest.raises(fencelock.InvalidArgument, match="tick"):
+        client.once(name, tick="hourly")
+    with pytest.raises(ValueError, match="timezone"):
+        fencelock.Tick.planned(datetime(2026, 11, 29))
+    assert server.raw().keys(f"*{name}*") == []
