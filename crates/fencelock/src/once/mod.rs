@@ -232,6 +232,24 @@ impl Once {
         read(&store, &record).await
     }
 
+    /// The tick a start now would belong to (see [`tick`](Self::tick); by the server's clock
+    /// for [`Tick::every`]), without taking or writing anything: what a scheduler that sends
+    /// the runs stamps on them, so that a run that waits in a queue still does its own tick
+    /// ([`Tick::planned`] on the receiving side). `None` without a tick.
+    ///
+    /// # Errors
+    ///
+    /// As [`done`](Self::done).
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel-safe: it only reads the server's clock.
+    pub async fn current_tick(&self) -> Result<Option<SystemTime>> {
+        let store = self.store()?;
+        let record = self.record(&store).await?;
+        Ok(record.tick.map(|placed| placed.at))
+    }
+
     /// Takes the lock unless the work was done, and says which: the record (before or after
     /// the wait), or the lock to do the work under.
     ///

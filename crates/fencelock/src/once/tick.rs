@@ -114,8 +114,19 @@ impl Tick {
 
     /// Checks the settings; `name` is the lock's, for the error.
     pub(super) fn validate(&self, name: &str) -> Result<()> {
-        let How::Every { period, early, .. } = self.how else {
-            return Ok(());
+        let (period, early) = match self.how {
+            How::Planned(at) => {
+                // A key's tick is written as RFC 3339, whose years have four digits.
+                let after = SystemTime::UNIX_EPOCH + Duration::from_secs(LAST_SECOND + 1);
+                if at >= after {
+                    return Err(Error::invalid(
+                        name,
+                        format!("the planned tick {at:?} is after the year 9999"),
+                    ));
+                }
+                return Ok(());
+            }
+            How::Every { period, early, .. } => (period, early),
         };
         if period < Duration::from_millis(1) || period.as_millis() > u128::from(u64::MAX) {
             return Err(Error::invalid(
@@ -166,6 +177,9 @@ impl Tick {
         }
     }
 }
+
+/// 9999-12-31T23:59:59Z: the last second RFC 3339 can write.
+const LAST_SECOND: u64 = 253_402_300_799;
 
 /// `t` to the millisecond (a record's key has no finer time).
 fn millis_floor(t: SystemTime) -> SystemTime {
@@ -237,6 +251,14 @@ mod tests {
     #[test]
     fn settings_that_cannot_hold_are_refused() {
         assert!(Tick::every(Duration::ZERO).validate("job").is_err());
+        let last = at(LAST_SECOND * 1000 + 999);
+        assert!(Tick::planned(last).validate("job").is_ok());
+        assert_eq!(text(last), "9999-12-31T23:59:59.999Z");
+        assert!(
+            Tick::planned(at((LAST_SECOND + 1) * 1000))
+                .validate("job")
+                .is_err()
+        );
         assert!(
             Tick::every(Duration::from_secs(10))
                 .early(Duration::from_secs(5))
