@@ -270,19 +270,88 @@ export class MultiLockRequest {
   using<T> (fn: (signal: AbortSignal, guard: MultiGuard) => T | Promise<T>, options?: WaitOptions): Promise<T>
 }
 
-export type OnceResult<T> =
-  | { ran: true, value: T, fence: bigint }
-  | { ran: false, fence: bigint, at: Date }
+/**
+ * Which tick of a scheduled job a run belongs to (docs/schedulers.md): the record is then
+ * `KEY@TICK` (the tick's beginning, UTC, to the millisecond), so every start of one tick finds
+ * the record of the one that did the work.
+ *
+ * - `{ every }`: the Redis server's clock floored to `every` ms (periods counted from the Unix
+ *   epoch, in UTC); a start up to `early` ms before a tick belongs to it (default 5 000, at most a
+ *   tenth of the period; less than half of it); a start more than `late` ms after its tick began
+ *   runs nothing (default: any start within the period runs its tick).
+ * - `{ planned }`: the time the scheduler planned the run for (a `Date`, or ms since the epoch),
+ *   the same for every worker it fires and for the run's retries.
+ */
+export type OnceTick =
+  | { every: number, early?: number, late?: number, planned?: undefined }
+  | { planned: Date | number, every?: undefined, early?: undefined, late?: undefined }
+
+/** Options of `client.once`. */
+export interface OnceOptions {
+  /** The lock the runs take turns on (default: the key). */
+  lock?: string
+  /** The lock's lease (ms, default 30 000), renewed while the work runs. */
+  ttl?: number
+  /** How long to wait for the lock (ms): `undefined` as long as it takes, `0` not at all. */
+  wait?: number
+  /** Who holds the lock while the work runs, in your words (as `LockOptions.label`). */
+  label?: string
+  /**
+   * How long the record is kept (ms) after the run that did the work recorded it: default for
+   * ever, with a `tick` 7 days; with `tick.every`, at least twice the period (shorter is
+   * refused). Once it expires, the work may run again.
+   */
+  keep?: number
+  /** Once per tick of a scheduled job (see `OnceTick`). */
+  tick?: OnceTick
+}
+
+/** `Once.run`'s result when this run did the work: what `work` gave, and its tick. */
+export interface OnceRan<T> {
+  ran: true
+  value: T
+  fence: bigint
+  /** The tick the work was done for (its beginning), `null` without a tick. */
+  tick: Date | null
+}
+
+/** `Once.run`'s result when the work was done before: the record of the run that did it. */
+export interface OnceDone {
+  ran: false
+  tooLate: false
+  fence: bigint
+  /** When it was recorded, by the server's clock. */
+  at: Date
+  /** The tick it was done for (its beginning), `null` without a tick. */
+  tick: Date | null
+}
+
+/** `Once.run`'s result when this start came too late for its tick (`tick.late`): nothing ran. */
+export interface OnceTooLate {
+  ran: false
+  tooLate: true
+  /** When the tick began. */
+  tick: Date
+  /** How long after it this start came (ms, by the server's clock). */
+  late: number
+}
+
+/**
+ * What `Once.run` came to. `Late` is `OnceTooLate` for a run-once with a tick (a start can come
+ * too late for it), `never` without one.
+ */
+export type OnceResult<T, Late extends OnceTooLate = never> = OnceRan<T> | OnceDone | Late
 
 /** Work done once across the fleet (`client.once`). */
-export class Once {
+export class Once<Late extends OnceTooLate = never> {
   private constructor ()
   readonly key: string
   /**
-   * Calls `work(fence)` unless the work was done, and records it if `work` resolves (nothing
-   * if it throws). Rejects `fenced` if this run lost its lock to a newer one meanwhile.
+   * Calls `work(fence, tick)` unless the work was done (or, with a tick, the start is too late
+   * for it), and records it if `work` resolves (nothing if it throws). Rejects `fenced` if this
+   * run lost its lock to a newer one meanwhile.
    */
-  run<T> (work: (fence: bigint) => T | Promise<T>, options?: WaitOptions): Promise<OnceResult<T>>
+  run<T> (work: (fence: bigint, tick: Date | null) => T | Promise<T>, options?: WaitOptions): Promise<OnceResult<T, Late>>
 }
 
 /** Writes applied together by a fenced store. */
@@ -406,8 +475,12 @@ export class Client implements AsyncDisposable {
   using<T> (name: string, options: LockOptions & WaitOptions, fn: (signal: AbortSignal, guard: Guard) => T | Promise<T>): Promise<T>
   using<T> (name: string, fn: (signal: AbortSignal, guard: Guard) => T | Promise<T>): Promise<T>
   multiLock (names: string[], options?: { ttl?: number, wait?: number }): MultiLockRequest
-  /** Work to do once, recorded under `key`; runs take turns on `lock` (the key by default). */
-  once (key: string, options?: { lock?: string, ttl?: number, wait?: number }): Once
+  /**
+   * Work to do once, recorded under `key` (with `tick`, once per tick of a scheduled job); runs
+   * take turns on `lock` (the key by default).
+   */
+  once (key: string, options?: OnceOptions & { tick?: undefined }): Once
+  once (key: string, options: OnceOptions): Once<OnceTooLate>
   fencedStore (resource: string): FencedStore
   election (name: string): Election
   /** Asks the holders of `name` to release it: `true` if it was held. */

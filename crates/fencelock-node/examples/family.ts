@@ -1,6 +1,7 @@
 // The lock family, election, recipes and operator calls, with their types.
 import {
-  Client, FencelockError, Guard, Leader, LockInfo, MultiGuard, Observation, OnceResult, Writes,
+  Client, FencelockError, Guard, Leader, LockInfo, MultiGuard, Observation, OnceResult, OnceTooLate,
+  Writes,
   codes, protocolVersion, shutdown, version
 } from 'fencelock'
 
@@ -38,6 +39,16 @@ export async function tour (url: string): Promise<void> {
   const migrated: OnceResult<number> = await client.once('migrations/0042').run(async (f) => Number(f % 10n))
   if (migrated.ran) console.log('ran, gave', migrated.value)
   else console.log('already done at', migrated.at.toISOString())
+  // Once per tick of a scheduled job: the day by the Redis server's clock, or the scheduler's time.
+  const daily = await client.once('reports/nightly', { tick: { every: 86_400_000, late: 6 * 3_600_000 }, keep: 14 * 86_400_000, label: 'host-a' })
+    .run(async (f, tick) => `report of ${tick?.toISOString() ?? 'no tick'} with fence ${f}`)
+  if (daily.ran) console.log(daily.value, daily.tick)
+  else if (daily.tooLate) console.log(`${daily.late} ms after ${daily.tick.toISOString()}: not run`)
+  else console.log('done before for', daily.tick?.toISOString(), 'at', daily.at.toISOString())
+  const beat: OnceResult<void, OnceTooLate> = await client.once('beat', { tick: { planned: new Date('2026-11-29T00:00:00Z') } }).run(() => {})
+  console.log(beat.tick)
+  // @ts-expect-error: a tick is every so often or planned, not both
+  client.once('beat', { tick: { every: 60_000, planned: 0 } })
   const accepted: bigint = await client.fencedStore('ledger').apply(fence, new Writes().incrBy('ledger:total', 5).hset('ledger:last', 'by', 'me'))
   console.log(accepted, await client.fencedStore('ledger').accepted())
 

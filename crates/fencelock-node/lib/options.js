@@ -11,6 +11,8 @@ const CHECKS = {
   bool: (v) => typeof v === 'boolean' || `must be true or false (or left out), not ${shown(v)}`,
   count: (v) => (Number.isInteger(v) && v >= 0 && v <= 0xffffffff) || `must be a whole number (or left out), not ${shown(v)}`,
   string: (v) => typeof v === 'string' || `must be a string (or left out), not ${shown(v)}`,
+  /** A time: a `Date`, or milliseconds since the epoch. */
+  time: (v) => (typeof v === 'number' || v instanceof Date) || `must be a Date or a number of milliseconds since the epoch (or left out), not ${shown(v)}`,
   signal: (v) => v instanceof AbortSignal || `must be an AbortSignal (or left out), not ${shown(v)}`,
   pem: (v) => (typeof v === 'string' || v instanceof Uint8Array) || `must be the PEM, as a string or a Buffer (or left out), not ${shown(v)}`,
   object: (v) => (typeof v === 'object' && v !== null) || `must be an object (or left out), not ${shown(v)}`,
@@ -34,11 +36,12 @@ const LOCK = {
 }
 
 /**
- * Checks `options` of the call about `lock` against `allowed` (name: check): the options, or
- * an `invalid_argument` error (`config` with `code: 'config'`, for a client's options) naming
- * the first bad one. `undefined` options are left out.
+ * Checks `options` of the call about `lock` against `allowed` (name: check, or the `allowed` of
+ * an object option, checked the same way: `tick.every`): the options, or an `invalid_argument`
+ * error (`config` with `code: 'config'`, for a client's options) naming the first bad one.
+ * `undefined` options are left out.
  */
-function checkOptions (lock, options, allowed, code = 'invalid_argument') {
+function checkOptions (lock, options, allowed, code = 'invalid_argument', within = '') {
   if (options === undefined) return {}
   const about = lock === null || lock === undefined ? '' : ` for lock ${JSON.stringify(lock)}`
   const fail = (option, why) => fencelockError(
@@ -46,24 +49,51 @@ function checkOptions (lock, options, allowed, code = 'invalid_argument') {
     { code, lock: lock ?? null, option, reason: `${option} ${why}` }
   )
   if (typeof options !== 'object' || options === null || Array.isArray(options)) {
-    throw fail('options', `must be an object, not ${shown(options)}`)
+    throw fail(within ? within.slice(0, -1) : 'options', `must be an object, not ${shown(options)}`)
   }
   for (const [option, value] of Object.entries(options)) {
     const check = allowed[option]
     if (check === undefined) {
-      throw fail(option, `is not an option here (the options: ${Object.keys(allowed).join(', ')})`)
+      throw fail(within + option, `is not an option here (the options: ${Object.keys(allowed).map((o) => within + o).join(', ')})`)
     }
     if (value === undefined) continue
+    if (typeof check === 'object') {
+      checkOptions(lock, value, check, code, `${within}${option}.`)
+      continue
+    }
     const verdict = CHECKS[check](value)
-    if (verdict !== true) throw fail(option, verdict)
+    if (verdict !== true) throw fail(within + option, verdict)
   }
   return options
+}
+
+/** A run-once's tick (`client.once(key, { tick })`): every so often, or planned. */
+const TICK = { every: 'ms', early: 'ms', late: 'ms', planned: 'time' }
+
+/**
+ * Checks a run-once's `tick` (of the lock `lock`): `{ every, early?, late? }` or `{ planned }`.
+ * The tick as the addon takes it (`planned` in milliseconds since the epoch), or `undefined`.
+ */
+function checkTick (lock, tick) {
+  if (tick === undefined) return undefined
+  checkOptions(lock, tick, TICK, 'invalid_argument', 'tick.')
+  const { every, early, late, planned } = tick
+  const fail = (why) => fencelockError(`invalid argument for lock ${JSON.stringify(lock)}: tick ${why}`, {
+    code: 'invalid_argument', lock, option: 'tick', reason: `tick ${why}`
+  })
+  if ((every === undefined) === (planned === undefined)) {
+    throw fail(`must be { every } (with early and late) or { planned }, not ${every === undefined ? 'neither' : 'both'}`)
+  }
+  if (planned !== undefined && (early !== undefined || late !== undefined)) {
+    throw fail('early and late go with every, not planned')
+  }
+  return { every, early, late, planned: planned instanceof Date ? planned.getTime() : planned }
 }
 
 /** The options of a semaphore request: a lock's, its permits given apart. */
 const { permits: _permits, ...SEMAPHORE } = LOCK
 
-module.exports = { checkOptions, LOCK, SEMAPHORE }
+module.exports = { checkOptions, checkTick, LOCK, SEMAPHORE, TICK }
 
 /** Checks that a lock's (an election's, a key's) name is a string. */
 function checkName (name, what = 'name') {

@@ -3,7 +3,7 @@
 
 const { Held } = require('./held')
 const { run, cancellable } = require('./run')
-const { checkOptions, checkName } = require('./options')
+const { checkOptions, checkName, checkTick, TICK } = require('./options')
 const { ClientClosedError } = require('./errors')
 
 /** Several locks held together: `fences` maps each name to its fence (in the order given). */
@@ -73,33 +73,51 @@ class MultiLockRequest {
   }
 }
 
+/** A time from the addon (milliseconds since the epoch) as a `Date`; `null` for none. */
+function date (ms) {
+  return ms === undefined || ms === null ? null : new Date(ms)
+}
+
 /** Work to do once (`client.once`). */
 class Once {
   #client
   #lock
   #ttl
   #wait
+  #label
+  #keep
+  #tick
   #scope
 
   /** @internal */
   constructor (client, key, options, scope) {
     checkName(key, 'key')
-    const { lock, ttl, wait } = checkOptions(key, options, { lock: 'string', ttl: 'ms', wait: 'ms' })
+    // Errors name the lock, as the addon's do (the key, unless `lock` names another).
+    const named = typeof options?.lock === 'string' ? options.lock : key
+    const { lock, ttl, wait, label, keep, tick } = checkOptions(named, options, {
+      lock: 'string', ttl: 'ms', wait: 'ms', label: 'string', keep: 'ms', tick: TICK
+    })
+    this.#tick = checkTick(named, tick)
     scope.check(key)
     this.#client = client
     this.key = key
     this.#lock = lock
     this.#ttl = ttl
     this.#wait = wait
+    this.#label = label
+    this.#keep = keep
     this.#scope = scope
   }
 
   /**
-   * Calls `work(fence)` unless the work was done (also by a run this one waited for), and
-   * records it if `work` resolves; records nothing if it throws (the error goes on, and the
-   * next run tries again). Resolves `{ ran: true, value }` with what `work` gave, or
-   * `{ ran: false, fence, at }`, the record of the run that did it. Rejects `fenced` if the
-   * work finished but this run had lost its lock to a newer one meanwhile (nothing recorded).
+   * Calls `work(fence, tick)` unless the work was done (also by a run this one waited for),
+   * and records it if `work` resolves; records nothing if it throws (the error goes on, and
+   * the next run tries again). Resolves `{ ran: true, value, fence, tick }` with what `work`
+   * gave; `{ ran: false, tooLate: false, fence, at, tick }`, the record of the run that did it;
+   * or, with a tick whose `late` this start is past, `{ ran: false, tooLate: true, tick, late }`
+   * (nothing ran). `tick` is the tick's beginning (a `Date`; `null` without a tick). Rejects
+   * `fenced` if the work finished but this run had lost its lock to a newer one meanwhile
+   * (nothing recorded).
    */
   async run (work, options = {}) {
     if (typeof work !== 'function') throw new TypeError('run takes a function')
@@ -108,7 +126,7 @@ class Once {
     const begun = await scope.during(signal, async (either) => {
       const made = await cancellable(
         either,
-        (cancel) => this.#client.onceBegin(this.key, this.#lock, this.#ttl, this.#wait, cancel),
+        (cancel) => this.#client.onceBegin(this.key, this.#lock, this.#ttl, this.#wait, this.#label, this.#keep, this.#tick, cancel),
         (made) => (made.giveUp ? made.giveUp() : undefined)
       )
       if (scope.closed && typeof made.giveUp === 'function') {
@@ -119,17 +137,19 @@ class Once {
       return made
     })
     if (typeof begun.giveUp !== 'function') {
-      return { ran: false, fence: begun.fence, at: new Date(begun.at) }
+      if (begun.late !== undefined) return { ran: false, tooLate: true, tick: new Date(begun.tick), late: begun.late }
+      return { ran: false, tooLate: false, fence: begun.fence, at: new Date(begun.at), tick: date(begun.tick) }
     }
+    const tick = date(begun.tick)
     let value
     try {
-      value = await work(begun.fence)
+      value = await work(begun.fence, tick)
     } catch (error) {
       await run(begun.giveUp()).catch(() => {})
       throw error
     }
     await run(begun.done())
-    return { ran: true, value, fence: begun.fence }
+    return { ran: true, value, fence: begun.fence, tick }
   }
 }
 

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use fencelock_bind::config::{Connection, Deployment, Options, Pem, Replicas, Secret};
 use fencelock_bind::held::GiveBack;
-use napi::bindgen_prelude::{BigInt, Buffer, Either, PromiseRaw, within_runtime_if_available};
+use napi::bindgen_prelude::{BigInt, Buffer, Either3, PromiseRaw, within_runtime_if_available};
 use napi::{Env, Result};
 use napi_derive::napi;
 
@@ -17,7 +17,7 @@ use crate::env::{Context, context, keeper};
 use crate::errors::{Failure, millis_opt};
 use crate::fenced::{self, Write};
 use crate::guard::Guard;
-use crate::recipes::{self, MultiGuard, OnceDone, OnceRun};
+use crate::recipes::{self, MultiGuard, OnceDone, OnceLate, OnceRun, OnceTick};
 use crate::spec::Args;
 
 /// A client's options, as the package's JavaScript passes them (milliseconds; TLS material as
@@ -284,9 +284,12 @@ impl Client {
         )
     }
 
-    /// Begins the work to do once under `key` (on the lock `lock`, the key by default): the
-    /// record if it was done, else the run holding the lock.
-    #[napi(ts_return_type = "Promise<OnceRun | OnceDone>")]
+    /// Begins the work to do once under `key` (on the lock `lock`, the key by default; with
+    /// `tick`, once per tick of a scheduled job, the record kept `keep` milliseconds): the
+    /// record if it was done, the too-late start if it came too late for its tick, else the run
+    /// holding the lock.
+    #[napi(ts_return_type = "Promise<OnceRun | OnceDone | OnceLate>")]
+    #[allow(clippy::too_many_arguments)]
     pub fn once_begin<'env>(
         &self,
         env: &'env Env,
@@ -294,15 +297,30 @@ impl Client {
         lock: Option<String>,
         ttl: Option<f64>,
         wait: Option<f64>,
+        label: Option<String>,
+        keep: Option<f64>,
+        tick: Option<OnceTick>,
         cancel: Option<&Cancel>,
-    ) -> Result<PromiseRaw<'env, Either<OnceRun, OnceDone>>> {
+    ) -> Result<PromiseRaw<'env, Either3<OnceRun, OnceDone, OnceLate>>> {
         let name = lock.unwrap_or_else(|| key.clone());
-        let mut once = self.client.once(key).lock(name.clone());
-        let (ttl, wait) = lease_and_wait(&name, ttl, wait).map_err(|f| f.into_js(env))?;
-        if let Some(ttl) = ttl {
-            once = once.ttl(ttl);
-        }
-        let once = once.wait(wait);
+        let once = (|| {
+            let mut once = self.client.once(key).lock(name.clone());
+            let (ttl, wait) = lease_and_wait(&name, ttl, wait)?;
+            if let Some(ttl) = ttl {
+                once = once.ttl(ttl);
+            }
+            if let Some(label) = label {
+                once = once.label(label);
+            }
+            if let Some(keep) = millis_opt(&name, "keep", keep)? {
+                once = once.keep(keep);
+            }
+            if let Some(tick) = tick {
+                once = once.tick(tick.tick(&name)?);
+            }
+            Ok::<_, Failure>(once.wait(wait))
+        })()
+        .map_err(|f| f.into_js(env))?;
         let context = self.context(env)?;
         call_holding(
             env,

@@ -1,16 +1,20 @@
 //! The recipes for JavaScript: several locks at once (`MultiGuard`, over `fencelock_bind`'s
-//! [`HeldMulti`]) and run-once (`OnceRun` over [`HeldRun`], `OnceDone`).
+//! [`HeldMulti`]) and run-once (`OnceRun` over [`HeldRun`], `OnceDone`, `OnceLate`; its tick,
+//! `OnceTick`).
+
+use std::time::SystemTime;
 
 use fencelock::multi::MultiGuard as RustMultiGuard;
-use fencelock::once::Begun;
+use fencelock::once::{Begun, Tick};
 use fencelock_bind::holds::{HeldMulti, HeldRun};
-use napi::bindgen_prelude::{Either, FnArgs, PromiseRaw};
+use napi::bindgen_prelude::{Either3, FnArgs, PromiseRaw};
 use napi::threadsafe_function::ThreadsafeFunctionCallMode;
 use napi::{Env, Result};
 use napi_derive::napi;
 
 use crate::election::epoch_ms;
 use crate::env::Context;
+use crate::errors::{Failure, millis, millis_opt, ms};
 use crate::held::{self, LostCallback};
 
 /// Several locks held together.
@@ -76,34 +80,101 @@ impl MultiGuard {
     }
 }
 
-/// The record of work done once: its fence, and when (milliseconds since the epoch).
+/// The record of work done once: its fence, when (milliseconds since the epoch), and the tick
+/// it was done for (milliseconds since the epoch; `null` without a tick).
 #[napi(object, object_from_js = false)]
 pub struct OnceDone {
     pub fence: u64,
     pub at: f64,
+    pub tick: Option<f64>,
+}
+
+/// A start too late for its tick: when the tick began (milliseconds since the epoch) and how
+/// long after it the run started (milliseconds, by the server's clock). Nothing ran.
+#[napi(object, object_from_js = false)]
+pub struct OnceLate {
+    pub tick: f64,
+    pub late: f64,
+}
+
+/// A run-once's tick as JavaScript gives it (milliseconds): `every` (with `early` and `late`),
+/// or `planned` (since the epoch).
+#[napi(object, object_to_js = false)]
+pub struct OnceTick {
+    pub every: Option<f64>,
+    pub early: Option<f64>,
+    pub late: Option<f64>,
+    pub planned: Option<f64>,
+}
+
+/// The first millisecond a record's key cannot name (`10000-01-01T00:00:00Z`: RFC 3339 has four
+/// digits for the year).
+const PLANNED_END_MS: f64 = 253_402_300_800_000.0;
+
+impl OnceTick {
+    /// The library's tick; an error names `lock` and the option.
+    pub fn tick(self, lock: &str) -> std::result::Result<Tick, Failure> {
+        match (self.every, self.planned) {
+            (Some(every), None) => {
+                let mut tick = Tick::every(millis(lock, "tick.every", every)?);
+                if let Some(early) = millis_opt(lock, "tick.early", self.early)? {
+                    tick = tick.early(early);
+                }
+                if let Some(late) = millis_opt(lock, "tick.late", self.late)? {
+                    tick = tick.late(late);
+                }
+                Ok(tick)
+            }
+            (None, Some(planned)) => {
+                if self.early.is_some() || self.late.is_some() {
+                    return Err(Failure::invalid(
+                        lock,
+                        "tick.early and tick.late go with tick.every, not tick.planned",
+                    ));
+                }
+                let since = millis(lock, "tick.planned", planned)?;
+                match SystemTime::UNIX_EPOCH.checked_add(since) {
+                    Some(at) if planned < PLANNED_END_MS => Ok(Tick::planned(at)),
+                    _ => Err(Failure::invalid(
+                        lock,
+                        format!("tick.planned must be before the year 10000, not {planned}"),
+                    )),
+                }
+            }
+            (Some(_), Some(_)) => Err(Failure::invalid(
+                lock,
+                "a tick is tick.every or tick.planned, not both",
+            )),
+            (None, None) => Err(Failure::invalid(
+                lock,
+                "a tick needs tick.every or tick.planned",
+            )),
+        }
+    }
 }
 
 /// The lock of a run-once that has the work to do.
 #[napi]
 pub struct OnceRun {
     held: HeldRun<()>,
+    tick: Option<f64>,
 }
 
 /// The JavaScript value of a begun run-once.
-pub fn begun(begun: Begun, context: Context) -> Either<OnceRun, OnceDone> {
+pub fn begun(begun: Begun, context: Context) -> Either3<OnceRun, OnceDone, OnceLate> {
     match begun {
-        Begun::Run(run) => Either::A(OnceRun {
+        Begun::Run(run) => Either3::A(OnceRun {
+            tick: run.tick().map(epoch_ms),
             held: HeldRun::new(*run, context),
         }),
-        Begun::AlreadyDone(done) => Either::B(OnceDone {
+        Begun::AlreadyDone(done) => Either3::B(OnceDone {
             fence: done.fence,
             at: epoch_ms(done.at),
+            tick: done.tick.map(epoch_ms),
         }),
-        // Only a run-once with a tick starts too late, and Node's sets none: nothing ran, as
-        // for work done (at the tick's beginning, with no fence).
-        Begun::TooLate(late) => Either::B(OnceDone {
-            fence: 0,
-            at: epoch_ms(late.tick),
+        Begun::TooLate(late) => Either3::C(OnceLate {
+            tick: epoch_ms(late.tick),
+            late: ms(late.late),
         }),
     }
 }
@@ -114,6 +185,12 @@ impl OnceRun {
     #[napi(getter)]
     pub fn fence(&self) -> u64 {
         self.held.fence()
+    }
+
+    /// The tick this run does the work for (milliseconds since the epoch), `null` without one.
+    #[napi(getter)]
+    pub fn tick(&self) -> Option<f64> {
+        self.tick
     }
 
     /// Records the work as done and releases the lock (fails with `fenced` if this run lost its

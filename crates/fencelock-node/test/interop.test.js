@@ -183,3 +183,25 @@ for (const named of [false, true]) {
     assert.match(later.stderr, /was done before/)
   })
 }
+
+test('fencelock run --once with a tick and Node\'s once with the same tick keep one record', async () => {
+  // --every: the command first, by the server's clock; Node finds that tick done.
+  const hourly = uniqueName('once-every')
+  const made = await output(run('run', '--once', hourly, '--every', '1h', '--', 'sh', '-c', 'echo "$FENCELOCK_TICK"'))
+  assert.equal(made.code, 0, made.stderr)
+  let called = false
+  const found = await client.once(hourly, { tick: { every: 3_600_000 } }).run(async () => { called = true })
+  assert.equal(called, false, `Node did ${hourly}'s tick again after the command`)
+  assert.equal(found.ran, false)
+  assert.equal(found.tooLate, false)
+  assert.equal(found.tick.toISOString(), made.stdout.trim())
+
+  // A planned tick: Node first, the command finds it done.
+  const planned = uniqueName('once-planned')
+  const ran = await client.once(planned, { tick: { planned: Date.UTC(2026, 10, 29) } }).run(async (fence) => fence)
+  assert.equal(ran.ran, true)
+  const later = await output(run('run', '--once', planned, '--tick', '2026-11-29T00:00:00Z', '--', 'echo', 'ran'))
+  assert.equal(later.code, 0, later.stderr)
+  assert.equal(later.stdout, '', later.stderr)
+  assert.match(later.stderr, /was done before/)
+})

@@ -4,7 +4,7 @@
 const test = require('node:test')
 const assert = require('node:assert/strict')
 const { PACKAGE, startServer, uniqueName, sleep } = require('./helpers')
-const { Client } = require(PACKAGE)
+const { Client, InvalidArgumentError } = require(PACKAGE)
 
 let server
 let client
@@ -68,4 +68,173 @@ test('once runs the work once, records nothing when it fails', async () => {
     assert.equal(r.fence, ran[0].fence)
     assert.ok(r.at instanceof Date)
   }
+})
+
+const HOUR = 3_600_000
+/** The server's clock (`TIME`), in milliseconds since the epoch. */
+function serverMs () {
+  const [secs, micros] = server.raw('TIME').split('\n')
+  return Number(secs) * 1000 + Math.floor(Number(micros) / 1000)
+}
+/** The hour's tick a start at `ms` (the server's clock) belongs to: 5 s early counts. */
+function hourTick (ms) {
+  return Math.floor((ms + 5000) / HOUR) * HOUR
+}
+/** The keys the server holds whose name has `text` in it. */
+function keysWith (text) {
+  return server.raw('KEYS', `*${text}*`).split('\n').filter(Boolean)
+}
+
+test('once with tick.every: six starts of one tick run it once, by the server\'s clock', async () => {
+  const key = uniqueName('hourly')
+  const before = serverMs()
+  let runs = 0
+  const given = []
+  const results = await Promise.all(Array.from({ length: 6 }, () => client.once(key, { tick: { every: HOUR } }).run(async (fence, tick) => {
+    runs += 1
+    given.push(tick)
+    await sleep(50)
+    return fence
+  })))
+  const after = serverMs()
+  assert.equal(runs, 1)
+  const ran = results.filter((r) => r.ran)
+  assert.equal(ran.length, 1)
+  const tick = ran[0].tick
+  assert.ok(tick instanceof Date, `the run's tick: ${tick}`)
+  assert.ok([hourTick(before), hourTick(after)].includes(tick.getTime()), `tick ${tick.toISOString()}, server between ${before} and ${after}`)
+  assert.equal(given[0].getTime(), tick.getTime(), 'work was given the tick')
+  assert.equal(ran[0].value, ran[0].fence)
+  const done = results.filter((r) => !r.ran)
+  assert.equal(done.length, 5)
+  for (const r of done) {
+    assert.equal(r.tooLate, false)
+    assert.equal(r.fence, ran[0].fence)
+    assert.ok(r.at instanceof Date)
+    assert.equal(r.tick.getTime(), tick.getTime())
+  }
+  // The record is KEY@TICK, kept 7 days by default.
+  const record = `fencelock:once:{${key}}:${key}@${tick.toISOString()}`
+  assert.ok(server.raw('GET', record).startsWith(`${ran[0].fence}:`), record)
+  const pttl = Number(server.raw('PTTL', record))
+  assert.ok(pttl > 0 && pttl <= 7 * 24 * HOUR, `PTTL ${pttl}`)
+  assert.equal(server.raw('EXISTS', `fencelock:once:{${key}}:${key}`), '0', 'no record without the tick')
+})
+
+test('once with tick.planned: runs once per planned time, the record kept as long as keep says', async () => {
+  const planned = 1795910400000 // 2026-11-29T00:00:00Z
+  const keep = HOUR
+  let runs = 0
+  const first = await client.once('beat', { tick: { planned: new Date(planned) }, keep }).run(async (fence, tick) => {
+    runs += 1
+    return tick
+  })
+  assert.equal(first.ran, true)
+  assert.equal(first.tick.getTime(), planned)
+  assert.equal(first.value.getTime(), planned)
+  const again = await client.once('beat', { tick: { planned }, keep }).run(async () => { runs += 1 })
+  assert.equal(runs, 1)
+  assert.deepEqual({ ...again, at: undefined }, { ran: false, tooLate: false, fence: first.fence, at: undefined, tick: new Date(planned) })
+  const record = 'fencelock:once:{beat}:beat@2026-11-29T00:00:00.000Z'
+  assert.equal(server.raw('EXISTS', record), '1')
+  const pttl = Number(server.raw('PTTL', record))
+  assert.ok(pttl > 0 && pttl <= keep, `PTTL ${pttl}`)
+  // Another planned time is another tick.
+  const next = await client.once('beat', { tick: { planned: planned + 60_000 }, keep }).run(async () => 'next')
+  assert.equal(next.ran, true)
+  assert.equal(next.tick.toISOString(), '2026-11-29T00:01:00.000Z')
+})
+
+test('once with tick.late: a start too late for its tick runs nothing and leaves no key', async () => {
+  const key = uniqueName('late')
+  // (A start within a millisecond of the hour would be on time.)
+  if (serverMs() % HOUR < 100) await sleep(200)
+  const before = serverMs()
+  let called = false
+  const result = await client.once(key, { tick: { every: HOUR, early: 1, late: 1 } }).run(async () => { called = true })
+  const after = serverMs()
+  assert.equal(called, false)
+  assert.equal(result.ran, false)
+  assert.equal(result.tooLate, true)
+  assert.equal(result.fence, undefined)
+  const tick = result.tick.getTime()
+  assert.equal(tick, Math.floor(after / HOUR) * HOUR)
+  assert.ok(result.late > 1 && result.late >= before - tick - 1 && result.late <= after - tick + 1, `late ${result.late}`)
+  assert.deepEqual(keysWith(key), [])
+})
+
+test('once refuses a keep shorter than twice the tick\'s period, naming the lock, writing nothing', async () => {
+  for (const lock of [undefined, uniqueName('keep-lock')]) {
+    const key = uniqueName('keep')
+    const named = lock ?? key
+    let called = false
+    await assert.rejects(client.once(key, { lock, tick: { every: HOUR }, keep: 2 * HOUR - 1 }).run(async () => { called = true }), (e) => {
+      assert.ok(e instanceof InvalidArgumentError, String(e))
+      assert.equal(e.code, 'invalid_argument')
+      assert.equal(e.lock, named)
+      assert.match(e.message, /kept/)
+      return true
+    })
+    assert.equal(called, false)
+    assert.deepEqual(keysWith(key), [])
+    assert.deepEqual(keysWith(named), [])
+    // Twice the period is enough.
+    const ran = await client.once(key, { lock, tick: { every: HOUR }, keep: 2 * HOUR }).run(async () => 'ran')
+    assert.equal(ran.ran, true)
+    const pttl = Number(server.raw('PTTL', `fencelock:once:{${named}}:${key}@${ran.tick.toISOString()}`))
+    assert.ok(pttl > 0 && pttl <= 2 * HOUR, `PTTL ${pttl}`)
+  }
+})
+
+test('once checks its tick, keep and label: the wrong type when made, a bad value when run', async () => {
+  const key = uniqueName('tick-options')
+  const lock = uniqueName('tick-options-lock')
+  const made = [
+    [{ tick: 'hourly' }, 'tick'],
+    [{ tick: { every: '1h' } }, 'tick.every'],
+    [{ tick: { every: HOUR, late: null } }, 'tick.late'],
+    [{ tick: { planned: '2026-11-29' } }, 'tick.planned'],
+    [{ tick: { cron: '0 * * * *' } }, 'tick.cron'],
+    [{ tick: {} }, 'tick'],
+    [{ tick: { every: HOUR, planned: 0 } }, 'tick'],
+    [{ tick: { planned: 0, late: 10 } }, 'tick'],
+    [{ keep: '7d' }, 'keep'],
+    [{ label: 42 }, 'label']
+  ]
+  for (const [options, option] of made) {
+    for (const named of [undefined, lock]) {
+      assert.throws(() => client.once(key, { ...options, lock: named }), (e) => {
+        assert.ok(e instanceof InvalidArgumentError, `${option}: ${e}`)
+        assert.equal(e.option, option)
+        assert.equal(e.lock, named ?? key)
+        assert.ok(e.message.includes(option), e.message)
+        return true
+      })
+    }
+  }
+  const run = [
+    [{ keep: -1 }, /keep/],
+    [{ keep: 0 }, /no time/],
+    [{ tick: { every: 0 } }, /period/],
+    [{ tick: { every: -HOUR } }, /tick\.every/],
+    [{ tick: { every: 10_000, early: 5_000 } }, /early/],
+    [{ tick: { every: HOUR, late: Number.NaN } }, /tick\.late/],
+    [{ tick: { planned: new Date('not a date') } }, /tick\.planned/],
+    [{ tick: { planned: -1 } }, /tick\.planned/],
+    [{ tick: { planned: Date.UTC(10000, 0, 1) } }, /year 10000/]
+  ]
+  for (const [options, reason] of run) {
+    await assert.rejects(client.once(key, { ...options, lock }).run(async () => assert.fail('ran')), (e) => {
+      assert.ok(e instanceof InvalidArgumentError, `${JSON.stringify(options)}: ${e}`)
+      assert.equal(e.lock, lock)
+      assert.match(e.message, reason)
+      return true
+    })
+  }
+  assert.deepEqual(keysWith(key), [])
+  assert.deepEqual(keysWith(lock), [])
+  // The label shows while the work runs.
+  const label = await client.once(key, { lock, label: 'host-a/1234' }).run(async () => (await client.inspect(lock)).holder.label)
+  assert.equal(label.value, 'host-a/1234')
+  assert.equal(label.tick, null)
 })
