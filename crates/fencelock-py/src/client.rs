@@ -313,6 +313,35 @@ impl Client {
         })
     }
 
+    /// Answers the tick a start of the run-once `key` now belongs to (seconds since the epoch;
+    /// by the server's clock for `every`), or `None` without a tick. Takes nothing.
+    #[pyo3(signature = (key, lock=None, every=None, early=None, late=None, planned=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn once_tick(
+        &self,
+        py: Python<'_>,
+        key: String,
+        lock: Option<String>,
+        every: Option<f64>,
+        early: Option<f64>,
+        late: Option<f64>,
+        planned: Option<f64>,
+    ) -> PyResult<Operation> {
+        let name = lock.clone().unwrap_or_else(|| key.clone());
+        let tick = tick(&name, every, early, late, planned)?;
+        self.call(py, Cancel::Abort, move |client| async move {
+            let mut once = client.once(key).lock(name);
+            if let Some(tick) = tick {
+                once = once.tick(tick);
+            }
+            let result = once.current_tick().await;
+            answer(move |py| {
+                let at = result?.map(|t| fencelock_bind::kept::since_epoch(t).as_secs_f64());
+                Ok(at.into_pyobject(py)?.into_any().unbind())
+            })
+        })
+    }
+
     /// Answers the state of lock `name` (see `fencelock.LockInfo`).
     fn inspect(&self, py: Python<'_>, name: String) -> PyResult<Operation> {
         self.call(py, Cancel::Abort, move |client| async move {

@@ -164,6 +164,15 @@ class Once:
         self._keep = keep
         self._tick = tick
 
+    def current_tick(self) -> Any:
+        """The tick a start now would belong to (seconds since the epoch; by the Redis
+        server's clock for :meth:`Tick.every`), or ``None`` without a tick. Takes and writes
+        nothing: what a scheduler that sends the runs stamps on them (the receiving side then
+        runs ``Tick.planned`` of it, whenever the run leaves the queue)."""
+        tick = self._tick or Tick()
+        return self._client._run(self._client._native.once_tick, self.key, self._lock, tick.period, tick.early,
+                                 tick.late, tick.at)
+
     def _begin(self) -> Any:
         """Takes the lock unless the work was done or the start is too late for its tick: a
         :class:`fencelock.Done`, a :class:`fencelock.TooLate`, or the native run holding the
