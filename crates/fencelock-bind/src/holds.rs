@@ -245,22 +245,37 @@ impl<H> HeldRun<H> {
         &self.kept
     }
 
-    /// Records the work as done (`record`) or not, and releases the lock: `true` if this call
-    /// did it (`false`: done or given up already).
-    pub fn finish(&self, record: bool) -> impl Future<Output = fencelock::Result<bool>> + 'static {
+    /// Ends the run as `ending` says, and releases the lock: `true` if this call did it
+    /// (`false`: ended already).
+    pub fn finish(
+        &self,
+        ending: RunEnding,
+    ) -> impl Future<Output = fencelock::Result<bool>> + 'static {
         let hold = self.kept.hold().clone();
         let busy = self.kept.context().keeper.busy();
         async move {
             let run = hold.slot().write().await.take();
-            let finished = match run {
-                Some(run) if record => run.done().await.map(|()| true),
-                Some(run) => run.give_up().await.map(|()| true),
-                None => Ok(false),
+            let finished = match (run, ending) {
+                (Some(run), RunEnding::Done) => run.done().await.map(|()| true),
+                (Some(run), RunEnding::Failed) => run.failed().await.map(|_| true),
+                (Some(run), RunEnding::GiveUp) => run.give_up().await.map(|()| true),
+                (None, _) => Ok(false),
             };
             drop(busy);
             finished
         }
     }
+}
+
+/// How a run-once's run ends (see [`HeldRun::finish`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunEnding {
+    /// The work was done: recorded.
+    Done,
+    /// The work failed: counted as a failed run, nothing recorded.
+    Failed,
+    /// The work was stopped (or never began): nothing recorded, nothing counted.
+    GiveUp,
 }
 
 /// Gives back a run's lock that nobody took.

@@ -203,6 +203,41 @@ fn a_planned_tick_runs_once_and_a_start_that_runs_nothing_exits_as_asked() {
     assert!(!exists(&server, &lock_key("hourly")));
     assert_eq!(std::fs::read_to_string(&seen).unwrap().lines().count(), 2);
 
+    // A tick whose runs fail: tried as often as --attempts allows, then given up (exit 1,
+    // nothing run).
+    let failing = |attempts: &str| {
+        run(&[
+            "run",
+            "--url",
+            &url,
+            "--once",
+            "flaky",
+            "--tick",
+            "1795910400",
+            "--attempts",
+            attempts,
+            "--",
+            "sh",
+            "-c",
+            &format!("echo failed >> \"{seen}\"; exit 5"),
+        ])
+    };
+    for _ in 0..2 {
+        let failed = failing("2");
+        assert_eq!(failed.code, Some(5), "{}", failed.explain());
+    }
+    let gave_up = failing("2");
+    assert_eq!(gave_up.code, Some(1), "{}", gave_up.explain());
+    assert!(
+        gave_up
+            .stderr
+            .contains("2 runs failed, as many as --attempts allows"),
+        "{}",
+        gave_up.explain()
+    );
+    let seen_now = std::fs::read_to_string(&seen).unwrap();
+    assert_eq!(seen_now.lines().filter(|l| *l == "failed").count(), 2);
+
     // A keep that would let a tick run twice, and a tick without --once: usage errors.
     let short = run(&[
         "run", "--url", &url, "--once", "hourly", "--every", "1h", "--keep", "1h", "--", "true",

@@ -273,9 +273,10 @@ impl Client {
 
     /// Begins the work to do once under `key` (on the lock `lock`, the key by default): answers
     /// `("done", fence, at, tick)` if it was done, `("late", tick, late)` if this start is too
-    /// late for its tick, else the `OnceRun` holding the lock. A tick is `every` (seconds, by
+    /// late for its tick, `("gave_up", failures, tick)` if `attempts` runs failed, else the
+    /// `OnceRun` holding the lock. A tick is `every` (seconds, by
     /// the server's clock; with `early` and `late`) or `planned` (seconds since the epoch).
-    #[pyo3(signature = (key, lock=None, ttl=None, wait=None, label=None, keep=None, every=None, early=None, late=None, planned=None))]
+    #[pyo3(signature = (key, lock=None, ttl=None, wait=None, label=None, keep=None, every=None, early=None, late=None, planned=None, attempts=None))]
     #[allow(clippy::too_many_arguments)]
     fn once_begin(
         &self,
@@ -290,6 +291,7 @@ impl Client {
         early: Option<f64>,
         late: Option<f64>,
         planned: Option<f64>,
+        attempts: Option<u32>,
     ) -> PyResult<Operation> {
         let client = self.client(py)?;
         let name = lock.unwrap_or_else(|| key.clone());
@@ -306,6 +308,9 @@ impl Client {
         }
         if let Some(tick) = tick(&name, every, early, late, planned)? {
             once = once.tick(tick);
+        }
+        if let Some(attempts) = attempts {
+            once = once.attempts(attempts);
         }
         self.start(py, Cancel::Abort, |context| async move {
             let result = once.begin().await;

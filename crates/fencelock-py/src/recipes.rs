@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use fencelock::multi::MultiGuard as RustMultiGuard;
 use fencelock::once::Begun;
-use fencelock_bind::holds::{HeldMulti, HeldRun, undo_begun};
+use fencelock_bind::holds::{HeldMulti, HeldRun, RunEnding, undo_begun};
 use fencelock_bind::kept::since_epoch;
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
@@ -119,6 +119,11 @@ impl Outcome for Begin {
                     .into_any()
                     .unbind())
             }
+            Ok(Begun::GaveUp(gave_up)) => {
+                let tick = gave_up.tick.map(|t| since_epoch(t).as_secs_f64());
+                let reply = ("gave_up", gave_up.failures, tick);
+                Ok(reply.into_pyobject(py)?.into_any().unbind())
+            }
             Ok(Begun::TooLate(late)) => {
                 let tick = since_epoch(late.tick).as_secs_f64();
                 let late = late.late.as_secs_f64();
@@ -154,11 +159,11 @@ impl OnceRun {
         }
     }
 
-    fn finish(&self, record: bool) -> PyResult<Operation> {
+    fn finish(&self, ending: RunEnding) -> PyResult<Operation> {
         let run = self.live.get().ok_or_else(|| {
             PyRuntimeError::new_err("this run was begun by this process's parent before it forked")
         })?;
-        Ok(held::reply(run.kept(), Cancel::Finish, run.finish(record)))
+        Ok(held::reply(run.kept(), Cancel::Finish, run.finish(ending)))
     }
 }
 
@@ -167,11 +172,17 @@ impl OnceRun {
     /// Records the work as done and releases the lock (raises `Fenced` if this run lost its
     /// lock to a newer one: nothing recorded).
     fn done(&self) -> PyResult<Operation> {
-        self.finish(true)
+        self.finish(RunEnding::Done)
+    }
+
+    /// Counts this run as failed (nothing recorded) and releases the lock: once as many runs
+    /// failed as `attempts` allows, starts give up.
+    fn failed(&self) -> PyResult<Operation> {
+        self.finish(RunEnding::Failed)
     }
 
     /// Releases the lock without recording anything.
     fn give_up(&self) -> PyResult<Operation> {
-        self.finish(false)
+        self.finish(RunEnding::GiveUp)
     }
 }

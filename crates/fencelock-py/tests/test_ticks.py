@@ -95,3 +95,27 @@ def test_a_keep_that_would_break_never_twice_is_refused(server, name):
     with pytest.raises(ValueError, match="timezone"):
         fencelock.Tick.planned(datetime(2026, 11, 29))
     assert server.raw().keys(f"*{name}*") == []
+
+
+def test_a_tick_whose_runs_fail_gives_up_after_its_attempts(server, name):
+    client = fencelock.Client(server.url)
+    planned = fencelock.Tick.planned(MIDNIGHT)
+    failures = f"fencelock:once-failed:{{{name}}}:{name}@2026-11-29T00:00:00.000Z"
+    calls = []
+
+    def failing(fence):
+        calls.append(fence)
+        raise RuntimeError("no")
+
+    for n in (1, 2):
+        with pytest.raises(RuntimeError):
+            client.once(name, tick=planned, attempts=2).run(failing)
+        assert server.raw().get(failures) == str(n).encode()
+    gave_up = client.once(name, tick=planned, attempts=2).run(failing)
+    assert gave_up == fencelock.GaveUp(2, MIDNIGHT)
+    assert len(calls) == 2
+    # More attempts allowed: it runs, and its success clears the count.
+    assert isinstance(client.once(name, tick=planned, attempts=3).run(lambda fence: "ok"), fencelock.Ran)
+    assert not server.raw().exists(failures)
+    with pytest.raises(fencelock.InvalidArgument, match="attempts"):
+        client.once(name, attempts="3")

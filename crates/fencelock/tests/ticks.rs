@@ -202,3 +202,84 @@ async fn settings_that_would_break_never_twice_are_refused_before_anything_is_se
     }
     assert_eq!(keys(&redis), Vec::<String>::new());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tick_whose_runs_fail_is_tried_as_often_as_allowed_then_given_up() {
+    let redis = server();
+    let client = common::client(&redis.url());
+    let planned = SystemTime::UNIX_EPOCH + Duration::from_millis(1_795_910_400_000);
+    let calls = Arc::new(AtomicUsize::new(0));
+    let run = |at: SystemTime, fails: bool, attempts: Option<u32>| {
+        let calls = calls.clone();
+        let mut once = client.once("flaky").tick(Tick::planned(at));
+        if let Some(attempts) = attempts {
+            once = once.attempts(attempts);
+        }
+        once.run(move |_| async move {
+            calls.fetch_add(1, Ordering::SeqCst);
+            if fails { Err("no") } else { Ok(()) }
+        })
+    };
+    let failures = "fencelock:once-failed:{flaky}:flaky@2026-11-29T00:00:00.000Z";
+    // By default a tick's runs may fail three times.
+    for n in 1..=Tick::ATTEMPTS {
+        let failed = run(planned, true, None)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(matches!(failed, Outcome::Failed("no")), "{failed:?}");
+        assert_eq!(
+            redis.cmd(&["GET", failures]).ok(),
+            Some(redis::Value::BulkString(n.to_string().into_bytes()))
+        );
+    }
+    let gave_up = run(planned, false, None)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let Outcome::GaveUp(gave_up) = gave_up else {
+        panic!("{gave_up:?}");
+    };
+    assert_eq!((gave_up.failures, gave_up.tick), (3, Some(planned)));
+    assert_eq!(calls.load(Ordering::SeqCst), 3);
+    // The count lives as long as the record would (7 days for a tick).
+    let kept = pttl(&redis, failures);
+    assert!(kept > 0 && kept <= i64::try_from(Tick::KEEP.as_millis()).unwrap_or(i64::MAX));
+    // Another tick is not held back; with more attempts allowed, the tick runs, and its
+    // success clears the count.
+    let next = run(planned + HOUR, false, None)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(matches!(next, Outcome::Ran(())), "{next:?}");
+    let again = run(planned, false, Some(4))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(matches!(again, Outcome::Ran(())), "{again:?}");
+    assert_eq!(pttl(&redis, failures), -2);
+    assert_eq!(calls.load(Ordering::SeqCst), 5);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_run_that_lost_its_lock_is_not_counted() {
+    let redis = server();
+    let client = common::client(&redis.url());
+    let once = || {
+        client
+            .once("lost")
+            .tick(Tick::planned(SystemTime::UNIX_EPOCH))
+            .ttl(Duration::from_millis(300))
+    };
+    let Ok(fencelock::once::Begun::Run(stale)) = once().begin().await else {
+        panic!("not begun");
+    };
+    // Its lease runs out without renewals (as if paused), and a newer run takes the lock.
+    redis
+        .cmd(&["DEL", "fencelock:{lost}"])
+        .unwrap_or_else(|e| panic!("{e}"));
+    let Ok(fencelock::once::Begun::Run(newer)) = once().begin().await else {
+        panic!("not begun");
+    };
+    assert_eq!(stale.failed().await.unwrap_or_else(|e| panic!("{e}")), None);
+    assert_eq!(
+        newer.failed().await.unwrap_or_else(|e| panic!("{e}")),
+        Some(1)
+    );
+}

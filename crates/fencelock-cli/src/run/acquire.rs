@@ -81,6 +81,9 @@ pub(super) async fn begin_once(
     if let Some(keep) = args.schedule.keep() {
         once = once.keep(keep);
     }
+    if let Some(attempts) = args.schedule.attempts() {
+        once = once.attempts(attempts);
+    }
     tokio::select! {
         biased;
         signal = signals.ending() => Err(interrupted_while_waiting(signal, &name)),

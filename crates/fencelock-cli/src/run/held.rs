@@ -122,7 +122,8 @@ impl Held for fencelock::once::OnceGuard {
     }
     async fn finish(self, code: u8) -> fencelock::Result<Finish> {
         if code != 0 {
-            return self.give_up().await.map(|()| Finish::Done);
+            // A failed run: counted (see `--attempts`), nothing recorded.
+            return self.failed().await.map(|_| Finish::Done);
         }
         // The record, then the release (whatever the record's fate).
         match self.done().await {

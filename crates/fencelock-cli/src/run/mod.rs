@@ -350,6 +350,21 @@ impl UnderLock<'_> {
                         done.fence
                     )
                 }
+                Begun::GaveUp(gave_up) => {
+                    let what = match gave_up.tick {
+                        Some(at) => format!("{key:?} (tick {})", tick::text(at)),
+                        None => format!("{key:?}"),
+                    };
+                    return Err(CliError::Failed {
+                        message: format!(
+                            "{what}: {} runs failed, as many as --attempts allows; nothing was run \
+                         (the count is the key PREFIX:once-failed:{{NAME}}:KEY; delete it to \
+                         try again)",
+                            gave_up.failures
+                        ),
+                        code: crate::error::EXIT_FAILURE,
+                    });
+                }
                 Begun::TooLate(late) => format!(
                     "{key:?}: this start is {} after its tick {} began, later than --late allows; \
                  nothing was run",

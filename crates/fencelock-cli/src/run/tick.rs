@@ -40,6 +40,12 @@ pub(super) struct TickArgs {
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, requires = "once")]
     keep: Option<Duration>,
 
+    /// With --once: how many runs of KEY (or of its tick) may fail (exit non-zero) before a
+    /// start gives up and runs nothing (exit 1). Default: any number; with --every or --tick, 3.
+    /// A run that succeeds clears the count
+    #[arg(long, value_name = "N", requires = "once")]
+    attempts: Option<u32>,
+
     /// With --once: the exit status when nothing was run because KEY (or its tick) was done,
     /// or the start was too late for its tick (default 0, so that cron reports no failure)
     #[arg(long, value_name = "CODE", default_value_t = 0, requires = "once")]
@@ -65,6 +71,11 @@ impl TickArgs {
     /// How long the record is kept, if asked.
     pub(super) fn keep(&self) -> Option<Duration> {
         self.keep
+    }
+
+    /// How many runs may fail, if asked.
+    pub(super) fn attempts(&self) -> Option<u32> {
+        self.attempts
     }
 }
 

@@ -33,7 +33,7 @@ from ._sync import (
     ReentrantLock,
     ThreadingLock,
 )
-from ._values import Done, Gap, Holder, Leader, Listing, LockInfo, Ran, Tick, TooLate, Vacant, Waiter
+from ._values import Done, Gap, GaveUp, Holder, Leader, Listing, LockInfo, Ran, Tick, TooLate, Vacant, Waiter
 from ._writes import Writes
 from .errors import (
     AuthFailed,
@@ -86,6 +86,7 @@ __all__ = [
     "Ran",
     "Tick",
     "TooLate",
+    "GaveUp",
     "Holder",
     "Waiter",
     "Listing",

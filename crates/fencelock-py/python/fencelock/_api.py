@@ -423,15 +423,17 @@ class ClientBase:
 
     def once(self, key: str, *, lock: Optional[str] = None, ttl: Optional[float] = None,
              wait: Optional[float] = None, label: Optional[str] = None, keep: Optional[float] = None,
-             tick: Any = None, **unknown: Any) -> Any:
+             tick: Any = None, attempts: Optional[int] = None, **unknown: Any) -> Any:
         """Work to do once across the fleet, recorded under ``key`` when it succeeds (runs take
         turns on the lock ``lock``, the key by default; ``label`` labels its hold). With
         ``tick`` (a :class:`fencelock.Tick`), once per tick of a scheduled job: the record is
         ``KEY@TICK``. ``keep``: seconds the record is kept (default for ever; with a tick 7
-        days, at least twice the period). See :meth:`fencelock.Once.run`."""
-        options = dict(unknown, lock=lock, ttl=ttl, wait=wait, label=label, keep=keep, tick=tick)
+        days, at least twice the period). ``attempts``: how many runs may fail before a start
+        gives up (:class:`fencelock.GaveUp`; default any number, with a tick 3). See
+        :meth:`fencelock.Once.run`."""
+        options = dict(unknown, lock=lock, ttl=ttl, wait=wait, label=label, keep=keep, tick=tick, attempts=attempts)
         _checks.check(_checks.name(key, "key"), options, _checks.ONCE)
-        return self._once_class(self, key, lock, ttl, wait, label, keep, tick)
+        return self._once_class(self, key, lock, ttl, wait, label, keep, tick, attempts)
 
     def read_write_lock(self, name: str) -> ReadWriteLock:
         """The read-write lock ``name``: ``.read()`` / ``.write()`` make requests."""

@@ -90,7 +90,8 @@ def _tick(value: Any) -> Optional[str]:
     return None if isinstance(value, Tick) else f"must be a fencelock.Tick, not {_shown(value)}"
 
 
-ONCE = {"lock": _text, "ttl": _seconds, "wait": _seconds, "label": _text, "keep": _seconds, "tick": _tick}
+ONCE = {"lock": _text, "ttl": _seconds, "wait": _seconds, "label": _text, "keep": _seconds, "tick": _tick,
+        "attempts": _count}
 REENTRANT = {"max_reentry": _count}
 
 

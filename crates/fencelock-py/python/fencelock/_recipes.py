@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Union
 
 from . import _checks
 from ._api import _Held
-from ._values import Done, Gap, Leader, Tick, TooLate, Vacant
+from ._values import Done, Gap, GaveUp, Leader, Tick, TooLate, Vacant
 
 if TYPE_CHECKING:
     from ._api import ClientBase
@@ -150,11 +150,11 @@ class MultiGuard(_Held):
 class Once:
     """Work to do once (see :meth:`Client.once`)."""
 
-    __slots__ = ("_client", "key", "_lock", "_ttl", "_wait", "_label", "_keep", "_tick")
+    __slots__ = ("_client", "key", "_lock", "_ttl", "_wait", "_label", "_keep", "_tick", "_attempts")
 
     def __init__(self, client: "ClientBase", key: str, lock: Optional[str], ttl: Optional[float],
                  wait: Optional[float], label: Optional[str] = None, keep: Optional[float] = None,
-                 tick: Optional[Tick] = None) -> None:
+                 tick: Optional[Tick] = None, attempts: Optional[int] = None) -> None:
         self._client = client
         self.key = key
         self._lock = lock
@@ -163,6 +163,7 @@ class Once:
         self._label = label
         self._keep = keep
         self._tick = tick
+        self._attempts = attempts
 
     def current_tick(self) -> Any:
         """The tick a start now would belong to (seconds since the epoch; by the Redis
@@ -180,10 +181,11 @@ class Once:
 
         def made(begun: Any) -> Any:
             if isinstance(begun, tuple):
-                return Done(*begun[1:]) if begun[0] == "done" else TooLate(*begun[1:])
+                made = {"done": Done, "late": TooLate, "gave_up": GaveUp}[begun[0]]
+                return made(*begun[1:])
             return begun
 
         tick = self._tick or Tick()
         return self._client._run(self._client._native.once_begin, self.key, self._lock, self._ttl,
                                  self._wait, self._label, self._keep, tick.period, tick.early,
-                                 tick.late, tick.at, then=made)
+                                 tick.late, tick.at, self._attempts, then=made)

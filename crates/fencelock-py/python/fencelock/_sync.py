@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Iterator, Optional, Type
 from . import _api, _close, _recipes
 from ._api import FencedStore, ReadWriteLock, ReentrantLock, wait
 from ._threading import ThreadingLock
-from ._values import Done, Leader, LockInfo, Listing, Observation, Ran, TooLate
+from ._values import Done, GaveUp, Leader, LockInfo, Listing, Observation, Ran, TooLate
 
 __all__ = [
     "Client",
@@ -221,17 +221,23 @@ class Once(_recipes.Once):
         """Calls ``work(fence)`` unless the work was done (also by a run this one waited for),
         and records it if ``work`` returns; records nothing if it raises (the exception goes on,
         and the next run tries again). Returns :class:`fencelock.Ran` with what ``work``
-        returned, the :class:`fencelock.Done` record, or :class:`fencelock.TooLate` (a start
-        too late for its tick: nothing ran).
+        returned, the :class:`fencelock.Done` record, :class:`fencelock.TooLate` (a start too
+        late for its tick: nothing ran), or :class:`fencelock.GaveUp` (as many runs failed as
+        ``attempts`` allows: nothing ran). A ``work`` that raises counts as a failed run.
 
         Raises :class:`fencelock.Fenced` if the work returned but this run had lost its lock to
         a newer one meanwhile (nothing recorded)."""
         begun = self._begin()
-        if isinstance(begun, (Done, TooLate)):
+        if isinstance(begun, (Done, TooLate, GaveUp)):
             return begun
         try:
             value = work(begun.fence)
+        except Exception:
+            # A failed run: counted (see ``attempts``), nothing recorded.
+            wait(begun.failed)
+            raise
         except BaseException:
+            # Stopped (KeyboardInterrupt, SystemExit), not failed: nothing counted.
             wait(begun.give_up)
             raise
         wait(begun.done)

@@ -145,6 +145,15 @@ class TooLate(NamedTuple):
     late: float
 
 
+class GaveUp(NamedTuple):
+    """As many runs failed as ``attempts`` allows (:meth:`Client.once`): nothing ran."""
+
+    #: How many runs failed.
+    failures: int
+    #: The tick, in seconds since the epoch (``None`` without a tick).
+    tick: Optional[float] = None
+
+
 @dataclass(frozen=True)
 class Tick:
     """Which tick of a scheduled job a run belongs to (``client.once(job, tick=...)``): the

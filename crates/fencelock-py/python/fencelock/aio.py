@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, AsyncIterator, Optional, Type
 
 from . import _api, _close, _recipes
 from ._api import FencedStore, ReadWriteLock, ReentrantLock, awaited
-from ._values import Done, Leader, LockInfo, Listing, Observation, Ran, TooLate
+from ._values import Done, GaveUp, Leader, LockInfo, Listing, Observation, Ran, TooLate
 from ._writes import Writes
 from .errors import (  # noqa: F401  (the exceptions, for `from fencelock.aio import ...`)
     Busy,
@@ -213,11 +213,16 @@ class Once(_recipes.Once):
     async def run(self, work: Any) -> Any:
         """Awaits ``work(fence)`` unless the work was done (see :meth:`fencelock.Once.run`)."""
         begun = await self._begin()
-        if isinstance(begun, (Done, TooLate)):
+        if isinstance(begun, (Done, TooLate, GaveUp)):
             return begun
         try:
             value = await work(begun.fence)
+        except Exception:
+            # A failed run: counted (see ``attempts``), nothing recorded.
+            await awaited(begun.failed)
+            raise
         except BaseException:
+            # Cancelled or stopped, not failed: nothing counted.
             await awaited(begun.give_up)
             raise
         await awaited(begun.done)

@@ -62,56 +62,23 @@ use std::sync::LazyLock;
 use std::time::{Duration, SystemTime};
 
 use crate::client::Client;
-use crate::engine::{LockGuard, LockRequest, WaitPolicy};
+use crate::engine::{LockRequest, WaitPolicy};
 use crate::error::{Error, Result};
 use crate::fenced::FencedStore;
-use crate::script::reply::as_string;
+use crate::script::reply::{as_string, as_u64};
 use crate::script::{Lua, lua};
 
+mod guard;
+mod outcome;
 mod tick;
 
+pub use guard::OnceGuard;
+pub use outcome::{Begun, Done, GaveUp, Late, Outcome};
 pub use tick::Tick;
 
-/// Raises the resource's fence floor to the run's fence and reads the record, in one step.
+/// Raises the resource's fence floor to the run's fence and reads the record (and its failed
+/// runs), in one step.
 static BEGIN: LazyLock<Lua> = lua!("../fenced/check.lua", "begin.lua");
-/// Records the work as done, if the run's fence is still the newest accepted.
-static RECORD: LazyLock<Lua> = lua!("../fenced/check.lua", "record.lua");
-
-/// The record of work done once (see [`Once`]).
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct Done {
-    /// The fence of the run that did it.
-    pub fence: u64,
-    /// When it was recorded, by the server's clock.
-    pub at: SystemTime,
-    /// The tick it was done for (see [`Once::tick`]).
-    pub tick: Option<SystemTime>,
-}
-
-/// A start too late for its tick (see [`Tick::late`]): nothing ran.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct Late {
-    /// When the tick began (UTC).
-    pub tick: SystemTime,
-    /// How long after it the run started, by the server's clock.
-    pub late: Duration,
-}
-
-/// What [`Once::run`] came to.
-#[derive(Debug)]
-#[non_exhaustive]
-pub enum Outcome<T, E> {
-    /// This run did the work, and recorded it.
-    Ran(T),
-    /// This run's work failed: nothing was recorded (the next run tries again).
-    Failed(E),
-    /// The work was done before (also by a run this one waited for): nothing ran.
-    AlreadyDone(Done),
-    /// The run started too late for its tick (see [`Tick::late`]): nothing ran.
-    TooLate(Late),
-}
 
 /// Work to do once (see the [module docs](self)): made by [`Client::once`].
 #[derive(Debug)]
@@ -122,35 +89,14 @@ pub struct Once {
     request: LockRequest,
     tick: Option<Tick>,
     keep: Option<Duration>,
-}
-
-/// What [`Once::begin`] found.
-#[derive(Debug)]
-#[must_use = "dropping a run releases its lock without recording anything"]
-pub enum Begun {
-    /// Not done yet, and this process holds the lock: do the work, then
-    /// [`done`](OnceGuard::done) (or drop the guard if the work failed).
-    Run(Box<OnceGuard>),
-    /// Done before: nothing to do.
-    AlreadyDone(Done),
-    /// Too late for its tick (see [`Tick::late`]): nothing to do.
-    TooLate(Late),
-}
-
-/// The lock of a run that has the work to do (see [`Once::begin`]).
-#[derive(Debug)]
-pub struct OnceGuard {
-    guard: LockGuard,
-    store: FencedStore,
-    record: String,
-    replicas: Option<crate::engine::ReplicaAck>,
-    keep: Option<Duration>,
-    tick: Option<SystemTime>,
+    attempts: Option<u32>,
 }
 
 /// Where a run's record is, and the tick it belongs to.
 struct Record {
     key: String,
+    /// The count of its failed runs.
+    failures: String,
     tick: Option<tick::Placed>,
 }
 
@@ -167,6 +113,7 @@ impl Client {
             key,
             tick: None,
             keep: None,
+            attempts: None,
         }
     }
 }
@@ -206,6 +153,16 @@ impl Once {
     /// period (a shorter one is refused).
     pub fn keep(mut self, keep: Duration) -> Self {
         self.keep = Some(keep);
+        self
+    }
+
+    /// How many runs may fail (their work returned `Err`, or the command exited non-zero)
+    /// before a start gives up: [`Outcome::GaveUp`], nothing runs. Default: any number; with a
+    /// [`tick`](Self::tick), [`Tick::ATTEMPTS`]. The count is kept as long as the record would
+    /// be, and a run that succeeds clears it. Runs still go one at a time: a failed run's lock
+    /// passes to the next start that waits for it.
+    pub fn attempts(mut self, attempts: u32) -> Self {
+        self.attempts = Some(attempts);
         self
     }
 
@@ -278,15 +235,39 @@ impl Once {
             return Ok(Begun::AlreadyDone(done));
         }
         let tick = found.tick.as_ref().map(|placed| placed.at);
-        let record = found.key;
+        let limit = self.attempts_for();
+        if let Some(limit) = limit
+            && let Some(failures) = failed(&store, &found).await?
+            && failures >= u64::from(limit)
+        {
+            return Ok(Begun::GaveUp(GaveUp { failures, tick }));
+        }
+        let Record {
+            key: record,
+            failures,
+            ..
+        } = found;
         let keep = self.keep_for();
         let guard = self.request.acquire().await?;
         // One step: this run's fence becomes the floor (a run before it, paused past its lease,
-        // cannot record any more), and the record of a run this one waited for is read.
+        // cannot record any more), and the record of a run this one waited for is read (and
+        // the failures of runs it waited for).
         let found = store
-            .run_checked(&BEGIN, guard.fence(), &[&record], &[], "begin run-once")
+            .run_checked(
+                &BEGIN,
+                guard.fence(),
+                &[&record, &failures],
+                &[limit.map_or(0, u64::from)],
+                "begin run-once",
+            )
             .await;
         match found {
+            Ok(rest) if rest.len() == 2 => {
+                let failures = rest.get(1).and_then(|v| as_u64(v).ok());
+                let failures = failures.unwrap_or(u64::MAX);
+                guard.release().await?;
+                Ok(Begun::GaveUp(GaveUp { failures, tick }))
+            }
             Ok(rest) => match rest.first() {
                 None => {
                     // The floor, like the grant and the record, on the replicas asked for: a
@@ -303,6 +284,7 @@ impl Once {
                         guard,
                         store,
                         record,
+                        failures,
                         replicas: self.client.shared.replica_ack,
                         keep,
                         tick,
@@ -347,6 +329,7 @@ impl Once {
         let run = match self.begin().await? {
             Begun::AlreadyDone(done) => return Ok(Outcome::AlreadyDone(done)),
             Begun::TooLate(late) => return Ok(Outcome::TooLate(late)),
+            Begun::GaveUp(gave_up) => return Ok(Outcome::GaveUp(gave_up)),
             Begun::Run(run) => run,
         };
         match work(run.fence()).await {
@@ -355,7 +338,7 @@ impl Once {
                 Ok(Outcome::Ran(value))
             }
             Err(e) => {
-                run.give_up().await?;
+                run.failed().await?;
                 Ok(Outcome::Failed(e))
             }
         }
@@ -386,6 +369,9 @@ impl Once {
                 ));
             }
         }
+        if self.attempts == Some(0) {
+            return Err(Error::invalid(name, "no attempt allowed (attempts 0)"));
+        }
         if self
             .keep
             .is_some_and(|keep| keep < Duration::from_millis(1))
@@ -402,7 +388,12 @@ impl Once {
         let prefix = &self.client.shared.prefix;
         let Some(tick) = &self.tick else {
             let key = format!("{prefix}:once:{{{name}}}:{}", self.key);
-            return Ok(Record { key, tick: None });
+            let failures = format!("{prefix}:once-failed:{{{name}}}:{}", self.key);
+            return Ok(Record {
+                key,
+                failures,
+                tick: None,
+            });
         };
         let now = if tick.needs_clock() {
             store.server_clock().await?
@@ -410,15 +401,23 @@ impl Once {
             SystemTime::UNIX_EPOCH
         };
         let placed = tick.place(now);
-        let key = format!(
-            "{prefix}:once:{{{name}}}:{}@{}",
-            self.key,
-            tick::text(placed.at)
-        );
+        let at = tick::text(placed.at);
+        let key = format!("{prefix}:once:{{{name}}}:{}@{at}", self.key);
+        let failures = format!("{prefix}:once-failed:{{{name}}}:{}@{at}", self.key);
         Ok(Record {
             key,
+            failures,
             tick: Some(placed),
         })
+    }
+
+    /// How many runs may fail (`None`: any number).
+    fn attempts_for(&self) -> Option<u32> {
+        match (self.attempts, &self.tick) {
+            (Some(attempts), _) => Some(attempts),
+            (None, Some(_)) => Some(Tick::ATTEMPTS),
+            (None, None) => None,
+        }
     }
 
     /// How long the record is kept (`None`: for ever).
@@ -431,71 +430,16 @@ impl Once {
     }
 }
 
-impl OnceGuard {
-    /// The lock's fence: hand it to what the work writes.
-    pub fn fence(&self) -> u64 {
-        self.guard.fence()
-    }
-
-    /// The lock's guard (its deadline, its lost signal).
-    pub fn guard(&self) -> &LockGuard {
-        &self.guard
-    }
-
-    /// The tick this run does the work for (see [`Once::tick`]).
-    pub fn tick(&self) -> Option<SystemTime> {
-        self.tick
-    }
-
-    /// Records the work as done (a fenced write with the lock's fence, at the server's clock;
-    /// with `wait_for_replicas`, acknowledged by the replicas) and releases the lock.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Fenced`] if a newer holder's fence was accepted (this run lost its lock: nothing
-    /// was recorded); [`Error::NotReplicated`] if fewer replicas than asked acknowledged the
-    /// record (it was written on the master; with [`Shortfall::Warn`](crate::Shortfall::Warn) a
-    /// warning instead); connection errors. The lock is released in any case.
-    pub async fn done(self) -> Result<()> {
-        let fence = self.guard.fence();
-        let mut recorded = self
-            .store
-            .run_checked(
-                &RECORD,
-                fence,
-                &[&self.record],
-                &[self.keep.map_or(0, |keep| {
-                    u64::try_from(keep.as_millis()).unwrap_or(u64::MAX).max(1)
-                })],
-                "record run-once",
-            )
-            .await
-            .map(|_| ());
-        if let (Ok(()), Some(ack)) = (&recorded, self.replicas) {
-            recorded = self
-                .store
-                .confirm_replicas(ack, self.guard.name(), &self.record, "record")
-                .await;
-        }
-        let released = self.guard.release().await;
-        recorded?;
-        released.map(|_| ())
-    }
-
-    /// Releases the lock without recording anything: the next run tries again.
-    ///
-    /// # Errors
-    ///
-    /// As [`LockGuard::release`].
-    pub async fn give_up(self) -> Result<()> {
-        self.guard.release().await.map(|_| ())
-    }
-}
-
 async fn read(store: &FencedStore, record: &Record) -> Result<Option<Done>> {
     let value = store.get(&record.key).await?;
     let tick = record.tick.as_ref().map(|placed| placed.at);
     Ok(value.and_then(|value| parse(&value, tick)))
+}
+
+/// How many runs of the record failed, if any did.
+async fn failed(store: &FencedStore, record: &Record) -> Result<Option<u64>> {
+    let value = store.get(&record.failures).await?;
+    Ok(value.and_then(|value| value.parse().ok()))
 }
 
 /// A record's `<fence>:<ms>`, of the tick `tick`.

@@ -1,30 +1,30 @@
-//! Ticks: which run of a scheduled job a start belongs to, the same on every host.
-//!
-//! A job that several workers or hosts fire at once (a cron line on three hosts, a Celery beat
-//! task, a CronJob) runs once per tick when its run-once key is the job and its tick
-//! ([`Once::tick`](super::Once::tick)): every start of one tick finds the others' record.
-//!
-//! - [`Tick::planned`]: the time the scheduler planned this run for (Celery's and APScheduler's
-//!   scheduled time, a Kubernetes CronJob's scheduled time), the same for every worker it fires
-//!   and for the retries of the run.
-//! - [`Tick::every`]: where the scheduler says nothing (cron, systemd timers, a loop), the
-//!   **Redis server's clock** floored to the period (periods counted from the Unix epoch, in
-//!   UTC: a day's tick begins at 00:00 UTC). Hosts whose clocks are seconds apart agree, as they
-//!   all read the one server's. A start up to [`early`](Tick::early) before a tick's beginning
-//!   (a host whose clock runs ahead, a timer that fires a little early) belongs to that tick; a
-//!   start more than [`late`](Tick::late) after it runs nothing
-//!   ([`Outcome::TooLate`](super::Outcome::TooLate)).
-//!
-//! The record of a tick is kept for [`keep`](super::Once::keep) (default [`Tick::KEEP`], and at
-//! least twice the period), then expires. "Never twice" holds within it: a start of an
-//! [`every`](Tick::every) tick later than that is too late anyway; a [`planned`](Tick::planned)
-//! tick fired again after its record expired would run again.
+//! Ticks: which run of a scheduled job a start belongs to (see [`Tick`]).
 
 use std::time::{Duration, SystemTime};
 
 use crate::error::{Error, Result};
 
-/// Which tick of a scheduled job a run belongs to (see the [module docs](self)).
+/// Which tick of a scheduled job a run belongs to: the same on every host.
+///
+/// A job that several workers or hosts fire at once (a cron line on three hosts, a Celery beat
+/// task, a CronJob) runs once per tick when its run-once key is the job and its tick
+/// ([`Once::tick`](super::Once::tick)): every start of one tick finds the others' record.
+///
+/// - [`Tick::planned`]: the time the scheduler planned this run for (Celery's and APScheduler's
+///   scheduled time, a Kubernetes CronJob's scheduled time), the same for every worker it fires
+///   and for the retries of the run.
+/// - [`Tick::every`]: where the scheduler says nothing (cron, systemd timers, a loop), the
+///   **Redis server's clock** floored to the period (periods counted from the Unix epoch, in
+///   UTC: a day's tick begins at 00:00 UTC). Hosts whose clocks are seconds apart agree, as they
+///   all read the one server's. A start up to [`early`](Tick::early) before a tick's beginning
+///   (a host whose clock runs ahead, a timer that fires a little early) belongs to that tick; a
+///   start more than [`late`](Tick::late) after it runs nothing
+///   ([`Outcome::TooLate`](super::Outcome::TooLate)).
+///
+/// The record of a tick is kept for [`keep`](super::Once::keep) (default [`Tick::KEEP`], and at
+/// least twice the period), then expires. "Never twice" holds within it: a start of an
+/// [`every`](Tick::every) tick later than that is too late anyway; a [`planned`](Tick::planned)
+/// tick fired again after its record expired would run again.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Tick {
     how: How,
@@ -55,6 +55,10 @@ pub(super) struct Placed {
 impl Tick {
     /// How long a tick's record is kept by default: 7 days, far past any scheduler's retries.
     pub const KEEP: Duration = Duration::from_secs(7 * 24 * 3600);
+
+    /// How many runs of a tick may fail before its starts give up, by default (see
+    /// [`Once::attempts`](super::Once::attempts)).
+    pub const ATTEMPTS: u32 = 3;
 
     /// How early a start may come for the tick that begins after it, by default: 5 s (at most
     /// a tenth of the period).
