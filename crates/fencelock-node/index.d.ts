@@ -304,6 +304,13 @@ export interface OnceOptions {
   keep?: number
   /** Once per tick of a scheduled job (see `OnceTick`). */
   tick?: OnceTick
+  /**
+   * How many runs of the key (of a tick, with `tick`) may fail (their `work` threw) before a
+   * start gives up and runs nothing (`OnceGaveUp`): a whole number, default any number, with a
+   * `tick` 3 (0 is refused). The count is kept as long as the record; a run that succeeds
+   * clears it.
+   */
+  attempts?: number
 }
 
 /** `Once.run`'s result when this run did the work: what `work` gave, and its tick. */
@@ -319,6 +326,8 @@ export interface OnceRan<T> {
 export interface OnceDone {
   ran: false
   tooLate: false
+  /** `false` (see `OnceGaveUp`). */
+  gaveUp?: false
   fence: bigint
   /** When it was recorded, by the server's clock. */
   at: Date
@@ -330,6 +339,8 @@ export interface OnceDone {
 export interface OnceTooLate {
   ran: false
   tooLate: true
+  /** `false` (see `OnceGaveUp`). */
+  gaveUp?: false
   /** When the tick began. */
   tick: Date
   /** How long after it this start came (ms, by the server's clock). */
@@ -337,19 +348,35 @@ export interface OnceTooLate {
 }
 
 /**
- * What `Once.run` came to. `Late` is `OnceTooLate` for a run-once with a tick (a start can come
- * too late for it), `never` without one.
+ * `Once.run`'s result when as many runs of the key (of the tick) failed as `attempts` allows
+ * (with a tick, 3 by default): nothing ran.
  */
-export type OnceResult<T, Late extends OnceTooLate = never> = OnceRan<T> | OnceDone | Late
+export interface OnceGaveUp {
+  ran: false
+  tooLate: false
+  gaveUp: true
+  /** How many runs failed. */
+  failures: number
+  /** The tick (its beginning), `null` without a tick. */
+  tick: Date | null
+}
+
+/**
+ * What `Once.run` came to. `Late` is what a start may also come to: `OnceTooLate | OnceGaveUp`
+ * for a run-once with a tick (a start can come too late for it, and gives up after `attempts`
+ * failed runs), `OnceGaveUp` with `attempts` and no tick, `never` with neither.
+ */
+export type OnceResult<T, Late extends OnceTooLate | OnceGaveUp = never> = OnceRan<T> | OnceDone | Late
 
 /** Work done once across the fleet (`client.once`). */
-export class Once<Late extends OnceTooLate = never> {
+export class Once<Late extends OnceTooLate | OnceGaveUp = never> {
   private constructor ()
   readonly key: string
   /**
    * Calls `work(fence, tick)` unless the work was done (or, with a tick, the start is too late
-   * for it), and records it if `work` resolves (nothing if it throws). Rejects `fenced` if this
-   * run lost its lock to a newer one meanwhile.
+   * for it; or `attempts` runs failed), and records it if `work` resolves (nothing if it throws:
+   * the run is counted as failed). Rejects `fenced` if this run lost its lock to a newer one
+   * meanwhile.
    */
   run<T> (work: (fence: bigint, tick: Date | null) => T | Promise<T>, options?: WaitOptions): Promise<OnceResult<T, Late>>
 }
@@ -479,8 +506,9 @@ export class Client implements AsyncDisposable {
    * Work to do once, recorded under `key` (with `tick`, once per tick of a scheduled job); runs
    * take turns on `lock` (the key by default).
    */
-  once (key: string, options?: OnceOptions & { tick?: undefined }): Once
-  once (key: string, options: OnceOptions): Once<OnceTooLate>
+  once (key: string, options?: OnceOptions & { tick?: undefined, attempts?: undefined }): Once
+  once (key: string, options: OnceOptions & { tick?: undefined }): Once<OnceGaveUp>
+  once (key: string, options: OnceOptions): Once<OnceTooLate | OnceGaveUp>
   fencedStore (resource: string): FencedStore
   election (name: string): Election
   /** Asks the holders of `name` to release it: `true` if it was held. */

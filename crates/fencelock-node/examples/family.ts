@@ -1,6 +1,6 @@
 // The lock family, election, recipes and operator calls, with their types.
 import {
-  Client, FencelockError, Guard, Leader, LockInfo, MultiGuard, Observation, OnceResult, OnceTooLate,
+  Client, FencelockError, Guard, Leader, LockInfo, MultiGuard, Observation, OnceGaveUp, OnceResult, OnceTooLate,
   Writes,
   codes, protocolVersion, shutdown, version
 } from 'fencelock'
@@ -44,9 +44,15 @@ export async function tour (url: string): Promise<void> {
     .run(async (f, tick) => `report of ${tick?.toISOString() ?? 'no tick'} with fence ${f}`)
   if (daily.ran) console.log(daily.value, daily.tick)
   else if (daily.tooLate) console.log(`${daily.late} ms after ${daily.tick.toISOString()}: not run`)
+  else if (daily.gaveUp) console.log(`${daily.failures} runs failed for ${daily.tick?.toISOString()}: not run`)
   else console.log('done before for', daily.tick?.toISOString(), 'at', daily.at.toISOString())
-  const beat: OnceResult<void, OnceTooLate> = await client.once('beat', { tick: { planned: new Date('2026-11-29T00:00:00Z') } }).run(() => {})
+  const beat: OnceResult<void, OnceTooLate | OnceGaveUp> = await client.once('beat', { tick: { planned: new Date('2026-11-29T00:00:00Z') } }).run(() => {})
   console.log(beat.tick)
+  // Without a tick, a start gives up only with `attempts`.
+  const imported: OnceResult<number, OnceGaveUp> = await client.once('imports/7', { attempts: 5 }).run(() => 7)
+  if (!imported.ran && imported.gaveUp) console.log(imported.failures, imported.tick)
+  // @ts-expect-error: attempts is a number
+  client.once('imports/7', { attempts: '5' })
   // @ts-expect-error: a tick is every so often or planned, not both
   client.once('beat', { tick: { every: 60_000, planned: 0 } })
   const accepted: bigint = await client.fencedStore('ledger').apply(fence, new Writes().incrBy('ledger:total', 5).hset('ledger:last', 'by', 'me'))

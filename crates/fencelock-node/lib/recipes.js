@@ -87,6 +87,7 @@ class Once {
   #label
   #keep
   #tick
+  #attempts
   #scope
 
   /** @internal */
@@ -94,8 +95,8 @@ class Once {
     checkName(key, 'key')
     // Errors name the lock, as the addon's do (the key, unless `lock` names another).
     const named = typeof options?.lock === 'string' ? options.lock : key
-    const { lock, ttl, wait, label, keep, tick } = checkOptions(named, options, {
-      lock: 'string', ttl: 'ms', wait: 'ms', label: 'string', keep: 'ms', tick: TICK
+    const { lock, ttl, wait, label, keep, tick, attempts } = checkOptions(named, options, {
+      lock: 'string', ttl: 'ms', wait: 'ms', label: 'string', keep: 'ms', tick: TICK, attempts: 'count'
     })
     this.#tick = checkTick(named, tick)
     scope.check(key)
@@ -106,18 +107,22 @@ class Once {
     this.#wait = wait
     this.#label = label
     this.#keep = keep
+    this.#attempts = attempts
     this.#scope = scope
   }
 
   /**
    * Calls `work(fence, tick)` unless the work was done (also by a run this one waited for),
-   * and records it if `work` resolves; records nothing if it throws (the error goes on, and
-   * the next run tries again). Resolves `{ ran: true, value, fence, tick }` with what `work`
-   * gave; `{ ran: false, tooLate: false, fence, at, tick }`, the record of the run that did it;
-   * or, with a tick whose `late` this start is past, `{ ran: false, tooLate: true, tick, late }`
-   * (nothing ran). `tick` is the tick's beginning (a `Date`; `null` without a tick). Rejects
-   * `fenced` if the work finished but this run had lost its lock to a newer one meanwhile
-   * (nothing recorded).
+   * and records it if `work` resolves; records nothing if it throws, and counts the run as
+   * failed (the error goes on, and the next run tries again, unless `attempts` runs have
+   * failed). Resolves `{ ran: true, value, fence, tick }` with what `work` gave;
+   * `{ ran: false, tooLate: false, gaveUp: false, fence, at, tick }`, the record of the run that
+   * did it; with a tick whose `late` this start is past,
+   * `{ ran: false, tooLate: true, gaveUp: false, tick, late }`; or, once `attempts` runs failed
+   * (3 by default with a tick), `{ ran: false, tooLate: false, gaveUp: true, failures, tick }`
+   * (nothing ran in either). `tick` is the tick's beginning (a `Date`; `null` without a tick).
+   * Rejects `fenced` if the work finished but this run had lost its lock to a newer one
+   * meanwhile (nothing recorded).
    */
   async run (work, options = {}) {
     if (typeof work !== 'function') throw new TypeError('run takes a function')
@@ -126,7 +131,7 @@ class Once {
     const begun = await scope.during(signal, async (either) => {
       const made = await cancellable(
         either,
-        (cancel) => this.#client.onceBegin(this.key, this.#lock, this.#ttl, this.#wait, this.#label, this.#keep, this.#tick, cancel),
+        (cancel) => this.#client.onceBegin(this.key, this.#lock, this.#ttl, this.#wait, this.#label, this.#keep, this.#tick, this.#attempts, cancel),
         (made) => (made.giveUp ? made.giveUp() : undefined)
       )
       if (scope.closed && typeof made.giveUp === 'function') {
@@ -137,15 +142,18 @@ class Once {
       return made
     })
     if (typeof begun.giveUp !== 'function') {
-      if (begun.late !== undefined) return { ran: false, tooLate: true, tick: new Date(begun.tick), late: begun.late }
-      return { ran: false, tooLate: false, fence: begun.fence, at: new Date(begun.at), tick: date(begun.tick) }
+      if (begun.late !== undefined) return { ran: false, tooLate: true, gaveUp: false, tick: new Date(begun.tick), late: begun.late }
+      if (begun.failures !== undefined) return { ran: false, tooLate: false, gaveUp: true, failures: begun.failures, tick: date(begun.tick) }
+      return { ran: false, tooLate: false, gaveUp: false, fence: begun.fence, at: new Date(begun.at), tick: date(begun.tick) }
     }
     const tick = date(begun.tick)
     let value
     try {
       value = await work(begun.fence, tick)
     } catch (error) {
-      await run(begun.giveUp()).catch(() => {})
+      // A failed run is counted (`attempts`); one the client's closing stopped is not (the
+      // closing gave its lock back, or does now).
+      await run(scope.closed ? begun.giveUp() : begun.failed()).catch(() => {})
       throw error
     }
     await run(begun.done())

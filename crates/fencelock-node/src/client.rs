@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use fencelock_bind::config::{Connection, Deployment, Options, Pem, Replicas, Secret};
 use fencelock_bind::held::GiveBack;
-use napi::bindgen_prelude::{BigInt, Buffer, Either3, PromiseRaw, within_runtime_if_available};
+use napi::bindgen_prelude::{BigInt, Buffer, Either4, PromiseRaw, within_runtime_if_available};
 use napi::{Env, Result};
 use napi_derive::napi;
 
@@ -17,7 +17,7 @@ use crate::env::{Context, context, keeper};
 use crate::errors::{Failure, millis_opt};
 use crate::fenced::{self, Write};
 use crate::guard::Guard;
-use crate::recipes::{self, MultiGuard, OnceDone, OnceLate, OnceRun, OnceTick};
+use crate::recipes::{self, MultiGuard, OnceDone, OnceGaveUp, OnceLate, OnceRun, OnceTick};
 use crate::spec::Args;
 
 /// A client's options, as the package's JavaScript passes them (milliseconds; TLS material as
@@ -285,10 +285,10 @@ impl Client {
     }
 
     /// Begins the work to do once under `key` (on the lock `lock`, the key by default; with
-    /// `tick`, once per tick of a scheduled job, the record kept `keep` milliseconds): the
-    /// record if it was done, the too-late start if it came too late for its tick, else the run
-    /// holding the lock.
-    #[napi(ts_return_type = "Promise<OnceRun | OnceDone | OnceLate>")]
+    /// `tick`, once per tick of a scheduled job, the record kept `keep` milliseconds; after
+    /// `attempts` failed runs, starts give up): the record if it was done, the too-late start if
+    /// it came too late for its tick, the start that gave up, else the run holding the lock.
+    #[napi(ts_return_type = "Promise<OnceRun | OnceDone | OnceLate | OnceGaveUp>")]
     #[allow(clippy::too_many_arguments)]
     pub fn once_begin<'env>(
         &self,
@@ -300,8 +300,9 @@ impl Client {
         label: Option<String>,
         keep: Option<f64>,
         tick: Option<OnceTick>,
+        attempts: Option<u32>,
         cancel: Option<&Cancel>,
-    ) -> Result<PromiseRaw<'env, Either3<OnceRun, OnceDone, OnceLate>>> {
+    ) -> Result<PromiseRaw<'env, Either4<OnceRun, OnceDone, OnceLate, OnceGaveUp>>> {
         let name = lock.unwrap_or_else(|| key.clone());
         let once = (|| {
             let mut once = self.client.once(key).lock(name.clone());
@@ -317,6 +318,9 @@ impl Client {
             }
             if let Some(tick) = tick {
                 once = once.tick(tick.tick(&name)?);
+            }
+            if let Some(attempts) = attempts {
+                once = once.attempts(attempts);
             }
             Ok::<_, Failure>(once.wait(wait))
         })()

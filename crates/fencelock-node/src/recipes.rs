@@ -1,13 +1,13 @@
 //! The recipes for JavaScript: several locks at once (`MultiGuard`, over `fencelock_bind`'s
-//! [`HeldMulti`]) and run-once (`OnceRun` over [`HeldRun`], `OnceDone`, `OnceLate`; its tick,
-//! `OnceTick`).
+//! [`HeldMulti`]) and run-once (`OnceRun` over [`HeldRun`], `OnceDone`, `OnceLate`,
+//! `OnceGaveUp`; its tick, `OnceTick`).
 
 use std::time::SystemTime;
 
 use fencelock::multi::MultiGuard as RustMultiGuard;
 use fencelock::once::{Begun, Tick};
-use fencelock_bind::holds::{HeldMulti, HeldRun};
-use napi::bindgen_prelude::{Either3, FnArgs, PromiseRaw};
+use fencelock_bind::holds::{HeldMulti, HeldRun, RunEnding};
+use napi::bindgen_prelude::{Either4, FnArgs, PromiseRaw};
 use napi::threadsafe_function::ThreadsafeFunctionCallMode;
 use napi::{Env, Result};
 use napi_derive::napi;
@@ -97,6 +97,15 @@ pub struct OnceLate {
     pub late: f64,
 }
 
+/// A start that gave up: as many runs of the key (of its tick) failed as `attempts` allows.
+/// How many failed, and the tick (milliseconds since the epoch; `null` without a tick).
+/// Nothing ran.
+#[napi(object, object_from_js = false)]
+pub struct OnceGaveUp {
+    pub failures: f64,
+    pub tick: Option<f64>,
+}
+
 /// A run-once's tick as JavaScript gives it (milliseconds): `every` (with `early` and `late`),
 /// or `planned` (since the epoch).
 #[napi(object, object_to_js = false)]
@@ -161,21 +170,29 @@ pub struct OnceRun {
 }
 
 /// The JavaScript value of a begun run-once.
-pub fn begun(begun: Begun, context: Context) -> Either3<OnceRun, OnceDone, OnceLate> {
+pub fn begun(begun: Begun, context: Context) -> Either4<OnceRun, OnceDone, OnceLate, OnceGaveUp> {
     match begun {
-        Begun::Run(run) => Either3::A(OnceRun {
+        Begun::Run(run) => Either4::A(OnceRun {
             tick: run.tick().map(epoch_ms),
             held: HeldRun::new(*run, context),
         }),
-        Begun::AlreadyDone(done) => Either3::B(OnceDone {
+        Begun::AlreadyDone(done) => Either4::B(OnceDone {
             fence: done.fence,
             at: epoch_ms(done.at),
             tick: done.tick.map(epoch_ms),
         }),
-        Begun::TooLate(late) => Either3::C(OnceLate {
+        Begun::TooLate(late) => Either4::C(OnceLate {
             tick: epoch_ms(late.tick),
             late: ms(late.late),
         }),
+        Begun::GaveUp(gave_up) => {
+            #[allow(clippy::cast_precision_loss)] // a count of failed runs
+            let failures = gave_up.failures as f64;
+            Either4::D(OnceGaveUp {
+                failures,
+                tick: gave_up.tick.map(epoch_ms),
+            })
+        }
     }
 }
 
@@ -197,12 +214,36 @@ impl OnceRun {
     /// lock to a newer one: nothing recorded). `true` if it recorded.
     #[napi]
     pub fn done<'env>(&self, env: &'env Env) -> Result<PromiseRaw<'env, bool>> {
-        held::run(env, self.held.kept(), self.held.finish(true), |f| f)
+        held::run(
+            env,
+            self.held.kept(),
+            self.held.finish(RunEnding::Done),
+            |f| f,
+        )
     }
 
-    /// Releases the lock without recording anything.
+    /// Counts this run as failed (its work threw; not counted if this run lost its lock to a
+    /// newer one) and releases the lock without recording anything. `true` if this call ended
+    /// the run (`false`: ended already).
+    #[napi]
+    pub fn failed<'env>(&self, env: &'env Env) -> Result<PromiseRaw<'env, bool>> {
+        held::run(
+            env,
+            self.held.kept(),
+            self.held.finish(RunEnding::Failed),
+            |f| f,
+        )
+    }
+
+    /// Releases the lock without recording anything, and without counting a failure (the run
+    /// was stopped, not failed).
     #[napi]
     pub fn give_up<'env>(&self, env: &'env Env) -> Result<PromiseRaw<'env, bool>> {
-        held::run(env, self.held.kept(), self.held.finish(false), |f| f)
+        held::run(
+            env,
+            self.held.kept(),
+            self.held.finish(RunEnding::GiveUp),
+            |f| f,
+        )
     }
 }

@@ -54,6 +54,9 @@ test('reversed orders never deadlock', async () => {
 test('once runs the work once, records nothing when it fails', async () => {
   const key = uniqueName('once')
   await assert.rejects(client.once(key).run(async () => { throw new Error('failed') }), /failed/)
+  // The failed run is counted (without a tick or attempts, any number may fail).
+  const failures = `fencelock:once-failed:{${key}}:${key}`
+  assert.equal(server.raw('GET', failures), '1')
   let runs = 0
   const results = await Promise.all(Array.from({ length: 8 }, () => client.once(key).run(async (fence) => {
     runs += 1
@@ -67,7 +70,9 @@ test('once runs the work once, records nothing when it fails', async () => {
   for (const r of results.filter((r) => !r.ran)) {
     assert.equal(r.fence, ran[0].fence)
     assert.ok(r.at instanceof Date)
+    assert.equal(r.gaveUp, false)
   }
+  assert.equal(server.raw('EXISTS', failures), '0', 'the success cleared the count')
 })
 
 const HOUR = 3_600_000
@@ -134,7 +139,7 @@ test('once with tick.planned: runs once per planned time, the record kept as lon
   assert.equal(first.value.getTime(), planned)
   const again = await client.once('beat', { tick: { planned }, keep }).run(async () => { runs += 1 })
   assert.equal(runs, 1)
-  assert.deepEqual({ ...again, at: undefined }, { ran: false, tooLate: false, fence: first.fence, at: undefined, tick: new Date(planned) })
+  assert.deepEqual({ ...again, at: undefined }, { ran: false, tooLate: false, gaveUp: false, fence: first.fence, at: undefined, tick: new Date(planned) })
   const record = 'fencelock:once:{beat}:beat@2026-11-29T00:00:00.000Z'
   assert.equal(server.raw('EXISTS', record), '1')
   const pttl = Number(server.raw('PTTL', record))
@@ -156,6 +161,7 @@ test('once with tick.late: a start too late for its tick runs nothing and leaves
   assert.equal(called, false)
   assert.equal(result.ran, false)
   assert.equal(result.tooLate, true)
+  assert.equal(result.gaveUp, false)
   assert.equal(result.fence, undefined)
   const tick = result.tick.getTime()
   assert.equal(tick, Math.floor(after / HOUR) * HOUR)
@@ -186,7 +192,7 @@ test('once refuses a keep shorter than twice the tick\'s period, naming the lock
   }
 })
 
-test('once checks its tick, keep and label: the wrong type when made, a bad value when run', async () => {
+test('once checks its tick, keep, label and attempts: the wrong type when made, a bad value when run', async () => {
   const key = uniqueName('tick-options')
   const lock = uniqueName('tick-options-lock')
   const made = [
@@ -199,7 +205,10 @@ test('once checks its tick, keep and label: the wrong type when made, a bad valu
     [{ tick: { every: HOUR, planned: 0 } }, 'tick'],
     [{ tick: { planned: 0, late: 10 } }, 'tick'],
     [{ keep: '7d' }, 'keep'],
-    [{ label: 42 }, 'label']
+    [{ label: 42 }, 'label'],
+    [{ attempts: 'x' }, 'attempts'],
+    [{ attempts: 1.5 }, 'attempts'],
+    [{ attempts: -1 }, 'attempts']
   ]
   for (const [options, option] of made) {
     for (const named of [undefined, lock]) {
@@ -221,7 +230,9 @@ test('once checks its tick, keep and label: the wrong type when made, a bad valu
     [{ tick: { every: HOUR, late: Number.NaN } }, /tick\.late/],
     [{ tick: { planned: new Date('not a date') } }, /tick\.planned/],
     [{ tick: { planned: -1 } }, /tick\.planned/],
-    [{ tick: { planned: Date.UTC(10000, 0, 1) } }, /year 10000/]
+    [{ tick: { planned: Date.UTC(10000, 0, 1) } }, /year 10000/],
+    [{ attempts: 0 }, /attempts 0/],
+    [{ attempts: 0, tick: { planned: 0 } }, /attempts 0/]
   ]
   for (const [options, reason] of run) {
     await assert.rejects(client.once(key, { ...options, lock }).run(async () => assert.fail('ran')), (e) => {
@@ -237,4 +248,61 @@ test('once checks its tick, keep and label: the wrong type when made, a bad valu
   const label = await client.once(key, { lock, label: 'host-a/1234' }).run(async () => (await client.inspect(lock)).holder.label)
   assert.equal(label.value, 'host-a/1234')
   assert.equal(label.tick, null)
+})
+
+test('once counts a tick\'s failed runs: the fourth start gives up, attempts allows more, a success clears the count', async () => {
+  const planned = Date.UTC(2026, 10, 29) // 2026-11-29T00:00:00Z
+  const failures = 'fencelock:once-failed:{flaky}:flaky@2026-11-29T00:00:00.000Z'
+  const record = 'fencelock:once:{flaky}:flaky@2026-11-29T00:00:00.000Z'
+  for (const n of [1, 2, 3]) {
+    const boom = new Error(`run ${n} failed`)
+    await assert.rejects(client.once('flaky', { tick: { planned } }).run(async () => { throw boom }), (e) => e === boom)
+    assert.equal(server.raw('GET', failures), String(n), `after ${n} failed runs`)
+    assert.equal((await client.inspect('flaky')).holder, null, 'the failed run released its lock')
+  }
+  // Kept as long as the record would be (7 days with a tick).
+  const pttl = Number(server.raw('PTTL', failures))
+  assert.ok(pttl > 0 && pttl <= 7 * 24 * HOUR, `PTTL ${pttl}`)
+  let called = false
+  const gaveUp = await client.once('flaky', { tick: { planned } }).run(async () => { called = true })
+  assert.equal(called, false, 'the work did not run')
+  assert.deepEqual(gaveUp, { ran: false, tooLate: false, gaveUp: true, failures: 3, tick: new Date(planned) })
+  assert.equal(server.raw('GET', failures), '3', 'giving up counts nothing')
+  assert.equal(server.raw('EXISTS', record), '0')
+  // A fourth attempt allowed: it runs, and its success clears the count.
+  const ran = await client.once('flaky', { tick: { planned }, attempts: 4 }).run(async (fence, tick) => tick)
+  assert.equal(ran.ran, true)
+  assert.equal(ran.value.getTime(), planned)
+  assert.equal(server.raw('EXISTS', failures), '0')
+  assert.ok(server.raw('GET', record).startsWith(`${ran.fence}:`), record)
+  const again = await client.once('flaky', { tick: { planned } }).run(async () => assert.fail('ran'))
+  assert.deepEqual({ ...again, at: undefined }, { ran: false, tooLate: false, gaveUp: false, fence: ran.fence, at: undefined, tick: new Date(planned) })
+})
+
+test('once without a tick gives up only with attempts; a run the client\'s closing stops is not counted', async () => {
+  const key = uniqueName('attempts')
+  const failures = `fencelock:once-failed:{${key}}:${key}`
+  const boom = new Error('failed')
+  await assert.rejects(client.once(key, { attempts: 1 }).run(async () => { throw boom }), (e) => e === boom)
+  assert.equal(server.raw('GET', failures), '1')
+  assert.equal(server.raw('PTTL', failures), '-1', 'kept as long as the record: for ever')
+  const gaveUp = await client.once(key, { attempts: 1 }).run(async () => assert.fail('ran'))
+  assert.deepEqual(gaveUp, { ran: false, tooLate: false, gaveUp: true, failures: 1, tick: null })
+  // Without attempts, any number may fail: it runs.
+  await assert.rejects(client.once(key).run(async () => { throw boom }), (e) => e === boom)
+  assert.equal(server.raw('GET', failures), '2')
+  // The client closing while the work runs is not a failure of the work: also when the work
+  // throws before the closing has given the lock back.
+  for (const wait of [true, false]) {
+    const other = new Client(server.url)
+    let closing
+    await assert.rejects(other.once(key).run(async () => {
+      closing = other.close()
+      if (wait) await closing
+      throw new Error('stopped')
+    }), /stopped/)
+    await closing
+    assert.equal(server.raw('GET', failures), '2', `a stopped run is not counted (closing awaited: ${wait})`)
+  }
+  assert.equal((await client.inspect(key)).holder, null)
 })
