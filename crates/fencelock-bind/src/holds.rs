@@ -225,20 +225,39 @@ impl<H> HeldMulti<H> {
 
 /// The lock of a run-once that has the work to do.
 pub struct HeldRun<H> {
+    name: String,
     fence: u64,
+    lost: LostSignal,
     kept: Kept<OnceGuard, H>,
 }
 
 impl<H> HeldRun<H> {
     pub fn new(run: OnceGuard, context: Context<H>) -> Self {
         HeldRun {
+            name: run.guard().name().to_owned(),
             fence: run.fence(),
+            lost: run.guard().lost(),
             kept: Kept::new(run, context),
         }
     }
 
+    /// The name of the lock the runs take turns on.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
     pub fn fence(&self) -> u64 {
         self.fence
+    }
+
+    /// The run's lost signal: the work stops when it fires for a loss.
+    pub fn lost(&self) -> &LostSignal {
+        &self.lost
+    }
+
+    /// `(code, message)` if the run's lock is lost (or released) now.
+    pub fn lost_now(&self) -> Option<(&'static str, String)> {
+        lost_pair(&self.lost)
     }
 
     pub fn kept(&self) -> &Kept<OnceGuard, H> {

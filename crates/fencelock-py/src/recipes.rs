@@ -147,22 +147,31 @@ impl Outcome for Begin {
 pub struct OnceRun {
     #[pyo3(get)]
     fence: u64,
+    /// The tick this run does the work for (seconds since the epoch), `None` without one.
+    #[pyo3(get)]
+    tick: Option<f64>,
     live: Owned<HeldRun<Arc<Process>>>,
 }
 
 impl OnceRun {
     fn new(run: fencelock::once::OnceGuard, context: Context) -> Self {
+        let tick = run.tick().map(|t| since_epoch(t).as_secs_f64());
         let held = HeldRun::new(run, context);
         OnceRun {
             fence: held.fence(),
+            tick,
             live: Owned::new(held),
         }
     }
 
-    fn finish(&self, ending: RunEnding) -> PyResult<Operation> {
-        let run = self.live.get().ok_or_else(|| {
+    fn live(&self) -> PyResult<&HeldRun<Arc<Process>>> {
+        self.live.get().ok_or_else(|| {
             PyRuntimeError::new_err("this run was begun by this process's parent before it forked")
-        })?;
+        })
+    }
+
+    fn finish(&self, ending: RunEnding) -> PyResult<Operation> {
+        let run = self.live()?;
         Ok(held::reply(run.kept(), Cancel::Finish, run.finish(ending)))
     }
 }
@@ -179,6 +188,32 @@ impl OnceRun {
     /// failed as `attempts` allows, starts give up.
     fn failed(&self) -> PyResult<Operation> {
         self.finish(RunEnding::Failed)
+    }
+
+    /// The name of the lock the runs take turns on.
+    #[getter]
+    fn name(&self) -> PyResult<String> {
+        Ok(self.live()?.name().to_owned())
+    }
+
+    /// Whether the run's lock is still held, as far as this process can tell now.
+    fn is_held(&self) -> bool {
+        self.live.get().is_some_and(|run| !run.lost().is_lost())
+    }
+
+    /// `(code, message)` if the run's lock is lost (or released) now.
+    fn lost_now(&self) -> Option<(&'static str, String)> {
+        self.live.get().and_then(HeldRun::lost_now)
+    }
+
+    /// Answers `(code, message)` when the run's lock is lost or released.
+    fn lost(&self) -> PyResult<Operation> {
+        let live = self.live()?;
+        let lost = live.lost().clone();
+        Ok(held::reply(live.kept(), Cancel::Abort, async move {
+            let reason = lost.wait().await;
+            Ok((reason.code(), reason.to_string()))
+        }))
     }
 
     /// Releases the lock without recording anything.

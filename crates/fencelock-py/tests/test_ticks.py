@@ -119,3 +119,36 @@ def test_a_tick_whose_runs_fail_gives_up_after_its_attempts(server, name):
     assert not server.raw().exists(failures)
     with pytest.raises(fencelock.InvalidArgument, match="attempts"):
         client.once(name, attempts="3")
+
+
+def test_the_work_is_told_when_its_run_loses_the_lock(server, name):
+    client = fencelock.Client(server.url)
+    seen = {}
+
+    def work(fence, run):
+        seen["tick"] = run.tick
+        assert not run.lost.is_set() and run.is_held()
+        # The lock's key goes (as if a newer holder's operator forced it away): the run's next
+        # renewal finds it gone.
+        server.raw().delete(f"fencelock:{{{name}}}")
+        seen["lost"] = run.lost.wait(10)
+        seen["reason"] = run.lost_reason
+
+    # Told of the loss; it returned anyway, and as no newer run's fence was accepted meanwhile
+    # its record is written (the fence check is what "never twice" rests on).
+    outcome = client.once(name, tick=fencelock.Tick.planned(MIDNIGHT), ttl=0.6).run(work)
+    assert isinstance(outcome, fencelock.Ran)
+    assert seen == {"tick": MIDNIGHT, "lost": True, "reason": "not_owner"}
+
+    async def main():
+        aio = fencelock.aio.Client(server.url)
+
+        async def work(fence, run):
+            assert run.tick is None
+            await asyncio.get_running_loop().run_in_executor(None, server.raw().delete, f"fencelock:{{{name}/2}}")
+            return await asyncio.wait_for(run.lost(), 10)
+
+        ran = await aio.once(f"{name}/2", ttl=0.6).run(work)
+        assert ran == fencelock.Ran("not_owner")
+
+    asyncio.run(main())

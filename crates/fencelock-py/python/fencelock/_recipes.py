@@ -4,6 +4,8 @@ the client that made them, and the two public modules add what differs in shape.
 
 from __future__ import annotations
 
+import inspect
+
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Union
 
 from . import _checks
@@ -145,6 +147,37 @@ class MultiGuard(_Held):
 
     def __repr__(self) -> str:
         return f"<fencelock multi-guard {self.fences!r}>"
+
+
+class OnceRun(_Held):
+    """A run-once's run while its work runs (the second argument of a ``work`` that takes
+    two): its ``fence``, its ``tick`` (seconds since the epoch; ``None`` without a tick), and
+    its lock's loss (``lost``, :attr:`lost_reason`, :meth:`is_held`): work that must not go on
+    without the lock stops when it is lost."""
+
+    __slots__ = ()
+
+    @property
+    def tick(self) -> Optional[float]:
+        return self._native.tick
+
+    @property
+    def name(self) -> str:
+        return self._native.name
+
+    @property
+    def fence(self) -> int:
+        return self._native.fence
+
+
+def _takes_run(work: Any) -> bool:
+    """Whether ``work`` takes a second argument, the run (``work(fence, run)``)."""
+    try:
+        parameters = list(inspect.signature(work).parameters.values())
+    except (TypeError, ValueError):
+        return False
+    positional = [p for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return len(positional) >= 2 or any(p.kind is p.VAR_POSITIONAL for p in parameters)
 
 
 class Once:

@@ -212,13 +212,29 @@ class MultiLockRequest(_recipes.MultiLockRequest):
         return guard
 
 
+class OnceRun(_recipes.OnceRun):
+    """A run-once's run while its work runs: ``fence``, ``tick``, and ``lost``."""
+
+    __slots__ = ()
+
+    @property
+    def lost(self) -> threading.Event:
+        """Set when the run's lock is lost (or released); :attr:`lost_reason` says why."""
+        return self._event("lost", self._native.lost, _ignore)
+
+
 class Once(_recipes.Once):
     """Work to do once across the fleet (see :meth:`Client.once`)."""
 
     __slots__ = ()
 
+    def _run(self, native: Any) -> OnceRun:
+        return OnceRun(native, self._client._run)
+
     def run(self, work: Any) -> Any:
-        """Calls ``work(fence)`` unless the work was done (also by a run this one waited for),
+        """Calls ``work(fence)`` (``work(fence, run)`` if it takes two arguments: the
+        :class:`OnceRun`, whose ``lost`` is set when the lock is lost, and its ``tick``) unless
+        the work was done (also by a run this one waited for),
         and records it if ``work`` returns; records nothing if it raises (the exception goes on,
         and the next run tries again). Returns :class:`fencelock.Ran` with what ``work``
         returned, the :class:`fencelock.Done` record, :class:`fencelock.TooLate` (a start too
@@ -231,7 +247,7 @@ class Once(_recipes.Once):
         if isinstance(begun, (Done, TooLate, GaveUp)):
             return begun
         try:
-            value = work(begun.fence)
+            value = work(begun.fence, self._run(begun)) if _recipes._takes_run(work) else work(begun.fence)
         except Exception:
             # A failed run: counted (see ``attempts``), nothing recorded.
             wait(begun.failed)

@@ -205,10 +205,24 @@ class MultiLockRequest(_recipes.MultiLockRequest):
         await guard.__aexit__(kind, value, traceback)
 
 
+class OnceRun(_recipes.OnceRun):
+    """A run-once's run while its work runs: ``fence``, ``tick``, and ``await lost()``."""
+
+    __slots__ = ()
+
+    async def lost(self) -> str:
+        """Waits until the run's lock is lost (or released) and returns the reason's code."""
+        code, _ = await awaited(self._native.lost)
+        return code
+
+
 class Once(_recipes.Once):
     """Work to do once across the fleet (see :class:`fencelock.Once`), awaited."""
 
     __slots__ = ()
+
+    def _run(self, native: Any) -> OnceRun:
+        return OnceRun(native, self._client._run)
 
     async def run(self, work: Any) -> Any:
         """Awaits ``work(fence)`` unless the work was done (see :meth:`fencelock.Once.run`)."""
@@ -216,7 +230,10 @@ class Once(_recipes.Once):
         if isinstance(begun, (Done, TooLate, GaveUp)):
             return begun
         try:
-            value = await work(begun.fence)
+            if _recipes._takes_run(work):
+                value = await work(begun.fence, self._run(begun))
+            else:
+                value = await work(begun.fence)
         except Exception:
             # A failed run: counted (see ``attempts``), nothing recorded.
             await awaited(begun.failed)
