@@ -373,12 +373,14 @@ export class Once<Late extends OnceTooLate | OnceGaveUp = never> {
   private constructor ()
   readonly key: string
   /**
-   * Calls `work(fence, tick)` unless the work was done (or, with a tick, the start is too late
-   * for it; or `attempts` runs failed), and records it if `work` resolves (nothing if it throws:
-   * the run is counted as failed). Rejects `fenced` if this run lost its lock to a newer one
-   * meanwhile.
+   * Calls `work(fence, tick, signal)` unless the work was done (or, with a tick, the start is
+   * too late for it; or `attempts` runs failed), and records it if `work` resolves (nothing if
+   * it throws: the run is counted as failed). `signal` aborts, as a guard's does, if the run's
+   * lock is lost while the work runs: its reason is a `NotHeldError` whose `reason` says why
+   * (`not_owner`, `expired`, `max_hold_reached`); the release after the work does not abort it.
+   * Rejects `fenced` if this run lost its lock to a newer one meanwhile.
    */
-  run<T> (work: (fence: bigint, tick: Date | null) => T | Promise<T>, options?: WaitOptions): Promise<OnceResult<T, Late>>
+  run<T> (work: (fence: bigint, tick: Date | null, signal: AbortSignal) => T | Promise<T>, options?: WaitOptions): Promise<OnceResult<T, Late>>
 }
 
 /** Writes applied together by a fenced store. */

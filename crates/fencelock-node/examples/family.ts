@@ -39,6 +39,12 @@ export async function tour (url: string): Promise<void> {
   const migrated: OnceResult<number> = await client.once('migrations/0042').run(async (f) => Number(f % 10n))
   if (migrated.ran) console.log('ran, gave', migrated.value)
   else console.log('already done at', migrated.at.toISOString())
+  // The work's `signal` aborts if the run's lock is lost while it runs.
+  const copied: OnceResult<string> = await client.once('copies/7').run(async (f, _tick, signal: AbortSignal) => {
+    signal.throwIfAborted()
+    return `copied with fence ${f}`
+  })
+  if (copied.ran) console.log(copied.value)
   // Once per tick of a scheduled job: the day by the Redis server's clock, or the scheduler's time.
   const daily = await client.once('reports/nightly', { tick: { every: 86_400_000, late: 6 * 3_600_000 }, keep: 14 * 86_400_000, label: 'host-a' })
     .run(async (f, tick) => `report of ${tick?.toISOString() ?? 'no tick'} with fence ${f}`)

@@ -148,4 +148,43 @@ class Held {
   }
 }
 
-module.exports = { Held, asyncDispose, lostError }
+/**
+ * The signal of a hold that is not a `Held` (a run-once's lock while its work runs: the work
+ * keeps the process alive, and its client's `close()` gives it back through the addon, as
+ * before): it aborts as `Held.signal` does, with a `not_held` error whose `reason` says why,
+ * and never for a release. The hold is watched from the start (one native callback per run: a
+ * run-once is no hot path); `settle()` after the hold's ending aborts it then if the hold had
+ * been lost.
+ */
+class LossSignal {
+  #native
+  #controller = new AbortController()
+
+  /** `native`: the hold (`name`, `lostNow()`, `onLost(callback)`). */
+  constructor (native) {
+    this.#native = native
+    const now = native.lostNow()
+    if (now !== null) this.#end(now)
+    else native.onLost((code, message) => this.#end([code, message]))
+  }
+
+  get signal () {
+    return this.#controller.signal
+  }
+
+  /** The hold ended (`[code, message]`): the signal aborts for a loss only. */
+  #end ([code, message]) {
+    const signal = this.#controller.signal
+    if (code !== 'released' && !signal.aborted) {
+      this.#controller.abort(lostError('lock', this.#native.name, code, message))
+    }
+  }
+
+  /** After the hold's ending: aborts the signal now if the hold had been lost. */
+  settle () {
+    const now = this.#native.lostNow()
+    if (now !== null) this.#end(now)
+  }
+}
+
+module.exports = { Held, LossSignal, asyncDispose, lostError }

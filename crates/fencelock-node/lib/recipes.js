@@ -1,7 +1,7 @@
 'use strict'
 // The recipes: several locks at once (all or none) and work done once across the fleet.
 
-const { Held } = require('./held')
+const { Held, LossSignal } = require('./held')
 const { run, cancellable } = require('./run')
 const { checkOptions, checkName, checkTick, TICK } = require('./options')
 const { ClientClosedError } = require('./errors')
@@ -112,10 +112,12 @@ class Once {
   }
 
   /**
-   * Calls `work(fence, tick)` unless the work was done (also by a run this one waited for),
-   * and records it if `work` resolves; records nothing if it throws, and counts the run as
-   * failed (the error goes on, and the next run tries again, unless `attempts` runs have
-   * failed). Resolves `{ ran: true, value, fence, tick }` with what `work` gave;
+   * Calls `work(fence, tick, signal)` unless the work was done (also by a run this one waited
+   * for), and records it if `work` resolves; records nothing if it throws, and counts the run
+   * as failed (the error goes on, and the next run tries again, unless `attempts` runs have
+   * failed). `signal` aborts, as a guard's does, if the run's lock is lost while the work runs
+   * (its reason a `NotHeldError` whose `reason` says why); the lock is watched only once the
+   * work uses the signal. Resolves `{ ran: true, value, fence, tick }` with what `work` gave;
    * `{ ran: false, tooLate: false, gaveUp: false, fence, at, tick }`, the record of the run that
    * did it; with a tick whose `late` this start is past,
    * `{ ran: false, tooLate: true, gaveUp: false, tick, late }`; or, once `attempts` runs failed
@@ -147,16 +149,23 @@ class Once {
       return { ran: false, tooLate: false, gaveUp: false, fence: begun.fence, at: new Date(begun.at), tick: date(begun.tick) }
     }
     const tick = date(begun.tick)
+    // Aborts if the run's lock is lost while the work runs (not for the release after it).
+    const lost = new LossSignal(begun)
     let value
     try {
-      value = await work(begun.fence, tick)
+      value = await work(begun.fence, tick, lost.signal)
     } catch (error) {
       // A failed run is counted (`attempts`); one the client's closing stopped is not (the
       // closing gave its lock back, or does now).
       await run(scope.closed ? begun.giveUp() : begun.failed()).catch(() => {})
+      lost.settle()
       throw error
     }
-    await run(begun.done())
+    try {
+      await run(begun.done())
+    } finally {
+      lost.settle()
+    }
     return { ran: true, value, fence: begun.fence, tick }
   }
 }

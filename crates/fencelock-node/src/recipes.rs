@@ -15,7 +15,7 @@ use napi_derive::napi;
 use crate::election::epoch_ms;
 use crate::env::Context;
 use crate::errors::{Failure, millis, millis_opt, ms};
-use crate::held::{self, LostCallback};
+use crate::held::{self, LostCallback, lost_pair};
 
 /// Several locks held together.
 #[napi]
@@ -198,6 +198,12 @@ pub fn begun(begun: Begun, context: Context) -> Either4<OnceRun, OnceDone, OnceL
 
 #[napi]
 impl OnceRun {
+    /// The name of the lock the runs take turns on.
+    #[napi(getter)]
+    pub fn name(&self) -> String {
+        self.held.name().to_owned()
+    }
+
     /// The run's fence: the record carries it.
     #[napi(getter)]
     pub fn fence(&self) -> u64 {
@@ -208,6 +214,19 @@ impl OnceRun {
     #[napi(getter)]
     pub fn tick(&self) -> Option<f64> {
         self.tick
+    }
+
+    /// `[code, message]` if the run's lock is lost (or released) now, else `null`.
+    #[napi(ts_return_type = "[string, string] | null")]
+    pub fn lost_now(&self) -> Option<Vec<String>> {
+        lost_pair(self.held.lost())
+    }
+
+    /// Calls `callback(code, message)` when the run's lock is lost or released (a release is
+    /// not a loss: the caller tells them apart by `code`).
+    #[napi(ts_args_type = "callback: (code: string, message: string) => void")]
+    pub fn on_lost(&self, callback: LostCallback) {
+        held::on_lost(self.held.kept(), self.held.lost(), callback);
     }
 
     /// Records the work as done and releases the lock (fails with `fenced` if this run lost its

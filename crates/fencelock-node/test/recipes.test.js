@@ -3,8 +3,8 @@
 
 const test = require('node:test')
 const assert = require('node:assert/strict')
-const { PACKAGE, startServer, uniqueName, sleep } = require('./helpers')
-const { Client, InvalidArgumentError } = require(PACKAGE)
+const { PACKAGE, startServer, uniqueName, sleep, aborted } = require('./helpers')
+const { Client, InvalidArgumentError, NotHeldError } = require(PACKAGE)
 
 let server
 let client
@@ -305,4 +305,80 @@ test('once without a tick gives up only with attempts; a run the client\'s closi
     assert.equal(server.raw('GET', failures), '2', `a stopped run is not counted (closing awaited: ${wait})`)
   }
   assert.equal((await client.inspect(key)).holder, null)
+})
+
+test('once gives its work a signal that aborts when the run\'s lock is lost, within a renewal', async () => {
+  const [key, lock] = [uniqueName('once-lost'), uniqueName('once-lost-lock')]
+  // Renewed every third of the lease: the loss is heard within 500 ms, well before it expires.
+  const ttl = 1500
+  const renewal = ttl / 3
+  let seen
+  let after
+  await assert.rejects(client.once(key, { lock, ttl }).run(async (fence, tick, signal) => {
+    assert.ok(signal instanceof AbortSignal)
+    assert.equal(signal.aborted, false)
+    const deleted = Date.now()
+    server.raw('DEL', `fencelock:{${lock}}`)
+    const reason = await Promise.race([aborted(signal), sleep(renewal + 400).then(() => null)])
+    assert.notEqual(reason, null, `the signal did not abort within ${renewal + 400} ms of the loss`)
+    seen = { reason, ms: Date.now() - deleted }
+    // A newer run takes the lock and records the work: this one's record is refused.
+    after = await client.once(key, { lock }).run(async () => 'newer')
+    return 'late'
+  }), (e) => e.code === 'fenced')
+  assert.ok(seen.reason instanceof NotHeldError)
+  assert.equal(seen.reason.code, 'not_held')
+  assert.equal(seen.reason.reason, 'not_owner')
+  assert.equal(seen.reason.lock, lock)
+  assert.ok(seen.ms <= renewal + 400, `${seen.ms} ms`)
+  assert.equal(after.ran, true)
+  assert.equal(after.value, 'newer')
+
+  // A signal the work only keeps, looked at after the loss, has aborted already.
+  const other = uniqueName('once-kept')
+  let kept
+  const done = await client.once(other, { ttl }).run(async (fence, tick, signal) => {
+    kept = signal
+    assert.equal(await client.forceRelease(other), true)
+    return 'kept'
+  })
+  assert.equal(done.ran, true)
+  assert.equal(kept.aborted, true)
+  assert.equal(kept.reason.code, 'not_held')
+  assert.equal(kept.reason.reason, 'not_owner')
+})
+
+test('a run that ends without a loss never sees its signal abort: done, failed, or stopped by close', async () => {
+  const key = uniqueName('once-quiet')
+  const signals = []
+  const watch = (signal) => {
+    const entry = { signal, fired: false }
+    signal.addEventListener('abort', () => { entry.fired = true })
+    signals.push(entry)
+  }
+  // Done, across renewals (a third of 300 ms).
+  const ran = await client.once(key, { ttl: 300 }).run(async (fence, tick, signal) => {
+    watch(signal)
+    await sleep(450)
+    return signal.aborted
+  })
+  assert.deepEqual([ran.ran, ran.value], [true, false])
+  // Failed.
+  await assert.rejects(client.once(uniqueName('once-quiet')).run(async (fence, tick, signal) => {
+    watch(signal)
+    throw new Error('failed')
+  }), /failed/)
+  // Stopped by its client's closing (a release, not a loss).
+  const closing = new Client(server.url)
+  await assert.rejects(closing.once(uniqueName('once-quiet')).run(async (fence, tick, signal) => {
+    watch(signal)
+    await closing.close()
+    throw new Error('stopped')
+  }), /stopped/)
+  // The releases are told (and ignored) after the runs: give them time to arrive.
+  await sleep(200)
+  for (const [i, { signal, fired }] of signals.entries()) {
+    assert.equal(signal.aborted, false, `run ${i}: ${signal.reason?.message}`)
+    assert.equal(fired, false, `run ${i}`)
+  }
 })
