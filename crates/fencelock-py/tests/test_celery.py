@@ -1,6 +1,7 @@
 """Celery with a real Redis broker: three beats (beat run on every host, as happens) each send
 every tick's task, stamped with its tick by ``fencelock.celery.Scheduler``; three worker
-processes take them. The body (``fencelock.celery.once_per_tick``) runs once per tick. One
+processes take them. The body (``fencelock.celery.once_per_tick``) runs once per tick. One run
+fails and Celery retries its task: the tick still runs once (the retry keeps the tick). One
 worker is SIGKILLed in the middle of a run: that run records nothing, and another worker runs
 its tick once the lock's lease (2 s) has run out."""
 
@@ -36,10 +37,13 @@ app.conf.update(
 client = fencelock.Client(os.environ["FENCELOCK_URL"])
 store = redis.Redis.from_url(os.environ["FENCELOCK_URL"])
 
-@app.task(name="ticks.rollup")
+@app.task(name="ticks.rollup", autoretry_for=(RuntimeError,), default_retry_delay=0.2, max_retries=3)
 @fencelock.celery.once_per_tick(client, job="rollup", ttl=2.0)
 def rollup(fence):
     store.rpush("started", fence)
+    if store.delete("fail"):  # the test asks for one run that fails: Celery retries the task
+        store.rpush("failed", fence)
+        raise RuntimeError("failed once")
     if store.delete("hang"):  # the test asks for one run that hangs, and kills its worker
         store.set("hanging", f"{os.getpid()} {fence}")
         time.sleep(120)
@@ -94,6 +98,8 @@ def test_three_beats_and_three_workers_run_each_tick_once_and_a_killed_run_is_ru
 
         records = lambda: store.keys("fencelock:once:{rollup}:rollup@*")
         _wait_for("five ticks run", lambda: len(records()) >= 5, 60)
+        store.set("fail", 1)
+        _wait_for("a run failing", lambda: store.llen("failed") == 1, 30)
         store.set("hang", 1)
         _wait_for("a run hanging", lambda: store.get("hanging"), 30)
         pid, killed_fence = store.get("hanging").decode().split()
@@ -115,12 +121,17 @@ def test_three_beats_and_three_workers_run_each_tick_once_and_a_killed_run_is_ru
     started = [int(f) for f in store.lrange("started", 0, -1)]
     # Each tick ran once: every run that finished is recorded, under a tick of its own.
     assert ran == fences, f"runs {ran} against records {stored}"
-    # The killed run started, and recorded nothing.
+    # The killed run started, and recorded nothing; so did the failed one, whose retry (Celery
+    # keeps the message's headers, its tick with them) or another worker ran its tick, once,
+    # and cleared its count of failures.
     assert int(killed_fence) in started and int(killed_fence) not in fences
+    failed = [int(f) for f in store.lrange("failed", 0, -1)]
+    assert len(failed) == 1 and failed[0] not in fences
+    assert store.keys("fencelock:once-failed:*") == []
     # No tick was lost, the killed run's included: the recorded ticks follow each other.
     ticks = sorted(datetime.fromisoformat(k.rsplit("@", 1)[1].replace("Z", "+00:00")).timestamp() for k in stored)
     steps = [round(b - a, 3) for a, b in zip(ticks, ticks[1:])]
     assert all(step == PERIOD for step in steps), f"ticks not one after the other: {sorted(stored)}"
     assert len(ticks) >= TICKS
     print(f"{len(ticks)} ticks, each run once by 3 workers from 3 beats; {len(started)} runs started "
-          f"(1 killed: its tick run again after the lease)")
+          f"(1 failed and retried, 1 killed: their ticks run again)")
