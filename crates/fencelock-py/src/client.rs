@@ -162,7 +162,7 @@ impl Client {
 
     /// Campaigns in election `name` with `value`, waiting as `wait` says; answers the
     /// leadership.
-    #[pyo3(signature = (name, value, ttl=None, wait=None))]
+    #[pyo3(signature = (name, value, ttl=None, wait=None, label=None))]
     fn campaign(
         &self,
         py: Python<'_>,
@@ -170,8 +170,12 @@ impl Client {
         value: String,
         ttl: Option<f64>,
         wait: Option<f64>,
+        label: Option<String>,
     ) -> PyResult<Operation> {
-        let campaign = election::campaign(&self.client(py)?.election(name), value, ttl, wait)?;
+        let mut campaign = election::campaign(&self.client(py)?.election(name), value, ttl, wait)?;
+        if let Some(label) = label {
+            campaign = campaign.label(label);
+        }
         self.start(py, Cancel::Abort, |context| async move {
             let result = campaign.campaign().await;
             Box::new(election::Won { result, context }) as Box<dyn Outcome>
@@ -250,17 +254,21 @@ impl Client {
     }
 
     /// Takes every lock of `names`, or none; answers the `MultiGuard`.
-    #[pyo3(signature = (names, ttl=None, wait=None))]
+    #[pyo3(signature = (names, ttl=None, wait=None, label=None))]
     fn multi_acquire(
         &self,
         py: Python<'_>,
         names: Vec<String>,
         ttl: Option<f64>,
         wait: Option<f64>,
+        label: Option<String>,
     ) -> PyResult<Operation> {
         let client = self.client(py)?;
         let first = names.first().cloned().unwrap_or_default();
         let mut request = client.multi_lock(names);
+        if let Some(label) = label {
+            request = request.label(label);
+        }
         if let Some(ttl) = ttl {
             request = request.ttl(seconds(&first, "ttl", ttl)?);
         }

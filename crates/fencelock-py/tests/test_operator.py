@@ -57,6 +57,26 @@ def test_a_label_is_what_inspect_shows_of_its_holder(server, name):
     assert not client.inspect(name).is_held()
 
 
+def test_multi_lock_campaign_and_once_label_their_holds(server, name):
+    client = fencelock.Client(server.url)
+    names = [f"{name}/a", f"{name}/b"]
+    with client.multi_lock(names, label="batch-7"):
+        assert [client.inspect(n).holder.label for n in names] == ["batch-7", "batch-7"]
+    leadership = client.election(f"{name}/e").campaign("me", label="node-2")
+    assert client.inspect(f"{name}/e").holder.label == "node-2"
+    leadership.resign()
+    seen = []
+    client.once(f"{name}/o", label="job-9").run(lambda fence: seen.append(client.inspect(f"{name}/o").holder.label))
+    assert seen == ["job-9"]
+    # Refused before anything is held.
+    with pytest.raises(fencelock.InvalidArgument, match="label") as refused:
+        client.multi_lock(names, label="x" * 129).acquire()
+    assert refused.value.lock == names[0]
+    with pytest.raises(fencelock.InvalidArgument, match="label"):
+        client.election(f"{name}/e").campaign("me", label="\n")
+    assert not any(client.inspect(n).is_held() for n in [*names, f"{name}/e"])
+
+
 def test_list_finds_held_locks_by_pattern(server, name):
     client = fencelock.Client(server.url)
     guards = [client.lock(f"{name}/{i}", ttl=30.0).acquire() for i in range(3)]

@@ -414,12 +414,12 @@ class ClientBase:
         return self._request(spec("semaphore", name, permits=permits, take=take, **options))
 
     def multi_lock(self, names: Sequence[str], *, ttl: Optional[float] = None, wait: Optional[float] = None,
-                   **unknown: Any) -> Any:
+                   label: Optional[str] = None, **unknown: Any) -> Any:
         """A request for the plain locks ``names``, all or none (deadlock-free whatever the
-        order); each name keeps its own fence."""
+        order); each name keeps its own fence (``label`` labels each name's hold)."""
         names = [_checks.name(n, "each name") for n in names]
-        _checks.check(names[0] if names else None, dict(unknown, ttl=ttl, wait=wait), _checks.MULTI)
-        return self._multi_class(self, names, ttl, wait)
+        _checks.check(names[0] if names else None, dict(unknown, ttl=ttl, wait=wait, label=label), _checks.MULTI)
+        return self._multi_class(self, names, ttl, wait, label)
 
     def once(self, key: str, *, lock: Optional[str] = None, ttl: Optional[float] = None,
              wait: Optional[float] = None, label: Optional[str] = None, keep: Optional[float] = None,

@@ -83,7 +83,7 @@ CLIENT: Dict[str, Check] = {
 }
 
 #: The options of the other calls that take some.
-MULTI = {"ttl": _seconds, "wait": _seconds}
+MULTI = {"ttl": _seconds, "wait": _seconds, "label": _text}
 def _tick(value: Any) -> Optional[str]:
     from ._values import Tick
 

@@ -76,11 +76,12 @@ class Election:
         self.name = name
 
     def campaign(self, value: str, *, ttl: Optional[float] = None, wait: Optional[float] = None,
-                 **unknown: Any) -> Any:
+                 label: Optional[str] = None, **unknown: Any) -> Any:
         """Waits to lead (``wait``: ``None`` as long as it takes, 0 not at all, else seconds)
-        and gives the leadership. Raises :class:`fencelock.Busy` or
-        :class:`fencelock.TimedOut` when someone else leads and the wait is over."""
-        _checks.check(self.name, dict(unknown, ttl=ttl, wait=wait), _checks.MULTI)
+        and gives the leadership (``label`` labels its hold, as a lock's). Raises
+        :class:`fencelock.Busy` or :class:`fencelock.TimedOut` when someone else leads and the
+        wait is over."""
+        _checks.check(self.name, dict(unknown, ttl=ttl, wait=wait, label=label), _checks.MULTI)
         client = self._client
         return client._run(
             client._native.campaign,
@@ -88,6 +89,7 @@ class Election:
             value,
             ttl,
             wait,
+            label,
             then=lambda native: client._leadership_class(native, client._run),
         )
 
@@ -105,16 +107,18 @@ class Election:
 class MultiLockRequest:
     """A request for several locks at once (see :meth:`Client.multi_lock`)."""
 
-    __slots__ = ("_client", "names", "_ttl", "_wait", "_held")
+    __slots__ = ("_client", "names", "_ttl", "_wait", "_label", "_held")
 
     #: Set by each flavour: the class of its guards.
     _guard_class: Any
 
-    def __init__(self, client: "ClientBase", names: List[str], ttl: Optional[float], wait: Optional[float]) -> None:
+    def __init__(self, client: "ClientBase", names: List[str], ttl: Optional[float], wait: Optional[float],
+                 label: Optional[str] = None) -> None:
         self._client = client
         self.names = names
         self._ttl = ttl
         self._wait = wait
+        self._label = label
         self._held: Dict[Any, List[Any]] = {}
 
     def acquire(self, **unknown: Any) -> Any:
@@ -122,7 +126,7 @@ class MultiLockRequest:
         if unknown:
             _checks.unknown(self.names[0] if self.names else None, unknown, {})
         run = self._client._run
-        return run(self._client._native.multi_acquire, self.names, self._ttl, self._wait,
+        return run(self._client._native.multi_acquire, self.names, self._ttl, self._wait, self._label,
                    then=lambda native: self._guard_class(native, run))
 
 

@@ -143,7 +143,8 @@ class Election(_recipes.Election):
 
     if TYPE_CHECKING:
 
-        def campaign(self, value: str, *, ttl: Optional[float] = None, wait: Optional[float] = None) -> Leadership: ...
+        def campaign(self, value: str, *, ttl: Optional[float] = None, wait: Optional[float] = None,
+                     label: Optional[str] = None) -> Leadership: ...
 
         def leader(self) -> Optional[Leader]: ...
 

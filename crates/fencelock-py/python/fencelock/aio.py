@@ -142,7 +142,8 @@ class Election(_recipes.Election):
     if TYPE_CHECKING:
 
         async def campaign(
-            self, value: str, *, ttl: Optional[float] = None, wait: Optional[float] = None
+            self, value: str, *, ttl: Optional[float] = None, wait: Optional[float] = None,
+            label: Optional[str] = None
         ) -> Leadership: ...
 
         async def leader(self) -> Optional[Leader]: ...
