@@ -55,6 +55,11 @@ pub struct Cli {
     #[arg(short, long, action = ArgAction::Count, global = true)]
     pub verbose: u8,
 
+    /// The log's format on stderr (with -v or RUST_LOG): `text`, or `json`, one object per line
+    /// with the event's fields (the lock, its kind and fence, a loss's reason) and its spans'
+    #[arg(long, value_name = "FORMAT", value_enum, default_value_t = LogFormat::Text, global = true)]
+    pub log_format: LogFormat,
+
     #[command(subcommand)]
     pub command: Command,
 }
@@ -126,7 +131,7 @@ pub fn main() -> ExitCode {
     if let Command::Launch(args) = &cli.command {
         return run::launch::launch(args);
     }
-    init_tracing(cli.verbose);
+    init_tracing(cli.verbose, cli.log_format);
     if let Command::Bench(args) = &cli.command {
         return bench::run(args);
     }
@@ -238,8 +243,17 @@ fn finish(result: Result<(), CliError>) -> ExitCode {
     }
 }
 
+/// The log's format (`--log-format`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    /// Lines for people.
+    Text,
+    /// One JSON object per line, for log shippers.
+    Json,
+}
+
 /// Sends tracing output to stderr when asked for with `-v` (or `RUST_LOG`).
-fn init_tracing(verbose: u8) {
+fn init_tracing(verbose: u8, format: LogFormat) {
     use tracing_subscriber::filter::Targets;
     use tracing_subscriber::prelude::*;
 
@@ -260,12 +274,19 @@ fn init_tracing(verbose: u8) {
         .and_then(|text| parse(&text))
         .or_else(|| parse(default))
         .unwrap_or_default();
-    let output = tracing_subscriber::fmt::layer()
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal());
-    let _ = tracing_subscriber::registry()
-        .with(output.with_filter(filter))
-        .try_init();
+    let output = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
+    let _ = match format {
+        LogFormat::Text => tracing_subscriber::registry()
+            .with(
+                output
+                    .with_ansi(std::io::stderr().is_terminal())
+                    .with_filter(filter),
+            )
+            .try_init(),
+        LogFormat::Json => tracing_subscriber::registry()
+            .with(output.json().with_filter(filter))
+            .try_init(),
+    };
 }
 
 #[cfg(test)]

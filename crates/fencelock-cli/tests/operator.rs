@@ -594,3 +594,46 @@ fn a_label_too_long_is_refused_before_anything_runs() {
     assert_eq!(refused.code, Some(2), "{}", refused.explain());
     assert!(refused.stderr.contains("label"), "{}", refused.explain());
 }
+
+/// `--log-format json` (with `-v`): every line on stderr is one JSON object, and the grant's
+/// carries the lock's name and the fence the command got.
+#[test]
+fn the_log_is_json_lines_with_the_locks_fields() {
+    let server = server();
+    let url = server.url();
+    let done = run(&[
+        "-v",
+        "--log-format",
+        "json",
+        "run",
+        "--url",
+        &url,
+        "logged",
+        "--",
+        "sh",
+        "-c",
+        "echo \"$FENCELOCK_FENCE\"",
+    ]);
+    assert_eq!(done.code, Some(0), "{}", done.explain());
+    let fence: u64 = done.stdout.trim().parse().unwrap();
+    let lines: Vec<serde_json::Value> = done
+        .stderr
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}")))
+        .collect();
+    let granted = lines.iter().find(|line| {
+        line["fields"]["message"] == "lock acquired" && line["fields"]["lock"] == "logged"
+    });
+    let granted = granted.unwrap_or_else(|| panic!("no grant in {lines:#?}"));
+    assert_eq!(granted["fields"]["fence"], fence);
+    assert_eq!(granted["level"], "DEBUG");
+    // Text stays the default.
+    let text = run(&["-v", "run", "--url", &url, "logged", "--", "true"]);
+    assert!(
+        text.stderr
+            .lines()
+            .any(|l| serde_json::from_str::<serde_json::Value>(l).is_err()),
+        "{}",
+        text.explain()
+    );
+}

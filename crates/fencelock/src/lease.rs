@@ -60,6 +60,9 @@ pub(crate) struct LeaseState {
     pub(crate) lost: Option<LostReason>,
     /// The reason to report if the deadline passes with nothing else known.
     pub(crate) expiry_reason: LostReason,
+    /// Ends the hold's count in the metrics at the lease's end (feature `metrics`).
+    #[cfg(feature = "metrics")]
+    pub(crate) held: Option<crate::observe::HeldEnd>,
 }
 
 impl LeaseState {
@@ -70,6 +73,8 @@ impl LeaseState {
             deadline: drift.deadline(sent_at, ttl),
             lost: None,
             expiry_reason: LostReason::Expired { last_error: None },
+            #[cfg(feature = "metrics")]
+            held: None,
         }
     }
 
@@ -137,9 +142,15 @@ pub(crate) struct Lock<'a> {
 /// if this call ended the lease.
 pub(crate) fn end(lease: &Lease, lock: Lock<'_>, fence: u64, ending: Ending) -> Option<LostReason> {
     let mut ended = None;
+    #[cfg(feature = "metrics")]
+    let mut held = None;
     lease.send_if_modified(|s| {
         if s.lost.is_some() {
             return false;
+        }
+        #[cfg(feature = "metrics")]
+        {
+            held = s.held.take();
         }
         let reason = match ending {
             Ending::NotOwner => LostReason::NotOwner,
@@ -153,6 +164,10 @@ pub(crate) fn end(lease: &Lease, lock: Lock<'_>, fence: u64, ending: Ending) -> 
         lease.receiver_count() > 0
     });
     // Reported outside the channel's lock: a subscriber may take its time.
+    #[cfg(feature = "metrics")]
+    if let Some(held) = held {
+        held.end();
+    }
     if let Some(reason) = &ended {
         crate::observe::lost(lock.name, lock.kind, fence, reason);
     }

@@ -10,7 +10,7 @@
 //! | `fencelock_hold_seconds` | histogram | `kind`: from the grant to the release or loss |
 //! | `fencelock_renewals_total` | counter | `outcome` (`ok`, `failed`) |
 //! | `fencelock_losses_total` | counter | `reason` (`not_owner`, `expired`, `max_hold_reached`: [`LostReason::code`](crate::LostReason::code)) |
-//! | `fencelock_held` | gauge | `kind`: locks held by this process now |
+//! | `fencelock_held` | gauge | `kind`: locks held by this process now (a lost one no longer counts, from the moment its loss is known) |
 //! | `fencelock_waiters` | gauge | `kind`: requests of this process waiting now |
 //!
 //! Through [`tracing`](https://docs.rs/tracing) (always, at `debug` unless said otherwise),
@@ -19,6 +19,7 @@
 //! `fencelock.renew` (one per renewal batch, with the number of locks), and a `warn` event
 //! "lock lost" inside a `fencelock.lost` span with the reason.
 
+#[cfg(feature = "metrics")]
 use std::time::Instant;
 
 use crate::error::{Error, LostReason};
@@ -90,35 +91,82 @@ pub(crate) fn lost(lock: &str, kind: &'static str, fence: u64, reason: &LostReas
     tracing::warn!(%reason, "lock lost");
 }
 
-/// A lock held by this process, counted in `fencelock_held` while it lives; its end records
-/// the hold time.
+/// A lock held by this process, counted in `fencelock_held` until its hold ends (a release or a
+/// loss, whichever comes first: the lease's end, [`crate::lease::end`], ends it through a
+/// `HeldEnd`), or until the guard is gone; the end records the hold time, once.
 #[derive(Debug)]
 pub(crate) struct Held {
-    #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
+    #[cfg(feature = "metrics")]
+    inner: std::sync::Arc<HeldInner>,
+}
+
+/// What ends a [`Held`] at the lease's end (kept in the lease's state).
+#[cfg(feature = "metrics")]
+#[derive(Debug, Clone)]
+pub(crate) struct HeldEnd {
+    inner: std::sync::Arc<HeldInner>,
+}
+
+#[cfg(feature = "metrics")]
+#[derive(Debug)]
+struct HeldInner {
     kind: &'static str,
-    #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
     since: Instant,
+    ended: std::sync::atomic::AtomicBool,
+}
+
+#[cfg(feature = "metrics")]
+impl HeldInner {
+    fn end(&self) {
+        if !self.ended.swap(true, std::sync::atomic::Ordering::AcqRel) {
+            metrics::gauge!("fencelock_held", "kind" => self.kind).decrement(1.0);
+            metrics::histogram!("fencelock_hold_seconds", "kind" => self.kind)
+                .record(self.since.elapsed().as_secs_f64());
+        }
+    }
 }
 
 impl Held {
     pub(crate) fn start(kind: &'static str) -> Self {
         #[cfg(feature = "metrics")]
-        metrics::gauge!("fencelock_held", "kind" => kind).increment(1.0);
-        Held {
-            kind,
-            since: Instant::now(),
+        {
+            metrics::gauge!("fencelock_held", "kind" => kind).increment(1.0);
+            Held {
+                inner: std::sync::Arc::new(HeldInner {
+                    kind,
+                    since: Instant::now(),
+                    ended: std::sync::atomic::AtomicBool::new(false),
+                }),
+            }
         }
+        #[cfg(not(feature = "metrics"))]
+        {
+            let _ = kind;
+            Held {}
+        }
+    }
+
+    /// What ends it at the lease's end.
+    #[cfg(feature = "metrics")]
+    pub(crate) fn ender(&self) -> HeldEnd {
+        HeldEnd {
+            inner: self.inner.clone(),
+        }
+    }
+}
+
+#[cfg(feature = "metrics")]
+impl HeldEnd {
+    /// Ends the hold's count (once, whoever comes first).
+    pub(crate) fn end(&self) {
+        self.inner.end();
     }
 }
 
 impl Drop for Held {
     fn drop(&mut self) {
         #[cfg(feature = "metrics")]
-        {
-            metrics::gauge!("fencelock_held", "kind" => self.kind).decrement(1.0);
-            metrics::histogram!("fencelock_hold_seconds", "kind" => self.kind)
-                .record(self.since.elapsed().as_secs_f64());
-        }
+        self.inner.end();
     }
 }
 

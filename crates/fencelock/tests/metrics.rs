@@ -186,7 +186,13 @@ async fn locks_are_counted_timed_and_their_losses_reported() {
     )
     .await;
     assert!(s.counter("fencelock_renewals_total", &[("outcome", "failed")]) >= 1);
+    // No longer held from the moment the loss is known, though the guard still lives; its
+    // hold time recorded then, once.
+    assert_eq!(s.gauge("fencelock_held", &lock), 0.0);
+    assert_eq!(s.samples("fencelock_hold_seconds", &lock), 2);
     drop(lost);
+    assert_eq!(s.gauge("fencelock_held", &lock), 0.0);
+    assert_eq!(s.samples("fencelock_hold_seconds", &lock), 2);
     // Other kinds have their own label.
     let permit = client
         .semaphore("pool", 2)

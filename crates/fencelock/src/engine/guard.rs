@@ -36,7 +36,8 @@ pub struct LockGuard {
     lease: Lease,
     renewal_id: Option<u64>,
     finished: bool,
-    /// Counts the hold in `fencelock_held` (feature `metrics`) until the guard is gone.
+    /// Counts the hold in `fencelock_held` (feature `metrics`) until the lease ends (a release
+    /// or a loss) or the guard is gone.
     _held: crate::observe::Held,
 }
 
@@ -60,8 +61,21 @@ impl LockGuard {
         lease: Lease,
         renewal_id: Option<u64>,
     ) -> Self {
+        let held = crate::observe::Held::start(hold.label());
+        #[cfg(feature = "metrics")]
+        {
+            let ender = held.ender();
+            lease.send_if_modified(|s| {
+                if s.lost.is_some() {
+                    ender.end();
+                } else {
+                    s.held = Some(ender);
+                }
+                false
+            });
+        }
         LockGuard {
-            _held: crate::observe::Held::start(hold.label()),
+            _held: held,
             shared,
             hold,
             fence,
