@@ -262,6 +262,16 @@ export class MultiGuard extends Held {
   release (): Promise<boolean>
 }
 
+/** Options of `client.multiLock`: every name's. */
+export interface MultiLockOptions {
+  /** Each name's lease (ms, default 30 000), renewed while held. */
+  ttl?: number
+  /** How long to wait in all (ms): `undefined` as long as it takes, `0` not at all. */
+  wait?: number
+  /** Who holds every name, in your words (as `LockOptions.label`): `inspect` shows it on each. */
+  label?: string
+}
+
 /** A request for several plain locks at once: all or none, deadlock-free whatever the order. */
 export class MultiLockRequest {
   private constructor ()
@@ -442,11 +452,24 @@ export class Leadership extends Held {
   resign (): Promise<boolean>
 }
 
+/** Options of `Election.campaign`. */
+export interface CampaignOptions extends WaitOptions {
+  /** The leadership's lease (ms, default 30 000), renewed while it leads. */
+  ttl?: number
+  /** How long to wait while another leads (ms): `undefined` as long as it takes, `0` not at all. */
+  wait?: number
+  /**
+   * Who holds the leadership, in your words (as `LockOptions.label`): `inspect` of the
+   * election's name shows it (the election's readers see `value`).
+   */
+  label?: string
+}
+
 export class Election {
   private constructor ()
   readonly name: string
   /** Waits to lead (`wait` as for locks) and gives the leadership. */
-  campaign (value: string, options?: { ttl?: number, wait?: number, signal?: AbortSignal }): Promise<Leadership>
+  campaign (value: string, options?: CampaignOptions): Promise<Leadership>
   /** The current leader, or `null`. */
   leader (): Promise<Leader | null>
   /** The leaders as they change; the first is the leader now. Ends when `signal` aborts. */
@@ -503,7 +526,7 @@ export class Client implements AsyncDisposable {
   /** Holds the plain lock `name` while `fn` runs, and releases it after, whatever happens. */
   using<T> (name: string, options: LockOptions & WaitOptions, fn: (signal: AbortSignal, guard: Guard) => T | Promise<T>): Promise<T>
   using<T> (name: string, fn: (signal: AbortSignal, guard: Guard) => T | Promise<T>): Promise<T>
-  multiLock (names: string[], options?: { ttl?: number, wait?: number }): MultiLockRequest
+  multiLock (names: string[], options?: MultiLockOptions): MultiLockRequest
   /**
    * Work to do once, recorded under `key` (with `tick`, once per tick of a scheduled job); runs
    * take turns on `lock` (the key by default).

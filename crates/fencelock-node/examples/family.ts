@@ -33,7 +33,7 @@ export async function tour (url: string): Promise<void> {
   await maybe?.release()
 
   // Several at once, run once, fenced writes.
-  const all: MultiGuard = await client.multiLock(['a', 'b', 'c'], { ttl: 10_000 }).acquire()
+  const all: MultiGuard = await client.multiLock(['a', 'b', 'c'], { ttl: 10_000, label: 'batch-7' }).acquire()
   for (const [name, f] of all.fences) console.log(name, f)
   await all.release()
   const migrated: OnceResult<number> = await client.once('migrations/0042').run(async (f) => Number(f % 10n))
@@ -61,12 +61,14 @@ export async function tour (url: string): Promise<void> {
   client.once('imports/7', { attempts: '5' })
   // @ts-expect-error: a tick is every so often or planned, not both
   client.once('beat', { tick: { every: 60_000, planned: 0 } })
+  // @ts-expect-error: a label is a string
+  client.multiLock(['a', 'b'], { label: 7 })
   const accepted: bigint = await client.fencedStore('ledger').apply(fence, new Writes().incrBy('ledger:total', 5).hset('ledger:last', 'by', 'me'))
   console.log(accepted, await client.fencedStore('ledger').accepted())
 
   // Election.
   const election = client.election('scheduler')
-  const leadership = await election.campaign('10.0.0.7:8080', { ttl: 15_000 })
+  const leadership = await election.campaign('10.0.0.7:8080', { ttl: 15_000, label: 'host-7:4711' })
   await leadership.proclaim('10.0.0.7:8081')
   const now: Leader | null = await election.leader()
   console.log(now?.value, now?.term, leadership.term, leadership.since.getTime())

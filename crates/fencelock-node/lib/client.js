@@ -228,7 +228,10 @@ class Client {
     return this.lock(name, rest).using(fn, { signal })
   }
 
-  /** A request for the plain locks `names`, all or none (deadlock-free whatever the order). */
+  /**
+   * A request for the plain locks `names`, all or none (deadlock-free whatever the order):
+   * `ttl`, `wait`, and `label` (every name's hold's).
+   */
   multiLock (names, options = {}) {
     return new MultiLockRequest(this.#native, names, options, this.#scope)
   }

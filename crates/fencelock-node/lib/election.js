@@ -68,15 +68,16 @@ class Election {
 
   /**
    * Waits to lead (`wait`: `undefined` as long as it takes, `0` not at all, else milliseconds)
-   * and gives the leadership. Rejects `busy` or `timed_out` when someone else leads and the
-   * wait is over, or the signal's reason when `signal` aborts.
+   * and gives the leadership; `label` labels the leadership's hold (as a lock's: `inspect`
+   * shows it; the value is what the election's readers see). Rejects `busy` or `timed_out`
+   * when someone else leads and the wait is over, or the signal's reason when `signal` aborts.
    */
   async campaign (value, options = {}) {
-    const { ttl, wait, signal } = checkOptions(this.name, options, { ttl: 'ms', wait: 'ms', signal: 'signal' })
+    const { ttl, wait, label, signal } = checkOptions(this.name, options, { ttl: 'ms', wait: 'ms', label: 'string', signal: 'signal' })
     const scope = this.#scope
     return scope.during(signal, async (either) => scope.adopt(new Leadership(await cancellable(
       either,
-      (cancel) => this.#client.campaign(this.name, String(value), ttl, wait, cancel),
+      (cancel) => this.#client.campaign(this.name, String(value), ttl, wait, label, cancel),
       (leadership) => leadership.resign()
     ), scope), this.name))
   }

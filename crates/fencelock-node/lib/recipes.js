@@ -28,22 +28,27 @@ class MultiGuard extends Held {
   }
 }
 
-/** A request for several plain locks at once (`client.multiLock`). */
+/**
+ * A request for several plain locks at once (`client.multiLock`): `ttl`, `wait`, and `label`
+ * (every name's hold's, as a lock's).
+ */
 class MultiLockRequest {
   #client
   #ttl
   #wait
+  #label
   #scope
 
   /** @internal */
   constructor (client, names, options, scope) {
     this.names = [...names]
     for (const name of this.names) checkName(name, 'each name')
-    const { ttl, wait } = checkOptions(this.names[0], options, { ttl: 'ms', wait: 'ms' })
+    const { ttl, wait, label } = checkOptions(this.names[0], options, { ttl: 'ms', wait: 'ms', label: 'string' })
     scope.check(this.names[0])
     this.#client = client
     this.#ttl = ttl
     this.#wait = wait
+    this.#label = label
     this.#scope = scope
   }
 
@@ -53,7 +58,7 @@ class MultiLockRequest {
     const scope = this.#scope
     return scope.during(signal, async (either) => scope.adopt(new MultiGuard(await cancellable(
       either,
-      (cancel) => this.#client.multiAcquire(this.names, this.#ttl, this.#wait, cancel),
+      (cancel) => this.#client.multiAcquire(this.names, this.#ttl, this.#wait, this.#label, cancel),
       (guard) => guard.release()
     ), scope), this.names[0]))
   }

@@ -166,8 +166,10 @@ impl Client {
         )
     }
 
-    /// Campaigns in election `name` with `value`: the leadership.
+    /// Campaigns in election `name` with `value` (the leadership's hold labelled `label`, if
+    /// given): the leadership.
     #[napi]
+    #[allow(clippy::too_many_arguments)]
     pub fn campaign<'env>(
         &self,
         env: &'env Env,
@@ -175,12 +177,16 @@ impl Client {
         value: String,
         ttl: Option<f64>,
         wait: Option<f64>,
+        label: Option<String>,
         cancel: Option<&Cancel>,
     ) -> Result<PromiseRaw<'env, Leadership>> {
         let mut campaign = self.client.election(name.clone()).campaign(value);
         let (ttl, wait) = lease_and_wait(&name, ttl, wait).map_err(|f| f.into_js(env))?;
         if let Some(ttl) = ttl {
             campaign = campaign.ttl(ttl);
+        }
+        if let Some(label) = label {
+            campaign = campaign.label(label);
         }
         let campaign = campaign.wait(wait);
         let context = self.context(env)?;
@@ -257,7 +263,8 @@ impl Client {
         answer(env, async move { store.accepted().await }, |f| f)
     }
 
-    /// Takes every lock of `names`, or none: the multi-lock guard.
+    /// Takes every lock of `names`, or none (each name's hold labelled `label`, if given): the
+    /// multi-lock guard.
     #[napi]
     pub fn multi_acquire<'env>(
         &self,
@@ -265,6 +272,7 @@ impl Client {
         names: Vec<String>,
         ttl: Option<f64>,
         wait: Option<f64>,
+        label: Option<String>,
         cancel: Option<&Cancel>,
     ) -> Result<PromiseRaw<'env, MultiGuard>> {
         let first = names.first().cloned().unwrap_or_default();
@@ -272,6 +280,9 @@ impl Client {
         let (ttl, wait) = lease_and_wait(&first, ttl, wait).map_err(|f| f.into_js(env))?;
         if let Some(ttl) = ttl {
             request = request.ttl(ttl);
+        }
+        if let Some(label) = label {
+            request = request.label(label);
         }
         let request = request.wait(wait);
         let context = self.context(env)?;

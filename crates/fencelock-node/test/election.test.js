@@ -4,7 +4,7 @@
 const test = require('node:test')
 const assert = require('node:assert/strict')
 const { PACKAGE, startServer, uniqueName, sleep, until } = require('./helpers')
-const { Client } = require(PACKAGE)
+const { Client, InvalidArgumentError } = require(PACKAGE)
 
 let server
 let client
@@ -35,6 +35,28 @@ test('a campaign leads, the leader is read, a resignation hands over with a larg
   await assert.rejects(election.campaign('x', { wait: 0 }), (e) => e.code === 'busy')
   await next[Symbol.asyncDispose]()
   assert.equal(await election.leader(), null)
+})
+
+test('a campaign\'s label is what inspect shows of the leadership\'s holder; a bad one leads nothing', async () => {
+  const name = uniqueName('labelled')
+  const election = client.election(name)
+  const leadership = await election.campaign('10.0.0.1', { label: 'host-a:42', wait: 0 })
+  const info = await client.inspect(name)
+  assert.equal(info.holder.fence, leadership.term)
+  assert.equal(info.holder.label, 'host-a:42')
+  assert.equal((await election.leader()).value, '10.0.0.1', 'the readers see the value, not the label')
+  assert.equal(await leadership.resign(), true)
+  const plain = await election.campaign('10.0.0.2')
+  assert.equal((await client.inspect(name)).holder.label, null)
+  await plain.resign()
+  await assert.rejects(election.campaign('10.0.0.3', { label: 7 }),
+    (e) => e instanceof InvalidArgumentError && e.option === 'label' && e.lock === name)
+  for (const bad of ['x'.repeat(129), 'line\nbreak']) {
+    await assert.rejects(election.campaign('10.0.0.3', { label: bad }),
+      (e) => e instanceof InvalidArgumentError && e.lock === name && /label/.test(e.message))
+    assert.equal((await client.inspect(name)).holder, null)
+    assert.equal(await election.leader(), null)
+  }
 })
 
 test('observers see each leader, then vacant', async () => {

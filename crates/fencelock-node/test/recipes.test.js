@@ -28,6 +28,28 @@ test('multiLock takes all or none, with a fence each', async () => {
   assert.equal(value, 3)
 })
 
+test('a multiLock label is what inspect shows of every name\'s holder; a bad one holds nothing', async () => {
+  // Given out of their sorted order: the core tries (and checks) them sorted.
+  const [a, b] = [uniqueName('labelled-b'), uniqueName('labelled-a')]
+  const guard = await client.multiLock([a, b], { label: 'batch-3:4711' }).acquire()
+  for (const name of [a, b]) {
+    const info = await client.inspect(name)
+    assert.equal(info.holder.fence, guard.fences.get(name))
+    assert.equal(info.holder.label, 'batch-3:4711', name)
+  }
+  assert.equal(await guard.release(), true)
+  const plain = await client.multiLock([a, b]).acquire()
+  for (const name of [a, b]) assert.equal((await client.inspect(name)).holder.label, null, name)
+  await plain.release()
+  assert.throws(() => client.multiLock([a, b], { label: 7 }),
+    (e) => e instanceof InvalidArgumentError && e.option === 'label' && e.lock === a)
+  for (const bad of ['x'.repeat(129), 'line\nbreak']) {
+    await assert.rejects(client.multiLock([a, b], { label: bad }).acquire(),
+      (e) => e instanceof InvalidArgumentError && [a, b].includes(e.lock) && /label/.test(e.message))
+    for (const name of [a, b]) assert.equal((await client.inspect(name)).holder, null, `${name} was left held`)
+  }
+})
+
 test('a multiLock block that lost a name says which, and why', async () => {
   const [a, b] = [uniqueName('a'), uniqueName('b')]
   await assert.rejects(client.multiLock([a, b]).using(async () => {
