@@ -1,7 +1,8 @@
 #!/bin/sh
-# The daily report, written by whichever host holds the lock:
+# The daily report, written once a day by whichever host's start (cron, on every host) comes
+# first; the others find the day's record and run nothing:
 #
-#   fencelock run reports/daily -- ./daily-report.sh
+#   fencelock run --once reports/daily --every 1d -- ./daily-report.sh
 #
 # `fencelock run` passes the lock's fence in FENCELOCK_FENCE. The first statement raises the
 # resource's fence in the `fences` table, or returns no row when a newer holder has already
