@@ -28,6 +28,7 @@ mod once;
 mod passing;
 #[cfg(feature = "postgres")]
 mod postgres;
+mod reassert;
 mod redlock;
 mod reentrant;
 mod replicas;
