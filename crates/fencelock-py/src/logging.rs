@@ -52,7 +52,12 @@ pub fn install(py: Python<'_>) -> PyResult<()> {
         .with_level(false)
         .with_target(false)
         .with_writer(ToPython);
-    let subscriber = Registry::default().with(filter).with(format);
+    // The fields are gathered before the formatter writes the event's record, which takes
+    // them (layers see an event in the order they were added).
+    let subscriber = Registry::default()
+        .with(filter)
+        .with(crate::fields::Gather)
+        .with(format);
     // Another subscriber of this module's copy of `tracing` cannot exist; if one did, its
     // owner decides where events go.
     if tracing::subscriber::set_global_default(subscriber).is_ok() {
@@ -96,6 +101,22 @@ pub fn refresh(py: Python<'_>, now: bool) {
         _ => LevelFilter::OFF,
     };
     let _ = filter.reload(filter_level);
+}
+
+/// The event's fields as a record's `extra`: numbers as `int`, the rest as `str`.
+fn extra<'py>(
+    py: Python<'py>,
+    fields: &crate::fields::Fields,
+) -> PyResult<Bound<'py, pyo3::types::PyDict>> {
+    use crate::fields::Value;
+    let extra = pyo3::types::PyDict::new(py);
+    for (name, value) in &fields.0 {
+        match value {
+            Value::Int(n) => extra.set_item(*name, *n)?,
+            Value::Text(t) => extra.set_item(*name, t)?,
+        }
+    }
+    Ok(extra)
 }
 
 /// Python's number for a `tracing` level.
@@ -158,7 +179,8 @@ impl Drop for Record {
         let logger = std::mem::take(&mut self.logger);
         let level = self.level;
         let line = String::from_utf8_lossy(&self.line).trim_end().to_owned();
-        let job: Job = Box::new(move |py| log(py, &logger, level, &line));
+        let fields = crate::fields::take().unwrap_or_default();
+        let job: Job = Box::new(move |py| log(py, &logger, level, &line, &fields));
         let queued = SINK.with(|sink| match sink.borrow().as_ref() {
             Some(sink) => sink.send(job).map_err(|e| e.0),
             None => Err(job),
@@ -171,11 +193,14 @@ impl Drop for Record {
     }
 }
 
-fn log(py: Python<'_>, logger: &str, level: u32, line: &str) {
-    let logged = py
-        .import("logging")
-        .and_then(|logging| logging.call_method1("getLogger", (logger,)))
-        .and_then(|logger| logger.call_method1("log", (level, line)));
+fn log(py: Python<'_>, logger: &str, level: u32, line: &str, fields: &crate::fields::Fields) {
+    let logged = extra(py, fields).and_then(|extra| {
+        let kwargs = pyo3::types::PyDict::new(py);
+        kwargs.set_item("extra", extra)?;
+        py.import("logging")
+            .and_then(|logging| logging.call_method1("getLogger", (logger,)))
+            .and_then(|logger| logger.call_method("log", (level, line), Some(&kwargs)))
+    });
     if let Err(e) = logged {
         e.write_unraisable(py, None);
     }

@@ -155,6 +155,12 @@ def test_the_librarys_events_reach_logging(server, name, caplog):
     assert lost.name.startswith("fencelock")
     assert name in lost.getMessage()
     assert any(r.levelno == logging.DEBUG and "acquire" in r.getMessage() for r in caplog.records)
+    # The fields ride along as the record's attributes (`extra`), for structured formatters:
+    # the loss's lock, kind, fence and reason; the grant's.
+    assert (lost.lock, lost.kind, lost.fence) == (name, "lock", guard.fence)
+    assert lost.reason == "the lease ran out before it was renewed"
+    granted = next(r for r in caplog.records if "lock acquired" in r.getMessage())
+    assert (granted.lock, granted.fence) == (name, guard.fence)
 
 
 def test_nothing_is_formatted_below_the_loggers_level(server, name, caplog):
