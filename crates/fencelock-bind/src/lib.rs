@@ -19,6 +19,7 @@ pub mod held;
 pub mod holds;
 pub mod keeper;
 pub mod kept;
+pub mod log_fields;
 pub mod spec;
 
 /// The version of the wire protocol the packages speak (PROTOCOL.md).

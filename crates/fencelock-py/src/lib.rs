@@ -12,7 +12,7 @@ mod client;
 mod election;
 mod errors;
 mod fenced;
-mod fields;
+
 mod follow;
 mod gil;
 mod guard;

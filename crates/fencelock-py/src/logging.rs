@@ -56,7 +56,7 @@ pub fn install(py: Python<'_>) -> PyResult<()> {
     // them (layers see an event in the order they were added).
     let subscriber = Registry::default()
         .with(filter)
-        .with(crate::fields::Gather)
+        .with(fencelock_bind::log_fields::Gather)
         .with(format);
     // Another subscriber of this module's copy of `tracing` cannot exist; if one did, its
     // owner decides where events go.
@@ -106,9 +106,9 @@ pub fn refresh(py: Python<'_>, now: bool) {
 /// The event's fields as a record's `extra`: numbers as `int`, the rest as `str`.
 fn extra<'py>(
     py: Python<'py>,
-    fields: &crate::fields::Fields,
+    fields: &fencelock_bind::log_fields::Fields,
 ) -> PyResult<Bound<'py, pyo3::types::PyDict>> {
-    use crate::fields::Value;
+    use fencelock_bind::log_fields::Value;
     let extra = pyo3::types::PyDict::new(py);
     for (name, value) in &fields.0 {
         match value {
@@ -179,7 +179,7 @@ impl Drop for Record {
         let logger = std::mem::take(&mut self.logger);
         let level = self.level;
         let line = String::from_utf8_lossy(&self.line).trim_end().to_owned();
-        let fields = crate::fields::take().unwrap_or_default();
+        let fields = fencelock_bind::log_fields::take().unwrap_or_default();
         let job: Job = Box::new(move |py| log(py, &logger, level, &line, &fields));
         let queued = SINK.with(|sink| match sink.borrow().as_ref() {
             Some(sink) => sink.send(job).map_err(|e| e.0),
@@ -193,7 +193,13 @@ impl Drop for Record {
     }
 }
 
-fn log(py: Python<'_>, logger: &str, level: u32, line: &str, fields: &crate::fields::Fields) {
+fn log(
+    py: Python<'_>,
+    logger: &str,
+    level: u32,
+    line: &str,
+    fields: &fencelock_bind::log_fields::Fields,
+) {
     let logged = extra(py, fields).and_then(|extra| {
         let kwargs = pyo3::types::PyDict::new(py);
         kwargs.set_item("extra", extra)?;

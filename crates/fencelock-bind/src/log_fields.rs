@@ -1,6 +1,6 @@
 //! The fields of the library's events and of their spans (the lock, its kind and fence, a
-//! loss's reason), gathered where the event happens for its Python record's `extra`, as
-//! `structlog` and JSON formatters read them: `record.lock`, `record.fence`, ...
+//! loss's reason), gathered where the event happens for a package's structured log record
+//! (Python's `extra`: `record.lock`, `record.fence`, ...), as structured formatters read them.
 
 use std::cell::RefCell;
 use std::fmt::Debug;
