@@ -97,15 +97,32 @@ export class ClientClosedError extends InvalidArgumentError {
 }
 
 /**
- * Where the library's log goes instead of standard error: pino's and winston's loggers fit.
- * Each event is one line of text, given to the method of its level; a missing method falls
- * back to a more severe one the logger has (`debug` to `info` to `warn` to `error`).
+ * An event's fields, as a logger gets them (the event's merged over its spans'): `lock`, `kind`
+ * and `fence` of the lock it is about, a loss's `reason`, and others (`error`, `server`, ...).
+ * A whole number is a `number` when it is a safe integer (every fence is: microseconds of the
+ * server's clock), a `bigint` when it is larger; the rest are strings.
+ */
+export interface LogFields {
+  lock?: string
+  kind?: string
+  fence?: number | bigint
+  reason?: string
+  [field: string]: string | number | bigint | undefined
+}
+
+/**
+ * Where the library's log goes instead of standard error. Each event is given to the method of
+ * its level as `(line, fields)`, winston's `(message, meta)`: one line of text, then the
+ * event's fields. A winston logger keeps both as it is; a pino logger logs the line but drops
+ * the fields unless they are turned round: `{ warn: (line, fields) => log.warn(fields, line),
+ * ... }`. A missing method falls back to a more severe one the logger has (`debug` to `info` to
+ * `warn` to `error`).
  */
 export interface Logger {
-  error?: (line: string) => unknown
-  warn?: (line: string) => unknown
-  info?: (line: string) => unknown
-  debug?: (line: string) => unknown
+  error?: (line: string, fields: LogFields) => unknown
+  warn?: (line: string, fields: LogFields) => unknown
+  info?: (line: string, fields: LogFields) => unknown
+  debug?: (line: string, fields: LogFields) => unknown
 }
 
 /** Options of every client. */
@@ -133,8 +150,8 @@ export interface ClientOptions {
   masterPassword?: string
   /**
    * The library's warnings (a lost lock, a failed renewal) go to this logger instead of
-   * standard error, while the client is open: `new Client(url, { logger: pino() })`. Their
-   * level is `FENCELOCK_LOG`'s (default `warn`).
+   * standard error, while the client is open, as `(line, fields)`: `new Client(url, { logger:
+   * winston.createLogger(...) })`. Their level is `FENCELOCK_LOG`'s (default `warn`).
    */
   logger?: Logger
 }

@@ -22,37 +22,9 @@ pub enum Value {
 #[derive(Debug, Clone, Default)]
 pub struct Fields(pub Vec<(&'static str, Value)>);
 
-/// What a `logging.LogRecord` has of its own: a field of that name is left out of `extra`
-/// (Python refuses to overwrite them).
-const RESERVED: [&str; 23] = [
-    "name",
-    "msg",
-    "args",
-    "levelname",
-    "levelno",
-    "pathname",
-    "filename",
-    "module",
-    "exc_info",
-    "exc_text",
-    "stack_info",
-    "lineno",
-    "funcName",
-    "created",
-    "msecs",
-    "relativeCreated",
-    "thread",
-    "threadName",
-    "processName",
-    "process",
-    "message",
-    "asctime",
-    "taskName",
-];
-
 impl Fields {
     fn set(&mut self, name: &'static str, value: Value) {
-        if RESERVED.contains(&name) {
+        if name == "message" {
             return;
         }
         match self.0.iter_mut().find(|(n, _)| *n == name) {

@@ -16,6 +16,8 @@ use fencelock_bind::keeper::{After, FLUSH, Keeper};
 use napi::bindgen_prelude::{block_on, within_runtime_if_available};
 use napi::{Env, Result};
 use napi_derive::napi;
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
 
 /// What a guard, a leadership, a multi-lock guard or a run keeps of the thread and the client
 /// that made it.
@@ -95,7 +97,7 @@ pub fn held_count() -> u32 {
 }
 
 /// The library's log (its `tracing` events) on standard error, or to the application's logger
-/// (`logger.rs`), from `FENCELOCK_LOG`'s level:
+/// with each event's fields (`logger.rs`), from `FENCELOCK_LOG`'s level:
 /// `error`, `warn` (the default), `info`, `debug`, `trace`, or `off`.
 pub fn install_logging() {
     let level = match std::env::var("FENCELOCK_LOG").ok().as_deref() {
@@ -106,11 +108,16 @@ pub fn install_logging() {
         Some("trace") => tracing::Level::TRACE,
         _ => tracing::Level::WARN,
     };
-    // Another subscriber (an embedding program's) wins.
-    let _ = tracing_subscriber::fmt()
-        .with_max_level(level)
+    let format = tracing_subscriber::fmt::layer()
         .with_writer(crate::logger::Writer)
         .with_target(false)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .try_init();
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()));
+    // The fields are gathered before the formatter writes the event's line, whose writer takes
+    // them for the application's loggers (layers see an event in the order they were added).
+    let subscriber = tracing_subscriber::Registry::default()
+        .with(tracing_subscriber::filter::LevelFilter::from_level(level))
+        .with(fencelock_bind::log_fields::Gather)
+        .with(format);
+    // Another subscriber (an embedding program's) wins.
+    let _ = subscriber.try_init();
 }

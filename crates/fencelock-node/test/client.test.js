@@ -147,6 +147,57 @@ test('a logger without some methods: the missing ones fall back to a more severe
   await logging.close()
 })
 
+test('a lost lock reaches the logger with its fields: (line, { lock, kind, fence, reason })', async () => {
+  const calls = []
+  const logging = new Client(server.url, { logger: { warn: (line, fields) => calls.push({ line, fields }) } })
+  const name = uniqueName('fields')
+  const guard = await logging.lock(name, { ttl: 300, autoRenew: false }).acquire()
+  await aborted(guard.signal)
+  // Every logger of the process gets every event: this lock's only.
+  await until(() => calls.some(({ fields }) => fields?.lock === name), `a warn call with lock ${name}`)
+  const { line, fields } = calls.find(({ fields }) => fields?.lock === name)
+  assert.match(line, /lock lost/)
+  assert.equal(fields.kind, 'lock')
+  // A fence is a safe integer (microseconds of the server's clock): a number, equal to the guard's.
+  assert.equal(typeof fields.fence, 'number')
+  assert.equal(BigInt(fields.fence), guard.fence)
+  assert.equal(typeof fields.reason, 'string')
+  assert.ok(fields.reason.length > 0, 'an empty reason')
+  assert.equal(fields.message, undefined, 'the message is the line, not a field')
+  await logging.close()
+})
+
+test('a grant at debug level reaches the logger with the lock and its fence', async () => {
+  const child = node(`
+    const { Client } = require(${pkg})
+    const calls = []
+    const logger = {
+      debug: (line, fields) => calls.push(['debug', line, fields]),
+      info: (line, fields) => calls.push(['info', line, fields]),
+      warn: (line, fields) => calls.push(['warn', line, fields])
+    }
+    const shown = (v) => JSON.stringify(v, (_, x) => typeof x === 'bigint' ? x + 'n' : x)
+    ;(async () => {
+      const client = new Client(process.env.URL, { logger })
+      const guard = await client.lock(process.env.NAME).acquire()
+      const started = Date.now()
+      const granted = () => calls.find(([level, line, fields]) => level === 'debug' && fields?.lock === process.env.NAME && /granted/.test(line))
+      while (granted() === undefined && Date.now() - started < 5000) await new Promise((resolve) => setTimeout(resolve, 20))
+      const found = granted()
+      console.log(shown({ found, fence: String(guard.fence), calls: found ? undefined : calls }))
+      await client.close()
+    })()
+  `, { URL: server.url, NAME: uniqueName('granted'), FENCELOCK_LOG: 'debug' })
+  const out = lines(child)
+  const answer = JSON.parse(await out.next())
+  assert.deepEqual(await ended(child), { code: 0, signal: null })
+  assert.ok(answer.found, `no debug call for the grant: ${JSON.stringify(answer.calls)}`)
+  const [, , fields] = answer.found
+  assert.equal(typeof fields.fence, 'number', JSON.stringify(fields))
+  assert.equal(String(fields.fence), answer.fence)
+  assert.equal(fields.kind, 'lock')
+})
+
 test('a lost lock goes to standard error without a logger (the default)', async () => {
   const child = node(`
     const { Client } = require(${pkg})

@@ -103,6 +103,34 @@ pub fn refresh(py: Python<'_>, now: bool) {
     let _ = filter.reload(filter_level);
 }
 
+/// What a `logging.LogRecord` has of its own: a field of that name is left out of `extra`
+/// (Python refuses to overwrite them).
+const RESERVED: [&str; 23] = [
+    "name",
+    "msg",
+    "args",
+    "levelname",
+    "levelno",
+    "pathname",
+    "filename",
+    "module",
+    "exc_info",
+    "exc_text",
+    "stack_info",
+    "lineno",
+    "funcName",
+    "created",
+    "msecs",
+    "relativeCreated",
+    "thread",
+    "threadName",
+    "processName",
+    "process",
+    "message",
+    "asctime",
+    "taskName",
+];
+
 /// The event's fields as a record's `extra`: numbers as `int`, the rest as `str`.
 fn extra<'py>(
     py: Python<'py>,
@@ -111,6 +139,9 @@ fn extra<'py>(
     use fencelock_bind::log_fields::Value;
     let extra = pyo3::types::PyDict::new(py);
     for (name, value) in &fields.0 {
+        if RESERVED.contains(name) {
+            continue;
+        }
         match value {
             Value::Int(n) => extra.set_item(*name, *n)?,
             Value::Text(t) => extra.set_item(*name, t)?,
