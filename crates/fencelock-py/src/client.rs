@@ -3,9 +3,8 @@
 
 use std::sync::{Arc, Mutex, PoisonError};
 
-use fencelock::{ClientBuilder, ReentrantLock};
+use fencelock::ClientBuilder;
 use fencelock_bind::config::{Connection, Deployment, Options, Pem, Replicas, Secret};
-use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList};
 
@@ -13,7 +12,7 @@ use crate::admin;
 use crate::election::{self, Observer};
 use crate::errors::{config_error, seconds, to_py};
 use crate::guard::Granted;
-use crate::operation::{Answer, Cancel, Operation, Outcome};
+use crate::operation::{Cancel, Operation, Outcome, answer};
 use crate::process::{Context, Owned, Process};
 use crate::request::Spec;
 
@@ -208,13 +207,13 @@ impl Client {
         py: Python<'_>,
         name: String,
         max_reentry: Option<u32>,
-    ) -> PyResult<Reentrant> {
+    ) -> PyResult<crate::reentrant::Reentrant> {
         let client = self.client(py)?;
         let mut handle = client.reentrant_lock(name.clone());
         if let Some(limit) = max_reentry {
             handle = handle.max_reentry(limit);
         }
-        Ok(Reentrant {
+        Ok(crate::reentrant::Reentrant {
             name,
             client: Owned::new(client),
             handle: Owned::new(handle),
@@ -314,7 +313,7 @@ impl Client {
         if let Some(keep) = keep {
             once = once.keep(seconds(&name, "keep", keep)?);
         }
-        if let Some(tick) = tick(&name, every, early, late, planned)? {
+        if let Some(tick) = crate::recipes::tick(&name, every, early, late, planned)? {
             once = once.tick(tick);
         }
         if let Some(attempts) = attempts {
@@ -341,7 +340,7 @@ impl Client {
         planned: Option<f64>,
     ) -> PyResult<Operation> {
         let name = lock.clone().unwrap_or_else(|| key.clone());
-        let tick = tick(&name, every, early, late, planned)?;
+        let tick = crate::recipes::tick(&name, every, early, late, planned)?;
         self.call(py, Cancel::Abort, move |client| async move {
             let mut once = client.once(key).lock(name);
             if let Some(tick) = tick {
@@ -396,50 +395,6 @@ impl Client {
     }
 }
 
-/// An outcome from a library result: its conversion, or the library's error as its Python
-/// exception.
-fn answer<F>(convert: F) -> Box<dyn Outcome>
-where
-    F: FnOnce(Python<'_>) -> Result<Py<PyAny>, Failure> + Send + 'static,
-{
-    Box::new(Answer(move |py: Python<'_>| {
-        convert(py).map_err(|e| e.into_py(py))
-    }))
-}
-
-/// Why an answer could not be given: the library's error, or Python's.
-pub enum Failure {
-    Lock(fencelock::Error),
-    Python(PyErr),
-}
-
-impl Failure {
-    fn into_py(self, py: Python<'_>) -> PyErr {
-        match self {
-            Failure::Lock(e) => to_py(py, &e),
-            Failure::Python(e) => e,
-        }
-    }
-}
-
-impl From<fencelock::Error> for Failure {
-    fn from(e: fencelock::Error) -> Self {
-        Failure::Lock(e)
-    }
-}
-
-impl From<std::convert::Infallible> for Failure {
-    fn from(never: std::convert::Infallible) -> Self {
-        match never {}
-    }
-}
-
-impl From<PyErr> for Failure {
-    fn from(e: PyErr) -> Self {
-        Failure::Python(e)
-    }
-}
-
 impl Client {
     /// The Rust client of this process (built afresh in a forked child).
     fn client(&self, py: Python<'_>) -> PyResult<Arc<fencelock::Client>> {
@@ -481,73 +436,14 @@ impl Client {
 }
 
 /// `wait` as Python gives it: `None` as long as it takes, `0` not at all, else seconds.
-/// A run-once's tick: `every` seconds by the server's clock (with `early` and `late`), or the
-/// time `planned` (seconds since the epoch); neither, none.
-fn tick(
-    name: &str,
-    every: Option<f64>,
-    early: Option<f64>,
-    late: Option<f64>,
-    planned: Option<f64>,
-) -> PyResult<Option<fencelock::once::Tick>> {
-    use fencelock::once::Tick;
-    match (every, planned) {
-        (Some(_), Some(_)) => Err(crate::errors::invalid(
-            name,
-            "a tick is every so often or planned, not both".to_owned(),
-        )),
-        (None, Some(at)) => {
-            let since = seconds(name, "the planned tick", at)?;
-            Ok(Some(Tick::planned(std::time::UNIX_EPOCH + since)))
-        }
-        (Some(period), None) => {
-            let mut tick = Tick::every(seconds(name, "the tick's period", period)?);
-            if let Some(early) = early {
-                tick = tick.early(seconds(name, "early", early)?);
-            }
-            if let Some(late) = late {
-                tick = tick.late(seconds(name, "late", late)?);
-            }
-            Ok(Some(tick))
-        }
-        (None, None) => Ok(None),
-    }
-}
-
 fn wait_policy(name: &str, wait: Option<f64>) -> PyResult<fencelock::WaitPolicy> {
     let wait = wait.map(|w| seconds(name, "wait", w)).transpose()?;
     Ok(fencelock::WaitPolicy::from(wait))
 }
 
-/// A reentrant lock's handle.
-#[pyclass(module = "fencelock._native", frozen)]
-pub struct Reentrant {
-    #[pyo3(get)]
-    name: String,
-    client: Owned<Arc<fencelock::Client>>,
-    handle: Owned<ReentrantLock>,
-}
-
-#[pymethods]
-impl Reentrant {
-    /// Acquires the lock (again, if this handle holds it); with `try_only`, answers `None` if
-    /// another owner holds it.
-    #[pyo3(signature = (spec, try_only=false))]
-    fn acquire(&self, py: Python<'_>, spec: &Spec, try_only: bool) -> PyResult<Operation> {
-        let (Some(handle), Some(client)) = (self.handle.get(), self.client.get()) else {
-            return Err(PyRuntimeError::new_err(format!(
-                "the reentrant lock {:?} was made by this process's parent before it forked; make a new one in this process",
-                self.name
-            )));
-        };
-        let request = spec.configure(handle.request());
-        acquire(py, client.clone(), request, try_only)
-    }
-}
-
 /// The acquisition of `request` as an operation whose guard, if Python never takes it, is
 /// released.
-fn acquire(
+pub(crate) fn acquire(
     py: Python<'_>,
     client: Arc<fencelock::Client>,
     request: fencelock::LockRequest,

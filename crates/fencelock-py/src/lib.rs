@@ -21,6 +21,7 @@ mod logging;
 mod operation;
 mod process;
 mod recipes;
+mod reentrant;
 mod request;
 
 use pyo3::prelude::*;
@@ -28,7 +29,7 @@ use pyo3::prelude::*;
 #[pymodule]
 fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<client::Client>()?;
-    module.add_class::<client::Reentrant>()?;
+    module.add_class::<reentrant::Reentrant>()?;
     module.add_class::<guard::Guard>()?;
     module.add_class::<election::Leadership>()?;
     module.add_class::<election::Observer>()?;

@@ -10,7 +10,7 @@ use fencelock_bind::kept::since_epoch;
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 
-use crate::errors::to_py;
+use crate::errors::{invalid, seconds, to_py};
 use crate::held::{self, GiveBack};
 use crate::operation::{Cancel, Operation, Outcome};
 use crate::process::{Context, Owned, Process, Task};
@@ -219,5 +219,38 @@ impl OnceRun {
     /// Releases the lock without recording anything.
     fn give_up(&self) -> PyResult<Operation> {
         self.finish(RunEnding::GiveUp)
+    }
+}
+
+/// A run-once's tick: `every` seconds by the server's clock (with `early` and `late`), or the
+/// time `planned` (seconds since the epoch); neither, none.
+pub fn tick(
+    name: &str,
+    every: Option<f64>,
+    early: Option<f64>,
+    late: Option<f64>,
+    planned: Option<f64>,
+) -> PyResult<Option<fencelock::once::Tick>> {
+    use fencelock::once::Tick;
+    match (every, planned) {
+        (Some(_), Some(_)) => Err(invalid(
+            name,
+            "a tick is every so often or planned, not both".to_owned(),
+        )),
+        (None, Some(at)) => {
+            let since = seconds(name, "the planned tick", at)?;
+            Ok(Some(Tick::planned(std::time::UNIX_EPOCH + since)))
+        }
+        (Some(period), None) => {
+            let mut tick = Tick::every(seconds(name, "the tick's period", period)?);
+            if let Some(early) = early {
+                tick = tick.early(seconds(name, "early", early)?);
+            }
+            if let Some(late) = late {
+                tick = tick.late(seconds(name, "late", late)?);
+            }
+            Ok(Some(tick))
+        }
+        (None, None) => Ok(None),
     }
 }

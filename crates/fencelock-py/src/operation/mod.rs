@@ -16,6 +16,7 @@ use fencelock_bind::keeper::Unclaimed;
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 
+use crate::errors::to_py;
 use crate::process::{FLUSH, Owned, Process, Task};
 
 mod calls;
@@ -46,6 +47,50 @@ where
 {
     fn into_py(self: Box<Self>, py: Python<'_>) -> PyResult<Py<PyAny>> {
         (self.0)(py)
+    }
+}
+
+/// An outcome from a library result: its conversion, or the library's error as its Python
+/// exception.
+pub fn answer<F>(convert: F) -> Box<dyn Outcome>
+where
+    F: FnOnce(Python<'_>) -> Result<Py<PyAny>, Failure> + Send + 'static,
+{
+    Box::new(Answer(move |py: Python<'_>| {
+        convert(py).map_err(|e| e.into_py(py))
+    }))
+}
+
+/// Why an answer could not be given: the library's error, or Python's.
+pub enum Failure {
+    Lock(fencelock::Error),
+    Python(PyErr),
+}
+
+impl Failure {
+    pub fn into_py(self, py: Python<'_>) -> PyErr {
+        match self {
+            Failure::Lock(e) => to_py(py, &e),
+            Failure::Python(e) => e,
+        }
+    }
+}
+
+impl From<fencelock::Error> for Failure {
+    fn from(e: fencelock::Error) -> Self {
+        Failure::Lock(e)
+    }
+}
+
+impl From<std::convert::Infallible> for Failure {
+    fn from(never: std::convert::Infallible) -> Self {
+        match never {}
+    }
+}
+
+impl From<PyErr> for Failure {
+    fn from(e: PyErr) -> Self {
+        Failure::Python(e)
     }
 }
 
