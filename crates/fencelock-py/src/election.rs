@@ -126,11 +126,7 @@ impl Leadership {
     /// Answers `(code, message)` when the leadership is lost or resigned.
     fn lost(&self) -> PyResult<Operation> {
         let live = self.live()?;
-        let lost = live.lost().clone();
-        Ok(held::reply(live.kept(), Cancel::Abort, async move {
-            let reason = lost.wait().await;
-            Ok((reason.code(), reason.to_string()))
-        }))
+        Ok(held::lost_reply(live.kept(), live.lost()))
     }
 
     /// Announces a new value for this term.

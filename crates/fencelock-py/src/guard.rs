@@ -88,11 +88,7 @@ impl Guard {
     /// Answers `(code, message)` when the lock is lost or released.
     fn lost(&self) -> PyResult<Operation> {
         let live = self.live()?;
-        let lost = live.lost().clone();
-        Ok(held::reply(live.kept(), Cancel::Abort, async move {
-            let reason = lost.wait().await;
-            Ok((reason.code(), reason.to_string()))
-        }))
+        Ok(held::lost_reply(live.kept(), live.lost()))
     }
 
     /// Answers `None` when someone asks for this lock (`request_release`) while it is held;

@@ -26,6 +26,15 @@ pub fn start<T: GiveBack>(
     Operation::start(&kept.context().home, cancel, call)
 }
 
+/// Answers `(code, message)` when `lost` fires: the hold lost, or given back.
+pub fn lost_reply<T: GiveBack>(kept: &Kept<T>, lost: &fencelock::LostSignal) -> Operation {
+    let lost = lost.clone();
+    reply(kept, Cancel::Abort, async move {
+        let reason = lost.wait().await;
+        Ok((reason.code(), reason.to_string()))
+    })
+}
+
 /// Starts `call` as an operation of the hold's client, answering its result (the library's
 /// error as its Python exception).
 pub fn reply<T, V>(

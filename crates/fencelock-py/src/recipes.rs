@@ -209,11 +209,7 @@ impl OnceRun {
     /// Answers `(code, message)` when the run's lock is lost or released.
     fn lost(&self) -> PyResult<Operation> {
         let live = self.live()?;
-        let lost = live.lost().clone();
-        Ok(held::reply(live.kept(), Cancel::Abort, async move {
-            let reason = lost.wait().await;
-            Ok((reason.code(), reason.to_string()))
-        }))
+        Ok(held::lost_reply(live.kept(), live.lost()))
     }
 
     /// Releases the lock without recording anything.

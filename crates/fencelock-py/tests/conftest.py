@@ -14,7 +14,8 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
-from typing import Iterator, List, Optional
+from datetime import datetime
+from typing import Callable, Iterator, List, Optional
 
 import pytest
 import redis
@@ -158,3 +159,35 @@ def fencelock_cli() -> str:
 @pytest.fixture(scope="session")
 def rust_holder() -> str:
     return rust_program("FENCELOCK_HOLD_EXAMPLE", ROOT / "target" / "debug" / "examples" / "hold")
+
+
+# The schedulers' tests (Celery, APScheduler): their processes, what they wait for, their ticks.
+
+
+def wait_for(what: str, check: Callable[[], object], within: float) -> None:
+    """Polls ``check`` until it is true; fails after ``within`` seconds, saying ``what``."""
+    deadline = time.monotonic() + within
+    while not check():
+        assert time.monotonic() < deadline, f"{what}: not within {within} s"
+        time.sleep(0.05)
+
+
+def stop_processes(processes: List[subprocess.Popen], sig: int = signal.SIGTERM, within: float = 20.0) -> None:
+    """Sends ``sig`` to each process still running, and SIGKILLs those not gone ``within``
+    seconds after."""
+    for p in processes:
+        if p.poll() is None:
+            p.send_signal(sig)
+    deadline = time.monotonic() + within
+    for p in processes:
+        try:
+            p.wait(max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait(10)
+
+
+def tick_of(record: str) -> float:
+    """The tick of a run-once record's key (``...:JOB@2026-11-29T00:00:00.000Z``), in seconds
+    since the epoch."""
+    return datetime.fromisoformat(record.rsplit("@", 1)[1].replace("Z", "+00:00")).timestamp()

@@ -4,14 +4,12 @@
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
-import time
-from datetime import datetime
 from pathlib import Path
 
 import apscheduler  # noqa: F401  (the suite needs it: scripts/test installs it)
+from conftest import stop_processes, tick_of, wait_for
 
 PERIOD = 0.5
 FIRES = 12
@@ -39,13 +37,6 @@ scheduler.start()
 """
 
 
-def _wait_for(what, check, within):
-    deadline = time.monotonic() + within
-    while not check():
-        assert time.monotonic() < deadline, f"{what}: not within {within} s"
-        time.sleep(0.05)
-
-
 def test_two_processes_run_each_fire_time_once(server, tmp_path: Path):
     store = server.raw()
     script = tmp_path / "process.py"
@@ -56,20 +47,13 @@ def test_two_processes_run_each_fire_time_once(server, tmp_path: Path):
                  for i in range(2)]
     records = lambda: store.keys("fencelock:once:{rollup}:rollup@*")
     try:
-        _wait_for(f"{FIRES} fire times run", lambda: len(records()) >= FIRES, 60)
+        wait_for(f"{FIRES} fire times run", lambda: len(records()) >= FIRES, 60)
     finally:
-        for p in processes:
-            p.send_signal(signal.SIGTERM)
-        for p in processes:
-            try:
-                p.wait(20)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait(10)
+        stop_processes(processes)
 
     ran = [int(pid) for pid in store.lrange("ran", 0, -1)]
     stored = [key.decode() for key in records()]
-    times = sorted(datetime.fromisoformat(k.rsplit("@", 1)[1].replace("Z", "+00:00")).timestamp() for k in stored)
+    times = sorted(tick_of(k) for k in stored)
     # Each fire time ran once (every run recorded under a fire time of its own), with no fire
     # time left out between the first and the last.
     assert len(ran) == len(stored), f"{len(ran)} runs for {len(stored)} fire times"

@@ -12,10 +12,10 @@ import signal
 import subprocess
 import sys
 import time
-from datetime import datetime
 from pathlib import Path
 
 import celery  # noqa: F401  (the suite needs it: scripts/test installs it)
+from conftest import stop_processes, tick_of, wait_for
 
 PERIOD = 0.5
 TICKS = 20
@@ -57,26 +57,6 @@ def _start(args, env, cwd, log):
                             stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
 
 
-def _stop(processes, sig=signal.SIGTERM, within=20.0):
-    for p in processes:
-        if p.poll() is None:
-            p.send_signal(sig)
-    deadline = time.monotonic() + within
-    for p in processes:
-        try:
-            p.wait(max(0.1, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait(10)
-
-
-def _wait_for(what, check, within):
-    deadline = time.monotonic() + within
-    while not check():
-        assert time.monotonic() < deadline, f"{what}: not within {within} s"
-        time.sleep(0.05)
-
-
 def test_three_beats_and_three_workers_run_each_tick_once_and_a_killed_run_is_run_again(server, tmp_path: Path):
     store = server.raw()
     (tmp_path / "ticks.py").write_text(TASKS)
@@ -88,7 +68,7 @@ def test_three_beats_and_three_workers_run_each_tick_once_and_a_killed_run_is_ru
         for i in range(3):
             workers.append(_start(["worker", "--pool", "solo", "-n", f"w{i}@%h", "-l", "info", "--without-gossip",
                                    "--without-mingle", "--without-heartbeat"], env, tmp_path, logs[i]))
-        _wait_for("the workers ready", lambda: all("ready." in (tmp_path / f"log{i}").read_text()
+        wait_for("the workers ready", lambda: all("ready." in (tmp_path / f"log{i}").read_text()
                                                     for i in range(3)), 60)
         for i in range(3):
             # Started a third of a period apart: their sends spread over the period.
@@ -97,21 +77,21 @@ def test_three_beats_and_three_workers_run_each_tick_once_and_a_killed_run_is_ru
             time.sleep(PERIOD / 3)
 
         records = lambda: store.keys("fencelock:once:{rollup}:rollup@*")
-        _wait_for("five ticks run", lambda: len(records()) >= 5, 60)
+        wait_for("five ticks run", lambda: len(records()) >= 5, 60)
         store.set("fail", 1)
-        _wait_for("a run failing", lambda: store.llen("failed") == 1, 30)
+        wait_for("a run failing", lambda: store.llen("failed") == 1, 30)
         store.set("hang", 1)
-        _wait_for("a run hanging", lambda: store.get("hanging"), 30)
+        wait_for("a run hanging", lambda: store.get("hanging"), 30)
         pid, killed_fence = store.get("hanging").decode().split()
         os.kill(int(pid), signal.SIGKILL)
-        _wait_for(f"{TICKS} ticks run", lambda: len(records()) >= TICKS, 60)
-        _stop(beats)
+        wait_for(f"{TICKS} ticks run", lambda: len(records()) >= TICKS, 60)
+        stop_processes(beats)
         # What the beats sent is taken and found done (or run) meanwhile.
-        _wait_for("the queue drained", lambda: store.llen("celery") == 0 if store.exists("celery") else True, 30)
+        wait_for("the queue drained", lambda: store.llen("celery") == 0 if store.exists("celery") else True, 30)
         time.sleep(3 * PERIOD)
     finally:
-        _stop(beats)
-        _stop(workers)
+        stop_processes(beats)
+        stop_processes(workers)
         for log in logs:
             log.close()
 
@@ -129,7 +109,7 @@ def test_three_beats_and_three_workers_run_each_tick_once_and_a_killed_run_is_ru
     assert len(failed) == 1 and failed[0] not in fences
     assert store.keys("fencelock:once-failed:*") == []
     # No tick was lost, the killed run's included: the recorded ticks follow each other.
-    ticks = sorted(datetime.fromisoformat(k.rsplit("@", 1)[1].replace("Z", "+00:00")).timestamp() for k in stored)
+    ticks = sorted(tick_of(k) for k in stored)
     steps = [round(b - a, 3) for a, b in zip(ticks, ticks[1:])]
     assert all(step == PERIOD for step in steps), f"ticks not one after the other: {sorted(stored)}"
     assert len(ticks) >= TICKS
