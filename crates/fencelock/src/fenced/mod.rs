@@ -381,6 +381,14 @@ impl FencedStore {
             .map_err(|e| self.server.error(&self.resource, "read", e))
     }
 
+    /// What `keys` hold, as text, in one read (`MGET`; the keys share the resource's hash tag).
+    pub(crate) async fn get_many(&self, keys: &[&str]) -> Result<Vec<Option<String>>> {
+        self.server
+            .query(redis::cmd("MGET").arg(keys), self.timeout)
+            .await
+            .map_err(|e| self.server.error(&self.resource, "read", e))
+    }
+
     /// The largest fence the resource has accepted (0 if none).
     ///
     /// # Errors

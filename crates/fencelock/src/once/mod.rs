@@ -231,13 +231,14 @@ impl Once {
                 late: placed.late,
             }));
         }
-        if let Some(done) = read(&store, &found).await? {
+        let limit = self.attempts_for();
+        // The record, and with a limit its failures, in one read.
+        let (done, failures) = read_with_failures(&store, &found, limit.is_some()).await?;
+        if let Some(done) = done {
             return Ok(Begun::AlreadyDone(done));
         }
         let tick = found.tick.as_ref().map(|placed| placed.at);
-        let limit = self.attempts_for();
-        if let Some(limit) = limit
-            && let Some(failures) = failed(&store, &found).await?
+        if let (Some(limit), Some(failures)) = (limit, failures)
             && failures >= u64::from(limit)
         {
             return Ok(Begun::GaveUp(GaveUp { failures, tick }));
@@ -436,10 +437,23 @@ async fn read(store: &FencedStore, record: &Record) -> Result<Option<Done>> {
     Ok(value.and_then(|value| parse(&value, tick)))
 }
 
-/// How many runs of the record failed, if any did.
-async fn failed(store: &FencedStore, record: &Record) -> Result<Option<u64>> {
-    let value = store.get(&record.failures).await?;
-    Ok(value.and_then(|value| value.parse().ok()))
+/// The record, and (`with_failures`) how many of its runs failed, if any did: one read.
+async fn read_with_failures(
+    store: &FencedStore,
+    record: &Record,
+    with_failures: bool,
+) -> Result<(Option<Done>, Option<u64>)> {
+    if !with_failures {
+        return Ok((read(store, record).await?, None));
+    }
+    let mut values = store
+        .get_many(&[&record.key, &record.failures])
+        .await?
+        .into_iter();
+    let tick = record.tick.as_ref().map(|placed| placed.at);
+    let done = values.next().flatten().and_then(|v| parse(&v, tick));
+    let failures = values.next().flatten().and_then(|v| v.parse().ok());
+    Ok((done, failures))
 }
 
 /// A record's `<fence>:<ms>`, of the tick `tick`.
