@@ -251,3 +251,175 @@ fn a_planned_tick_runs_once_and_a_start_that_runs_nothing_exits_as_asked() {
     let alone = run(&["run", "--url", &url, "--every", "1h", "job", "--", "true"]);
     assert_eq!(alone.code, Some(2), "{}", alone.explain());
 }
+
+/// The value of `key` on `server`, if any.
+fn get(server: &fencelock_testkit::RedisServer, key: &str) -> Option<String> {
+    match server.cmd(&["GET", key]) {
+        Ok(redis::Value::BulkString(v)) => Some(String::from_utf8_lossy(&v).into_owned()),
+        _ => None,
+    }
+}
+
+/// The hour's record of `job` that `run --once JOB --every 1h` writes (by the server's clock).
+fn hour_record(server: &fencelock_testkit::RedisServer, job: &str) -> String {
+    let Ok(redis::Value::Array(time)) = server.cmd(&["TIME"]) else {
+        panic!("TIME");
+    };
+    let Some(redis::Value::BulkString(seconds)) = time.first() else {
+        panic!("TIME: {time:?}");
+    };
+    let seconds: u64 = String::from_utf8_lossy(seconds).parse().unwrap();
+    let hour = SystemTime::UNIX_EPOCH + Duration::from_secs((seconds + 5) / 3600 * 3600);
+    format!(
+        "fencelock:once:{{{job}}}:{job}@{}",
+        humantime::format_rfc3339_millis(hour)
+    )
+}
+
+/// `fencelock` SIGKILLed while its tick's command runs: the command is stopped with it, the
+/// tick is not recorded and no failure is counted; the next start of the tick runs it once the
+/// killed run's lease is over, and a start after that finds it done.
+#[test]
+fn a_tick_whose_run_is_killed_is_run_by_the_next_start() {
+    let server = server();
+    let url = server.url();
+    let dir = scratch();
+    let started = path(dir.path(), "started");
+    let alive = path(dir.path(), "alive");
+    let start = |script: &str| {
+        fencelock(&[
+            "run", "--url", &url, "--once", "hourly", "--every", "1h", "--ttl", "1s", "--", "sh",
+            "-c", script,
+        ])
+    };
+    let killed = Running::start(start(&format!(
+        "echo killed >> '{}'; while :; do touch '{}'; sleep 0.1; done",
+        started.display(),
+        alive.display()
+    )));
+    wait_for_file(&alive, Duration::from_secs(20));
+    killed.signal(nix::sys::signal::Signal::SIGKILL);
+    let done = killed.finish_within(Duration::from_secs(10));
+    assert_eq!(done.code, None, "{}", done.explain());
+    // Its command went with it (the launcher stops the tree when the supervisor dies).
+    std::thread::sleep(Duration::from_millis(500));
+    std::fs::remove_file(&alive).unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(!alive.exists(), "the killed run's command still runs");
+    let record = hour_record(&server, "hourly");
+    assert_eq!(
+        get(&server, &record),
+        None,
+        "the killed run recorded its tick"
+    );
+
+    let next = run(&[
+        "run",
+        "--url",
+        &url,
+        "--once",
+        "hourly",
+        "--every",
+        "1h",
+        "--ttl",
+        "1s",
+        "--",
+        "sh",
+        "-c",
+        &format!(
+            "echo next >> '{}'; echo $FENCELOCK_FENCE",
+            started.display()
+        ),
+    ]);
+    assert_eq!(next.code, Some(0), "{}", next.explain());
+    let fence = next.stdout.trim().to_owned();
+    let stored = get(&server, &record).unwrap_or_else(|| panic!("no record {record}"));
+    assert!(
+        stored.starts_with(&format!("{fence}:")),
+        "{stored} is not run {fence}'s"
+    );
+    let failures = record.replace(":once:", ":once-failed:");
+    assert_eq!(
+        get(&server, &failures),
+        None,
+        "a killed run counted as a failure"
+    );
+    let again = run(&[
+        "run",
+        "--url",
+        &url,
+        "--once",
+        "hourly",
+        "--every",
+        "1h",
+        "--",
+        "sh",
+        "-c",
+        &format!("echo again >> '{}'", started.display()),
+    ]);
+    assert_eq!(again.code, Some(0), "{}", again.explain());
+    assert!(
+        again.stderr.contains("was done before"),
+        "{}",
+        again.explain()
+    );
+    assert_eq!(std::fs::read_to_string(&started).unwrap(), "killed\nnext\n");
+}
+
+/// `fencelock` stopped (SIGSTOP) past its lease while its tick's command runs: the next start
+/// runs the tick and records it; continued, the stopped run finds its lock lost, stops, and
+/// cannot record over the newer run (exit 74).
+#[test]
+fn a_run_stopped_past_its_lease_cannot_record_its_tick_over_the_next_one() {
+    let server = server();
+    let url = server.url();
+    let dir = scratch();
+    let started = path(dir.path(), "started");
+    let record = hour_record(&server, "paused");
+    let stopped = Running::start(fencelock(&[
+        "run",
+        "--url",
+        &url,
+        "--once",
+        "paused",
+        "--every",
+        "1h",
+        "--ttl",
+        "1s",
+        "--",
+        "sh",
+        "-c",
+        &format!("echo stopped >> '{}'; sleep 2", started.display()),
+    ]));
+    wait_for_file(&started, Duration::from_secs(20));
+    stopped.signal(nix::sys::signal::Signal::SIGSTOP);
+    let next = run(&[
+        "run",
+        "--url",
+        &url,
+        "--once",
+        "paused",
+        "--every",
+        "1h",
+        "--ttl",
+        "1s",
+        "--",
+        "sh",
+        "-c",
+        &format!(
+            "echo next >> '{}'; echo $FENCELOCK_FENCE",
+            started.display()
+        ),
+    ]);
+    assert_eq!(next.code, Some(0), "{}", next.explain());
+    let fence = next.stdout.trim().to_owned();
+    std::thread::sleep(Duration::from_millis(2500));
+    stopped.signal(nix::sys::signal::Signal::SIGCONT);
+    let late = stopped.finish_within(Duration::from_secs(20));
+    assert_eq!(late.code, Some(74), "{}", late.explain());
+    let stored = get(&server, &record).unwrap_or_else(|| panic!("no record {record}"));
+    assert!(
+        stored.starts_with(&format!("{fence}:")),
+        "{stored} is not run {fence}'s"
+    );
+}
