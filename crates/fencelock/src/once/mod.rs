@@ -385,30 +385,20 @@ impl Once {
     /// The record's key, with the tick a run starting now belongs to (by the server's clock,
     /// for [`Tick::every`]).
     async fn record(&self, store: &FencedStore) -> Result<Record> {
-        let name = self.request.name.as_str();
-        let prefix = &self.client.shared.prefix;
-        let Some(tick) = &self.tick else {
-            let key = format!("{prefix}:once:{{{name}}}:{}", self.key);
-            let failures = format!("{prefix}:once-failed:{{{name}}}:{}", self.key);
-            return Ok(Record {
-                key,
-                failures,
-                tick: None,
-            });
+        let placed = match &self.tick {
+            Some(tick) if tick.needs_clock() => Some(tick.place(store.server_clock().await?)),
+            Some(tick) => Some(tick.place(SystemTime::UNIX_EPOCH)),
+            None => None,
         };
-        let now = if tick.needs_clock() {
-            store.server_clock().await?
-        } else {
-            SystemTime::UNIX_EPOCH
+        let key = match &placed {
+            Some(placed) => format!("{}@{}", self.key, tick::text(placed.at)),
+            None => self.key.clone(),
         };
-        let placed = tick.place(now);
-        let at = tick::text(placed.at);
-        let key = format!("{prefix}:once:{{{name}}}:{}@{at}", self.key);
-        let failures = format!("{prefix}:once-failed:{{{name}}}:{}@{at}", self.key);
+        let (prefix, name) = (&self.client.shared.prefix, self.request.name.as_str());
         Ok(Record {
-            key,
-            failures,
-            tick: Some(placed),
+            key: format!("{prefix}:once:{{{name}}}:{key}"),
+            failures: format!("{prefix}:once-failed:{{{name}}}:{key}"),
+            tick: placed,
         })
     }
 
