@@ -341,20 +341,14 @@ impl UnderLock<'_> {
                     return self.job(held, env).run(run, signals).await;
                 }
                 Begun::AlreadyDone(done) => {
-                    let what = match done.tick {
-                        Some(at) => format!("{key:?} (tick {})", tick::text(at)),
-                        None => format!("{key:?}"),
-                    };
+                    let what = tick::described(key, done.tick);
                     format!(
                         "{what} was done before (fence {}); nothing was run",
                         done.fence
                     )
                 }
                 Begun::GaveUp(gave_up) => {
-                    let what = match gave_up.tick {
-                        Some(at) => format!("{key:?} (tick {})", tick::text(at)),
-                        None => format!("{key:?}"),
-                    };
+                    let what = tick::described(key, gave_up.tick);
                     return Err(CliError::Failed {
                         message: format!(
                             "{what}: {} runs failed, as many as --attempts allows; nothing was run \

@@ -94,6 +94,14 @@ fn parse_time(text: &str) -> Result<SystemTime, String> {
     })
 }
 
+/// `"KEY"`, or `"KEY" (tick TIME)` with a tick: the key in the command's messages.
+pub(super) fn described(key: &str, tick: Option<SystemTime>) -> String {
+    match tick {
+        Some(at) => format!("{key:?} (tick {})", text(at)),
+        None => format!("{key:?}"),
+    }
+}
+
 /// A tick as the command's `$FENCELOCK_TICK` shows it: RFC 3339 in UTC, to the millisecond.
 pub(super) fn text(at: SystemTime) -> String {
     humantime::format_rfc3339_millis(at).to_string()
