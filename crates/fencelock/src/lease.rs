@@ -60,8 +60,7 @@ pub(crate) struct LeaseState {
     pub(crate) lost: Option<LostReason>,
     /// The reason to report if the deadline passes with nothing else known.
     pub(crate) expiry_reason: LostReason,
-    /// Ends the hold's count in the metrics at the lease's end (feature `metrics`).
-    #[cfg(feature = "metrics")]
+    /// Ends the hold's count in the metrics and its span at the lease's end.
     pub(crate) held: Option<crate::observe::HeldEnd>,
 }
 
@@ -73,7 +72,6 @@ impl LeaseState {
             deadline: drift.deadline(sent_at, ttl),
             lost: None,
             expiry_reason: LostReason::Expired { last_error: None },
-            #[cfg(feature = "metrics")]
             held: None,
         }
     }
@@ -130,28 +128,26 @@ pub(crate) enum Ending {
 pub(crate) struct Lock<'a> {
     pub(crate) name: &'a str,
     pub(crate) kind: &'static str,
+    /// An election's term (see [`crate::engine::Protocol::is_term`]).
+    pub(crate) term: bool,
 }
 
 /// Ends the lease of `hold` (fence `fence`): the one place where a lock is found lost or let
 /// go. The lease is marked (its lost signals fire with the reason) and, if it is a loss, the
 /// loss is reported (`fencelock_losses_total` and the "lock lost" event, see
-/// [`crate::observe::lost`]).
+/// [`crate::observe::ended`]).
 ///
 /// Only the first call for a lease does anything: when two paths notice a loss (the deadline
 /// passing while a renewal hears that the key is gone), it is reported once. Returns the reason
 /// if this call ended the lease.
 pub(crate) fn end(lease: &Lease, lock: Lock<'_>, fence: u64, ending: Ending) -> Option<LostReason> {
     let mut ended = None;
-    #[cfg(feature = "metrics")]
     let mut held = None;
     lease.send_if_modified(|s| {
         if s.lost.is_some() {
             return false;
         }
-        #[cfg(feature = "metrics")]
-        {
-            held = s.held.take();
-        }
+        held = s.held.take();
         let reason = match ending {
             Ending::NotOwner => LostReason::NotOwner,
             Ending::Released(at) if at < s.deadline => LostReason::Released,
@@ -164,12 +160,8 @@ pub(crate) fn end(lease: &Lease, lock: Lock<'_>, fence: u64, ending: Ending) -> 
         lease.receiver_count() > 0
     });
     // Reported outside the channel's lock: a subscriber may take its time.
-    #[cfg(feature = "metrics")]
-    if let Some(held) = held {
-        held.end();
-    }
     if let Some(reason) = &ended {
-        crate::observe::lost(lock.name, lock.kind, fence, reason);
+        crate::observe::ended(held, (lock.name, lock.kind), lock.term, fence, reason);
     }
     ended
 }
@@ -314,6 +306,7 @@ mod tests {
         Lock {
             name: "lease",
             kind: "lock",
+            term: false,
         }
     }
 
@@ -400,7 +393,12 @@ mod tests {
             .into_iter()
             .filter(|(key, ..)| key.key().name() == "fencelock_losses_total")
             .map(|(key, _, _, value)| {
-                let reason = key.key().labels().map(|l| l.value().to_owned()).collect();
+                let reason = key
+                    .key()
+                    .labels()
+                    .filter(|l| l.key() == "reason")
+                    .map(|l| l.value().to_owned())
+                    .collect();
                 let DebugValue::Counter(n) = value else {
                     panic!("{value:?}")
                 };

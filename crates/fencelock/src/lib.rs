@@ -92,6 +92,8 @@ mod engine;
 mod error;
 pub mod fenced;
 mod keys;
+#[cfg(feature = "metrics")]
+pub mod metrics;
 mod kind;
 mod kinds;
 mod lease;

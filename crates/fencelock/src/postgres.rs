@@ -77,6 +77,12 @@ pub async fn create_fences_table(client: &impl GenericClient) -> Result<()> {
 /// - [`Error::InvalidArgument`]: a fence too large for a `bigint` (never a fencelock fence).
 /// - [`Error::Sql`]: PostgreSQL refused (no `fences` table, a broken connection, ...).
 pub async fn check_fence(tx: &impl GenericClient, resource: &str, fence: u64) -> Result<()> {
+    let checked = check(tx, resource, fence).await;
+    crate::observe::fenced_write(resource, &checked);
+    checked
+}
+
+async fn check(tx: &impl GenericClient, resource: &str, fence: u64) -> Result<()> {
     let value = i64::try_from(fence)
         .map_err(|_| Error::invalid(resource, format!("fence {fence} does not fit a bigint")))?;
     let sql = |source| Error::Sql {

@@ -1,6 +1,7 @@
 //! Every loss of a lock is reported once, whatever noticed it: counted in
-//! `fencelock_losses_total` with its reason, and logged as a "lock lost" event in a
-//! `fencelock.lost` span. A release is not a loss. The recorder and the subscriber are global
+//! `fencelock_losses_total` with its kind and reason, and logged as a "lock lost" event (with
+//! the lock, its kind and the reason) on the hold's `fencelock.hold` span. A release is not a
+//! loss. The recorder and the subscriber are global
 //! to this binary, so the tests take turns (`one_at_a_time`) and each reads the counters as
 //! they change across it. Built only with the feature `metrics`
 //! (`cargo test -p fencelock --features metrics --test losses`).
@@ -20,7 +21,7 @@ use tracing::{Event, Level, Subscriber};
 use tracing_subscriber::layer::{Context, Layer, SubscriberExt};
 use tracing_subscriber::registry::LookupSpan;
 
-/// A "lock lost" event, with the fields of the `fencelock.lost` span it was logged in.
+/// A "lock lost" event's fields.
 #[derive(Debug, Clone, Default)]
 struct Lost {
     lock: String,
@@ -28,7 +29,7 @@ struct Lost {
     reason: String,
 }
 
-/// The fields of a `fencelock.lost` span or a "lock lost" event.
+/// The fields of a `fencelock.hold` span or a "lock lost" event.
 #[derive(Default)]
 struct Fields {
     lock: Option<String>,
@@ -72,7 +73,7 @@ impl Capture {
 
 impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for Capture {
     fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, ctx: Context<'_, S>) {
-        if attrs.metadata().name() != "fencelock.lost" {
+        if attrs.metadata().name() != "fencelock.hold" {
             return;
         }
         let mut fields = Fields::default();
@@ -93,14 +94,20 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for Capture {
             return;
         }
         assert_eq!(*event.metadata().level(), Level::WARN);
+        let lost = Lost {
+            lock: fields.lock.unwrap_or_default(),
+            kind: fields.kind.unwrap_or_default(),
+            reason: fields.reason.unwrap_or_default(),
+        };
+        // On the hold's span: the one of the same lock and kind.
         let Some(span) = ctx.event_span(event) else {
             panic!("a \"lock lost\" event outside any span");
         };
-        assert_eq!(span.name(), "fencelock.lost");
-        let Some(mut lost) = span.extensions().get::<Lost>().cloned() else {
-            panic!("a fencelock.lost span without its fields");
+        assert_eq!(span.name(), "fencelock.hold");
+        let Some(hold) = span.extensions().get::<Lost>().cloned() else {
+            panic!("a fencelock.hold span without its fields");
         };
-        lost.reason = fields.reason.unwrap_or_default();
+        assert_eq!((&hold.lock, &hold.kind), (&lost.lock, &lost.kind));
         self.0
             .lock()
             .unwrap_or_else(PoisonError::into_inner)

@@ -1,100 +1,76 @@
-//! The `metrics` feature: acquisitions by kind and outcome, wait and hold times, renewals,
-//! losses, locks held and waiters now — read back from a recorder installed for this test
-//! binary (one test, so that nothing else records meanwhile). Built only with the feature
-//! (`scripts/test` runs it: `cargo test -p fencelock --features metrics --test metrics`).
+//! The `metrics` feature: every instrument of `fencelock::metrics::INSTRUMENTS` read back from
+//! fencelock's own `Registry`, installed as this binary's recorder, after a scripted run:
+//! grants, a busy try, a wait that times out, a pass, a loss, a fenced refusal, run-once
+//! outcomes, an election's terms, and the `lock` label by pattern. One test, so that nothing
+//! else records meanwhile. Built only with the feature (`scripts/test` runs it).
 
 mod common;
 
 use std::time::Duration;
 
-use metrics_util::debugging::{DebugValue, DebuggingRecorder, Snapshotter};
-use metrics_util::{CompositeKey, MetricKind};
+use futures_util::StreamExt;
 
-/// What the recorder has seen: counters and gauges as they are now, and every histogram
-/// sample so far (a snapshot hands each sample out once).
+use fencelock::metrics::{INSTRUMENTS, LockLabels, Registry, Series, Value, set_lock_labels};
+
+/// What the registry holds.
 struct Seen {
-    snapshotter: Snapshotter,
-    histograms: Vec<(CompositeKey, usize)>,
+    registry: Registry,
 }
 
 impl Seen {
-    fn value(
-        &mut self,
-        kind: MetricKind,
-        name: &str,
-        labels: &[(&str, &str)],
-    ) -> Option<DebugValue> {
-        let matches = |key: &CompositeKey| {
-            let k = key.key();
-            key.kind() == kind
-                && k.name() == name
-                && k.labels().count() == labels.len()
-                && labels.iter().all(|(l, v)| {
-                    k.labels()
-                        .any(|label| label.key() == *l && label.value() == *v)
-                })
-        };
-        let mut found = None;
-        for (key, _, _, value) in self.snapshotter.snapshot().into_vec() {
-            if let DebugValue::Histogram(samples) = &value {
-                match self.histograms.iter_mut().find(|(k, _)| *k == key) {
-                    Some((_, n)) => *n += samples.len(),
-                    None => self.histograms.push((key.clone(), samples.len())),
-                }
-            }
-            if matches(&key) {
-                found = Some(value);
-            }
-        }
-        found
+    fn find(&self, name: &str, labels: &[(&str, &str)]) -> Option<Series> {
+        self.registry.snapshot().into_iter().find(|s| {
+            s.name == name
+                && s.labels.len() == labels.len()
+                && labels
+                    .iter()
+                    .all(|(l, v)| s.labels.iter().any(|(k, w)| k == l && w == v))
+        })
     }
 
     fn counter(&mut self, name: &str, labels: &[(&str, &str)]) -> u64 {
-        match self.value(MetricKind::Counter, name, labels) {
-            Some(DebugValue::Counter(n)) => n,
+        match self.find(name, labels).map(|s| s.value) {
+            Some(Value::Counter(n)) => n,
             None => 0,
             other => panic!("{name}: {other:?}"),
         }
     }
 
     fn gauge(&mut self, name: &str, labels: &[(&str, &str)]) -> f64 {
-        match self.value(MetricKind::Gauge, name, labels) {
-            Some(DebugValue::Gauge(n)) => n.into_inner(),
+        match self.find(name, labels).map(|s| s.value) {
+            Some(Value::Gauge(n)) => n,
             None => 0.0,
             other => panic!("{name}: {other:?}"),
         }
     }
 
-    /// Histogram samples recorded so far.
+    /// How many values a histogram has recorded.
     fn samples(&mut self, name: &str, labels: &[(&str, &str)]) -> usize {
-        let _ = self.value(MetricKind::Histogram, name, labels);
-        self.histograms
-            .iter()
-            .filter(|(key, _)| {
-                let k = key.key();
-                k.name() == name
-                    && k.labels().count() == labels.len()
-                    && labels.iter().all(|(l, v)| {
-                        k.labels()
-                            .any(|label| label.key() == *l && label.value() == *v)
-                    })
-            })
-            .map(|(_, n)| n)
-            .sum()
+        match self.find(name, labels).map(|s| s.value) {
+            Some(Value::Histogram { count, counts, .. }) => {
+                assert_eq!(
+                    counts.iter().sum::<u64>(),
+                    count,
+                    "{name}: buckets and count"
+                );
+                usize::try_from(count).unwrap_or(usize::MAX)
+            }
+            None => 0,
+            other => panic!("{name}: {other:?}"),
+        }
     }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn locks_are_counted_timed_and_their_losses_reported() {
     // Global: the client's tasks run on the runtime's threads.
-    let recorder = DebuggingRecorder::new();
-    let mut seen = Seen {
-        snapshotter: recorder.snapshotter(),
-        histograms: Vec::new(),
-    };
-    recorder
+    let registry = Registry::new();
+    registry
         .install()
         .unwrap_or_else(|e| panic!("cannot install the recorder: {e}"));
+    let mut seen = Seen {
+        registry: registry.clone(),
+    };
     let s = &mut seen;
 
     let redis = common::server();
@@ -182,7 +158,12 @@ async fn locks_are_counted_timed_and_their_losses_reported() {
         &format!("losses counted ({reason})"),
         1,
         Duration::from_secs(5),
-        || s.counter("fencelock_losses_total", &[("reason", "not_owner")]),
+        || {
+            s.counter(
+                "fencelock_losses_total",
+                &[("kind", "lock"), ("reason", "not_owner")],
+            )
+        },
     )
     .await;
     assert!(s.counter("fencelock_renewals_total", &[("outcome", "failed")]) >= 1);
@@ -207,5 +188,153 @@ async fn locks_are_counted_timed_and_their_losses_reported() {
             &[("kind", "semaphore"), ("outcome", "granted")]
         ),
         1
+    );
+
+    // A pass: a release hands the lock to the waiter in line.
+    let first = client
+        .lock("p")
+        .acquire()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let waiter = {
+        let client = client.clone();
+        tokio::spawn(async move {
+            client
+                .lock("p")
+                .wait_up_to(Duration::from_secs(10))
+                .acquire()
+                .await
+        })
+    };
+    common::wait_for_count("a waiter", 1, Duration::from_secs(5), || {
+        s.gauge("fencelock_waiters", &lock) as u64
+    })
+    .await;
+    assert!(first.release().await.unwrap_or_else(|e| panic!("{e}")));
+    let second = waiter
+        .await
+        .unwrap_or_else(|e| panic!("{e}"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        s.counter(
+            "fencelock_passes_total",
+            &[("kind", "lock"), ("outcome", "taken")]
+        ),
+        1
+    );
+
+    // Fenced writes: one accepted, one refused (an older fence).
+    let store = client.fenced_store("res").unwrap_or_else(|e| panic!("{e}"));
+    let writes = fencelock::fenced::Writes::new().set("res:value", "new");
+    store
+        .apply(second.fence(), &writes)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let refused = store.apply(second.fence() - 1, &writes).await;
+    assert!(
+        matches!(refused, Err(fencelock::Error::Fenced { .. })),
+        "{refused:?}"
+    );
+    assert_eq!(
+        s.counter("fencelock_fenced_writes_total", &[("outcome", "accepted")]),
+        1
+    );
+    assert_eq!(
+        s.counter("fencelock_fenced_writes_total", &[("outcome", "refused")]),
+        1
+    );
+    assert!(second.release().await.unwrap_or_else(|e| panic!("{e}")));
+
+    // Run-once: ran, then already done; a failure.
+    for _ in 0..2 {
+        client
+            .once("migrate")
+            .run(|_| async { Ok::<_, std::io::Error>(()) })
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+    }
+    client
+        .once("import")
+        .run(|_| async { Err::<(), _>(std::io::Error::other("no file")) })
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    for (outcome, n) in [("ran", 1), ("already_done", 1), ("failed", 1)] {
+        assert_eq!(
+            s.counter("fencelock_once_total", &[("outcome", outcome)]),
+            n,
+            "{outcome}"
+        );
+    }
+
+    // An election: won, observed by an observer, lost when its key is deleted.
+    let election = client.election("leader");
+    let mut observer = election.observe().await.unwrap_or_else(|e| panic!("{e}"));
+    let _vacant = observer.next().await;
+    let leadership = election
+        .campaign("a")
+        .ttl(Duration::from_millis(300))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(s.counter("fencelock_terms_total", &[("event", "won")]), 1);
+    let _leader = tokio::time::timeout(Duration::from_secs(5), observer.next()).await;
+    common::wait_for_count("a term observed", 1, Duration::from_secs(5), || {
+        s.counter("fencelock_terms_total", &[("event", "observed")])
+    })
+    .await;
+    redis
+        .cmd(&["DEL", "fencelock:{leader}"])
+        .unwrap_or_else(|e| panic!("{e}"));
+    let _ = tokio::time::timeout(Duration::from_secs(5), leadership.lost()).await;
+    common::wait_for_count("a term lost", 1, Duration::from_secs(5), || {
+        s.counter("fencelock_terms_total", &[("event", "lost")])
+    })
+    .await;
+    drop(leadership);
+
+    // The lock's name as a label, by pattern, from now on.
+    set_lock_labels(LockLabels::patterns([("account:*", "account")]));
+    for name in ["account:1", "account:2", "other-lock"] {
+        let guard = client
+            .lock(name)
+            .acquire()
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(guard.release().await.unwrap_or_else(|e| panic!("{e}")));
+    }
+    set_lock_labels(LockLabels::off());
+    let granted = [("kind", "lock"), ("outcome", "granted")];
+    let with = |lock: &'static str| [granted[0], granted[1], ("lock", lock)];
+    assert_eq!(
+        s.counter("fencelock_acquisitions_total", &with("account")),
+        2
+    );
+    assert_eq!(s.counter("fencelock_acquisitions_total", &with("other")), 1);
+    assert_eq!(
+        s.samples(
+            "fencelock_hold_seconds",
+            &[("kind", "lock"), ("lock", "account")]
+        ),
+        2
+    );
+
+    // Every instrument has a series now, and the text format names each once, with its type.
+    let text = registry.render();
+    for instrument in INSTRUMENTS {
+        assert!(
+            registry
+                .snapshot()
+                .iter()
+                .any(|s| s.name == instrument.name),
+            "no series of {}:\n{text}",
+            instrument.name
+        );
+        let typed = format!("# TYPE {} {}\n", instrument.name, instrument.kind.as_str());
+        assert_eq!(text.matches(&typed).count(), 1, "{typed}{text}");
+    }
+    assert!(
+        text.contains(
+            "fencelock_acquisitions_total{kind=\"lock\",outcome=\"granted\",lock=\"account\"} 2\n"
+        ),
+        "{text}"
     );
 }

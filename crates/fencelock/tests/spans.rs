@@ -1,5 +1,5 @@
-//! The `tracing` spans: `fencelock.acquire`, `fencelock.release`, `fencelock.renew` and
-//! `fencelock.lost` carry the lock's name, kind and fence, and never the owner token. Read back
+//! The `tracing` spans: `fencelock.acquire` (with a `fencelock.wait` per wait),
+//! `fencelock.hold` (a loss an event on it), `fencelock.release` and `fencelock.renew` carry the lock's name, kind and fence, and never the owner token. Read back
 //! from a `tracing-subscriber` that writes into a buffer (one test in this binary, so that the
 //! global subscriber sees only it).
 
@@ -101,6 +101,27 @@ async fn spans_name_the_lock_kind_and_fence_and_never_the_token() {
         .expect("the loss is noticed");
     assert_eq!(reason, fencelock::LostReason::NotOwner);
     drop(guard);
+
+    // A request that waits for a release: each wait a child span of its acquire.
+    let first = client
+        .lock("spans/waited")
+        .acquire()
+        .await
+        .expect("acquire");
+    let waiter = {
+        let client = client.clone();
+        tokio::spawn(async move {
+            client
+                .lock("spans/waited")
+                .wait(fencelock::WaitPolicy::UpTo(Duration::from_secs(10)))
+                .acquire()
+                .await
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(first.release().await.expect("release"));
+    let second = waiter.await.expect("join").expect("acquired after a wait");
+    assert!(second.release().await.expect("release"));
     client.wait_idle(Duration::from_secs(2)).await;
 
     let text = buffer.text();
@@ -121,12 +142,26 @@ async fn spans_name_the_lock_kind_and_fence_and_never_the_token() {
             .any(|l| l.contains("fencelock.renew{locks=") && l.contains("close")),
         "no renewal span:\n{text}"
     );
-    let lost = format!("fencelock.lost{{lock=spans/lost kind=lock fence={lost_fence}}}");
+    // The hold is a span from the grant to the release, and a loss an event on it.
+    let kept = format!("fencelock.hold{{lock=spans/kept kind=lock fence={kept_fence}}}");
     assert!(
-        lines_of(&text, &lost)
+        lines_of(&text, &kept).iter().any(|l| l.contains("close")),
+        "no hold span:\n{text}"
+    );
+    let lost = format!("fencelock.hold{{lock=spans/lost kind=lock fence={lost_fence}}}");
+    assert!(
+        lines_of(&text, &lost).iter().any(
+            |l| l.contains("WARN") && l.contains("lock lost") && l.contains("code=not_owner")
+                // Not inside the acquire's span, which ends with the grant.
+                && !l.contains("fencelock.acquire{")
+        ),
+        "no lost event on the hold's span:\n{text}"
+    );
+    assert!(
+        lines_of(&text, "fencelock.acquire{lock=spans/waited kind=lock")
             .iter()
-            .any(|l| l.contains("WARN") && l.contains("lock lost")),
-        "no lost event:\n{text}"
+            .any(|l| l.contains(":fencelock.wait{lock=spans/waited}") && l.contains("close")),
+        "no wait span in the acquire's:\n{text}"
     );
     for token in [kept_token, lost_token] {
         assert!(

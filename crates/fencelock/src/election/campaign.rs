@@ -116,6 +116,7 @@ impl Campaign {
         } = self;
         election.server()?;
         let guard = request.acquire().await?;
+        crate::observe::term(&election.name, "won");
         let since = since_of_term(guard.fence());
         Ok(Leadership {
             election,

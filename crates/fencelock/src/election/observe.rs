@@ -287,6 +287,9 @@ impl Observer {
                 if stale || (!always && last == Some(&this)) {
                     return None;
                 }
+                if last.is_some_and(|l| l.term != leader.term) {
+                    crate::observe::term(&self.election.name, "observed");
+                }
                 self.last = Some(this);
                 Some(Observation::Leader(leader))
             }

@@ -30,6 +30,10 @@ impl Protocol for Elected {
         "election"
     }
 
+    fn is_term(&self) -> bool {
+        true
+    }
+
     fn kind(&self) -> LockKind {
         LockKind::Lock
     }

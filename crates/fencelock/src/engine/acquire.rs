@@ -65,7 +65,7 @@ impl LockRequest {
     pub async fn acquire(self) -> Result<LockGuard> {
         let kind = self.protocol.label();
         let span = tracing::debug_span!("fencelock.acquire", lock = %self.name, kind = %kind, fence = tracing::field::Empty);
-        let started = crate::observe::Started::now();
+        let started = crate::observe::Started::now(kind, &self.name);
         // On the heap: the request's state machine is a few kilobytes, and a future is moved
         // (copied whole) each time it is wrapped or awaited; boxed, only a pointer moves.
         let inner = Box::pin(self.acquire_inner());
@@ -80,10 +80,11 @@ impl LockRequest {
             Ok(guard) => {
                 span.record("fence", guard.fence());
                 tracing::debug!(parent: &span, "granted");
+                guard.trace_hold();
             }
             Err(err) => tracing::debug!(parent: &span, %err, "not granted"),
         }
-        crate::observe::acquisition(kind, &result, started);
+        crate::observe::acquisition(&result, started);
         result
     }
 
@@ -192,7 +193,10 @@ impl LockRequest {
                 continue;
             };
             if _counted.is_none() {
-                _counted = Some(crate::observe::Waiting::start(self.protocol.label()));
+                _counted = Some(crate::observe::Waiting::start(
+                    self.protocol.label(),
+                    &self.name,
+                ));
             }
             // In line now: a pass to this request goes on its own channel first.
             if passed_by_token {
@@ -200,18 +204,25 @@ impl LockRequest {
             }
             let pause = self.pause(split, remaining);
             let mut wake_at = give_up_at.map_or(now + pause, |at| at.min(now + pause));
-            let passed = loop {
-                tokio::select! {
-                    woken = waiting.released() => match woken {
-                        Some(Addressed::Passed(pass)) => break Some(pass),
-                        // Passed to the waiter ahead: try when its claim runs out, if that is
-                        // sooner than planned.
-                        Some(Addressed::Behind(at)) => wake_at = wake_at.min(at),
-                        None => break None,
-                    },
-                    () = tokio::time::sleep_until(wake_at) => break None,
-                }
-            };
+            let wait = tracing::debug_span!("fencelock.wait", lock = %self.name);
+            let passed = tracing::Instrument::instrument(
+                async {
+                    loop {
+                        tokio::select! {
+                            woken = waiting.released() => match woken {
+                                Some(Addressed::Passed(pass)) => break Some(pass),
+                                // Passed to the waiter ahead: try when its claim runs out, if
+                                // that is sooner than planned.
+                                Some(Addressed::Behind(at)) => wake_at = wake_at.min(at),
+                                None => break None,
+                            },
+                            () = tokio::time::sleep_until(wake_at) => break None,
+                        }
+                    }
+                },
+                wait,
+            )
+            .await;
             if let Some(pass) = passed
                 && let Some(guard) =
                     self.take_pass(shared, &in_flight.hold, pass, &in_flight.places, started)
@@ -280,10 +291,16 @@ impl LockRequest {
         places: &Places,
         started: Instant,
     ) -> Option<LockGuard> {
+        let kind = self.protocol.label();
         if !self.auto_renew || shared.replica_ack.is_some() {
+            // The next try finds the lock held by this token and confirms it.
+            crate::observe::pass(kind, &self.name, true);
             return None;
         }
-        let place = places.find(pass.lapses)?;
+        let Some(place) = places.find(pass.lapses) else {
+            crate::observe::pass(kind, &self.name, true);
+            return None;
+        };
         // The try that set the place was sent at `sent_at` and ran at the server millisecond
         // `lapses - place_lasts`: the passed lease, which ends at `ends` (the claim; when the
         // place lapses without one), lasts this long from `sent_at` at the least.
@@ -295,8 +312,10 @@ impl LockRequest {
         // The watchdog renews with the lease the request asked for.
         lease.ttl = self.ttl;
         if lease.deadline <= Instant::now() {
+            crate::observe::pass(kind, &self.name, false);
             return None;
         }
+        crate::observe::pass(kind, &self.name, true);
         tracing::debug!(lock = %self.name, fence = pass.fence, "passed the lock by its release");
         // The full lease is confirmed once a third of the claim has passed (a hold that ends
         // sooner costs no confirmation), at once if that is behind us.

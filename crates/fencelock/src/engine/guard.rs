@@ -36,9 +36,9 @@ pub struct LockGuard {
     lease: Lease,
     renewal_id: Option<u64>,
     finished: bool,
-    /// Counts the hold in `fencelock_held` (feature `metrics`) until the lease ends (a release
-    /// or a loss) or the guard is gone.
-    _held: crate::observe::Held,
+    /// Counts the hold in `fencelock_held` (feature `metrics`) and traces it
+    /// (`fencelock.hold`) until the lease ends (a release or a loss) or the guard is gone.
+    held: crate::observe::Held,
 }
 
 impl std::fmt::Debug for LockGuard {
@@ -61,10 +61,8 @@ impl LockGuard {
         lease: Lease,
         renewal_id: Option<u64>,
     ) -> Self {
-        let held = crate::observe::Held::start(hold.label());
-        #[cfg(feature = "metrics")]
-        {
-            let ender = held.ender();
+        let held = crate::observe::Held::start(hold.label(), &hold.name);
+        if let Some(ender) = held.ender() {
             lease.send_if_modified(|s| {
                 if s.lost.is_some() {
                     ender.end();
@@ -75,7 +73,7 @@ impl LockGuard {
             });
         }
         LockGuard {
-            _held: held,
+            held,
             shared,
             hold,
             fence,
@@ -87,6 +85,12 @@ impl LockGuard {
 
     pub(crate) fn lease(&self) -> &Lease {
         &self.lease
+    }
+
+    /// Traces the hold from now on (`fencelock.hold`), in the caller's context.
+    pub(crate) fn trace_hold(&self) {
+        self.held
+            .trace(self.hold.label(), &self.hold.name, self.fence);
     }
 
     /// The client this guard's lock belongs to.

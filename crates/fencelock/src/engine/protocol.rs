@@ -68,6 +68,12 @@ pub(crate) trait Protocol: fmt::Debug + Send + Sync + 'static {
     /// What to call this kind in messages ("lock", "semaphore", ...).
     fn label(&self) -> &'static str;
 
+    /// Whether a hold of this kind is an election's term (its loss a lost term, in the
+    /// metrics).
+    fn is_term(&self) -> bool {
+        false
+    }
+
     /// The kind, as [`Conflict::OtherKind`] reports what a refused request was for.
     fn kind(&self) -> LockKind;
 
@@ -206,6 +212,7 @@ impl Hold {
         let lock = lease::Lock {
             name: &self.name,
             kind: self.label(),
+            term: self.protocol.is_term(),
         };
         lease::end(lease, lock, fence, ending)
     }

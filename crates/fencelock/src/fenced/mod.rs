@@ -254,8 +254,11 @@ impl FencedStore {
             .run_script(&call, self.timeout)
             .await
             .map_err(|e| self.server.error(&self.resource, "fenced write", e))?;
-        self.decode(fence, &reply)
-            .map_err(|e| self.server.error(&self.resource, "fenced write", e))?
+        let result = self
+            .decode(fence, &reply)
+            .map_err(|e| self.server.error(&self.resource, "fenced write", e))?;
+        crate::observe::fenced_write(&self.resource, &result);
+        result
     }
 
     /// The call of `write.lua` for any writes: each as its command, its key's index and its

@@ -109,10 +109,15 @@ impl FencedScript {
             _ => {
                 return match store.decode(fence, &reply).map_err(error)? {
                     Ok(_) => Err(error(unexpected("fenced script", &reply))),
-                    Err(err) => Err(err),
+                    Err(err) => {
+                        let refused = Err(err);
+                        crate::observe::fenced_write(&store.resource, &refused);
+                        refused
+                    }
                 };
             }
         };
+        crate::observe::fenced_write(&store.resource, &Ok(()));
         T::from_redis_value(body_reply).map_err(|e| error(redis::RedisError::from(e)))
     }
 }

@@ -29,6 +29,8 @@ pub struct OnceGuard {
     pub(super) replicas: Option<crate::engine::ReplicaAck>,
     pub(super) keep: Option<Duration>,
     pub(super) tick: Option<SystemTime>,
+    /// The job's key (without its tick), for its series.
+    pub(super) job: String,
 }
 
 impl OnceGuard {
@@ -76,6 +78,8 @@ impl OnceGuard {
                 .await;
         }
         let released = self.guard.release().await;
+        let outcome = if recorded.is_ok() { "ran" } else { "failed" };
+        crate::observe::once(&self.job, outcome);
         recorded?;
         released.map(|_| ())
     }
@@ -109,6 +113,7 @@ impl OnceGuard {
                 None
             }
         };
+        crate::observe::once(&self.job, "failed");
         self.guard.release().await?;
         Ok(failures)
     }

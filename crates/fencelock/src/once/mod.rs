@@ -221,6 +221,19 @@ impl Once {
     ///
     /// As [`LockRequest::acquire`].
     pub async fn begin(self) -> Result<Begun> {
+        let job = self.key.clone();
+        let begun = self.begin_inner(job.clone()).await;
+        let outcome = match &begun {
+            Ok(Begun::AlreadyDone(_)) => "already_done",
+            Ok(Begun::TooLate(_)) => "too_late",
+            Ok(Begun::GaveUp(_)) => "gave_up",
+            Ok(Begun::Run(_)) | Err(_) => return begun,
+        };
+        crate::observe::once(&job, outcome);
+        begun
+    }
+
+    async fn begin_inner(self, job: String) -> Result<Begun> {
         let store = self.store()?;
         let found = self.record(&store).await?;
         if let Some(placed) = &found.tick
@@ -289,6 +302,7 @@ impl Once {
                         replicas: self.client.shared.replica_ack,
                         keep,
                         tick,
+                        job,
                     })))
                 }
                 Some(value) => {

@@ -1,0 +1,130 @@
+//! A lock held by this process: counted in `fencelock_held` and traced as a `fencelock.hold`
+//! span from its grant until its lease ends (a release or a loss, whichever comes first:
+//! [`crate::lease::end`] ends it through a [`HeldEnd`]) or its guard is gone; the end records
+//! the hold time, once.
+
+use std::sync::{Arc, OnceLock};
+
+#[cfg(feature = "metrics")]
+use super::Labels;
+
+/// A hold, reported while it lasts.
+#[derive(Debug)]
+pub(crate) struct Held {
+    /// `None`: nothing to report (no metrics, and the span is disabled).
+    inner: Option<Arc<HeldInner>>,
+}
+
+/// What ends a [`Held`] at the lease's end (kept in the lease's state).
+#[derive(Debug, Clone)]
+pub(crate) struct HeldEnd {
+    inner: Arc<HeldInner>,
+}
+
+#[derive(Debug)]
+struct HeldInner {
+    /// Set by [`Held::trace`] once the acquisition returns the guard.
+    span: OnceLock<tracing::Span>,
+    #[cfg(feature = "metrics")]
+    counted: Counted,
+}
+
+/// The hold's series.
+#[cfg(feature = "metrics")]
+#[derive(Debug)]
+struct Counted {
+    labels: Labels,
+    since: std::time::Instant,
+    ended: std::sync::atomic::AtomicBool,
+}
+
+impl HeldInner {
+    fn end(&self) {
+        #[cfg(feature = "metrics")]
+        {
+            let c = &self.counted;
+            if !c.ended.swap(true, std::sync::atomic::Ordering::AcqRel) {
+                let labels = c.labels.with(&[]);
+                metrics::gauge!(crate::metrics::HELD, labels.clone()).decrement(1.0);
+                metrics::histogram!(crate::metrics::HOLD, labels)
+                    .record(c.since.elapsed().as_secs_f64());
+            }
+        }
+    }
+}
+
+impl Held {
+    /// The hold of lock `name` of `kind`.
+    pub(crate) fn start(kind: &'static str, name: &str) -> Self {
+        #[cfg(feature = "metrics")]
+        {
+            let labels = Labels::new(Some(kind), name);
+            metrics::gauge!(crate::metrics::HELD, labels.with(&[])).increment(1.0);
+            Held {
+                inner: Some(Arc::new(HeldInner {
+                    span: OnceLock::new(),
+                    counted: Counted {
+                        labels,
+                        since: std::time::Instant::now(),
+                        ended: std::sync::atomic::AtomicBool::new(false),
+                    },
+                })),
+            }
+        }
+        #[cfg(not(feature = "metrics"))]
+        {
+            let _ = (kind, name);
+            Held {
+                inner: tracing::enabled!(tracing::Level::DEBUG).then(|| {
+                    Arc::new(HeldInner {
+                        span: OnceLock::new(),
+                    })
+                }),
+            }
+        }
+    }
+
+    /// Traces the hold of lock `name` of `kind`, granted with `fence`, as a `fencelock.hold`
+    /// span in the caller's context (the acquisition's caller's: not a child of its
+    /// `fencelock.acquire`, which ends with the grant).
+    pub(crate) fn trace(&self, kind: &'static str, name: &str, fence: u64) {
+        if let Some(inner) = &self.inner {
+            let _ = inner.span.get_or_init(
+                || tracing::debug_span!("fencelock.hold", lock = %name, kind = %kind, fence),
+            );
+        }
+    }
+
+    /// What ends it at the lease's end (`None`: nothing to end).
+    pub(crate) fn ender(&self) -> Option<HeldEnd> {
+        self.inner.as_ref().map(|inner| HeldEnd {
+            inner: inner.clone(),
+        })
+    }
+}
+
+impl HeldEnd {
+    /// Ends the hold's count (once, whoever comes first).
+    pub(crate) fn end(&self) {
+        self.inner.end();
+    }
+
+    /// The hold's span, if it is traced.
+    pub(crate) fn span_id(&self) -> Option<tracing::Id> {
+        self.inner.span.get()?.id()
+    }
+
+    /// The labels of the hold's series.
+    #[cfg(feature = "metrics")]
+    pub(crate) fn labels(&self) -> Labels {
+        self.inner.counted.labels.clone()
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        if let Some(inner) = &self.inner {
+            inner.end();
+        }
+    }
+}
