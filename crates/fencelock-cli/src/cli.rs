@@ -81,7 +81,7 @@ pub enum Command {
     #[command(long_about = inspect::STATUS_ABOUT, after_help = inspect::status_after_help())]
     Status(inspect::StatusArgs),
 
-    /// Watch one lock change hands: holder, fence, lease left, waiters
+    /// Watch locks change hands: holder, fence, lease left, waiters (--prometheus: serve them)
     #[command(long_about = watch::ABOUT, after_help = watch::after_help())]
     Watch(watch::WatchArgs),
 

@@ -10,6 +10,7 @@ mod duration;
 mod error;
 mod inspect;
 mod leader;
+mod metrics_file;
 mod output;
 mod process;
 mod redis_url;
@@ -18,6 +19,7 @@ mod rng;
 mod run;
 mod servers;
 mod watch;
+mod watch_metrics;
 
 fn main() -> std::process::ExitCode {
     cli::main()

@@ -1,4 +1,5 @@
-//! `fencelock watch NAME`: a live view of one lock — holder, fence, remaining lease, waiters —
+//! `fencelock watch NAME...`: a live view of locks (and with `--prometheus`, their series
+//! served for a dashboard, `watch_metrics.rs`): for each — holder, fence, remaining lease, waiters —
 //! read again at every release message on the lock's channel and at least every [`EVERY`],
 //! printed when it changes, until Ctrl-C (or SIGTERM), which ends it cleanly with exit 0.
 //!
@@ -21,9 +22,10 @@ use crate::error::CliError;
 use crate::inspect::{holder_text, lock_fields, remaining, waiter_text};
 use crate::output::print_line;
 use crate::servers::ServerArgs;
+use crate::watch_metrics::Served;
 
 pub const ABOUT: &str = "\
-Watch one lock: who holds it, its fence, the lease left, who waits.
+Watch locks: who holds each, its fence, the lease left, who waits.
 
 Reads the lock at every release message on the lock's channel and at least every 1s (nothing is \
 changed), and prints a line (or, with --json, one JSON object) each time the holder, the fence, \
@@ -51,7 +53,8 @@ to `waiters`, plus `at` (milliseconds since the Unix epoch).
 
 Examples:
   fencelock watch nightly-report
-  fencelock watch --json nightly-report | jq -c '{at, holder, fence}'",
+  fencelock watch --json nightly-report | jq -c '{at, holder, fence}'
+  fencelock watch --prometheus 0.0.0.0:9779 nightly-report backup > /dev/null",
     )
 }
 
@@ -69,9 +72,15 @@ pub struct WatchArgs {
     #[arg(long)]
     json: bool,
 
-    /// The lock's name
-    #[arg(value_name = "NAME")]
-    name: String,
+    /// Also serve what watch sees of the locks (held, waiters, last fence, lease left) on
+    /// http://ADDR/metrics in the Prometheus text format, e.g. 0.0.0.0:9779. A read that fails
+    /// then does not end watch: fencelock_watch_up is 0 until a read succeeds again
+    #[arg(long, value_name = "ADDR")]
+    prometheus: Option<String>,
+
+    /// The locks' names (one or more)
+    #[arg(value_name = "NAME", required = true, num_args = 1..)]
+    names: Vec<String>,
 }
 
 /// What counts as a change: everything `status --json` says but the remaining leases and how
@@ -95,6 +104,39 @@ fn now_ms() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+/// Every lock named, read once.
+async fn read(
+    client: &fencelock::Client,
+    names: &[String],
+) -> fencelock::Result<Vec<fencelock::admin::LockInfo>> {
+    let mut infos = Vec::with_capacity(names.len());
+    for name in names {
+        infos.push(client.inspect(name).await?);
+    }
+    Ok(infos)
+}
+
+/// Prints the lock's line (or JSON object) if it changed since `last`.
+fn show(
+    info: &fencelock::admin::LockInfo,
+    last: &mut Option<Value>,
+    json: bool,
+) -> Result<(), CliError> {
+    let fields = lock_fields(info);
+    let now = identity(&fields);
+    if last.as_ref() != Some(&now) {
+        if json {
+            let mut fields = fields;
+            fields.insert("at".into(), json!(now_ms()));
+            print_line(&Value::Object(fields).to_string())?;
+        } else {
+            print_line(&line(info))?;
+        }
+        *last = Some(now);
+    }
+    Ok(())
 }
 
 /// One line for people.
@@ -135,26 +177,43 @@ fn line(info: &fencelock::admin::LockInfo) -> String {
 pub async fn watch(args: WatchArgs) -> Result<(), CliError> {
     let servers = args.servers.resolve()?;
     let client = servers.client()?;
-    let mut releases = client.releases(&args.name).await?;
+    let served = match &args.prometheus {
+        Some(addr) => {
+            let served = Served::default();
+            crate::watch_metrics::serve(addr, served.clone()).await?;
+            Some(served)
+        }
+        None => None,
+    };
+    let mut streams = Vec::with_capacity(args.names.len());
+    for name in &args.names {
+        streams.push(client.releases(name).await?);
+    }
+    let mut releases = futures_util::stream::select_all(streams);
     let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
         .map_err(|e| CliError::Failed {
         message: format!("cannot watch for SIGTERM: {e}"),
         code: 1,
     })?;
-    let mut last: Option<Value> = None;
+    let mut last: Vec<Option<Value>> = vec![None; args.names.len()];
     loop {
-        let info = client.inspect(&args.name).await?;
-        let fields = lock_fields(&info);
-        let now = identity(&fields);
-        if last.as_ref() != Some(&now) {
-            if args.json {
-                let mut fields = fields;
-                fields.insert("at".into(), json!(now_ms()));
-                print_line(&Value::Object(fields).to_string())?;
-            } else {
-                print_line(&line(&info))?;
+        match read(&client, &args.names).await {
+            Ok(infos) => {
+                if let Some(served) = &served {
+                    served.read(Some(&infos));
+                }
+                for (info, last) in infos.iter().zip(last.iter_mut()) {
+                    show(info, last, args.json)?;
+                }
             }
-            last = Some(now);
+            // Serving, a failed read is a gap in the series, not the end of the exporter.
+            Err(e) => match &served {
+                Some(served) => {
+                    served.read(None);
+                    tracing::warn!(error = %e, "cannot read the locks");
+                }
+                None => return Err(e.into()),
+            },
         }
         tokio::select! {
             _ = releases.next() => {}

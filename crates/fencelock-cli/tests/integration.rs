@@ -8,6 +8,7 @@ mod chaos;
 mod chaos_report;
 mod demo;
 mod elect;
+mod observability;
 mod operator;
 mod permits;
 mod psql;

@@ -89,6 +89,9 @@ pub struct ElectArgs {
     #[command(flatten)]
     label: LabelArgs,
 
+    #[command(flatten)]
+    metrics: crate::metrics_file::MetricsFileArgs,
+
     /// The election's name (no braces, no control characters); also its lock's
     #[arg(value_name = "NAME")]
     name: String,
@@ -124,6 +127,7 @@ pub async fn elect(args: ElectArgs) -> Result<(), CliError> {
     let (program, program_args) = child::split_checked(&args.command)?;
     let mut signals = Signals::new()?;
     let client = servers.client()?;
+    let metrics = crate::metrics_file::MetricsFile::start(&args.metrics, &args.name).await?;
     let outcome = async {
         let leadership = campaign(&client, &args, &servers, &mut signals).await?;
         let term = leadership.term();
@@ -149,6 +153,9 @@ pub async fn elect(args: ElectArgs) -> Result<(), CliError> {
     }
     .await;
     client.wait_idle(FINISH_LIMIT).await;
+    if let Some(metrics) = metrics {
+        metrics.finish().await;
+    }
     outcome
 }
 

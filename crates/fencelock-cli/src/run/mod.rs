@@ -207,6 +207,9 @@ pub struct RunArgs {
     #[command(flatten)]
     schedule: tick::TickArgs,
 
+    #[command(flatten)]
+    metrics: crate::metrics_file::MetricsFileArgs,
+
     /// The lock's name (no braces, no control characters). Several: all of them are held
     /// (every one or none; never waiting while holding some). With --once: one, or none for the
     /// lock named KEY
@@ -258,6 +261,7 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
     }
     let mut signals = Signals::new()?;
     let client = servers.client()?;
+    let metrics = crate::metrics_file::MetricsFile::start(&args.metrics, args.name()).await?;
     let under_lock = UnderLock {
         args: &args,
         servers: &servers,
@@ -268,6 +272,9 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
     // Let what the library still has under way in the background (a cancelled acquisition's
     // give-back; over several servers, releases to the slowest) finish before the process ends.
     client.wait_idle(FINISH_LIMIT).await;
+    if let Some(metrics) = metrics {
+        metrics.finish().await;
+    }
     outcome
 }
 

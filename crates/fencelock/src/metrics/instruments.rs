@@ -42,6 +42,25 @@ pub struct Instrument {
     pub help: &'static str,
 }
 
+impl Instrument {
+    /// An instrument (for [`render`](super::render) of series of one's own).
+    pub const fn new(
+        name: &'static str,
+        kind: InstrumentKind,
+        unit: &'static str,
+        labels: &'static [&'static str],
+        help: &'static str,
+    ) -> Self {
+        Instrument {
+            name,
+            kind,
+            unit,
+            labels,
+            help,
+        }
+    }
+}
+
 /// `fencelock_acquisitions_total`.
 pub const ACQUISITIONS: &str = "fencelock_acquisitions_total";
 /// `fencelock_wait_seconds`.

@@ -51,3 +51,4 @@ pub use instruments::{
 pub(crate) use labels::lock_label;
 pub use labels::{LockLabels, OTHER, set_lock_labels};
 pub use registry::{InstallError, KEPT_OBSERVATIONS, Observation, Registry, Series, Value};
+pub use render::render;

@@ -75,6 +75,24 @@ pub enum Value {
     },
 }
 
+impl Series {
+    /// A series named `name` with `labels` and `value`.
+    pub fn new<K: Into<String>, V: Into<String>>(
+        name: impl Into<String>,
+        labels: impl IntoIterator<Item = (K, V)>,
+        value: Value,
+    ) -> Self {
+        Series {
+            name: name.into(),
+            labels: labels
+                .into_iter()
+                .map(|(k, v)| (k.into(), v.into()))
+                .collect(),
+            value,
+        }
+    }
+}
+
 impl Value {
     /// The instrument kind this value is of.
     pub fn kind(&self) -> InstrumentKind {
@@ -146,7 +164,22 @@ impl Registry {
     /// `# TYPE` of each instrument: what a `/metrics` endpoint serves, or what node_exporter's
     /// textfile collector reads.
     pub fn render(&self) -> String {
-        super::render::prometheus(&self.snapshot())
+        super::render(&self.snapshot(), super::INSTRUMENTS)
+    }
+
+    /// As [`render`](Self::render), with `labels` added to every series that does not have
+    /// them: for a file of one job among several that node_exporter's textfile collector
+    /// merges (`lock="nightly"`), whose series must not collide.
+    pub fn render_with(&self, labels: &[(&str, &str)]) -> String {
+        let mut series = self.snapshot();
+        for s in &mut series {
+            for (key, value) in labels {
+                if !s.labels.iter().any(|(k, _)| k == key) {
+                    s.labels.push(((*key).to_owned(), (*value).to_owned()));
+                }
+            }
+        }
+        super::render(&series, super::INSTRUMENTS)
     }
 
     /// Keeps (`true`) or stops keeping (`false`, the default) each histogram value for

@@ -2,18 +2,32 @@
 
 use std::fmt::Write;
 
-use super::instruments::{BUCKETS, instrument};
+use super::instruments::{BUCKETS, Instrument};
 use super::registry::{Series, Value};
 
-/// `series` (sorted by name, as [`Registry::snapshot`](super::Registry::snapshot) gives them)
-/// as Prometheus text: each instrument's `# HELP` and `# TYPE` once, then its samples.
-pub(super) fn prometheus(series: &[Series]) -> String {
+/// `series` in the Prometheus text format (version 0.0.4), series of one name together (as
+/// [`Registry::snapshot`](super::Registry::snapshot) sorts them): the `# HELP` and `# TYPE`
+/// of each name once (from `instruments`; a name not there has its type from its value and no
+/// help), then its samples. Label values are escaped.
+///
+/// ```
+/// use fencelock::metrics::{Instrument, InstrumentKind, Series, Value, render};
+///
+/// const HELD: Instrument =
+///     Instrument::new("locks_held", InstrumentKind::Gauge, "", &["lock"], "Locks held.");
+/// let series = [Series::new("locks_held", [("lock", "reports")], Value::Gauge(1.0))];
+/// assert_eq!(
+///     render(&series, &[HELD]),
+///     "# HELP locks_held Locks held.\n# TYPE locks_held gauge\nlocks_held{lock=\"reports\"} 1\n"
+/// );
+/// ```
+pub fn render(series: &[Series], instruments: &[Instrument]) -> String {
     let mut out = String::new();
     let mut last: Option<&str> = None;
     for s in series {
         if last != Some(s.name.as_str()) {
             last = Some(&s.name);
-            let (help, kind) = match instrument(&s.name) {
+            let (help, kind) = match instruments.iter().find(|i| i.name == s.name) {
                 Some(i) => (i.help, i.kind.as_str()),
                 None => ("", s.value.kind().as_str()),
             };
@@ -131,7 +145,7 @@ mod tests {
                 },
             },
         ];
-        let text = prometheus(&series);
+        let text = render(&series, super::super::INSTRUMENTS);
         assert!(text.contains("# TYPE fencelock_held gauge\n"), "{text}");
         assert!(
             text.contains("fencelock_held{kind=\"lock\",lock=\"a\\\"b\\\\c\\nd\"} 1\n"),
