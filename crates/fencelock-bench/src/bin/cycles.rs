@@ -8,6 +8,10 @@
 //! none is. A load for counting instructions under callgrind, the server's
 //! (`scripts/callgrind-server`) or this process's, where timings mean nothing; the benchmark
 //! itself is `fencelock-bench`.
+//!
+//! Built with the feature `metrics` and run with `FENCELOCK_CYCLES_METRICS=1`, it records
+//! fencelock's metrics into fencelock's own registry (the overhead of metrics: two builds side
+//! by side, docs/BENCHMARKS.md).
 
 use std::process::ExitCode;
 use std::time::Duration;
@@ -37,6 +41,10 @@ async fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if let Err(err) = metrics() {
+        eprintln!("fencelock-cycles: {err}");
+        return ExitCode::from(2);
+    }
     let client = match Client::builder(url).build() {
         Ok(client) => client,
         Err(err) => {
@@ -71,6 +79,21 @@ async fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// Installs fencelock's registry if `FENCELOCK_CYCLES_METRICS=1` asks for it.
+fn metrics() -> Result<(), String> {
+    if std::env::var("FENCELOCK_CYCLES_METRICS").as_deref() != Ok("1") {
+        return Ok(());
+    }
+    #[cfg(feature = "metrics")]
+    {
+        fencelock::metrics::Registry::new()
+            .install()
+            .map_err(|e| e.to_string())
+    }
+    #[cfg(not(feature = "metrics"))]
+    Err("FENCELOCK_CYCLES_METRICS=1 needs a build with the feature `metrics`".into())
 }
 
 /// W5's load: `KEPT` locks with a lease of `KEPT_LEASE`, kept alive by the watchdog for

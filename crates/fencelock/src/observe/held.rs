@@ -29,13 +29,23 @@ struct HeldInner {
     counted: Counted,
 }
 
-/// The hold's series.
+/// The hold's series (registered once, at the grant).
 #[cfg(feature = "metrics")]
-#[derive(Debug)]
 struct Counted {
     labels: Labels,
+    held: metrics::Gauge,
+    hold: metrics::Histogram,
     since: std::time::Instant,
     ended: std::sync::atomic::AtomicBool,
+}
+
+#[cfg(feature = "metrics")]
+impl std::fmt::Debug for Counted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Counted")
+            .field("labels", &self.labels)
+            .finish_non_exhaustive()
+    }
 }
 
 impl HeldInner {
@@ -44,10 +54,8 @@ impl HeldInner {
         {
             let c = &self.counted;
             if !c.ended.swap(true, std::sync::atomic::Ordering::AcqRel) {
-                let labels = c.labels.with(&[]);
-                metrics::gauge!(crate::metrics::HELD, labels.clone()).decrement(1.0);
-                metrics::histogram!(crate::metrics::HOLD, labels)
-                    .record(c.since.elapsed().as_secs_f64());
+                c.held.decrement(1.0);
+                c.hold.record(c.since.elapsed().as_secs_f64());
             }
         }
     }
@@ -59,12 +67,16 @@ impl Held {
         #[cfg(feature = "metrics")]
         {
             let labels = Labels::new(Some(kind), name);
-            metrics::gauge!(crate::metrics::HELD, labels.with(&[])).increment(1.0);
+            let series = labels.with(&[]);
+            let held = metrics::gauge!(crate::metrics::HELD, series.clone());
+            held.increment(1.0);
             Held {
                 inner: Some(Arc::new(HeldInner {
                     span: OnceLock::new(),
                     counted: Counted {
                         labels,
+                        held,
+                        hold: metrics::histogram!(crate::metrics::HOLD, series),
                         since: std::time::Instant::now(),
                         ended: std::sync::atomic::AtomicBool::new(false),
                     },
