@@ -1,10 +1,11 @@
 'use strict'
 // `node scripts/lib/check-npm-tarballs.js MAIN.tgz PLATFORM.tgz`: checks the Node packages'
 // file lists against what loading them needs, before anyone installs them. In the main package,
-// every relative `require` reachable from its `main` must resolve to a file in the tarball, its
-// `types` must be there, and every package it requires by name must be a builtin or one of its
-// (optional) dependencies; the platform package must hold its `main` (the addon). Exits 1 with
-// the list of what is missing.
+// every relative `require` reachable from its `main` and from each subpath of its `exports`
+// (`fencelock/bullmq`, ...) must resolve to a file in the tarball, its `types` and each
+// subpath's must be there, and every package it requires by name must be a builtin or one of
+// its (optional, or optional peer) dependencies; the platform package must hold its `main` (the
+// addon). Exits 1 with the list of what is missing.
 
 const { execFileSync } = require('node:child_process')
 const fs = require('node:fs')
@@ -30,15 +31,29 @@ function checkMain (tarball, problems) {
   const { dir, root } = unpack(tarball)
   try {
     const manifest = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8'))
-    const deps = new Set([...Object.keys(manifest.dependencies || {}), ...Object.keys(manifest.optionalDependencies || {})])
+    const deps = new Set([
+      ...Object.keys(manifest.dependencies || {}),
+      ...Object.keys(manifest.optionalDependencies || {}),
+      ...Object.keys(manifest.peerDependencies || {})
+    ])
     for (const field of ['main', 'types']) {
       if (!manifest[field] || !fs.existsSync(path.join(root, manifest[field]))) {
         problems.push(`${path.basename(tarball)}: its ${field} (${manifest[field]}) is not in the package`)
       }
     }
-    const start = resolveIn(root, path.join(root, 'package.json'), `./${manifest.main || 'index.js'}`)
+    const starts = [`./${manifest.main || 'index.js'}`]
+    for (const [subpath, target] of Object.entries(manifest.exports || {})) {
+      const files = typeof target === 'string' ? { default: target } : target
+      for (const [condition, file] of Object.entries(files)) {
+        if (!fs.existsSync(path.join(root, file))) {
+          problems.push(`${path.basename(tarball)}: its export ${subpath} (${condition}: ${file}) is not in the package`)
+        } else if (file.endsWith('.js')) {
+          starts.push(file)
+        }
+      }
+    }
     const seen = new Set()
-    const queue = start ? [start] : []
+    const queue = starts.map((start) => resolveIn(root, path.join(root, 'package.json'), start)).filter(Boolean)
     while (queue.length > 0) {
       const file = queue.pop()
       if (seen.has(file)) continue
@@ -88,4 +103,4 @@ if (problems.length > 0) {
   for (const problem of problems) console.error(`npm package check: ${problem}`)
   process.exit(1)
 }
-console.log(`npm package check: ${path.basename(main)} (${files} files reached from its main) and ${path.basename(platform)} hold what loading needs`)
+console.log(`npm package check: ${path.basename(main)} (${files} files reached from its main and its exports) and ${path.basename(platform)} hold what loading needs`)

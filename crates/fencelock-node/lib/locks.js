@@ -10,6 +10,21 @@ const { run, sync, cancellable } = require('./run')
 
 const SIGNAL = { signal: 'signal' }
 
+/**
+ * The tracing of acquisitions and their holds (`fencelock/otel`), or `null`: untraced, an
+ * acquisition costs this one check, and nothing else.
+ */
+let traced = null
+
+/**
+ * @internal Traces every acquisition from now on with `hooks.acquire(kind, name, start)`, which
+ * calls `start()` (the acquisition: a Promise of the guard, or `null`) and gives its Promise;
+ * `null` stops.
+ */
+function traceAcquisitions (hooks) {
+  traced = hooks
+}
+
 /** A held lock. */
 class Guard extends Held {
   /** The lock's name. */
@@ -165,6 +180,11 @@ class LockRequest {
    * `ClientClosedError` when the client closes.
    */
   acquire (options) {
+    if (traced !== null) return traced.acquire(this.#kind, this.#name, () => this.#acquire(options))
+    return this.#acquire(options)
+  }
+
+  #acquire (options) {
     let signal
     if (options !== undefined) {
       try {
@@ -184,6 +204,7 @@ class LockRequest {
 
   /** One try: the guard, or `null` if another owner holds the lock. */
   tryAcquire () {
+    if (traced !== null) return traced.acquire(this.#kind, this.#name, () => this.#made(true))
     return this.#made(true)
   }
 
@@ -248,4 +269,4 @@ class ReadWriteLock {
   }
 }
 
-module.exports = { Guard, LockRequest, ReentrantLock, ReadWriteLock, holding }
+module.exports = { Guard, LockRequest, ReentrantLock, ReadWriteLock, holding, traceAcquisitions }

@@ -7,6 +7,7 @@
 //! held when a thread's environment ends (the process exits, a worker ends) is given back
 //! (`env.rs`). The codes of errors, losses, conflicts and observations are the library's
 //! (`fencelock::Error::CODES` and the others), exported here for the JavaScript side.
+//! The process's metrics are read by the package's exporters through `metrics.rs`.
 
 // Under `cfg(test)` (clippy's `--all-targets`), napi's macros leave the exported functions
 // unregistered, so a function that only JavaScript calls looks unused there.
@@ -24,6 +25,7 @@ mod fenced;
 mod guard;
 mod held;
 mod logger;
+mod metrics;
 mod recipes;
 mod spec;
 

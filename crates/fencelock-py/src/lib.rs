@@ -18,6 +18,7 @@ mod gil;
 mod guard;
 mod held;
 mod logging;
+mod metrics;
 mod operation;
 mod process;
 mod recipes;
@@ -40,6 +41,7 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<operation::Operation>()?;
     module.add_function(wrap_pyfunction!(process::_shutdown, module)?)?;
     module.add_function(wrap_pyfunction!(process::_forked, module)?)?;
+    metrics::add(module)?;
     module.add("PROTOCOL_VERSION", 1)?;
     module.add("VERSION", env!("CARGO_PKG_VERSION"))?;
     module.add("ERROR_CODES", fencelock::Error::CODES.to_vec())?;

@@ -92,11 +92,11 @@ mod engine;
 mod error;
 pub mod fenced;
 mod keys;
-#[cfg(feature = "metrics")]
-pub mod metrics;
 mod kind;
 mod kinds;
 mod lease;
+#[cfg(feature = "metrics")]
+pub mod metrics;
 pub mod multi;
 mod notify;
 mod observe;

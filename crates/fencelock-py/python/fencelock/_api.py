@@ -64,6 +64,11 @@ async def awaited(call: Callable[..., Any], *args: Any, then: Optional[Callable[
 
 Runner = Callable[..., Any]
 
+#: Set by :func:`fencelock.otel.instrument` given a tracer: ``traced(request, try_only)`` makes
+#: an acquisition in its spans, and gives what ``acquire`` (``try_acquire``) gives. ``None``
+#: (the default): nothing traced, and nothing spent but this module's look at it.
+traced: Optional[Callable[[Any, bool], Any]] = None
+
 
 def _watch(op: Any, on_value: Callable[[Any], None]) -> None:
     """Calls ``on_value(result)`` when ``op`` succeeds (from fencelock's answering thread);
@@ -170,15 +175,17 @@ class Guard(_Held):
 class LockRequest:
     """A request for a lock (see :class:`fencelock.LockRequest`)."""
 
-    __slots__ = ("_acquirer", "_spec", "_run", "_held")
+    __slots__ = ("_acquirer", "_spec", "_run", "_held", "_kind")
 
     #: Set by each flavour: the class of its guards.
     _guard_class: Any
 
-    def __init__(self, acquirer: Any, spec: Any, run: Runner) -> None:
+    def __init__(self, acquirer: Any, spec: Any, run: Runner, kind: str = "lock") -> None:
         self._acquirer = acquirer
         self._spec = spec
         self._run = run
+        #: The kind the request was made for (``spec``'s), for the traces.
+        self._kind = kind
         #: The guards of `with` blocks, per thread (or task).
         self._held: Dict[Any, List[Guard]] = {}
 
@@ -198,12 +205,16 @@ class LockRequest:
         request's are given where it is made): one raises :class:`fencelock.InvalidArgument`."""
         if unknown:
             _checks.unknown(self.name, unknown, {})
+        if traced is not None:
+            return traced(self, False)
         return self._run(self._acquirer.acquire, self._spec, then=self._make)
 
     def try_acquire(self, **unknown: Any) -> Any:
         """One try: the guard, or ``None`` if another owner holds the lock."""
         if unknown:
             _checks.unknown(self.name, unknown, {})
+        if traced is not None:
+            return traced(self, True)
         return self._run(self._acquirer.acquire, self._spec, True, then=self._make)
 
     def _push(self, key: Any, guard: Guard) -> Guard:
@@ -237,7 +248,8 @@ class ReentrantLock:
 
     def request(self, **options: Any) -> Any:
         """A request with the options of :meth:`Client.lock`."""
-        return self._client._request_class(self._native, spec("reentrant", self.name, **options), self._client._run)
+        return self._client._request_class(self._native, spec("reentrant", self.name, **options), self._client._run,
+                                           "reentrant")
 
     def acquire(self, **options: Any) -> Any:
         """Acquires the lock (again); see :meth:`LockRequest.acquire`."""
@@ -259,11 +271,11 @@ class ReadWriteLock:
 
     def read(self, **options: Any) -> Any:
         """A request for the read side (the options of ``Client.lock``)."""
-        return self._client._request(spec("read", self.name, **options))
+        return self._client._request(spec("read", self.name, **options), "read")
 
     def write(self, **options: Any) -> Any:
         """A request for the write side (the options of ``Client.lock``)."""
-        return self._client._request(spec("write", self.name, **options))
+        return self._client._request(spec("write", self.name, **options), "write")
 
 
 class FencedStore:
@@ -369,8 +381,8 @@ class ClientBase:
         """The server(s) this client talks to, without any password."""
         return self._native.server()
 
-    def _request(self, request_spec: Any) -> Any:
-        return self._request_class(self._native, request_spec, self._run)
+    def _request(self, request_spec: Any, kind: str = "lock") -> Any:
+        return self._request_class(self._native, request_spec, self._run, kind)
 
     def lock(
         self,
@@ -405,13 +417,13 @@ class ClientBase:
 
     def fair_lock(self, name: str, *, queue_timeout: Optional[float] = None, **options: Any) -> Any:
         """A request for the fair lock ``name``: granted in the order of asking."""
-        return self._request(spec("fair", name, queue_timeout=queue_timeout, **options))
+        return self._request(spec("fair", name, queue_timeout=queue_timeout, **options), "fair")
 
     def semaphore(self, name: str, permits: int, *, take: int = 1, **options: Any) -> Any:
         """A request for ``take`` (default 1) of the ``permits`` permits of the semaphore
         ``name``, held with one lease and one fence. Permits go first come, first served: a
         large request is not starved by a stream of small ones."""
-        return self._request(spec("semaphore", name, permits=permits, take=take, **options))
+        return self._request(spec("semaphore", name, permits=permits, take=take, **options), "semaphore")
 
     def multi_lock(self, names: Sequence[str], *, ttl: Optional[float] = None, wait: Optional[float] = None,
                    label: Optional[str] = None, **unknown: Any) -> Any:
