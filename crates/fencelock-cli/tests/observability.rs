@@ -344,3 +344,72 @@ fn watch_serves_the_locks_it_sees_and_keeps_serving_through_an_outage() {
     let finished = watch.finish();
     assert_eq!(finished.code, Some(0), "{}", finished.explain());
 }
+
+#[test]
+fn the_dashboard_asks_only_for_documented_series() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../docs/grafana/fencelock.json"
+    );
+    let dashboard: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).expect("the dashboard")).expect("JSON");
+    let names = documented("The instruments");
+    let panels = dashboard["panels"].as_array().expect("panels");
+    assert!(panels.len() >= 6, "{panels:#?}");
+    for panel in panels {
+        let expr = panel["targets"][0]["expr"].as_str().expect("an expression");
+        let used: Vec<&str> = expr
+            .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .filter(|w| w.starts_with("fencelock_"))
+            .collect();
+        assert!(!used.is_empty(), "{expr}");
+        for name in used {
+            let name = name.strip_suffix("_bucket").unwrap_or(name);
+            assert!(
+                names.iter().any(|n| n == name),
+                "{name} ({expr}) is not documented"
+            );
+        }
+    }
+}
+
+#[test]
+fn the_table_is_the_cores_list_of_instruments() {
+    let docs = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../docs/observability.md"
+    ))
+    .expect("docs/observability.md");
+    let section = docs
+        .split("\n## ")
+        .find(|s| s.starts_with("The instruments"))
+        .expect("the section");
+    let rows: Vec<Vec<String>> = section
+        .lines()
+        .filter(|l| l.starts_with("| `"))
+        .map(|l| l.split('|').map(|c| c.trim().to_owned()).collect())
+        .collect();
+    let core: Vec<Vec<String>> = fencelock::metrics::INSTRUMENTS
+        .iter()
+        .map(|i| {
+            vec![
+                format!("`{}`", i.name),
+                i.kind.as_str().to_owned(),
+                if i.unit.is_empty() {
+                    "-".to_owned()
+                } else {
+                    i.unit.to_owned()
+                },
+                i.labels.join(", "),
+            ]
+        })
+        .collect();
+    let documented: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| r.get(1..5).map(<[String]>::to_vec).unwrap_or_default())
+        .collect();
+    assert_eq!(
+        documented, core,
+        "docs/observability.md's table and INSTRUMENTS"
+    );
+}
