@@ -89,7 +89,7 @@ async fn hot(client: Client, running: Arc<AtomicBool>, worker: u64) -> Result<()
                     fencelock::fenced::Writes::new().set("reports:last", worker.to_string());
                 // Now and then the fence of this worker's previous hold: older than the
                 // fences accepted since, so refused.
-                let stale = (round + worker) % 20 == 0 && last > 0;
+                let stale = (round + worker).is_multiple_of(20) && last > 0;
                 let fence = if stale { last } else { guard.fence() };
                 last = guard.fence();
                 match store.apply(fence, &writes).await {
