@@ -16,6 +16,7 @@
 
 pub mod election;
 pub mod fair;
+pub mod lease;
 pub mod multi;
 mod mutants;
 pub mod once;

@@ -225,6 +225,8 @@ fn a_two_step_begin_counts_the_work_twice() {
 mod election;
 #[path = "check/fair.rs"]
 mod fair;
+#[path = "check/lease.rs"]
+mod lease;
 #[path = "check/multi.rs"]
 mod multi;
 #[path = "check/redlock.rs"]
