@@ -22,6 +22,7 @@ mod kinds;
 mod labels;
 mod lock;
 mod lock_delay;
+mod lost;
 mod multi;
 mod native;
 mod once;
