@@ -283,3 +283,37 @@ async fn a_failed_run_that_lost_its_lock_is_not_counted() {
         Some(1)
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_knows_its_tick_and_one_given_up_frees_the_lock_and_counts_nothing() {
+    let redis = server();
+    let client = common::client(&redis.url());
+    let planned = SystemTime::UNIX_EPOCH + Duration::from_millis(1_795_910_400_000);
+    let once = || client.once("stopped").tick(Tick::planned(planned));
+    let Ok(fencelock::once::Begun::Run(run)) = once().begin().await else {
+        panic!("not begun");
+    };
+    assert_eq!(run.tick(), Some(planned));
+    // Given up (stopped, not failed): the lock is free at once, nothing is recorded, and no
+    // failure is counted, so the next start runs the tick.
+    run.give_up().await.unwrap_or_else(|e| panic!("{e}"));
+    let free = client
+        .lock("stopped")
+        .try_acquire()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let Some(free) = free else {
+        panic!("the lock of a run given up is still held");
+    };
+    assert!(free.release().await.unwrap_or_else(|e| panic!("{e}")));
+    assert!(
+        keys(&redis).iter().all(|k| !k.contains("once")),
+        "{:?}",
+        keys(&redis)
+    );
+    let again = once()
+        .run(|_| async { Ok::<_, std::io::Error>(()) })
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(matches!(again, Outcome::Ran(())), "{again:?}");
+}
