@@ -413,3 +413,34 @@ fn the_table_is_the_cores_list_of_instruments() {
         "docs/observability.md's table and INSTRUMENTS"
     );
 }
+
+/// `fencelock run` SIGKILLed while its command runs: the file it wrote at the start is there,
+/// whole (written to a temporary file and renamed: never half a file where the collector
+/// reads), and no `*.prom` but it.
+#[test]
+fn a_run_killed_midway_leaves_its_last_whole_metrics_file() {
+    let server = server();
+    let url = server.url();
+    let dir = scratch();
+    let prom = path(dir.path(), "killed.prom");
+    let running = hold(
+        &url,
+        "killed",
+        dir.path(),
+        &["--metrics-file", prom.to_str().unwrap()],
+        Some(0),
+    );
+    running.signal(nix::sys::signal::Signal::SIGKILL);
+    let _ = running.finish();
+    let text = std::fs::read_to_string(&prom).expect("the file written at the start");
+    for line in text.lines().filter(|l| !l.starts_with('#')) {
+        let (_, value) = line.rsplit_once(' ').unwrap_or_else(|| panic!("{line:?}"));
+        assert!(value.parse::<f64>().is_ok(), "{line:?} in\n{text}");
+    }
+    let proms: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".prom"))
+        .collect();
+    assert_eq!(proms, vec!["killed.prom".to_owned()]);
+}
