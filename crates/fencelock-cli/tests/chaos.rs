@@ -1,10 +1,12 @@
 //! `fencelock chaos` end to end: short mixed runs on one server and on Redlock x5 find no
-//! violation, and each deliberate bug (`--mutate`) is reported by a short run — without that,
-//! the checker would prove nothing. The runs take turns (each starts its servers and workers,
+//! violation and are explained by the model (`chaos_trace`), and each deliberate bug
+//! (`--mutate`) is reported by a short run and rejected by the model — without that, the
+//! checkers would prove nothing. The runs take turns (each starts its servers and workers,
 //! and the machine has few cores).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a test fails by panicking
 
+use crate::chaos_trace;
 use crate::common;
 
 use std::sync::Mutex;
@@ -71,6 +73,9 @@ fn clean_run(topology: &str) {
         "too few kinds of fault: {faults}\n{}",
         run.explain()
     );
+    // The model explains the history, and rejects each violation planted in it.
+    chaos_trace::explained(&history);
+    chaos_trace::plants_are_rejected(&history);
     // The history checks again, on its own.
     let again = check(&history);
     assert_eq!(again.code, Some(0), "{}", again.explain());
@@ -136,6 +141,8 @@ fn mutated(mutation: &str, kinds: &[&str]) {
     );
     let again = check(&history);
     assert_eq!(again.code, Some(3), "{}", again.explain());
+    // Nor does the model explain it.
+    chaos_trace::rejected(&history);
 }
 
 #[test]

@@ -6,6 +6,7 @@ mod common;
 
 mod chaos;
 mod chaos_report;
+mod chaos_trace;
 mod demo;
 mod elect;
 mod observability;

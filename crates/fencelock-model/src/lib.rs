@@ -24,6 +24,7 @@ pub mod redlock;
 mod scripts;
 pub mod semaphore;
 mod state;
+pub mod trace;
 
 pub use mutants::Mutants;
 pub use state::*;

@@ -18,9 +18,10 @@ use fencelock_model::fair::FairModel;
 use fencelock_model::multi::MultiModel;
 use fencelock_model::redlock::RedlockModel;
 use fencelock_model::semaphore::SemModel;
+use fencelock_model::trace;
 use stateright::{Checker, Model};
 
-const USAGE: &str = "usage: fencelock-model [fences|passing|fair|semaphore|election|multi|redlock] [--clients N] [--time STEPS] [--grants N] [--depth N] [--failovers N] [--crashes N] [--back N] [--jumps N] [--passing 0|1] [--lossy 0|1] [--writes 0|1]";
+const USAGE: &str = "usage: fencelock-model trace HISTORY.jsonl..., or fencelock-model [fences|passing|fair|semaphore|election|multi|redlock] [--clients N] [--time STEPS] [--grants N] [--depth N] [--failovers N] [--crashes N] [--back N] [--jumps N] [--passing 0|1] [--lossy 0|1] [--writes 0|1]";
 
 fn main() -> ExitCode {
     let mut model = LockModel::fences();
@@ -32,6 +33,10 @@ fn main() -> ExitCode {
         Some("passing") => {
             args.next();
             model = LockModel::passing();
+        }
+        Some("trace") => {
+            args.next();
+            return trace(args.collect());
         }
         Some(kind @ ("fair" | "semaphore" | "election" | "multi" | "redlock")) => {
             let kind = kind.to_owned();
@@ -67,6 +72,44 @@ fn main() -> ExitCode {
         }
     }
     check(model, depth)
+}
+
+/// Checks each chaos history against the model ([`fencelock_model::trace`]): exit 0 when the
+/// model explains every one, 1 when it does not explain one (the first event it cannot explain
+/// is printed), 2 for a file that cannot be read.
+fn trace(files: Vec<String>) -> ExitCode {
+    if files.is_empty() {
+        eprintln!("{USAGE}");
+        return ExitCode::from(2);
+    }
+    let mut code = ExitCode::SUCCESS;
+    for file in files {
+        let read = std::fs::File::open(&file)
+            .map_err(|e| e.to_string())
+            .and_then(|f| trace::read_chaos_history(std::io::BufReader::new(f)));
+        let history = match read {
+            Ok(history) => history,
+            Err(e) => {
+                eprintln!("{file}: {e}");
+                return ExitCode::from(2);
+            }
+        };
+        let started = Instant::now();
+        match trace::check(&history) {
+            Ok(explained) => println!(
+                "{file}: explained: {} operations on {} lock(s), at most {} model states at once, {:.1?}",
+                explained.operations,
+                explained.locks,
+                explained.widest,
+                started.elapsed()
+            ),
+            Err(unexplained) => {
+                println!("{file}: NOT EXPLAINED: {unexplained}");
+                code = ExitCode::from(1);
+            }
+        }
+    }
+    code
 }
 
 /// Reads `--name value` pairs into `set` (which answers whether it knows the name); `--depth`

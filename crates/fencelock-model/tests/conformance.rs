@@ -10,9 +10,10 @@ use crate::common;
 
 use std::collections::HashMap;
 
-use common::{Keys, LEASE, Replay, Request, Seen, Walk};
+use common::{Answers, Keys, LEASE, Replay, Request, Seen, Walk};
 use fencelock::fenced::Writes;
 use fencelock::{Client, Error};
+use fencelock_model::trace::{Seen as Saw, WriteOutcome};
 use fencelock_model::{Action, LockModel, Phase, State};
 use redis::AsyncCommands;
 
@@ -29,6 +30,9 @@ struct Real {
     /// The real fence of each model grant.
     fences: HashMap<u8, u64>,
     seen: Seen,
+    /// What the clients were answered, explained by the model at the end.
+    answers: Answers,
+    walk: usize,
 }
 
 impl Real {
@@ -36,6 +40,7 @@ impl Real {
         match action {
             Action::Acquire(i) => {
                 let i = usize::from(i);
+                self.answers.saw(i, Saw::Request);
                 let got = self
                     .client
                     .lock(&self.keys.name)
@@ -58,10 +63,15 @@ impl Real {
                             );
                         }
                         self.fences.insert(grant, guard.fence());
+                        let fence = guard.fence();
+                        self.answers.saw(i, Saw::Granted { fence });
                         self.seen.count("granted");
                         self.requests[i] = Request::Holding(guard);
                     }
-                    (Err(Error::Busy { .. }), Phase::Idle) => self.seen.count("busy"),
+                    (Err(Error::Busy { .. }), Phase::Idle) => {
+                        self.answers.saw(i, Saw::NotGranted);
+                        self.seen.count("busy");
+                    }
                     (got, phase) => panic!(
                         "acquire by {i}: {:?}, the model: {phase:?}",
                         got.map(|g| g.fence())
@@ -74,7 +84,13 @@ impl Real {
                 match (got, after.clients[i].phase) {
                     (Ok(()), Phase::Holding { .. }) => {}
                     (Err(Error::NotHeld { .. }), Phase::Idle) => {
+                        // Told by the refusal; the guard is then given up (not held).
+                        let fence = self.requests[i].guard(i).fence();
+                        self.answers.saw(i, Saw::Told { fence });
+                        self.answers.saw(i, Saw::Release { fence });
                         self.requests[i].refused(i, &mut self.seen).await;
+                        let held = Some(false);
+                        self.answers.saw(i, Saw::Released { fence, held });
                     }
                     (got, phase) => panic!("renew by {i}: {got:?}, the model: {phase:?}"),
                 }
@@ -85,7 +101,17 @@ impl Real {
                     .server
                     .holder(before.now)
                     .is_some_and(|h| h.owner == u8::try_from(i).unwrap());
+                let fence = self.requests[i].guard(i).fence();
+                self.answers.saw(i, Saw::Release { fence });
                 self.requests[i].release(i, held).await;
+                let answer = Some(held);
+                self.answers.saw(
+                    i,
+                    Saw::Released {
+                        fence,
+                        held: answer,
+                    },
+                );
                 self.seen.count(if held {
                     "released"
                 } else {
@@ -107,20 +133,30 @@ impl Real {
                     Ok(accepted) => {
                         assert_eq!(accepted, fence);
                         assert!(accepts, "write by {i} accepted, the model refuses it");
+                        self.answers.wrote(i, fence, WriteOutcome::Accepted);
                         self.seen.count("write accepted");
                     }
-                    Err(Error::Fenced { .. }) => {
+                    Err(Error::Fenced { accepted, .. }) => {
                         assert!(!accepts, "write by {i} refused, the model accepts it");
+                        let store = accepted;
+                        self.answers
+                            .wrote(i, fence, WriteOutcome::Refused { store });
                         self.seen.count("stale write refused");
                     }
                     Err(e) => panic!("write by {i}: {e}"),
                 }
             }
             Action::Tick => {
-                if before.server.holder(before.now).is_some()
+                if let Some(h) = before.server.holder(before.now)
                     && after.server.holder(after.now).is_none()
                 {
                     self.keys.expire("").await;
+                    // The holder's deadline is the key's expiry: it knows now.
+                    let i = usize::from(h.owner);
+                    if let Some(Request::Holding(guard)) = self.requests.get(i) {
+                        let fence = guard.fence();
+                        self.answers.saw(i, Saw::Told { fence });
+                    }
                 }
             }
             other => panic!("{other:?} is not replayed"),
@@ -209,6 +245,7 @@ impl Replay<LockModel> for Real {
     }
 
     async fn end(self) -> Seen {
+        self.answers.explained(&format!("walk {}", self.walk));
         common::end(self.requests, self.seen).await
     }
 }
@@ -231,6 +268,8 @@ async fn random_walks_of_the_model_match_the_real_scripts() {
             requests: (0..model.clients).map(|_| Request::Idle).collect(),
             fences: HashMap::new(),
             seen: Seen::default(),
+            answers: Answers::default(),
+            walk,
         };
         // Every other walk starts with the fence counter far ahead of the server's clock (as
         // after a clock step back), so that grants take `last + 1`: the model's fence is the

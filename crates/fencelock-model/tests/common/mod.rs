@@ -12,6 +12,7 @@ use std::future::Future;
 use std::time::Duration;
 
 use fencelock::{Client, LockGuard};
+use fencelock_model::trace::{self, Event, Seen as Saw, Trace, What, WriteOutcome};
 use fencelock_testkit::RedisServer;
 use redis::AsyncCommands;
 use stateright::Model;
@@ -45,6 +46,55 @@ pub fn client(server: &RedisServer) -> Client {
 /// `n` clients of their own on `server`, one a model client.
 pub fn clients(server: &RedisServer, n: usize) -> Vec<Client> {
     (0..n).map(|_| client(server)).collect()
+}
+
+/// What a walk's clients were answered, as a trace (`fencelock_model::trace`), to be explained
+/// by the model at the walk's end: the walk checks the server against the model after every
+/// step, and this the answers the library gave against the model's rules.
+#[derive(Default)]
+pub struct Answers {
+    trace: Trace,
+}
+
+impl Answers {
+    /// Client `i` saw `seen` (a step after the last).
+    pub fn saw(&mut self, i: usize, seen: Saw) {
+        let line = self.trace.events.len() + 1;
+        self.trace.events.push(Event {
+            line,
+            at_ns: 1_000 * line as u64,
+            what: What::Worker {
+                worker: u32::try_from(i).unwrap(),
+                lock: "walk".into(),
+                seen,
+            },
+        });
+    }
+
+    /// Client `i`'s fenced write with `fence`, begun just after the last step, answered now.
+    pub fn wrote(&mut self, i: usize, fence: u64, outcome: WriteOutcome) {
+        let started_ns = 1_000 * self.trace.events.len() as u64 + 500;
+        self.saw(
+            i,
+            Saw::Write {
+                fence,
+                started_ns,
+                outcome,
+            },
+        );
+    }
+
+    /// The model explains the answers; `walk` names the walk in a failure.
+    pub fn explained(&self, walk: &str) {
+        let mut trace = self.trace.clone();
+        trace.permits = 1;
+        if let Err(e) = trace::check(&trace) {
+            panic!(
+                "{walk}: the model does not explain the answers of the library: {e}\n{:#?}",
+                trace.events
+            );
+        }
+    }
 }
 
 /// One lock's keys on the server (the lock key, and the keys named after it).
