@@ -70,7 +70,8 @@ pub(super) fn run(
             Step::Loss(loss) => {
                 // Operations in flight may have taken effect before the loss.
                 states = now
-                    .widen(&states, None)
+                    .widen(&states, None, &mut widest)
+                    .map_err(|why| (at, line, why))?
                     .into_iter()
                     .map(|mut state| {
                         for hold in &mut state.holds {
@@ -88,7 +89,9 @@ pub(super) fn run(
             Step::Return(op) => {
                 now.pending.retain(|p| *p != op);
                 let before = states;
-                states = now.widen(&before, Some(op));
+                states = now
+                    .widen(&before, Some(op), &mut widest)
+                    .map_err(|why| (at, line, why))?;
                 if states.is_empty() {
                     let why = before
                         .iter()
@@ -107,7 +110,9 @@ pub(super) fn run(
             }
             Step::Finish => {
                 let Some(log) = &plan.log else { continue };
-                states = now.widen(&states, None);
+                states = now
+                    .widen(&states, None, &mut widest)
+                    .map_err(|why| (at, line, why))?;
                 if !states.iter().any(|s| s.logged == log.len()) {
                     let left = states.iter().map(|s| s.logged).max().unwrap_or(0);
                     let (fence, worker) = log.get(left).copied().unwrap_or_default();
@@ -123,20 +128,20 @@ pub(super) fn run(
                 }
             }
         }
-        if states.len() > now.most {
-            let most = now.most;
-            let why = format!("the search needs more than {most} model states here: not explained");
-            return Err((at, line, why));
-        }
-        widest = widest.max(states.len());
     }
     Ok((placed, widest))
 }
 
 impl Now<'_> {
     /// Every state reached from `states` by placing operations in flight, in any order, and
-    /// then `op` (if given: only the states that placed it, with `op` settled).
-    fn widen(&self, states: &HashSet<State>, op: Option<usize>) -> HashSet<State> {
+    /// then `op` (if given: only the states that placed it, with `op` settled). `widest` keeps
+    /// the most states kept at once; a search that needs more than allowed is not explained.
+    fn widen(
+        &self,
+        states: &HashSet<State>,
+        op: Option<usize>,
+        widest: &mut usize,
+    ) -> Result<HashSet<State>, String> {
         let mut out = HashSet::new();
         let mut seen: HashSet<State> = states.clone();
         let mut stack: Vec<State> = states.iter().cloned().collect();
@@ -170,11 +175,15 @@ impl Now<'_> {
                     }
                 }
             }
-            if seen.len() > self.most {
-                break;
+            if seen.len().max(out.len()) > self.most {
+                let most = self.most;
+                return Err(format!(
+                    "the search needs more than {most} model states here: not explained"
+                ));
             }
         }
-        out
+        *widest = (*widest).max(seen.len()).max(out.len());
+        Ok(out)
     }
 
     /// The states that placing `op` in `state` leads to, or why it cannot be placed.
