@@ -1,5 +1,5 @@
-//! `fencelock chaos` end to end: short mixed runs on one server and on Redlock x5 find no
-//! violation and are explained by the model (`chaos_trace`), and each deliberate bug
+//! `fencelock chaos` end to end: short mixed runs on every topology (one server, Redlock x5, a
+//! Cluster, Sentinel) find no violation and are explained by the model (`chaos_trace`), and each deliberate bug
 //! (`--mutate`) is reported by a short run and rejected by the model — without that, the
 //! checkers would prove nothing. The runs take turns (each starts its servers and workers,
 //! and the machine has few cores).
@@ -49,7 +49,7 @@ fn clean_run(topology: &str) {
             "--topology",
             topology,
             "--duration",
-            "25s",
+            "15s",
             "--fault-interval",
             "1500ms",
         ],
@@ -95,6 +95,16 @@ fn a_short_mixed_run_on_one_server_finds_no_violation() {
 #[test]
 fn a_short_mixed_run_on_redlock_finds_no_violation() {
     clean_run("redlock");
+}
+
+#[test]
+fn a_short_mixed_run_on_a_cluster_finds_no_violation() {
+    clean_run("cluster");
+}
+
+#[test]
+fn a_short_mixed_run_through_sentinel_finds_no_violation() {
+    clean_run("sentinel");
 }
 
 /// A short run with a deliberate bug, and workers paused past their lease: the checker must
