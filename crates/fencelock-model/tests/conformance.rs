@@ -86,7 +86,7 @@ impl Real {
                     (Err(Error::NotHeld { .. }), Phase::Idle) => {
                         // Told by the refusal; the guard is then given up (not held).
                         let fence = self.requests[i].guard(i).fence();
-                        self.answers.saw(i, Saw::Told { fence });
+                        self.answers.told(i, fence);
                         self.answers.saw(i, Saw::Release { fence });
                         self.requests[i].refused(i, &mut self.seen).await;
                         let held = Some(false);
@@ -147,16 +147,10 @@ impl Real {
                 }
             }
             Action::Tick => {
-                if let Some(h) = before.server.holder(before.now)
+                if before.server.holder(before.now).is_some()
                     && after.server.holder(after.now).is_none()
                 {
                     self.keys.expire("").await;
-                    // The holder's deadline is the key's expiry: it knows now.
-                    let i = usize::from(h.owner);
-                    if let Some(Request::Holding(guard)) = self.requests.get(i) {
-                        let fence = guard.fence();
-                        self.answers.saw(i, Saw::Told { fence });
-                    }
                 }
             }
             other => panic!("{other:?} is not replayed"),
@@ -240,6 +234,7 @@ impl Replay<LockModel> for Real {
         });
         let next = walk.take(&state, action);
         self.step(walk.model, &state, &next, action).await;
+        self.answers.deadlines(&next, &self.requests);
         self.compare(&next, &walk.step()).await;
         next
     }

@@ -38,8 +38,9 @@ use Action::{Acquire, Crash, Deliver, Lose, Release, Renew, Tick};
 use common::line::{
     self, CLAIM_MS, DEAD_WAITER, PASS_CLAIM_MS, PASSING, PLACE_MS, PLACE_SLACK, lapsed, token,
 };
-use common::{Keys, LEASE, Replay, Request, Seen, Start, Walk};
+use common::{Answers, Keys, LEASE, Replay, Request, Seen, Start, Walk};
 use fencelock::{Client, Error};
+use fencelock_model::trace::Seen as Saw;
 use fencelock_model::{Action, LockModel, Phase, State};
 
 const WALKS: usize = 200;
@@ -71,6 +72,8 @@ struct Real {
     seed: u64,
     scripts: &'static [&'static [Action]],
     seen: Seen,
+    /// What the clients were answered, explained by the model at the end.
+    answers: Answers,
 }
 
 impl Real {
@@ -116,9 +119,11 @@ impl Real {
             .wait_up_to(WAIT);
         self.requests[i] = Request::waiting(request.acquire());
         self.clients[i] = Some(client);
+        self.answers.saw(i, Saw::Request);
         match after.clients[i].phase {
             Phase::Holding { token, grant, .. } => {
                 let fence = self.requests[i].taken(i, what).await;
+                self.answers.saw(i, Saw::Granted { fence });
                 let held = self.keys.held().await.expect("a holder");
                 assert_eq!(held.fence, fence, "{what}: the grant's fence");
                 self.tokens.insert(token, held.token);
@@ -142,6 +147,7 @@ impl Real {
         match after.clients[i].phase {
             Phase::Holding { grant, .. } => {
                 let fence = self.requests[i].taken(i, what).await;
+                self.answers.saw(i, Saw::Granted { fence });
                 self.learn(grant, fence, what);
                 let own = before
                     .server
@@ -181,6 +187,8 @@ impl Real {
             (Err(Error::NotHeld { .. }), Phase::Idle) => {
                 // Given up as the model does, sending nothing (the client closes first).
                 self.seen.count("renewal refused");
+                let fence = self.requests[i].guard(i).fence();
+                self.answers.told(i, fence);
                 self.end(i).await;
             }
             (got, phase) => panic!("{what}: renew by {i}: {got:?}, the model: {phase:?}"),
@@ -193,7 +201,17 @@ impl Real {
             .server
             .holder(before.now)
             .is_some_and(|h| Some(h.token) == token);
+        let fence = self.requests[i].guard(i).fence();
+        self.answers.saw(i, Saw::Release { fence });
         self.requests[i].give_back(i, held, what).await;
+        let answer = Some(held);
+        self.answers.saw(
+            i,
+            Saw::Released {
+                fence,
+                held: answer,
+            },
+        );
         let passed = after.server.holder(after.now).filter(|_| held);
         if let Some(h) = passed {
             // The claim, read at once (it lasts a second on the server), then made longer.
@@ -246,6 +264,7 @@ impl Real {
         let message = format!("to:{real}:{fence}:{lapses}:{lapses}");
         self.keys.tell(&real, &message).await;
         let got = self.requests[i].taken(i, what).await;
+        self.answers.saw(i, Saw::Granted { fence: got });
         assert_eq!(got, fence, "{what}: the fence of the pass delivered");
         self.seen.count("a pass delivered");
     }
@@ -295,6 +314,7 @@ impl Real {
                     Phase::Holding { .. } => "a holder crashed",
                     _ => "an idle client crashed",
                 });
+                self.answers.saw(i, Saw::Killed);
                 self.end(i).await;
             }
             Deliver(i) => self.deliver(usize::from(i), before, what).await,
@@ -380,12 +400,15 @@ impl Replay<LockModel> for Real {
         let next = walk.take(&state, action);
         let what = format!("seed {:#x}, {}", self.seed, walk.step());
         self.step(&state, &next, action, &what).await;
+        self.answers.deadlines(&next, &self.requests);
         self.map_places(&next).await;
         self.compare(&next, &what).await;
         next
     }
 
     async fn end(mut self) -> Seen {
+        let walk = format!("seed {:#x}, walk {}", self.seed, self.keys.name);
+        self.answers.explained(&walk);
         for i in 0..self.requests.len() {
             std::mem::replace(&mut self.requests[i], Request::Idle)
                 .end()
@@ -423,6 +446,7 @@ async fn replay(model: LockModel, seed: u64, scripts: &'static [&'static [Action
             seed,
             scripts,
             seen: Seen::default(),
+            answers: Answers::default(),
         };
         real.start.set(&mut real.keys).await;
         real

@@ -54,6 +54,8 @@ pub fn clients(server: &RedisServer, n: usize) -> Vec<Client> {
 #[derive(Default)]
 pub struct Answers {
     trace: Trace,
+    /// The holds (client, fence) whose holder was told.
+    told: std::collections::HashSet<(usize, u64)>,
 }
 
 impl Answers {
@@ -69,6 +71,26 @@ impl Answers {
                 seen,
             },
         });
+    }
+
+    /// Client `i`, holding `fence`, knows its lock is lost (once a hold).
+    pub fn told(&mut self, i: usize, fence: u64) {
+        if self.told.insert((i, fence)) {
+            self.saw(i, Saw::Told { fence });
+        }
+    }
+
+    /// Every holder whose deadline has passed in the plain lock's model knows it (a lease or a
+    /// claim that ran out, a pass delivered after its claim).
+    pub fn deadlines(&mut self, s: &fencelock_model::State, requests: &[Request]) {
+        for (i, (c, request)) in s.clients.iter().zip(requests).enumerate() {
+            if let (fencelock_model::Phase::Holding { deadline, .. }, Request::Holding(guard)) =
+                (c.phase, request)
+                && deadline <= s.now
+            {
+                self.told(i, guard.fence());
+            }
+        }
     }
 
     /// Client `i`'s fenced write with `fence`, begun just after the last step, answered now.
