@@ -300,3 +300,85 @@ async fn binary_values_are_written_byte_for_byte() {
     assert_eq!(field, blob);
     assert!(guard.release().await.unwrap_or_else(|e| panic!("{e}")));
 }
+
+#[tokio::test]
+async fn every_kind_of_write_is_applied_as_its_command() {
+    let redis = server();
+    let client = common::client(&redis.url());
+    let store = client.fenced_store("all").unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(store.resource(), "all");
+    assert_eq!(store.fence_key(), "fencelock:fenced:{all}");
+    let guard = client
+        .lock("all")
+        .acquire()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let setup = Writes::new()
+        .set("gone:{all}", "x")
+        .hset("h:{all}", "drop", "x")
+        .sadd("s:{all}", "drop")
+        .set("ttl:{all}", "x");
+    store
+        .apply(guard.fence(), &setup)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    // Every command once, and two writes to one key (the key named once in the call).
+    let writes = Writes::new()
+        .set_with_ttl("t:{all}", "v", Duration::from_secs(100))
+        .del("gone:{all}")
+        .hset("h:{all}", "keep", "1")
+        .hdel("h:{all}", "drop")
+        .incr_by("n:{all}", 5)
+        .pexpire("ttl:{all}", Duration::from_secs(200))
+        .rpush("l:{all}", "b")
+        .lpush("l:{all}", "a")
+        .sadd("s:{all}", "keep")
+        .srem("s:{all}", "drop")
+        .xadd("x:{all}", &[("f", "1"), ("g", "2")]);
+    assert!(!writes.is_empty());
+    store
+        .apply(guard.fence(), &writes)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let text = |args: &[&str]| match redis.cmd(args) {
+        Ok(redis::Value::BulkString(b)) => String::from_utf8_lossy(&b).into_owned(),
+        Ok(redis::Value::Array(items)) => format!("{items:?}"),
+        other => format!("{other:?}"),
+    };
+    assert_eq!(text(&["GET", "t:{all}"]), "v");
+    let ttl = common::integer_reply(&redis, &["PTTL", "t:{all}"]);
+    assert!(0 < ttl && ttl <= 100_000, "{ttl}");
+    assert_eq!(common::integer_reply(&redis, &["EXISTS", "gone:{all}"]), 0);
+    assert_eq!(common::integer_reply(&redis, &["HLEN", "h:{all}"]), 1);
+    assert_eq!(text(&["HGET", "h:{all}", "keep"]), "1");
+    assert_eq!(text(&["GET", "n:{all}"]), "5");
+    let ttl = common::integer_reply(&redis, &["PTTL", "ttl:{all}"]);
+    assert!(100_000 < ttl && ttl <= 200_000, "{ttl}");
+    assert_eq!(text(&["LINDEX", "l:{all}", "0"]), "a");
+    assert_eq!(text(&["LINDEX", "l:{all}", "1"]), "b");
+    assert_eq!(common::integer_reply(&redis, &["SCARD", "s:{all}"]), 1);
+    assert_eq!(
+        common::integer_reply(&redis, &["SISMEMBER", "s:{all}", "keep"]),
+        1
+    );
+    assert_eq!(common::integer_reply(&redis, &["XLEN", "x:{all}"]), 1);
+    let entry = text(&["XRANGE", "x:{all}", "-", "+"]);
+    for part in ["\"f\"", "\"1\"", "\"g\"", "\"2\""] {
+        assert!(entry.contains(part), "{entry}");
+    }
+    // One SET alone takes a shorter path, with its expiry too.
+    let one = Writes::new().set_with_ttl("one:{all}", "w", Duration::from_secs(100));
+    store
+        .apply(guard.fence(), &one)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(text(&["GET", "one:{all}"]), "w");
+    let ttl = common::integer_reply(&redis, &["PTTL", "one:{all}"]);
+    assert!(0 < ttl && ttl <= 100_000, "{ttl}");
+    // The fence key holds the fence.
+    assert_eq!(
+        store.accepted().await.unwrap_or_else(|e| panic!("{e}")),
+        guard.fence()
+    );
+    assert!(guard.release().await.unwrap_or_else(|e| panic!("{e}")));
+}

@@ -232,12 +232,20 @@ async fn a_tick_whose_runs_fail_is_tried_as_often_as_allowed_then_given_up() {
             Some(redis::Value::BulkString(n.to_string().into_bytes()))
         );
     }
+    // Given up, read before the lock is asked for: no grant (the fence counter stands still).
+    let counter = "fencelock:{flaky}:fence";
+    let fence_before = redis.cmd(&["GET", counter]).ok();
+    assert!(
+        matches!(fence_before, Some(redis::Value::BulkString(_))),
+        "{fence_before:?}"
+    );
     let gave_up = run(planned, false, None)
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     let Outcome::GaveUp(gave_up) = gave_up else {
         panic!("{gave_up:?}");
     };
+    assert_eq!(redis.cmd(&["GET", counter]).ok(), fence_before);
     assert_eq!((gave_up.failures, gave_up.tick), (3, Some(planned)));
     assert_eq!(calls.load(Ordering::SeqCst), 3);
     // The count lives as long as the record would (7 days for a tick).
