@@ -57,13 +57,14 @@ impl T {
     }
 
     fn release(self, worker: u32, fence: u64, held: bool) -> Self {
-        self.w(worker, Seen::Release { fence }).w(
-            worker,
-            Seen::Released {
-                fence,
-                held: Some(held),
-            },
-        )
+        self.w(worker, Seen::Release { fence })
+            .released(worker, fence, held)
+    }
+
+    /// The end of a release begun earlier.
+    fn released(self, worker: u32, fence: u64, held: bool) -> Self {
+        let held = Some(held);
+        self.w(worker, Seen::Released { fence, held })
     }
 
     fn take(self, worker: u32, fence: u64) -> Self {
@@ -124,13 +125,7 @@ fn a_grant_while_another_holds_untold_is_rejected_there() {
         .take(1, 10)
         .w(1, Seen::Release { fence: 10 })
         .take(2, 11)
-        .w(
-            1,
-            Seen::Released {
-                fence: 10,
-                held: Some(false),
-            },
-        )
+        .released(1, 10, false)
         .explained();
 }
 
@@ -141,13 +136,7 @@ fn a_release_in_flight_may_take_effect_before_a_grant_it_overlaps() {
         .take(1, 10)
         .w(1, Seen::Release { fence: 10 })
         .take(2, 11)
-        .w(
-            1,
-            Seen::Released {
-                fence: 10,
-                held: Some(true),
-            },
-        )
+        .released(1, 10, true)
         .explained();
 }
 
