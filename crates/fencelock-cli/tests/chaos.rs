@@ -49,7 +49,7 @@ fn clean_run(topology: &str) {
             "--topology",
             topology,
             "--duration",
-            "15s",
+            "12s",
             "--fault-interval",
             "1500ms",
         ],
