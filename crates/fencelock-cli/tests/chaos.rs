@@ -191,3 +191,35 @@ fn a_fault_the_deployment_cannot_take_is_a_usage_error() {
         run.explain()
     );
 }
+
+/// A chaos run SIGKILLed midway leaves a history (its last line possibly cut) that the model
+/// still explains: every grant, write and release written before the kill.
+#[test]
+fn a_run_killed_midway_leaves_a_history_the_model_explains() {
+    let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = scratch();
+    let history = dir.path().join("history.jsonl");
+    let path = history.to_string_lossy().into_owned();
+    let args = [
+        "chaos",
+        "--history",
+        &path,
+        "--duration",
+        "60s",
+        "--faults",
+        "pause-worker",
+        "--fault-interval",
+        "1s",
+    ];
+    let mut run = Running::start(fencelock(&args));
+    // Killed once the history holds some grants (past its first write-out).
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while std::fs::read_to_string(&history).map_or(0, |h| h.matches("\"granted\"").count()) < 200 {
+        assert!(std::time::Instant::now() < deadline, "no grants written");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    nix::sys::signal::kill(run.pid(), nix::sys::signal::Signal::SIGKILL).unwrap();
+    let _ = run.child.wait();
+    let explained = chaos_trace::explained(&history);
+    assert!(explained.operations > 100, "{explained:?}");
+}

@@ -8,25 +8,38 @@ use serde_json::Value;
 use super::{Event, Loss, Seen, Trace, What, WriteOutcome};
 
 /// Reads a chaos history. Lines of operations the model does not have (the unfenced counter,
-/// faults that lose nothing) are left out.
+/// faults that lose nothing) are left out, and so is a last line cut short (no newline: the
+/// run was killed while writing it).
 ///
 /// # Errors
 ///
 /// A line that cannot be read, or is not a history entry (named by its number).
-pub fn read_chaos_history(input: impl BufRead) -> Result<Trace, String> {
+pub fn read_chaos_history(mut input: impl BufRead) -> Result<Trace, String> {
     let mut trace = Trace {
         permits: 1,
         events: Vec::new(),
     };
     let mut sentinel = false;
-    for (n, line) in input.lines().enumerate() {
-        let number = n + 1;
-        let line = line.map_err(|e| format!("line {number}: {e}"))?;
+    let mut raw = Vec::new();
+    for number in 1.. {
+        raw.clear();
+        let read = input
+            .read_until(b'\n', &mut raw)
+            .map_err(|e| format!("line {number}: {e}"))?;
+        if read == 0 {
+            break;
+        }
+        let whole = raw.ends_with(b"\n");
+        let line = String::from_utf8_lossy(&raw);
         if line.trim().is_empty() {
             continue;
         }
-        let entry: Value =
-            serde_json::from_str(&line).map_err(|e| format!("line {number}: {e}"))?;
+        let entry: Value = match serde_json::from_str(&line) {
+            Ok(entry) => entry,
+            // The last line of a run killed while writing it: what came before stands.
+            Err(_) if !whole => break,
+            Err(e) => return Err(format!("line {number}: {e}")),
+        };
         let field = |name: &str| entry.get(name).and_then(Value::as_u64);
         let at_ns = field("mono_ns").ok_or(format!("line {number}: no mono_ns"))?;
         let op = entry.get("op").and_then(Value::as_str).unwrap_or_default();

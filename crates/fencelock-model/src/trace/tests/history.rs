@@ -145,6 +145,18 @@ fn a_failover_loses_data_over_sentinel_only() {
 }
 
 #[test]
+fn a_last_line_cut_short_is_left_out_and_only_that() {
+    // Cut in the store's log (the next-to-last line).
+    let cut = &HISTORY[..HISTORY.find("[[10,1]").unwrap_or(0)];
+    let whole = read_chaos_history(HISTORY.as_bytes()).unwrap_or_default();
+    let trace = read_chaos_history(cut.as_bytes()).unwrap_or_default();
+    assert_eq!(trace.events.len() + 1, whole.events.len());
+    // The same text with its newline is a line that is not an entry.
+    let e = read_chaos_history(format!("{cut}\n").as_bytes()).err();
+    assert!(e.is_some_and(|e| e.starts_with("line 21: ")));
+}
+
+#[test]
 fn a_line_that_is_not_an_entry_is_named() {
     let e = read_chaos_history("{\"op\":\"run\"}\nnot json\n".as_bytes()).err();
     assert!(e.is_some_and(|e| e.starts_with("line 1: no mono_ns")));
