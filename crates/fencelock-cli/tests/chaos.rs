@@ -192,8 +192,45 @@ fn a_fault_the_deployment_cannot_take_is_a_usage_error() {
     );
 }
 
+/// Whether the history ends inside a pause of a worker that held a lock, after another worker
+/// was granted it (so the paused holder has not yet said it was lost).
+fn ends_with_a_paused_holder_overtaken(history: &str) -> bool {
+    use serde_json::Value;
+    let mut holding = std::collections::HashMap::new();
+    let mut paused: Option<(u64, String)> = None;
+    let mut overtaken = false;
+    for entry in history
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+    {
+        let text = |name: &str| entry.get(name).and_then(Value::as_str).unwrap_or_default();
+        let worker = entry.get("worker").and_then(Value::as_u64);
+        match (text("op"), worker) {
+            ("granted", Some(w)) => {
+                overtaken |= paused
+                    .as_ref()
+                    .is_some_and(|(p, lock)| *p != w && lock == text("lock"));
+                holding.insert(w, text("lock").to_owned());
+            }
+            ("release", Some(w)) => drop(holding.remove(&w)),
+            ("fault", _) if text("kind") == "pause-worker" => {
+                let target = text("target")
+                    .strip_prefix("worker ")
+                    .and_then(|w| w.parse().ok());
+                paused = target
+                    .filter(|_| text("phase") == "start")
+                    .and_then(|w| Some((w, holding.get(&w)?.clone())));
+                overtaken = false;
+            }
+            _ => {}
+        }
+    }
+    overtaken
+}
+
 /// A chaos run SIGKILLed midway leaves a history (its last line possibly cut) that the model
-/// still explains: every grant, write and release written before the kill.
+/// still explains: every grant, write and release written before the kill, including a hold
+/// whose worker was paused and overtaken and never got to say it was lost.
 #[test]
 fn a_run_killed_midway_leaves_a_history_the_model_explains() {
     let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
@@ -212,11 +249,20 @@ fn a_run_killed_midway_leaves_a_history_the_model_explains() {
         "1s",
     ];
     let mut run = Running::start(fencelock(&args));
-    // Killed once the history holds some grants (past its first write-out).
+    // Killed once the history holds some grants (past its first write-out) and ends inside a
+    // paused holder's pause, after another worker was granted its lock.
     let deadline = std::time::Instant::now() + Duration::from_secs(60);
-    while std::fs::read_to_string(&history).map_or(0, |h| h.matches("\"granted\"").count()) < 200 {
-        assert!(std::time::Instant::now() < deadline, "no grants written");
-        std::thread::sleep(Duration::from_millis(100));
+    loop {
+        let text = std::fs::read_to_string(&history).unwrap_or_default();
+        if text.matches("\"granted\"").count() >= 200 && ends_with_a_paused_holder_overtaken(&text)
+        {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no paused holder overtaken in 60 s"
+        );
+        std::thread::sleep(Duration::from_millis(20));
     }
     nix::sys::signal::kill(run.pid(), nix::sys::signal::Signal::SIGKILL).unwrap();
     let _ = run.child.wait();

@@ -9,7 +9,8 @@ use super::{Event, Loss, Seen, Trace, What, WriteOutcome};
 
 /// Reads a chaos history. Lines of operations the model does not have (the unfenced counter,
 /// faults that lose nothing) are left out, and so is a last line cut short (no newline: the
-/// run was killed while writing it).
+/// run was killed while writing it). A history without the store's logs (written last) is
+/// [`Trace::cut`].
 ///
 /// # Errors
 ///
@@ -18,6 +19,7 @@ pub fn read_chaos_history(mut input: impl BufRead) -> Result<Trace, String> {
     let mut trace = Trace {
         permits: 1,
         events: Vec::new(),
+        cut: true,
     };
     let mut sentinel = false;
     let mut raw = Vec::new();
@@ -37,7 +39,10 @@ pub fn read_chaos_history(mut input: impl BufRead) -> Result<Trace, String> {
         let entry: Value = match serde_json::from_str(&line) {
             Ok(entry) => entry,
             // The last line of a run killed while writing it: what came before stands.
-            Err(_) if !whole => break,
+            Err(_) if !whole => {
+                trace.cut = true;
+                break;
+            }
             Err(e) => return Err(format!("line {number}: {e}")),
         };
         let field = |name: &str| entry.get(name).and_then(Value::as_u64);
@@ -127,6 +132,7 @@ pub fn read_chaos_history(mut input: impl BufRead) -> Result<Trace, String> {
                             .collect()
                     })
                     .ok_or(format!("line {number}: a store log that is not a list"))?;
+                trace.cut = false;
                 trace.events.push(Event {
                     line: number,
                     at_ns,

@@ -15,8 +15,9 @@
 //! - **a grant** of fence `f` needs room (fewer than `permits` holds) and `f` above every fence
 //!   granted before it (the counter, which a lost server does not reset: `max(last + 1, clock)`);
 //! - **a hold ends without a release** (its lease ran out, or a server forgot it) only if its
-//!   holder was told (`lost()` fired within its critical section), or the holder had begun its
-//!   release or was killed, or a server lost its data since the grant. This is *the holder knows
+//!   holder was told (`lost()` fired within its critical section, or a trace cut short ends
+//!   inside it, so it may yet be told), or the holder had begun its release or was killed, or a server lost
+//!   its data since the grant. This is *the holder knows
 //!   before anyone else can have it*, with the holder's side checked by [`crate::lease`];
 //! - **a release** that says the lock was still held finds the hold on the server and deletes
 //!   it; one that says it was not (or failed) deletes it if it is there;
@@ -114,6 +115,9 @@ pub struct Trace {
     /// How many may hold a lock at once (1 but for a semaphore).
     pub permits: u32,
     pub events: Vec<Event>,
+    /// The run went on past the trace's end (it was killed): a critical section still open at
+    /// the end may yet be told of its loss.
+    pub cut: bool,
 }
 
 /// A trace that the model explains.

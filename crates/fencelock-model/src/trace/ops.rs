@@ -28,7 +28,8 @@ pub(super) enum OpKind {
 pub(super) struct Section {
     pub(super) worker: u32,
     pub(super) fence: u64,
-    /// `lost()` told its holder within it.
+    /// `lost()` told its holder within it, or a trace cut short ends inside it (its holder may
+    /// yet be told).
     pub(super) told: bool,
 }
 
@@ -124,6 +125,15 @@ pub(super) fn plans(trace: &Trace) -> BTreeMap<String, Plan> {
                 seen_by(plan, *worker, w, &lock, seen, event, &mut hidden);
                 w.last = at;
             }
+        }
+    }
+    // In a trace cut short (a run killed), a section still open at its end may yet be told: its
+    // worker says it was lost only when its hold ends, after the trace's last line.
+    for w in workers.values().filter(|_| trace.cut) {
+        if let Some((lock, section)) = &w.section
+            && let Some(plan) = plans.get_mut(lock)
+        {
+            plan.sections[*section].told = true;
         }
     }
     for (lock, section, at, line) in hidden {

@@ -151,6 +151,10 @@ fn a_last_line_cut_short_is_left_out_and_only_that() {
     let whole = read_chaos_history(HISTORY.as_bytes()).unwrap_or_default();
     let trace = read_chaos_history(cut.as_bytes()).unwrap_or_default();
     assert_eq!(trace.events.len() + 1, whole.events.len());
+    assert!(
+        trace.cut && !whole.cut,
+        "a history without its store's log is cut short"
+    );
     // The same text with its newline is a line that is not an entry.
     let e = read_chaos_history(format!("{cut}\n").as_bytes()).err();
     assert!(e.is_some_and(|e| e.starts_with("line 21: ")));

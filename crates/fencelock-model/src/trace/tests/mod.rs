@@ -15,6 +15,7 @@ fn trace(permits: u32) -> T {
         trace: Trace {
             permits,
             events: Vec::new(),
+            cut: false,
         },
     }
 }
@@ -112,7 +113,7 @@ fn one_holder_after_another_is_explained() {
 
 #[test]
 fn a_grant_while_another_holds_untold_is_rejected_there() {
-    let t = trace(1).take(1, 10).take(2, 11);
+    let t = trace(1).take(1, 10).take(2, 11).release(1, 10, false);
     t.rejected_at(4, "while worker 1 (fence 10) held it");
     // Told within its section, or done with it, the first holder's lease may have run out.
     trace(1)
@@ -127,6 +128,19 @@ fn a_grant_while_another_holds_untold_is_rejected_there() {
         .take(2, 11)
         .released(1, 10, false)
         .explained();
+}
+
+#[test]
+fn a_trace_that_ends_inside_a_section_leaves_its_holder_time_to_be_told() {
+    // Cut (a run killed) while worker 1 is paused: it would have been told after the last line.
+    let mut t = trace(1).take(1, 10).take(2, 11);
+    t.rejected_at(4, "while worker 1 (fence 10) held it");
+    t.trace.cut = true;
+    t.explained();
+    // Its section ended by its next grant, untold: not explained, cut or not.
+    let mut t = trace(1).take(1, 10).take(2, 11).take(1, 12);
+    t.trace.cut = true;
+    t.rejected_at(4, "while worker 1 (fence 10) held it");
 }
 
 #[test]
