@@ -230,7 +230,9 @@ fn ends_with_a_paused_holder_overtaken(history: &str) -> bool {
 
 /// A chaos run SIGKILLed midway leaves a history (its last line possibly cut) that the model
 /// still explains: every grant, write and release written before the kill, including a hold
-/// whose worker was paused and overtaken and never got to say it was lost.
+/// whose worker was paused and overtaken and never got to say it was lost. A paused holder that
+/// did say so gave its lease's deadline, and the model holds it to it: moved past the grant
+/// that overtook it, the history is rejected there.
 #[test]
 fn a_run_killed_midway_leaves_a_history_the_model_explains() {
     let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
@@ -254,13 +256,22 @@ fn a_run_killed_midway_leaves_a_history_the_model_explains() {
     let deadline = std::time::Instant::now() + Duration::from_secs(60);
     loop {
         let text = std::fs::read_to_string(&history).unwrap_or_default();
-        if text.matches("\"granted\"").count() >= 200 && ends_with_a_paused_holder_overtaken(&text)
+        let told = || {
+            let lines: Vec<serde_json::Value> = text
+                .lines()
+                .filter_map(|l| serde_json::from_str(l).ok())
+                .collect();
+            chaos_trace::told_holder_overtaken(&lines).is_some()
+        };
+        if text.matches("\"granted\"").count() >= 200
+            && ends_with_a_paused_holder_overtaken(&text)
+            && told()
         {
             break;
         }
         assert!(
             std::time::Instant::now() < deadline,
-            "no paused holder overtaken in 60 s"
+            "no paused holder overtaken, or none told, in 60 s"
         );
         std::thread::sleep(Duration::from_millis(20));
     }
@@ -268,4 +279,5 @@ fn a_run_killed_midway_leaves_a_history_the_model_explains() {
     let _ = run.child.wait();
     let explained = chaos_trace::explained(&history);
     assert!(explained.operations > 100, "{explained:?}");
+    chaos_trace::a_deadline_past_the_next_grant_is_rejected(&history);
 }

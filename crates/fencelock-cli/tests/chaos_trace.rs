@@ -84,6 +84,40 @@ fn quiet_section(lines: &[Value]) -> (usize, usize) {
     panic!("no grant released before the first fault, untold")
 }
 
+/// A holder told it lost its lease (a `lost` line with the lease's deadline) after another
+/// worker was granted its lock within its critical section: the index of that grant.
+pub fn told_holder_overtaken(lines: &[Value]) -> Option<usize> {
+    (0..lines.len()).find_map(|lost| {
+        let told = &lines[lost];
+        if op(told) != "lost" || told["deadline_ns"].as_u64().is_none() {
+            return None;
+        }
+        let lock = told["lock"].as_str().unwrap_or_default();
+        let mine = |l: &Value| l["worker"] == told["worker"] && l["fence"] == told["fence"];
+        let granted = (0..lost)
+            .rev()
+            .find(|i| is(&lines[*i], "granted", lock) && mine(&lines[*i]))?;
+        (granted..lost)
+            .find(|i| is(&lines[*i], "granted", lock) && lines[*i]["worker"] != told["worker"])
+    })
+}
+
+/// In `history`, a told holder overtaken (`told_holder_overtaken`) with its deadline moved just
+/// past the grant that overtook it is rejected at that grant: a holder must know it lost the
+/// lock before anyone else can have it.
+pub fn a_deadline_past_the_next_grant_is_rejected(history: &Path) {
+    let mut lines = lines(history);
+    let next = told_holder_overtaken(&lines).expect("a told holder overtaken");
+    let lost = (next..lines.len())
+        .find(|i| op(&lines[*i]) == "lost")
+        .expect("its lost line");
+    let late = lines[next]["mono_ns"].as_u64().unwrap() + 1;
+    lines[lost]["deadline_ns"] = late.into();
+    let e = check(&lines).expect_err("a deadline past the next grant");
+    assert_eq!(e.line, next + 1, "{e}");
+    assert!(e.why.contains("told it was lost but not yet past"), "{e}");
+}
+
 /// Plants violations in the clean history at `history`, one at a time, and checks that each is
 /// rejected at the event planted.
 pub fn plants_are_rejected(history: &Path) {

@@ -53,8 +53,16 @@ pub enum What {
     },
     /// A read-modify-write of the unfenced counter: read `read`, wrote `read + 1`.
     Counter { read: u64 },
-    /// The holder was told the lock was lost (before its release).
-    Lost { fence: u64, reason: String },
+    /// The holder was told the lock was lost (before its release). `deadline_ns` is the lease's
+    /// deadline then, on the same clock as `mono_ns`: the lease cannot have run out on the
+    /// server before it (so no other worker can have been granted the lock before it, unless a
+    /// server lost its data).
+    Lost {
+        fence: u64,
+        reason: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        deadline_ns: Option<u64>,
+    },
     /// The holder starts its release (the end of its critical section).
     Release { fence: u64 },
     /// The release completed (`held`: whether the lock was still held), or failed.
@@ -111,6 +119,17 @@ pub fn mono_ns() -> u64 {
             .saturating_mul(1_000_000_000)
             .saturating_add(u64::try_from(t.tv_nsec()).unwrap_or(0))
     })
+}
+
+/// `instant` on the clock of [`mono_ns`] (both are `CLOCK_MONOTONIC`).
+pub fn instant_ns(instant: std::time::Instant) -> u64 {
+    let (now, now_ns) = (std::time::Instant::now(), mono_ns());
+    match instant.checked_duration_since(now) {
+        Some(ahead) => now_ns.saturating_add(u64::try_from(ahead.as_nanos()).unwrap_or(u64::MAX)),
+        None => now_ns.saturating_sub(
+            u64::try_from(now.saturating_duration_since(instant).as_nanos()).unwrap_or(u64::MAX),
+        ),
+    }
 }
 
 /// The wall clock now, milliseconds since the epoch.

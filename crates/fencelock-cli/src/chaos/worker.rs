@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use fencelock::fenced::Writes;
 
-use super::history::{Entry, What, mono_ns};
+use super::history::{Entry, What, instant_ns, mono_ns};
 use super::{Kind, Mutation, Rng, Topology, counter_key, log_key};
 use crate::error::{CliError, EXIT_FAILURE};
 use crate::process::stop_on_stdin_eof;
@@ -161,7 +161,15 @@ impl<'a> Worker<'a> {
             let reason = tokio::time::timeout(Duration::from_millis(200), guard.lost())
                 .await
                 .map_or_else(|_| "deadline passed".to_owned(), |r| r.to_string());
-            self.emit(lock, What::Lost { fence, reason })?;
+            let deadline_ns = Some(instant_ns(guard.deadline().into_std()));
+            self.emit(
+                lock,
+                What::Lost {
+                    fence,
+                    reason,
+                    deadline_ns,
+                },
+            )?;
         }
         self.emit(lock, What::Release { fence })?;
         if self.mutations.contains(&Mutation::ReleaseAny) {

@@ -77,7 +77,10 @@ pub fn read_chaos_history(mut input: impl BufRead) -> Result<Trace, String> {
                     outcome,
                 })
             }
-            "lost" => Some(Seen::Told { fence }),
+            "lost" => Some(Seen::Told {
+                fence,
+                deadline_ns: field("deadline_ns"),
+            }),
             "release" => Some(Seen::Release { fence }),
             "released" => {
                 let held = entry.get("held").and_then(Value::as_bool);

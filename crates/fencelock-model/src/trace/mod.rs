@@ -16,7 +16,8 @@
 //!   granted before it (the counter, which a lost server does not reset: `max(last + 1, clock)`);
 //! - **a hold ends without a release** (its lease ran out, or a server forgot it) only if its
 //!   holder was told (`lost()` fired within its critical section, or a trace cut short ends
-//!   inside it, so it may yet be told), or the holder had begun its release or was killed, or a server lost
+//!   inside it, so it may yet be told; when the holder says what its lease's deadline was, only
+//!   from that instant on), or the holder had begun its release or was killed, or a server lost
 //!   its data since the grant. This is *the holder knows
 //!   before anyone else can have it*, with the holder's side checked by [`crate::lease`];
 //! - **a release** that says the lock was still held finds the hold on the server and deletes
@@ -50,8 +51,12 @@ pub enum Seen {
         started_ns: u64,
         outcome: WriteOutcome,
     },
-    /// The holder of `fence` was told by its lock that it was lost.
-    Told { fence: u64 },
+    /// The holder of `fence` was told by its lock that it was lost; `deadline_ns`, if known, is
+    /// the lease's deadline then: before it, the lease cannot have run out on the server.
+    Told {
+        fence: u64,
+        deadline_ns: Option<u64>,
+    },
     /// The holder of `fence` begins its release: its critical section ends.
     Release { fence: u64 },
     /// The release returned: whether the lock was still held, or `None` (an error: unknown).

@@ -28,9 +28,10 @@ pub(super) enum OpKind {
 pub(super) struct Section {
     pub(super) worker: u32,
     pub(super) fence: u64,
-    /// `lost()` told its holder within it, or a trace cut short ends inside it (its holder may
-    /// yet be told).
-    pub(super) told: bool,
+    /// From when its hold may have run out on its holder's word: `lost()` told its holder
+    /// within it (from the lease's deadline, if the holder said it, or else from any instant),
+    /// or a trace cut short ends inside it (its holder may yet be told). `None`: never.
+    pub(super) told: Option<u64>,
 }
 
 /// What the search takes at a point in time.
@@ -133,7 +134,7 @@ pub(super) fn plans(trace: &Trace) -> BTreeMap<String, Plan> {
         if let Some((lock, section)) = &w.section
             && let Some(plan) = plans.get_mut(lock)
         {
-            plan.sections[*section].told = true;
+            plan.sections[*section].told = Some(0);
         }
     }
     for (lock, section, at, line) in hidden {
@@ -202,7 +203,7 @@ fn seen_by(
             plan.sections.push(Section {
                 worker,
                 fence: *fence,
-                told: false,
+                told: None,
             });
             let kind = OpKind::Grant { fence: *fence };
             plan.op(
@@ -235,8 +236,8 @@ fn seen_by(
             };
             plan.op(op, ((*started_ns).min(at.0), at.1), Some(at));
         }
-        Seen::Told { fence } => match section_of(plan, worker, *fence) {
-            Some(section) => plan.sections[section].told = true,
+        Seen::Told { fence, deadline_ns } => match section_of(plan, worker, *fence) {
+            Some(section) => plan.sections[section].told = Some(deadline_ns.unwrap_or(0)),
             None => stray(plan, worker, *fence, at),
         },
         Seen::Release { fence } => {

@@ -43,6 +43,8 @@ struct Now<'a> {
     failover: bool,
     /// The most states the search may keep.
     most: usize,
+    /// The instant of the step being taken: an operation placed now took effect by then.
+    at: u64,
 }
 
 /// Runs `plan`: the number of operations placed and the most states kept at once, or where
@@ -59,11 +61,13 @@ pub(super) fn run(
         ended: vec![false; plan.sections.len()],
         pending: Vec::new(),
         failover: false,
+        at: 0,
     };
     let mut states: HashSet<State> = HashSet::from([State::default()]);
     let mut widest = 1;
     let mut placed = 0;
     for &(at, line, step) in &plan.steps {
+        now.at = at;
         match step {
             Step::Call(op) => now.pending.push(op),
             Step::End(section) => now.ended[section] = true,
@@ -229,8 +233,20 @@ impl Now<'_> {
             state.holds.iter().partition(|h| self.may_end(h));
         if free.is_empty() {
             let holders: Vec<String> = kept.iter().map(|h| self.who(h.section)).collect();
+            let told: Vec<String> = kept
+                .iter()
+                .filter_map(|h| {
+                    let from = self.plan.sections[h.section].told?;
+                    Some(format!("{}'s deadline at {from} ns", self.who(h.section)))
+                })
+                .collect();
+            let told = if told.is_empty() {
+                "not told it was lost".to_owned()
+            } else {
+                format!("told it was lost but not yet past {}", told.join(", "))
+            };
             return Err(format!(
-                "worker {worker} was granted fence {fence} while {} held it, not told it was lost, not releasing, not killed, and no server lost its data since",
+                "worker {worker} was granted fence {fence} while {} held it, {told}, not releasing, not killed, and no server lost its data since",
                 holders.join(", ")
             ));
         }
@@ -319,11 +335,12 @@ impl Now<'_> {
         Ok(vec![next])
     }
 
-    /// Whether `hold` may have ended with no release: its holder was told, or is done with it,
-    /// or a server lost its data since the grant.
+    /// Whether `hold` may have ended with no release by now: its holder was told (and its
+    /// lease's deadline, if it said it, has passed), or is done with it, or a server lost its
+    /// data since the grant.
     fn may_end(&self, hold: &Hold) -> bool {
         let Section { told, .. } = self.plan.sections[hold.section];
-        told || self.ended[hold.section] || hold.lossable
+        told.is_some_and(|from| from <= self.at) || self.ended[hold.section] || hold.lossable
     }
 
     fn who(&self, section: usize) -> String {

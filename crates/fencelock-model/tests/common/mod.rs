@@ -76,7 +76,13 @@ impl Answers {
     /// Client `i`, holding `fence`, knows its lock is lost (once a hold).
     pub fn told(&mut self, i: usize, fence: u64) {
         if self.told.insert((i, fence)) {
-            self.saw(i, Saw::Told { fence });
+            self.saw(
+                i,
+                Saw::Told {
+                    fence,
+                    deadline_ns: None,
+                },
+            );
         }
     }
 

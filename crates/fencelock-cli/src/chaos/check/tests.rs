@@ -90,6 +90,7 @@ fn a_silent_overlap_is_found_and_a_told_one_is_not() {
         What::Lost {
             fence: 1,
             reason: "expired".into(),
+            deadline_ns: None,
         },
     ));
     h.sort_by_key(|e| e.mono_ns);

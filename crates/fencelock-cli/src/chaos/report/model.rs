@@ -287,7 +287,7 @@ impl Walk {
     /// A loss told (`lost`) or a refused write, in worker `w`'s lane of `lock`.
     fn mark(&mut self, w: u32, lock: &str, at: u64, line: usize, lost: bool, entry: &Entry) {
         let text = match &entry.what {
-            What::Lost { fence, reason } => format!("fence {fence} lost: {reason}"),
+            What::Lost { fence, reason, .. } => format!("fence {fence} lost: {reason}"),
             What::Write {
                 fence, store_fence, ..
             } => match store_fence {

@@ -94,6 +94,7 @@ fn every_grant_fault_and_mark_is_drawn_once() {
         What::Lost {
             fence: 2,
             reason: "lease <expired>".into(),
+            deadline_ns: None,
         },
     ));
     entries.push(fault(400, Phase::End));

@@ -53,7 +53,16 @@ fn a_chaos_history_is_read_line_by_line() {
         (6, w(2, Seen::Request)),
         (7, w(2, Seen::NotGranted)),
         (9, What::Fault(Loss::Restart)),
-        (11, w(1, Seen::Told { fence: 10 })),
+        (
+            11,
+            w(
+                1,
+                Seen::Told {
+                    fence: 10,
+                    deadline_ns: None,
+                },
+            ),
+        ),
         (12, w(1, Seen::Release { fence: 10 })),
         (
             13,

@@ -119,7 +119,13 @@ fn a_grant_while_another_holds_untold_is_rejected_there() {
     trace(1)
         .take(1, 10)
         .take(2, 11)
-        .w(1, Seen::Told { fence: 10 })
+        .w(
+            1,
+            Seen::Told {
+                fence: 10,
+                deadline_ns: None,
+            },
+        )
         .release(1, 10, false)
         .explained();
     trace(1)
@@ -128,6 +134,31 @@ fn a_grant_while_another_holds_untold_is_rejected_there() {
         .take(2, 11)
         .released(1, 10, false)
         .explained();
+}
+
+#[test]
+fn a_told_holder_s_lease_runs_out_no_sooner_than_the_deadline_it_was_told_of() {
+    // Worker 2's grant returns at 4,000 ns; worker 1, told later, says its lease's deadline was
+    // `deadline`: before it, its lease cannot have run out on the server.
+    let told = |deadline: u64| {
+        trace(1)
+            .take(1, 10)
+            .take(2, 11)
+            .w(
+                1,
+                Seen::Told {
+                    fence: 10,
+                    deadline_ns: Some(deadline),
+                },
+            )
+            .release(1, 10, false)
+    };
+    told(4_001).rejected_at(
+        4,
+        "while worker 1 (fence 10) held it, told it was lost but not yet past worker 1 (fence 10)'s deadline at 4001 ns",
+    );
+    told(4_000).explained();
+    told(3_500).explained();
 }
 
 #[test]
@@ -158,7 +189,13 @@ fn a_release_in_flight_may_take_effect_before_a_grant_it_overlaps() {
 fn a_release_that_found_its_hold_after_another_was_granted_is_rejected() {
     trace(1)
         .take(1, 10)
-        .w(1, Seen::Told { fence: 10 })
+        .w(
+            1,
+            Seen::Told {
+                fence: 10,
+                deadline_ns: None,
+            },
+        )
         .take(2, 11)
         .release(1, 10, true)
         .rejected_at(
@@ -194,14 +231,26 @@ fn the_store_accepts_only_fences_not_below_its_own_in_its_logs_order() {
     trace(1)
         .take(1, 10)
         .write(1, 10, WriteOutcome::Accepted)
-        .w(1, Seen::Told { fence: 10 })
+        .w(
+            1,
+            Seen::Told {
+                fence: 10,
+                deadline_ns: None,
+            },
+        )
         .take(2, 11)
         .write(2, 11, WriteOutcome::Accepted)
         .write(1, 10, WriteOutcome::Refused { store: 11 })
         .explained();
     trace(1)
         .take(1, 10)
-        .w(1, Seen::Told { fence: 10 })
+        .w(
+            1,
+            Seen::Told {
+                fence: 10,
+                deadline_ns: None,
+            },
+        )
         .take(2, 11)
         .write(2, 11, WriteOutcome::Accepted)
         .write(1, 10, WriteOutcome::Accepted)
@@ -228,14 +277,26 @@ fn a_write_with_no_answer_is_placed_if_the_store_shows_it() {
     let unknown = trace(1)
         .take(1, 10)
         .write(1, 10, WriteOutcome::Unknown)
-        .w(1, Seen::Told { fence: 10 })
+        .w(
+            1,
+            Seen::Told {
+                fence: 10,
+                deadline_ns: None,
+            },
+        )
         .take(2, 11);
     unknown.clone_with(|t| t.log(&[(10, 1)])).explained();
     unknown.clone_with(|t| t.log(&[])).explained();
     // A refusal naming fence 10 as the store's: only if the write with no answer took effect.
     let refused = trace(1)
         .take(0, 9)
-        .w(0, Seen::Told { fence: 9 })
+        .w(
+            0,
+            Seen::Told {
+                fence: 9,
+                deadline_ns: None,
+            },
+        )
         .take(1, 10)
         .write(1, 10, WriteOutcome::Unknown)
         .write(0, 9, WriteOutcome::Refused { store: 10 });
