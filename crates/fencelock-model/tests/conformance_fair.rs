@@ -11,6 +11,10 @@
 //! a release sends (`to:<token>` on the waiter's own channel, PROTOCOL.md). A pass is taken by
 //! the waiter's own try (its requests do not renew automatically, so the library confirms the
 //! passed lock with a try instead of the watchdog): the model's lost message and retry.
+//!
+//! What the clients were answered (requests, grants and their fences, renewals refused,
+//! releases) is recorded as a trace and explained by the model at each walk's end
+//! (`fencelock_model::trace`), a holder counted as told once its deadline passes in the model.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use crate::common;
@@ -18,9 +22,10 @@ use crate::common;
 use std::collections::HashMap;
 use std::time::Duration;
 
-use common::{Keys, LEASE, Replay, Request, Seen, Start, Walk};
+use common::{Answers, Keys, LEASE, Replay, Request, Seen, Start, Walk};
 use fencelock::{Client, Error};
 use fencelock_model::fair::{FairAction, FairModel, FairPhase, FairState};
+use fencelock_model::trace::Seen as Saw;
 use redis::AsyncCommands;
 use stateright::Model;
 
@@ -38,6 +43,9 @@ struct Real {
     /// Where the fence counter started.
     start: Start,
     seen: Seen,
+    /// What the clients were answered, explained by the model at the end.
+    answers: Answers,
+    walk: usize,
 }
 
 impl Real {
@@ -63,6 +71,16 @@ impl Real {
     async fn granted(&mut self, i: usize, fence: u32) {
         let real = self.requests[i].granted(i).await;
         assert_eq!(real, self.fences[&fence], "client {i}'s fence");
+        self.answers.saw(i, Saw::Granted { fence: real });
+    }
+
+    /// Client `i` gives back what it holds (`held`: the model says it still holds it).
+    async fn give_back(&mut self, i: usize, held: bool) {
+        let fence = self.requests[i].guard(i).fence();
+        self.answers.saw(i, Saw::Release { fence });
+        self.requests[i].release(i, held).await;
+        let held = Some(held);
+        self.answers.saw(i, Saw::Released { fence, held });
     }
 
     async fn step(&mut self, before: &FairState, after: &FairState, action: FairAction) {
@@ -81,6 +99,7 @@ impl Real {
                         .queue_timeout(LEASE)
                         .auto_renew(false)
                         .wait_up_to(Duration::from_secs(120));
+                    self.answers.saw(i, Saw::Request);
                     self.requests[i] = Request::waiting(request.acquire());
                 }
                 match granted {
@@ -142,7 +161,11 @@ impl Real {
                 match (got, after.clients[i].phase) {
                     (Ok(()), FairPhase::Holding { .. }) => {}
                     (Err(Error::NotHeld { .. }), FairPhase::Idle) => {
-                        self.requests[i].refused(i, &mut self.seen).await;
+                        // Told by the refusal; the guard is then given up (not held).
+                        let fence = self.requests[i].guard(i).fence();
+                        self.answers.told(i, fence);
+                        self.seen.count("renewal refused");
+                        self.give_back(i, false).await;
                     }
                     (got, phase) => panic!("renew by {i}: {got:?}, the model: {phase:?}"),
                 }
@@ -150,7 +173,7 @@ impl Real {
             FairAction::Release(i) => {
                 let i = usize::from(i);
                 let held = before.holder().is_some_and(|h| usize::from(h.owner) == i);
-                self.requests[i].release(i, held).await;
+                self.give_back(i, held).await;
                 if let Some(h) = after.holder() {
                     // Passed to the head: its fence is the one the lock key shows.
                     let (token, fence) = self.holder().await.expect("a passed lock");
@@ -238,6 +261,15 @@ impl Replay<FairModel> for Real {
             next = tried;
         }
         self.compare(&next, &walk.step()).await;
+        // A holder whose deadline has passed in the model knows it.
+        for (i, (c, request)) in next.clients.iter().zip(&self.requests).enumerate() {
+            if let (FairPhase::Holding { deadline, .. }, Request::Holding(guard)) =
+                (c.phase, request)
+                && deadline <= next.now
+            {
+                self.answers.told(i, guard.fence());
+            }
+        }
         if let FairAction::Release(_) = action
             && let Some(h) = next.holder()
             && next.clients[usize::from(h.owner)].inbox.is_some()
@@ -249,6 +281,7 @@ impl Replay<FairModel> for Real {
     }
 
     async fn end(self) -> Seen {
+        self.answers.explained(&format!("walk {}", self.walk));
         common::end(self.requests, self.seen).await
     }
 }
@@ -275,6 +308,8 @@ async fn random_walks_of_the_fair_lock_match_the_real_scripts() {
             fences: HashMap::new(),
             start: Start::of(walk),
             seen: Seen::default(),
+            answers: Answers::default(),
+            walk,
         };
         real.start.set(&mut real.keys).await;
         real
