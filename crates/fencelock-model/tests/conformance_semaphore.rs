@@ -10,6 +10,10 @@
 //! frees permits (a release, a lease that ends) wakes every waiter (`all` on the lock's
 //! channel, as `release.lua` publishes it while requests wait), and the model then lets every
 //! waiter try once, in arrival order: whom that grants does not depend on the order.
+//!
+//! What the clients were answered (requests, grants with their fences and permits, renewals
+//! refused, releases) is recorded as a trace and explained by the model at each walk's end
+//! (`fencelock_model::trace`), a holder counted as told once its deadline passes in the model.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use crate::common;
@@ -17,9 +21,10 @@ use crate::common;
 use std::collections::HashMap;
 use std::time::Duration;
 
-use common::{Keys, LEASE, Replay, Request, Seen, Start, Walk};
+use common::{Answers, Keys, LEASE, Replay, Request, Seen, Start, Walk};
 use fencelock::{Client, Error};
 use fencelock_model::semaphore::{SemAction, SemModel, SemPhase, SemState};
+use fencelock_model::trace::Seen as Saw;
 use redis::AsyncCommands;
 use stateright::Model;
 
@@ -40,6 +45,9 @@ struct Real {
     /// Where the fence counter started.
     start: Start,
     seen: Seen,
+    /// What the clients were answered, explained by the model at the end.
+    answers: Answers,
+    walk: usize,
 }
 
 impl Real {
@@ -89,6 +97,23 @@ impl Real {
         );
         self.fences.insert(fence, real_fence);
         self.seen.count("granted");
+        let permits = u32::from(self.model.takes[i]);
+        self.answers.saw(
+            i,
+            Saw::Granted {
+                fence: real_fence,
+                permits,
+            },
+        );
+    }
+
+    /// Client `i` gives back what it holds (`held`: the model says it still holds it).
+    async fn give_back(&mut self, i: usize, held: bool) {
+        let fence = self.requests[i].guard(i).fence();
+        self.answers.saw(i, Saw::Release { fence });
+        self.requests[i].release(i, held).await;
+        let held = Some(held);
+        self.answers.saw(i, Saw::Released { fence, held });
     }
 
     /// A new request by client `i`.
@@ -100,6 +125,7 @@ impl Real {
             .queue_timeout(LEASE)
             .auto_renew(false)
             .wait_up_to(Duration::from_secs(120));
+        self.answers.saw(i, Saw::Request);
         self.requests[i] = Request::waiting(request.acquire());
         match after.clients[i] {
             SemPhase::Holding { token, fence, .. } => self.granted(i, token, fence).await,
@@ -161,7 +187,11 @@ impl Real {
                 match (got, after.clients[i]) {
                     (Ok(()), SemPhase::Holding { .. }) => false,
                     (Err(Error::NotHeld { .. }), SemPhase::Idle) => {
-                        self.requests[i].refused(i, &mut self.seen).await;
+                        // Told by the refusal; the guard is then given up (not held).
+                        let fence = self.requests[i].guard(i).fence();
+                        self.answers.told(i, fence);
+                        self.seen.count("renewal refused");
+                        self.give_back(i, false).await;
                         false
                     }
                     (got, phase) => panic!("renew by {i}: {got:?}, the model: {phase:?}"),
@@ -176,7 +206,7 @@ impl Real {
                     .holds
                     .iter()
                     .any(|h| h.token == token && h.expires > before.now);
-                self.requests[i].release(i, held).await;
+                self.give_back(i, held).await;
                 self.seen.count(if held {
                     "released"
                 } else {
@@ -267,10 +297,19 @@ impl Replay<SemModel> for Real {
             }
         }
         self.compare(&state, &walk.step()).await;
+        // A holder whose deadline has passed in the model knows it.
+        for (i, (c, request)) in state.clients.iter().zip(&self.requests).enumerate() {
+            if let (SemPhase::Holding { deadline, .. }, Request::Holding(guard)) = (c, request)
+                && *deadline <= state.now
+            {
+                self.answers.told(i, guard.fence());
+            }
+        }
         state
     }
 
     async fn end(self) -> Seen {
+        self.answers.explained(&format!("walk {}", self.walk));
         common::end(self.requests, self.seen).await
     }
 }
@@ -295,6 +334,8 @@ async fn random_walks_of_the_semaphore_match_the_real_scripts() {
             fences: HashMap::new(),
             start: Start::of(walk),
             seen: Seen::default(),
+            answers: Answers::of(u32::from(model.permits)),
+            walk,
         };
         real.start.set(&mut real.keys).await;
         real

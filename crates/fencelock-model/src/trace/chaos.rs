@@ -60,7 +60,8 @@ pub fn read_chaos_history(mut input: impl BufRead) -> Result<Trace, String> {
                 None
             }
             "acquire" => Some(Seen::Request),
-            "granted" => Some(Seen::Granted { fence }),
+            // (A chaos worker takes one permit.)
+            "granted" => Some(Seen::Granted { fence, permits: 1 }),
             "not_granted" => Some(Seen::NotGranted),
             "write" => {
                 let outcome = match entry.get("accepted").and_then(Value::as_bool) {

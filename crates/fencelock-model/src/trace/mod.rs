@@ -12,8 +12,9 @@
 //! call and its return (so calls that overlap may take effect in either order); between them
 //! the model may take its hidden steps, each under the rule that allows it:
 //!
-//! - **a grant** of fence `f` needs room (fewer than `permits` holds) and `f` above every fence
-//!   granted before it (the counter, which a lost server does not reset: `max(last + 1, clock)`);
+//! - **a grant** of fence `f` needs room (its permits free among the lock's `permits`) and `f`
+//!   above every fence granted before it (the counter, which a lost server does not reset:
+//!   `max(last + 1, clock)`);
 //! - **a hold ends without a release** (its lease ran out, or a server forgot it) only if its
 //!   holder was told (`lost()` fired within its critical section, or a trace cut short ends
 //!   inside it, so it may yet be told; when the holder says what its lease's deadline was, only
@@ -41,8 +42,9 @@ pub use chaos::read_chaos_history;
 pub enum Seen {
     /// The worker asks for the lock (a call).
     Request,
-    /// Its request was granted with `fence` (the return).
-    Granted { fence: u64 },
+    /// Its request was granted with `fence` (the return), taking `permits` of the lock's (1 but
+    /// for a semaphore's take of several).
+    Granted { fence: u64, permits: u32 },
     /// Its request was answered without a grant: busy, timed out, or an error.
     NotGranted,
     /// A fenced write with `fence`, begun at `started_ns`, and what the store answered.

@@ -28,6 +28,8 @@ pub(super) enum OpKind {
 pub(super) struct Section {
     pub(super) worker: u32,
     pub(super) fence: u64,
+    /// How many of the lock's permits its grant took.
+    pub(super) permits: u32,
     /// From when its hold may have run out on its holder's word: `lost()` told its holder
     /// within it (from the lease's deadline, if the holder said it, or else from any instant),
     /// or a trace cut short ends inside it (its holder may yet be told). `None`: never.
@@ -194,7 +196,7 @@ fn seen_by(
     match seen {
         Seen::Request => w.request = Some(at),
         Seen::NotGranted => w.request = None,
-        Seen::Granted { fence } => {
+        Seen::Granted { fence, permits } => {
             let call = w.request.take().unwrap_or(at);
             if let Some((_, open)) = w.section.take() {
                 plan.steps.push((at.0, at.1, Step::End(open)));
@@ -203,6 +205,7 @@ fn seen_by(
             plan.sections.push(Section {
                 worker,
                 fence: *fence,
+                permits: *permits,
                 told: None,
             });
             let kind = OpKind::Grant { fence: *fence };

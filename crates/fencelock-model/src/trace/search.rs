@@ -225,13 +225,25 @@ impl Now<'_> {
         });
         next.holds.sort_unstable();
         next.counter = fence;
-        if state.holds.len() < self.permits {
+        let taken = u64::from(self.plan.sections[section].permits);
+        let held: u64 = state.holds.iter().map(|h| self.permits_of(h)).sum();
+        let permits = u64::try_from(self.permits).unwrap_or(u64::MAX);
+        if taken > permits {
+            return Err(format!(
+                "worker {worker} was granted fence {fence} for {taken} permits, more than the lock's {permits}"
+            ));
+        }
+        let short = (held + taken).saturating_sub(permits);
+        if short == 0 {
             return Ok(vec![next]);
         }
-        // Full: one hold must have ended first, any of those that may have.
+        // Full: holds with at least `short` permits must have ended first, any of those that
+        // may have.
         let (free, kept): (Vec<&Hold>, Vec<&Hold>) =
             state.holds.iter().partition(|h| self.may_end(h));
-        if free.is_empty() {
+        let mut gone = Vec::new();
+        self.ends_freeing(&free, short, &mut Vec::new(), &mut gone);
+        if gone.is_empty() {
             let holders: Vec<String> = kept.iter().map(|h| self.who(h.section)).collect();
             let told: Vec<String> = kept
                 .iter()
@@ -250,14 +262,39 @@ impl Now<'_> {
                 holders.join(", ")
             ));
         }
-        Ok(free
+        Ok(gone
             .into_iter()
-            .map(|gone| {
+            .map(|ended| {
                 let mut one = next.clone();
-                one.holds.retain(|h| h != gone);
+                one.holds.retain(|h| !ended.contains(h));
                 one
             })
             .collect())
+    }
+
+    fn permits_of(&self, hold: &Hold) -> u64 {
+        u64::from(self.plan.sections[hold.section].permits)
+    }
+
+    /// Into `out`, each set of holds among `free` (taken in their order, after those in `set`)
+    /// whose permits reach `short`, its last hold the one that reaches it.
+    fn ends_freeing(
+        &self,
+        free: &[&Hold],
+        short: u64,
+        set: &mut Vec<Hold>,
+        out: &mut Vec<Vec<Hold>>,
+    ) {
+        for (k, hold) in free.iter().enumerate() {
+            set.push(**hold);
+            let permits = self.permits_of(hold);
+            if permits >= short {
+                out.push(set.clone());
+            } else {
+                self.ends_freeing(&free[k + 1..], short - permits, set, out);
+            }
+            set.pop();
+        }
     }
 
     fn write(

@@ -59,6 +59,13 @@ pub struct Answers {
 }
 
 impl Answers {
+    /// Answers about a lock of `permits` (a semaphore's; 1 otherwise).
+    pub fn of(permits: u32) -> Self {
+        let mut answers = Self::default();
+        answers.trace.permits = permits;
+        answers
+    }
+
     /// Client `i` saw `seen` (a step after the last).
     pub fn saw(&mut self, i: usize, seen: Saw) {
         let line = self.trace.events.len() + 1;
@@ -115,7 +122,7 @@ impl Answers {
     /// The model explains the answers; `walk` names the walk in a failure.
     pub fn explained(&self, walk: &str) {
         let mut trace = self.trace.clone();
-        trace.permits = 1;
+        trace.permits = trace.permits.max(1);
         if let Err(e) = trace::check(&trace) {
             panic!(
                 "{walk}: the model does not explain the answers of the library: {e}\n{:#?}",

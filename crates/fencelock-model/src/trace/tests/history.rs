@@ -48,7 +48,16 @@ fn a_chaos_history_is_read_line_by_line() {
     };
     let expected = vec![
         (2, w(1, Seen::Request)),
-        (3, w(1, Seen::Granted { fence: 10 })),
+        (
+            3,
+            w(
+                1,
+                Seen::Granted {
+                    fence: 10,
+                    permits: 1,
+                },
+            ),
+        ),
         (4, w(1, write(10, 3500, WriteOutcome::Accepted))),
         (6, w(2, Seen::Request)),
         (7, w(2, Seen::NotGranted)),
@@ -75,7 +84,16 @@ fn a_chaos_history_is_read_line_by_line() {
             ),
         ),
         (14, w(3, Seen::Request)),
-        (15, w(3, Seen::Granted { fence: 12 })),
+        (
+            15,
+            w(
+                3,
+                Seen::Granted {
+                    fence: 12,
+                    permits: 1,
+                },
+            ),
+        ),
         (16, w(3, write(12, 12500, WriteOutcome::Unknown))),
         (
             17,
@@ -86,7 +104,16 @@ fn a_chaos_history_is_read_line_by_line() {
             },
         ),
         (18, w(2, Seen::Request)),
-        (19, w(2, Seen::Granted { fence: 11 })),
+        (
+            19,
+            w(
+                2,
+                Seen::Granted {
+                    fence: 11,
+                    permits: 1,
+                },
+            ),
+        ),
         (
             20,
             w(2, write(11, 16500, WriteOutcome::Refused { store: 12 })),

@@ -21,6 +21,10 @@ fn trace(permits: u32) -> T {
 }
 
 impl T {
+    fn pipe(self, f: impl FnOnce(T) -> T) -> T {
+        f(self)
+    }
+
     fn push(mut self, what: What) -> Self {
         let line = self.trace.events.len() + 1;
         let at_ns = 1_000 * line as u64;
@@ -41,7 +45,7 @@ impl T {
     }
 
     fn granted(self, worker: u32, fence: u64) -> Self {
-        self.w(worker, Seen::Granted { fence })
+        self.w(worker, Seen::Granted { fence, permits: 1 })
     }
 
     /// A write begun just after the line before this one.
@@ -159,6 +163,37 @@ fn a_told_holder_s_lease_runs_out_no_sooner_than_the_deadline_it_was_told_of() {
     );
     told(4_000).explained();
     told(3_500).explained();
+}
+
+#[test]
+fn a_semaphore_s_takes_need_their_permits_free() {
+    let takes = |worker: u32, fence: u64, permits: u32| {
+        move |t: T| t.ask(worker).w(worker, Seen::Granted { fence, permits })
+    };
+    // Takes of 2 and 1 of 3 permits fit; another take of 1 does not, until one is released.
+    let full = takes(2, 11, 1)(takes(1, 10, 2)(trace(3)));
+    full.clone_with(takes(3, 12, 1)).rejected_at(
+        6,
+        "worker 3 was granted fence 12 while worker 1 (fence 10), worker 2 (fence 11) held it",
+    );
+    full.clone_with(|t| t.release(1, 10, true).pipe(takes(3, 12, 1)))
+        .explained();
+    // A take of 2 with 1 free: a holder told of its loss frees its permits, enough only if it
+    // held 2.
+    full.clone_with(takes(3, 12, 2)).rejected_at(6, "held it");
+    full.clone_with(|t| t.pipe(takes(3, 12, 2)).w(2, told(11)).release(2, 11, false))
+        .rejected_at(6, "while worker 1 (fence 10) held it");
+    full.clone_with(|t| t.pipe(takes(3, 12, 2)).w(1, told(10)).release(1, 10, false))
+        .explained();
+    // More than the lock has.
+    takes(1, 10, 4)(trace(3)).rejected_at(2, "for 4 permits, more than the lock's 3");
+}
+
+fn told(fence: u64) -> Seen {
+    Seen::Told {
+        fence,
+        deadline_ns: None,
+    }
 }
 
 #[test]
