@@ -1,8 +1,11 @@
-//! Run-once (`once/`): a run takes the lock, begins (raises the resource's fence floor to its
-//! fence and reads the record: `once/begin.lua` under `fenced/check.lua`), does the work if the
-//! record is missing, and records (`once/record.lua` under the fence check). Any client may act
-//! at any time after its grant, however long ago (a pause); the lock is granted again once its
-//! lease ran out.
+//! Run-once (`once/`): a run reads the record (and the count of failed runs) and does nothing
+//! if the work was done or as many runs failed as allowed; otherwise it takes the lock, begins
+//! (raises the resource's fence floor to its fence and reads the record and the count again:
+//! `once/begin.lua` under `fenced/check.lua`), does the work if the record is missing and the
+//! count below the limit, and records it (`once/record.lua` under the fence check: the count
+//! goes) or counts its failure (`once/fail.lua`, under the fence check too). A run releases the
+//! lock when it finishes. Any client may act at any time after its grant, however long ago (a
+//! pause); the lock is granted again once it was released or its lease ran out.
 //!
 //! The property: the work is counted done by at most one run (a run that found no record and
 //! whose record was accepted). [`OnceModel::two_step_begin`] is the old begin, a read and then
@@ -23,15 +26,18 @@ pub struct OnceModel {
     pub max_time: u8,
     /// Begin in two steps (read the record, then raise the floor) instead of one.
     pub two_step_begin: bool,
+    /// How many runs may fail before no run begins any more (0: any number).
+    pub attempts: u8,
 }
 
 impl OnceModel {
-    /// The bound `cargo test` checks: 2 runs, 4 time steps.
+    /// The bound `cargo test` checks: 3 runs, 4 time steps, two failed runs allowed.
     pub fn small() -> Self {
         Self {
-            clients: 2,
+            clients: 3,
             max_time: 4,
             two_step_begin: false,
+            attempts: 2,
         }
     }
 }
@@ -47,8 +53,8 @@ pub enum Run {
     Read(u32),
     /// Found no record: does the work and records.
     Working(u32),
-    /// Finished: found the work done, was refused, or recorded (`true` when it recorded after
-    /// doing the work).
+    /// Finished: found the work done, was refused, gave up, failed, or recorded (`true` when it
+    /// recorded after doing the work).
     Finished(bool),
 }
 
@@ -57,7 +63,8 @@ pub enum Run {
 pub struct OnceState {
     /// Real time, in steps.
     pub now: u8,
-    /// The lock's expiry (no holder once `now` reaches it).
+    /// The lock's holder (a run) and expiry (no holder once `now` reaches it).
+    pub holder: Option<usize>,
     pub expires: u8,
     /// The last fence handed out.
     pub fence: u32,
@@ -65,10 +72,31 @@ pub struct OnceState {
     pub floor: u32,
     /// The record: the fence of the run that recorded.
     pub record: Option<u32>,
+    /// The count of failed runs (gone with a record).
+    pub failures: u8,
     /// The runs.
     pub runs: Vec<Run>,
     /// A run's record was refused (a newer run had raised the floor).
     pub refused_record: bool,
+    /// Witness: a run gave up, as many runs having failed as allowed.
+    pub gave_up: bool,
+    /// Witness: a run recorded the work after a failed run was counted.
+    pub retried: bool,
+}
+
+impl OnceState {
+    /// Whether `attempts` runs have failed (0: any number may).
+    fn spent(&self, attempts: u8) -> bool {
+        attempts > 0 && self.failures >= attempts
+    }
+
+    /// Run `i` releases the lock if it still holds it.
+    fn release(&mut self, i: usize) {
+        if self.holder == Some(i) && self.now < self.expires {
+            self.holder = None;
+            self.expires = self.now;
+        }
+    }
 }
 
 /// One step.
@@ -82,6 +110,8 @@ pub enum OnceAction {
     Floor(usize),
     /// Run `i` records the work done.
     Record(usize),
+    /// Run `i`'s work failed: it counts the failure.
+    Fail(usize),
     /// Time passes.
     Tick,
 }
@@ -93,24 +123,31 @@ impl Model for OnceModel {
     fn init_states(&self) -> Vec<OnceState> {
         vec![OnceState {
             now: 0,
+            holder: None,
             expires: 0,
             fence: 0,
             floor: 0,
             record: None,
+            failures: 0,
             runs: vec![Run::Idle; self.clients],
             refused_record: false,
+            gave_up: false,
+            retried: false,
         }]
     }
 
     fn actions(&self, s: &OnceState, actions: &mut Vec<OnceAction>) {
         for (i, run) in s.runs.iter().enumerate() {
-            actions.push(match run {
-                Run::Idle => OnceAction::Acquire(i),
-                Run::Granted(_) => OnceAction::Begin(i),
-                Run::Read(_) => OnceAction::Floor(i),
-                Run::Working(_) => OnceAction::Record(i),
-                Run::Finished(_) => continue,
-            });
+            match run {
+                Run::Idle => actions.push(OnceAction::Acquire(i)),
+                Run::Granted(_) => actions.push(OnceAction::Begin(i)),
+                Run::Read(_) => actions.push(OnceAction::Floor(i)),
+                Run::Working(_) => {
+                    actions.push(OnceAction::Record(i));
+                    actions.push(OnceAction::Fail(i));
+                }
+                Run::Finished(_) => {}
+            }
         }
         if s.now < self.max_time {
             actions.push(OnceAction::Tick);
@@ -121,11 +158,18 @@ impl Model for OnceModel {
         let mut n = s.clone();
         match action {
             OnceAction::Acquire(i) => {
+                if s.record.is_some() || s.spent(self.attempts) {
+                    // Read before the lock: done, or given up; nothing taken.
+                    n.gave_up |= s.record.is_none();
+                    n.runs[i] = Run::Finished(false);
+                    return Some(n);
+                }
                 if s.now < s.expires {
                     return None;
                 }
                 // One server, no failover: the counter alone keeps fences growing.
                 n.fence += 1;
+                n.holder = Some(i);
                 n.expires = s.now + LEASE;
                 n.runs[i] = Run::Granted(n.fence);
             }
@@ -135,10 +179,11 @@ impl Model for OnceModel {
                 };
                 n.runs[i] = if fence < s.floor {
                     Run::Finished(false)
-                } else if s.record.is_some() {
+                } else if s.record.is_some() || s.spent(self.attempts) {
                     if !self.two_step_begin {
                         n.floor = fence;
                     }
+                    n.gave_up |= s.record.is_none();
                     Run::Finished(false)
                 } else if self.two_step_begin {
                     Run::Read(fence)
@@ -146,12 +191,16 @@ impl Model for OnceModel {
                     n.floor = fence;
                     Run::Working(fence)
                 };
+                if n.runs[i] == Run::Finished(false) {
+                    n.release(i);
+                }
             }
             OnceAction::Floor(i) => {
                 let Run::Read(fence) = s.runs[i] else {
                     return None;
                 };
                 n.runs[i] = if fence < s.floor {
+                    n.release(i);
                     Run::Finished(false)
                 } else {
                     n.floor = fence;
@@ -168,8 +217,23 @@ impl Model for OnceModel {
                 } else {
                     n.floor = fence;
                     n.record = Some(fence);
+                    n.retried |= s.failures > 0;
+                    n.failures = 0;
                     Run::Finished(true)
                 };
+                n.release(i);
+            }
+            OnceAction::Fail(i) => {
+                let Run::Working(fence) = s.runs[i] else {
+                    return None;
+                };
+                // Counted only under the fence check: a paused run's failure is not.
+                if fence >= s.floor {
+                    n.floor = fence;
+                    n.failures = s.failures.saturating_add(1);
+                }
+                n.runs[i] = Run::Finished(false);
+                n.release(i);
             }
             OnceAction::Tick => n.now += 1,
         }
@@ -190,6 +254,14 @@ impl Model for OnceModel {
             Property::sometimes("the work is done once", |_, s: &OnceState| {
                 s.runs.contains(&Run::Finished(true))
             }),
+            Property::sometimes(
+                "the work is done by a run after a failed one",
+                |_, s: &OnceState| s.retried,
+            ),
+            Property::sometimes(
+                "a run gives up after the failures allowed",
+                |_, s: &OnceState| s.gave_up,
+            ),
         ]
     }
 }

@@ -9,4 +9,5 @@ mod conformance;
 mod conformance_election;
 mod conformance_fair;
 mod conformance_line;
+mod conformance_once;
 mod conformance_semaphore;
