@@ -1,5 +1,6 @@
 //! Run-once (`once/`): a run reads the record (and the count of failed runs) and does nothing
-//! if the work was done or as many runs failed as allowed; otherwise it takes the lock, begins
+//! if the work was done or as many runs failed as allowed; otherwise it takes the lock (waiting
+//! for it while another run holds it), begins
 //! (raises the resource's fence floor to its fence and reads the record and the count again:
 //! `once/begin.lua` under `fenced/check.lua`), does the work if the record is missing and the
 //! count below the limit, and records it (`once/record.lua` under the fence check: the count
@@ -47,6 +48,8 @@ impl OnceModel {
 pub enum Run {
     /// Not started.
     Idle,
+    /// Read no record and fewer failures than allowed; waits for the lock.
+    Waiting,
     /// Holds the lock with this fence (it may have run out since).
     Granted(u32),
     /// Two-step begin only: read the record (missing), the floor not raised yet.
@@ -82,12 +85,24 @@ pub struct OnceState {
     pub gave_up: bool,
     /// Witness: a run recorded the work after a failed run was counted.
     pub retried: bool,
+    /// Witness: a run that waited for the lock found, in its begin, the work done or as many
+    /// failed runs as allowed.
+    pub found_in_begin: bool,
 }
 
 impl OnceState {
     /// Whether `attempts` runs have failed (0: any number may).
     fn spent(&self, attempts: u8) -> bool {
         attempts > 0 && self.failures >= attempts
+    }
+
+    /// Run `i` takes the lock. (One server, no failover: the counter alone keeps fences
+    /// growing.)
+    fn grant(&mut self, i: usize) {
+        self.fence += 1;
+        self.holder = Some(i);
+        self.expires = self.now + LEASE;
+        self.runs[i] = Run::Granted(self.fence);
     }
 
     /// Run `i` releases the lock if it still holds it.
@@ -102,8 +117,10 @@ impl OnceState {
 /// One step.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum OnceAction {
-    /// Run `i` takes the lock.
+    /// Run `i` reads the record and the count, and takes the lock if it is free (or waits).
     Acquire(usize),
+    /// Run `i`, waiting, takes the lock now free.
+    Take(usize),
     /// Run `i` begins (one step), or reads the record (the two-step begin's first step).
     Begin(usize),
     /// The two-step begin's second step: run `i` raises the floor.
@@ -133,6 +150,7 @@ impl Model for OnceModel {
             refused_record: false,
             gave_up: false,
             retried: false,
+            found_in_begin: false,
         }]
     }
 
@@ -140,6 +158,7 @@ impl Model for OnceModel {
         for (i, run) in s.runs.iter().enumerate() {
             match run {
                 Run::Idle => actions.push(OnceAction::Acquire(i)),
+                Run::Waiting => actions.push(OnceAction::Take(i)),
                 Run::Granted(_) => actions.push(OnceAction::Begin(i)),
                 Run::Read(_) => actions.push(OnceAction::Floor(i)),
                 Run::Working(_) => {
@@ -165,13 +184,16 @@ impl Model for OnceModel {
                     return Some(n);
                 }
                 if s.now < s.expires {
+                    n.runs[i] = Run::Waiting;
+                    return Some(n);
+                }
+                n.grant(i);
+            }
+            OnceAction::Take(i) => {
+                if s.runs[i] != Run::Waiting || s.now < s.expires {
                     return None;
                 }
-                // One server, no failover: the counter alone keeps fences growing.
-                n.fence += 1;
-                n.holder = Some(i);
-                n.expires = s.now + LEASE;
-                n.runs[i] = Run::Granted(n.fence);
+                n.grant(i);
             }
             OnceAction::Begin(i) => {
                 let Run::Granted(fence) = s.runs[i] else {
@@ -184,6 +206,7 @@ impl Model for OnceModel {
                         n.floor = fence;
                     }
                     n.gave_up |= s.record.is_none();
+                    n.found_in_begin = true;
                     Run::Finished(false)
                 } else if self.two_step_begin {
                     Run::Read(fence)
@@ -261,6 +284,10 @@ impl Model for OnceModel {
             Property::sometimes(
                 "a run gives up after the failures allowed",
                 |_, s: &OnceState| s.gave_up,
+            ),
+            Property::sometimes(
+                "a run that waited finds the work done, or given up, in its begin",
+                |_, s: &OnceState| s.found_in_begin,
             ),
         ]
     }
