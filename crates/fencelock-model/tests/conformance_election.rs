@@ -3,19 +3,23 @@
 //! records that run out) replayed on a real `redis-server` through the library, comparing after
 //! every step `Election::leader()`'s answer (the term and the leader's value) with the model's
 //! `leader()`. Leases last a minute (no renewal of the library's runs within a walk); a lease or
-//! a record that ends in the model is ended with `PEXPIREAT key 1`.
+//! a record that ends in the model is ended with `PEXPIREAT key 1`. What the candidates were
+//! answered (campaigns won with their terms as fences, or refused; renewals and proclaims
+//! refused; resignations) is recorded as a trace and explained by the model at each walk's end
+//! (`fencelock_model::trace`), a leader counted as told once its deadline passes in the model.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use crate::common;
 
 use std::collections::HashMap;
 
-use common::{Keys, LEASE, Replay, Seen, Start, Walk};
+use common::{Answers, Keys, LEASE, Replay, Seen, Start, Walk};
 use fencelock::election::Leadership;
 use fencelock::{Client, Error};
 use fencelock_model::election::{
     Candidate, ElectionAction, ElectionModel, ElectionState, RECORD_MARGIN,
 };
+use fencelock_model::trace::Seen as Saw;
 use redis::AsyncCommands;
 use stateright::Model;
 
@@ -31,11 +35,24 @@ struct Real {
     /// Where the term's fence counter started.
     start: Start,
     seen: Seen,
+    /// What the candidates were answered, explained by the model at the end.
+    answers: Answers,
+    walk: usize,
 }
 
 impl Real {
     fn count(&mut self, what: &'static str) {
         self.seen.count(what);
+    }
+
+    /// Candidate `c` is done with its term `fence`: told it lost it (`told`), and its release
+    /// answered `held`.
+    fn ended(&mut self, c: usize, fence: u64, told: bool, held: Option<bool>) {
+        if told {
+            self.answers.told(c, fence);
+        }
+        self.answers.saw(c, Saw::Release { fence });
+        self.answers.saw(c, Saw::Released { fence, held });
     }
 
     /// Replays `action`; `after` is `None` where the model's campaign finds the term held.
@@ -48,6 +65,7 @@ impl Real {
         match action {
             ElectionAction::Campaign(i) => {
                 let c = usize::from(i);
+                self.answers.saw(c, Saw::Request);
                 let got = self
                     .client
                     .election(&self.keys.name)
@@ -61,10 +79,15 @@ impl Real {
                         self.start
                             .check(leadership.term(), self.terms.values().copied(), "a term");
                         self.terms.insert(term, leadership.term());
+                        let fence = leadership.term();
+                        self.answers.saw(c, Saw::Granted { fence, permits: 1 });
                         self.leaderships[c] = Some(leadership);
                         self.count("won");
                     }
-                    (Err(Error::Busy { .. }), None) => self.count("the term is held"),
+                    (Err(Error::Busy { .. }), None) => {
+                        self.answers.saw(c, Saw::NotGranted);
+                        self.count("the term is held");
+                    }
                     (got, model) => panic!(
                         "campaign by {c}: {:?}, the model {model:?}",
                         got.map(|l| l.term())
@@ -78,7 +101,9 @@ impl Real {
                 match (leadership.guard().extend(LEASE).await, after.clients[c]) {
                     (Ok(()), Candidate::Leading { .. }) => self.count("renewed"),
                     (Err(Error::NotHeld { .. }), Candidate::Idle) => {
+                        let fence = leadership.term();
                         self.leaderships[c] = None;
+                        self.ended(c, fence, true, Some(false));
                         self.count("a renewal refused");
                     }
                     (got, model) => panic!("renew by {c}: {got:?}, the model {model:?}"),
@@ -91,7 +116,10 @@ impl Real {
                 match (leadership.proclaim(format!("c{c}")).await, after.clients[c]) {
                     (Ok(()), Candidate::Leading { .. }) => self.count("proclaimed"),
                     (Err(Error::NotLeader { .. }), Candidate::Idle) => {
+                        let fence = leadership.term();
+                        // Dropped: its release, in the background, is not awaited.
                         self.leaderships[c] = None;
+                        self.ended(c, fence, true, None);
                         self.count("a deposed leader's proclaim refused");
                     }
                     (got, model) => panic!("proclaim by {c}: {got:?}, the model {model:?}"),
@@ -102,7 +130,16 @@ impl Real {
                 let after = after.expect("a resignation is a step");
                 let leadership = self.leaderships[c].take().expect("a leadership");
                 let held = after.resigned.len() > before.resigned.len();
+                let fence = leadership.term();
+                self.answers.saw(c, Saw::Release { fence });
                 assert_eq!(leadership.resign().await.unwrap(), held, "resign by {c}");
+                self.answers.saw(
+                    c,
+                    Saw::Released {
+                        fence,
+                        held: Some(held),
+                    },
+                );
                 self.count(if held {
                     "resigned"
                 } else {
@@ -171,10 +208,20 @@ impl Replay<ElectionModel> for Real {
         self.step(&state, next.as_ref(), action).await;
         let state = next.unwrap_or(state);
         self.compare(walk.model, &state, &walk.step()).await;
+        // A leader whose deadline has passed in the model knows it.
+        for (c, leadership) in self.leaderships.iter().enumerate() {
+            if let (Candidate::Leading { deadline, .. }, Some(leadership)) =
+                (state.clients[c], leadership)
+                && deadline <= state.now
+            {
+                self.answers.told(c, leadership.term());
+            }
+        }
         state
     }
 
     async fn end(self) -> Seen {
+        self.answers.explained(&format!("walk {}", self.walk));
         for leadership in self.leaderships.into_iter().flatten() {
             let _ = leadership.resign().await;
         }
@@ -200,6 +247,8 @@ async fn random_walks_of_the_election_match_the_real_scripts() {
             terms: HashMap::new(),
             start: Start::of(walk),
             seen: Seen::default(),
+            answers: Answers::default(),
+            walk,
         };
         real.start.set(&mut real.keys).await;
         real
