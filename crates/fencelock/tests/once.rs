@@ -223,3 +223,103 @@ async fn a_stale_run_recording_while_a_newer_one_begins_is_refused() {
         .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(done.map(|d| d.fence), Some(newer_fence));
 }
+
+/// A record, or a count of failed runs, that is not a string by the time a run that waited for
+/// the lock begins (it read nothing wrong before it took the lock): `begin.lua` refuses it
+/// before it writes anything, the run answers [`Error::FencedWrongType`] naming the key, and
+/// the lock is released.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_record_or_count_of_another_type_found_in_the_begin_writes_nothing() {
+    let redis = server();
+    let client = common::client(&redis.url());
+    for key in [
+        "fencelock:once:{job}:job",
+        "fencelock:once-failed:{job}:job",
+    ] {
+        // Another holder: the run reads the record and the count, and waits in the line.
+        let holder = client
+            .lock("job")
+            .acquire()
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        let begin = tokio::spawn(client.once("job").attempts(3).begin());
+        common::wait_for_count("runs waiting", 1, Duration::from_secs(10), || {
+            common::integer_reply(&redis, &["ZCARD", "fencelock:{job}:waiters"])
+        })
+        .await;
+        redis
+            .cmd(&["HSET", key, "not", "ours"])
+            .unwrap_or_else(|e| panic!("{e}"));
+        holder.release().await.unwrap_or_else(|e| panic!("{e}"));
+        let begun = begin.await.unwrap_or_else(|e| panic!("{e}"));
+        match &begun {
+            Err(Error::FencedWrongType { key: found, .. }) => assert_eq!(found, key),
+            other => panic!("{key}: {:?}", other.as_ref().map(|_| ())),
+        }
+        // Nothing written: no fence floor, the key as it was; the lock released.
+        assert_eq!(
+            common::integer_reply(&redis, &["EXISTS", "fencelock:fenced:{job}"]),
+            0,
+            "{key}: the floor was raised"
+        );
+        assert_eq!(common::hash_fields(&redis, key).len(), 1, "{key}");
+        common::wait_for_count("the lock released", 0, Duration::from_secs(10), || {
+            common::integer_reply(&redis, &["EXISTS", "fencelock:{job}"])
+        })
+        .await;
+        redis.cmd(&["DEL", key]).unwrap_or_else(|e| panic!("{e}"));
+    }
+}
+
+/// A count of failed runs that is not a count: a run begins as if none had failed (one failure
+/// allowed), and its failure is not counted over it (`fail.lua` refuses it, the key stays as
+/// it was, and the run answers `None`); one of another type is refused the same way.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_count_of_failed_runs_that_is_not_a_count_is_left_as_it_is() {
+    let redis = server();
+    let client = common::client(&redis.url());
+    let key = "fencelock:once-failed:{job}:job";
+    for (kind, write) in [
+        ("a string", vec!["SET", key, "many"]),
+        ("a hash", vec!["HSET", key, "not", "ours"]),
+    ] {
+        redis.cmd(&["DEL", key]).unwrap_or_else(|e| panic!("{e}"));
+        let Begun::Run(run) = client
+            .once("job")
+            .attempts(1)
+            .begin()
+            .await
+            .unwrap_or_else(|e| panic!("{kind}: {e}"))
+        else {
+            panic!("{kind}: the run did not begin");
+        };
+        redis.cmd(&write).unwrap_or_else(|e| panic!("{e}"));
+        let dump = common::dumps(&redis, &[key]);
+        let counted = run.failed().await.unwrap_or_else(|e| panic!("{kind}: {e}"));
+        assert_eq!(counted, None, "{kind}");
+        assert_eq!(
+            common::dumps(&redis, &[key]),
+            dump,
+            "{kind}: the count was written"
+        );
+        assert_eq!(
+            common::integer_reply(&redis, &["EXISTS", "fencelock:{job}"]),
+            0,
+            "{kind}: the lock is still held"
+        );
+    }
+    // Begun over a count that is not a number: none counted (`begin.lua` reads it as 0).
+    redis
+        .cmd(&["SET", key, "many"])
+        .unwrap_or_else(|e| panic!("{e}"));
+    let begun = client
+        .once("job")
+        .attempts(1)
+        .begin()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let Begun::Run(run) = begun else {
+        panic!("a count that is not a number gave up: {begun:?}");
+    };
+    run.give_up().await.unwrap_or_else(|e| panic!("{e}"));
+}
