@@ -64,7 +64,7 @@ impl Real {
                         }
                         self.fences.insert(grant, guard.fence());
                         let fence = guard.fence();
-                        self.answers.saw(i, Saw::Granted { fence, permits: 1 });
+                        self.answers.granted(i, fence);
                         self.seen.count("granted");
                         self.requests[i] = Request::Holding(guard);
                     }

@@ -80,7 +80,7 @@ impl Real {
                             .check(leadership.term(), self.terms.values().copied(), "a term");
                         self.terms.insert(term, leadership.term());
                         let fence = leadership.term();
-                        self.answers.saw(c, Saw::Granted { fence, permits: 1 });
+                        self.answers.granted(c, fence);
                         self.leaderships[c] = Some(leadership);
                         self.count("won");
                     }

@@ -71,13 +71,7 @@ impl Real {
     async fn granted(&mut self, i: usize, fence: u32) {
         let real = self.requests[i].granted(i).await;
         assert_eq!(real, self.fences[&fence], "client {i}'s fence");
-        self.answers.saw(
-            i,
-            Saw::Granted {
-                fence: real,
-                permits: 1,
-            },
-        );
+        self.answers.granted(i, real);
     }
 
     /// Client `i` gives back what it holds (`held`: the model says it still holds it).

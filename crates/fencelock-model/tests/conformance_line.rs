@@ -123,7 +123,7 @@ impl Real {
         match after.clients[i].phase {
             Phase::Holding { token, grant, .. } => {
                 let fence = self.requests[i].taken(i, what).await;
-                self.answers.saw(i, Saw::Granted { fence, permits: 1 });
+                self.answers.granted(i, fence);
                 let held = self.keys.held().await.expect("a holder");
                 assert_eq!(held.fence, fence, "{what}: the grant's fence");
                 self.tokens.insert(token, held.token);
@@ -147,7 +147,7 @@ impl Real {
         match after.clients[i].phase {
             Phase::Holding { grant, .. } => {
                 let fence = self.requests[i].taken(i, what).await;
-                self.answers.saw(i, Saw::Granted { fence, permits: 1 });
+                self.answers.granted(i, fence);
                 self.learn(grant, fence, what);
                 let own = before
                     .server
@@ -264,13 +264,7 @@ impl Real {
         let message = format!("to:{real}:{fence}:{lapses}:{lapses}");
         self.keys.tell(&real, &message).await;
         let got = self.requests[i].taken(i, what).await;
-        self.answers.saw(
-            i,
-            Saw::Granted {
-                fence: got,
-                permits: 1,
-            },
-        );
+        self.answers.granted(i, got);
         assert_eq!(got, fence, "{what}: the fence of the pass delivered");
         self.seen.count("a pass delivered");
     }

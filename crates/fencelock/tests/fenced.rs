@@ -151,6 +151,54 @@ async fn a_key_of_the_wrong_type_refuses_the_whole_call_before_writing() {
     assert!(matches!(err, Error::InvalidArgument { .. }), "{err:?}");
 }
 
+/// What the call finds that it cannot work with is named as it is (the key, and a type or
+/// "a string that is not a number"), and nothing is written: a fence key of another type or
+/// not a number, a counter to increment that is not a number.
+#[tokio::test]
+async fn a_fence_key_or_a_counter_that_is_not_a_number_is_named_and_nothing_written() {
+    let redis = server();
+    let client = common::client(&redis.url());
+    let store = client.fenced_store("odd").unwrap_or_else(|e| panic!("{e}"));
+    let fence_key = "fencelock:fenced:{odd}";
+    let keys = ["n:{odd}", "s:{odd}", fence_key];
+    for (planted, key, found) in [
+        (vec!["HSET", fence_key, "f", "v"], fence_key, "hash"),
+        (
+            vec!["SET", fence_key, "seven"],
+            fence_key,
+            "a string that is not a number",
+        ),
+        (
+            vec!["SET", "n:{odd}", "seven"],
+            "n:{odd}",
+            "a string that is not a number",
+        ),
+    ] {
+        redis
+            .cmd(&["DEL", keys[0], keys[1], keys[2]])
+            .unwrap_or_else(|e| panic!("{e}"));
+        redis.cmd(&planted).unwrap_or_else(|e| panic!("{e}"));
+        let before = dumps(&redis, &keys);
+        let writes = Writes::new().set("s:{odd}", "first").incr_by("n:{odd}", 1);
+        match store.apply(7, &writes).await {
+            Err(Error::FencedWrongType {
+                key: named,
+                found: what,
+                ..
+            }) => {
+                assert_eq!(named, key, "{planted:?}");
+                assert!(what.contains(found), "{planted:?}: {what}");
+            }
+            other => panic!("{planted:?}: expected Error::FencedWrongType, got {other:?}"),
+        }
+        assert_eq!(
+            dumps(&redis, &keys),
+            before,
+            "{planted:?}: something was written"
+        );
+    }
+}
+
 #[tokio::test]
 async fn a_holder_whose_lease_ran_out_cannot_overwrite_the_next_holder() {
     let redis = server();
