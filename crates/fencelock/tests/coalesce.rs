@@ -141,13 +141,13 @@ async fn a_call_the_acl_denies_does_not_fail_the_others_in_its_batch() {
 /// `latency` each way (as many calls as a connection sends before the next waits): the ten
 /// wait, and go out together as a batch when the first two come back, at twice `latency`. Each
 /// caller acquires `<prefix><i>` with a lease of a minute. Returns (the server, the proxy, which
-/// lives as long as the client needs it, and the client) once every caller gave up (none may be
-/// answered) and the first two were released.
+/// lives as long as the client needs it, the client, and the first two's guards) once every
+/// caller gave up (none may be answered).
 async fn callers_that_give_up_behind_two(
     latency: Duration,
     prefix: &'static str,
     patience: Duration,
-) -> (RedisServer, FaultProxy, Client) {
+) -> (RedisServer, FaultProxy, Client, Vec<fencelock::LockGuard>) {
     let redis = server();
     let proxy = FaultProxy::start(redis.addr())
         .await
@@ -186,15 +186,22 @@ async fn callers_that_give_up_behind_two(
             .unwrap_or_else(|e| panic!("a caller failed: {e}"));
         assert!(answered.is_err(), "an acquire was answered");
     }
+    let mut guards = Vec::new();
     for first in first {
-        let first = match first.await {
+        guards.push(match first.await {
             Ok(Ok(guard)) => guard,
             Ok(Err(e)) => panic!("an acquire ahead failed: {e}"),
             Err(e) => panic!("an acquire ahead panicked: {e}"),
-        };
-        assert!(matches!(first.release().await, Ok(true)), "released");
+        });
     }
-    (redis, proxy, slow)
+    (redis, proxy, slow, guards)
+}
+
+/// Releases the two ahead.
+async fn release(guards: Vec<fencelock::LockGuard>) {
+    for guard in guards {
+        assert!(matches!(guard.release().await, Ok(true)), "released");
+    }
 }
 
 /// Callers that go away while their calls wait behind a slow one: calls not yet sent are never
@@ -202,12 +209,13 @@ async fn callers_that_give_up_behind_two(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn callers_that_go_away_while_queued_leave_nothing_behind() {
     // Gone after 60 ms, long before the two ahead come back at ~200 ms.
-    let (redis, _proxy, slow) = callers_that_give_up_behind_two(
+    let (redis, _proxy, slow, ahead) = callers_that_give_up_behind_two(
         Duration::from_millis(100),
         "gone-",
         Duration::from_millis(60),
     )
     .await;
+    release(ahead).await;
     assert!(slow.wait_idle(Duration::from_secs(5)).await);
     tokio::time::sleep(Duration::from_millis(500)).await;
     let gone: Vec<String> = keys(&redis)
@@ -225,12 +233,13 @@ async fn callers_that_go_away_while_queued_leave_nothing_behind() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn grants_in_a_batch_whose_callers_went_away_are_given_back() {
     // The batch goes out at ~400 ms and comes back at ~800 ms; its callers leave at ~620 ms.
-    let (redis, _proxy, _slow) = callers_that_give_up_behind_two(
+    let (redis, _proxy, _slow, ahead) = callers_that_give_up_behind_two(
         Duration::from_millis(200),
         "left-",
         Duration::from_millis(600),
     )
     .await;
+    release(ahead).await;
     // The give-backs go out when the batch comes back, and take ~400 ms.
     let deadline = std::time::Instant::now() + Duration::from_secs(5);
     loop {
@@ -251,11 +260,11 @@ async fn grants_in_a_batch_whose_callers_went_away_are_given_back() {
 }
 
 /// `wait_idle` waits for those give-backs: once it returns, no grant of a caller that left is
-/// still held.
+/// still held. (Asked at once, when the callers left and their batch is still on its way.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn wait_idle_waits_for_the_give_back_of_grants_whose_callers_went_away() {
     // As above: the batch comes back at ~800 ms, after its callers left at ~620 ms.
-    let (redis, _proxy, slow) = callers_that_give_up_behind_two(
+    let (redis, _proxy, slow, ahead) = callers_that_give_up_behind_two(
         Duration::from_millis(200),
         "idle-",
         Duration::from_millis(600),
@@ -278,6 +287,7 @@ async fn wait_idle_waits_for_the_give_back_of_grants_whose_callers_went_away() {
         .filter(|k| !k.ends_with(":fence"))
         .collect();
     assert!(held.is_empty(), "idle with grants still held: {held:?}");
+    release(ahead).await;
 }
 
 /// Every kind's acquire and release scripts have a batch form that runs: many of each at once on

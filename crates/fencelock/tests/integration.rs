@@ -31,6 +31,7 @@ mod passing;
 mod postgres;
 mod reassert;
 mod redlock;
+mod redlock_defaults;
 mod reentrant;
 mod replicas;
 mod revoke;
