@@ -102,6 +102,8 @@ pub enum Start {
 pub const AHEAD: u64 = 4_000_000_000_000_000;
 /// A fence counter far behind the server clock in µs.
 pub const BEHIND: u64 = 1_000;
+/// Below any server clock in µs these tests run at (2001-09-09).
+const CLOCK_FLOOR: u64 = 1_000_000_000_000_000;
 
 impl Start {
     /// Walk `walk`'s start: fresh, ahead and behind in turn.
@@ -144,6 +146,13 @@ impl Start {
             assert!(
                 fence <= AHEAD + 1_000_000,
                 "{what}: fence {fence} did not continue the counter ahead of the clock"
+            );
+        } else {
+            // Not ahead of the clock, the first fence is the server's clock in µs, and those
+            // after it follow it (a counter alone would go on from `BEHIND`).
+            assert!(
+                fence > CLOCK_FLOOR,
+                "{what}: fence {fence} is not the server's clock (the walk started {self:?})"
             );
         }
     }
