@@ -87,10 +87,9 @@ impl Real {
                         // Told by the refusal; the guard is then given up (not held).
                         let fence = self.requests[i].guard(i).fence();
                         self.answers.told(i, fence);
-                        self.answers.saw(i, Saw::Release { fence });
-                        self.requests[i].refused(i, &mut self.seen).await;
-                        let held = Some(false);
-                        self.answers.saw(i, Saw::Released { fence, held });
+                        self.seen.count("renewal refused");
+                        let request = &mut self.requests[i];
+                        self.answers.give_back(i, request, false).await;
                     }
                     (got, phase) => panic!("renew by {i}: {got:?}, the model: {phase:?}"),
                 }
@@ -101,17 +100,8 @@ impl Real {
                     .server
                     .holder(before.now)
                     .is_some_and(|h| h.owner == u8::try_from(i).unwrap());
-                let fence = self.requests[i].guard(i).fence();
-                self.answers.saw(i, Saw::Release { fence });
-                self.requests[i].release(i, held).await;
-                let answer = Some(held);
-                self.answers.saw(
-                    i,
-                    Saw::Released {
-                        fence,
-                        held: answer,
-                    },
-                );
+                let request = &mut self.requests[i];
+                self.answers.give_back(i, request, held).await;
                 self.seen.count(if held {
                     "released"
                 } else {

@@ -74,15 +74,6 @@ impl Real {
         self.answers.granted(i, real);
     }
 
-    /// Client `i` gives back what it holds (`held`: the model says it still holds it).
-    async fn give_back(&mut self, i: usize, held: bool) {
-        let fence = self.requests[i].guard(i).fence();
-        self.answers.saw(i, Saw::Release { fence });
-        self.requests[i].release(i, held).await;
-        let held = Some(held);
-        self.answers.saw(i, Saw::Released { fence, held });
-    }
-
     async fn step(&mut self, before: &FairState, after: &FairState, action: FairAction) {
         match action {
             FairAction::Acquire(i) => {
@@ -165,7 +156,9 @@ impl Real {
                         let fence = self.requests[i].guard(i).fence();
                         self.answers.told(i, fence);
                         self.seen.count("renewal refused");
-                        self.give_back(i, false).await;
+                        self.answers
+                            .give_back(i, &mut self.requests[i], false)
+                            .await;
                     }
                     (got, phase) => panic!("renew by {i}: {got:?}, the model: {phase:?}"),
                 }
@@ -173,7 +166,7 @@ impl Real {
             FairAction::Release(i) => {
                 let i = usize::from(i);
                 let held = before.holder().is_some_and(|h| usize::from(h.owner) == i);
-                self.give_back(i, held).await;
+                self.answers.give_back(i, &mut self.requests[i], held).await;
                 if let Some(h) = after.holder() {
                     // Passed to the head: its fence is the one the lock key shows.
                     let (token, fence) = self.holder().await.expect("a passed lock");

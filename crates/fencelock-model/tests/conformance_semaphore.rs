@@ -107,15 +107,6 @@ impl Real {
         );
     }
 
-    /// Client `i` gives back what it holds (`held`: the model says it still holds it).
-    async fn give_back(&mut self, i: usize, held: bool) {
-        let fence = self.requests[i].guard(i).fence();
-        self.answers.saw(i, Saw::Release { fence });
-        self.requests[i].release(i, held).await;
-        let held = Some(held);
-        self.answers.saw(i, Saw::Released { fence, held });
-    }
-
     /// A new request by client `i`.
     async fn request(&mut self, i: usize, after: &SemState) {
         let request = self.clients[i]
@@ -191,7 +182,9 @@ impl Real {
                         let fence = self.requests[i].guard(i).fence();
                         self.answers.told(i, fence);
                         self.seen.count("renewal refused");
-                        self.give_back(i, false).await;
+                        self.answers
+                            .give_back(i, &mut self.requests[i], false)
+                            .await;
                         false
                     }
                     (got, phase) => panic!("renew by {i}: {got:?}, the model: {phase:?}"),
@@ -206,7 +199,7 @@ impl Real {
                     .holds
                     .iter()
                     .any(|h| h.token == token && h.expires > before.now);
-                self.give_back(i, held).await;
+                self.answers.give_back(i, &mut self.requests[i], held).await;
                 self.seen.count(if held {
                     "released"
                 } else {

@@ -27,6 +27,15 @@ impl Answers {
         self.saw(i, Saw::Granted { fence, permits: 1 });
     }
 
+    /// Client `i` gives back what `request` holds (`held`: the model says it still holds it).
+    pub async fn give_back(&mut self, i: usize, request: &mut Request, held: bool) {
+        let fence = request.guard(i).fence();
+        self.saw(i, Saw::Release { fence });
+        request.release(i, held).await;
+        let held = Some(held);
+        self.saw(i, Saw::Released { fence, held });
+    }
+
     /// Client `i` saw `seen` (a step after the last).
     pub fn saw(&mut self, i: usize, seen: Saw) {
         let line = self.trace.events.len() + 1;
