@@ -14,6 +14,7 @@ mod cluster_failover;
 mod cluster_subscriptions;
 mod coalesce;
 mod election;
+mod election_record;
 mod fair;
 mod faults;
 mod fenced;
