@@ -84,12 +84,9 @@ impl Real {
                 match (got, after.clients[i].phase) {
                     (Ok(()), Phase::Holding { .. }) => {}
                     (Err(Error::NotHeld { .. }), Phase::Idle) => {
-                        // Told by the refusal; the guard is then given up (not held).
-                        let fence = self.requests[i].guard(i).fence();
-                        self.answers.told(i, fence);
                         self.seen.count("renewal refused");
                         let request = &mut self.requests[i];
-                        self.answers.give_back(i, request, false).await;
+                        self.answers.refused(i, request).await;
                     }
                     (got, phase) => panic!("renew by {i}: {got:?}, the model: {phase:?}"),
                 }

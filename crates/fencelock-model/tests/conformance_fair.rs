@@ -152,13 +152,9 @@ impl Real {
                 match (got, after.clients[i].phase) {
                     (Ok(()), FairPhase::Holding { .. }) => {}
                     (Err(Error::NotHeld { .. }), FairPhase::Idle) => {
-                        // Told by the refusal; the guard is then given up (not held).
-                        let fence = self.requests[i].guard(i).fence();
-                        self.answers.told(i, fence);
                         self.seen.count("renewal refused");
-                        self.answers
-                            .give_back(i, &mut self.requests[i], false)
-                            .await;
+                        let request = &mut self.requests[i];
+                        self.answers.refused(i, request).await;
                     }
                     (got, phase) => panic!("renew by {i}: {got:?}, the model: {phase:?}"),
                 }

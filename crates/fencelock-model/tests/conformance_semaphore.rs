@@ -178,13 +178,9 @@ impl Real {
                 match (got, after.clients[i]) {
                     (Ok(()), SemPhase::Holding { .. }) => false,
                     (Err(Error::NotHeld { .. }), SemPhase::Idle) => {
-                        // Told by the refusal; the guard is then given up (not held).
-                        let fence = self.requests[i].guard(i).fence();
-                        self.answers.told(i, fence);
                         self.seen.count("renewal refused");
-                        self.answers
-                            .give_back(i, &mut self.requests[i], false)
-                            .await;
+                        let request = &mut self.requests[i];
+                        self.answers.refused(i, request).await;
                         false
                     }
                     (got, phase) => panic!("renew by {i}: {got:?}, the model: {phase:?}"),

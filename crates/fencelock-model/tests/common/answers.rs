@@ -36,6 +36,12 @@ impl Answers {
         self.saw(i, Saw::Released { fence, held });
     }
 
+    /// Client `i`'s renewal was refused: it was told, and gives back what `request` holds.
+    pub async fn refused(&mut self, i: usize, request: &mut Request) {
+        self.told(i, request.guard(i).fence());
+        self.give_back(i, request, false).await;
+    }
+
     /// Client `i` saw `seen` (a step after the last).
     pub fn saw(&mut self, i: usize, seen: Saw) {
         let line = self.trace.events.len() + 1;
