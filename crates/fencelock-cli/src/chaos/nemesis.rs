@@ -302,8 +302,9 @@ fn kill_worker(stage: &mut Stage, rng: &mut Rng) {
     let fault = Fault::KillWorker;
     let worker = stage.pick_worker(rng);
     let target = format!("worker {worker}");
-    record(stage, fault, &target, Phase::Start);
+    // Recorded once it is dead (and reaped): every line it wrote is older than the kill.
     stage.kill_worker(worker);
+    record(stage, fault, &target, Phase::Start);
     // Its lease runs out on its own; another worker takes its place meanwhile.
     stage.spawn_worker(worker);
     record(stage, fault, &target, Phase::End);

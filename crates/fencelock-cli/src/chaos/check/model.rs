@@ -43,8 +43,15 @@ pub(super) fn sections(entries: &[Entry], bounds: &Bounds, verdict: &mut Verdict
         done: Vec::new(),
         last,
     };
-    for (i, entry) in entries.iter().enumerate() {
-        walk.entry(i + 1, entry);
+    // In the order things happened: the file has them in the order they reached the run, and a
+    // worker's lines can reach it after the nemesis's (a killed worker's release, read from its
+    // pipe after the kill was recorded, must still end its section before the kill).
+    let mut order: Vec<usize> = (0..entries.len()).collect();
+    order.sort_by_key(|&i| entries.get(i).map_or(0, |e| e.mono_ns));
+    for i in order {
+        if let Some(entry) = entries.get(i) {
+            walk.entry(i + 1, entry);
+        }
     }
     let Walk {
         verdict,

@@ -276,3 +276,46 @@ fn no_grant_long_after_a_fault_is_a_liveness_violation() {
     assert_eq!(kinds(&v), ["liveness"]);
     assert_eq!(v.worst_resume_ms, Some((20_001, "pause-server".into())));
 }
+
+/// A worker's lines can reach the run's history after the nemesis's: worker 1 released at
+/// 10 ms and worker 2 was granted at 12 ms, but worker 1's release was still in its pipe when
+/// the nemesis killed it (its line at 15 ms is written first).
+#[test]
+fn lines_that_reach_the_history_late_are_read_in_the_order_they_happened() {
+    let kill = at(
+        15,
+        None,
+        What::Fault {
+            kind: "kill-worker".into(),
+            target: "worker 1".into(),
+            phase: Phase::Start,
+        },
+    );
+    let mut worker_1 = cycle(1, 0, 1, 10);
+    let release = worker_1.pop().expect("a release");
+    let mut h = worker_1;
+    h.extend(cycle(2, 11, 2, 40));
+    // The kill, then worker 2's grant (read late too), then worker 1's release.
+    let grant_2 = h
+        .iter()
+        .position(|e| matches!(e.what, What::Granted { fence: 2 }));
+    h.insert(grant_2.expect("worker 2's grant"), kill);
+    h.push(release);
+    let v = check(&h, &bounds());
+    assert!(v.violations.is_empty(), "{:?}", v.violations);
+    assert_eq!(v.honest_overlaps, 0);
+    // Killed while it held the lock, with worker 2 granted before the kill: that is an overlap.
+    let mut h = cycle(1, 0, 1, 10);
+    h.pop();
+    h.extend(cycle(2, 11, 2, 40));
+    h.push(at(
+        15,
+        None,
+        What::Fault {
+            kind: "kill-worker".into(),
+            target: "worker 1".into(),
+            phase: Phase::Start,
+        },
+    ));
+    assert_eq!(kinds(&check(&h, &bounds())), ["silent overlap"]);
+}
