@@ -68,12 +68,33 @@ fn clean_run(topology: &str) {
         .find(|l| l.starts_with("faults "))
         .unwrap_or_default()
         .to_owned();
-    // Faults are drawn at random: three can repeat a kind (a run of long pauses has room for
-    // only a few), so two kinds make a mixed run.
+    // Each kind comes once before any comes again (so no two kinds' counts differ by more than
+    // one); a long pause or two can leave room for only two faults in the run.
     assert!(
         faults.split(", ").count() >= 2,
         "too few kinds of fault: {faults}\n{}",
         run.explain()
+    );
+    let offered = run
+        .stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("faults: "))
+        .and_then(|l| l.split_once(';'))
+        .map_or(0, |(kinds, _)| kinds.split(", ").count());
+    let counts: Vec<u64> = faults
+        .trim_start_matches("faults")
+        .split(", ")
+        .filter_map(|k| k.split_whitespace().last()?.parse().ok())
+        .collect();
+    let fewest = if counts.len() < offered {
+        0
+    } else {
+        counts.iter().copied().min().unwrap_or(0)
+    };
+    let most = counts.iter().copied().max().unwrap_or(0);
+    assert!(
+        most <= fewest + 1,
+        "a kind came again before every kind came: {faults}"
     );
     // The model explains the history, and rejects each violation planted in it.
     chaos_trace::explained(&history);

@@ -181,7 +181,8 @@ pub struct ChaosArgs {
     /// How long the run lasts
     #[arg(long, default_value = "60s", value_parser = parse_duration)]
     pub duration: Duration,
-    /// The faults, comma-separated (default: all)
+    /// The faults, comma-separated (default: all); each comes once, in a random order, before
+    /// any comes again
     #[arg(long, value_delimiter = ',')]
     pub faults: Vec<nemesis::Fault>,
     /// The mean time between two faults

@@ -235,6 +235,7 @@ async fn schedule(
     let mut rng = Rng::new(plan.seed);
     let interval_ms = u64::try_from(args.fault_interval.as_millis()).unwrap_or(u64::MAX);
     let mut injected: BTreeMap<&'static str, u32> = BTreeMap::new();
+    let mut bag = Bag::new(faults);
     loop {
         let wait = Duration::from_millis(rng.between(interval_ms / 2, interval_ms * 3 / 2));
         if Instant::now() + wait >= deadline {
@@ -242,8 +243,7 @@ async fn schedule(
             return Ok(());
         }
         tokio::time::sleep(wait).await;
-        let Some(&fault) = faults.get(usize::try_from(rng.below(faults.len() as u64)).unwrap_or(0))
-        else {
+        let Some(fault) = bag.draw(&mut rng) else {
             continue;
         };
         *injected.entry(fault.name()).or_default() += 1;
@@ -256,6 +256,31 @@ async fn schedule(
             fault.name()
         ))?;
         inject(stage, fault, &mut rng).await;
+    }
+}
+
+/// The faults still to come before any comes again: every kind once, in a random order, so
+/// that a short run sees as many kinds as it has faults.
+struct Bag<'a> {
+    all: &'a [Fault],
+    left: Vec<Fault>,
+}
+
+impl<'a> Bag<'a> {
+    fn new(all: &'a [Fault]) -> Self {
+        Self {
+            all,
+            left: Vec::new(),
+        }
+    }
+
+    /// The next fault (`None` if there are none at all).
+    fn draw(&mut self, rng: &mut Rng) -> Option<Fault> {
+        if self.left.is_empty() {
+            self.left = self.all.to_vec();
+        }
+        let drawn = usize::try_from(rng.below(self.left.len() as u64)).unwrap_or(0);
+        (drawn < self.left.len()).then(|| self.left.swap_remove(drawn))
     }
 }
 
@@ -349,4 +374,24 @@ pub fn check_command(args: &CheckArgs) -> Result<(), CliError> {
         resume_ms: u64::try_from(args.resume_bound.as_millis()).unwrap_or(u64::MAX),
     };
     check_file(&args.file, &bounds, args.report.as_deref(), &mut out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Bag, Fault, Rng};
+
+    #[test]
+    fn each_fault_comes_once_before_any_comes_again() {
+        let all = [Fault::PauseWorker, Fault::KillWorker, Fault::Latency];
+        let mut rng = Rng::new(7);
+        let mut bag = Bag::new(&all);
+        for _ in 0..4 {
+            let mut round: Vec<&str> = (0..all.len())
+                .filter_map(|_| bag.draw(&mut rng).map(Fault::name))
+                .collect();
+            round.sort_unstable();
+            assert_eq!(round, ["kill-worker", "latency", "pause-worker"]);
+        }
+        assert_eq!(Bag::new(&[]).draw(&mut rng).map(Fault::name), None);
+    }
 }
