@@ -93,3 +93,118 @@ async fn leader_reads_only_the_held_terms_whole_record_and_a_resignation_deletes
         0
     );
 }
+
+/// A campaign that finds the election's record, its lock or its fence key holding something
+/// else is refused, naming the key, and writes nothing: no lock, no fence, no record. A
+/// proclaim that finds its record replaced is refused the same way, and so is a leader whose
+/// lock key holds a string that is not a lock.
+#[tokio::test]
+async fn a_campaign_or_a_proclaim_that_finds_a_key_of_another_type_is_refused_and_writes_nothing() {
+    let redis = server();
+    let client = common::client(&redis.url());
+    let (lock, fence, record) = (
+        "fencelock:{seat}",
+        "fencelock:{seat}:fence",
+        "fencelock:{seat}:leader",
+    );
+    let campaign = || {
+        client
+            .election("seat")
+            .campaign("a")
+            .ttl(Duration::from_secs(30))
+            .no_wait()
+            .campaign()
+    };
+    let ours = [lock, fence, record];
+    // The record is a list.
+    redis
+        .cmd(&["RPUSH", record, "not ours"])
+        .unwrap_or_else(|e| panic!("{e}"));
+    let before = common::dumps(&redis, &ours);
+    match campaign().await {
+        Err(Error::WrongType { key, found, .. }) => {
+            assert_eq!((key.as_str(), found.as_str()), (record, "a list"));
+        }
+        other => panic!("expected WrongType, got {other:?}"),
+    }
+    assert_eq!(common::dumps(&redis, &ours), before, "a key was written");
+    redis
+        .cmd(&["DEL", record])
+        .unwrap_or_else(|e| panic!("{e}"));
+
+    // The fence key is not a number.
+    redis
+        .cmd(&["SET", fence, "twelve"])
+        .unwrap_or_else(|e| panic!("{e}"));
+    let before = common::dumps(&redis, &ours);
+    match campaign().await {
+        Err(e @ Error::WrongType { .. }) => assert!(e.to_string().contains(fence), "{e}"),
+        other => panic!("expected WrongType, got {other:?}"),
+    }
+    assert_eq!(common::dumps(&redis, &ours), before, "a key was written");
+    redis.cmd(&["DEL", fence]).unwrap_or_else(|e| panic!("{e}"));
+
+    // The lock's key is a string that is not a lock: the campaign does not take it, and the
+    // leader it names cannot be read.
+    redis
+        .cmd(&["SET", lock, "not a lock"])
+        .unwrap_or_else(|e| panic!("{e}"));
+    let before = common::dumps(&redis, &ours);
+    assert!(campaign().await.is_err(), "a campaign took a foreign key");
+    match client.election("seat").leader().await {
+        Err(Error::WrongType { key, found, .. }) => {
+            assert_eq!(key, lock);
+            assert!(found.contains("not a fencelock lock"), "{found}");
+        }
+        other => panic!("expected WrongType, got {other:?}"),
+    }
+    assert_eq!(common::dumps(&redis, &ours), before, "a key was written");
+    redis.cmd(&["DEL", lock]).unwrap_or_else(|e| panic!("{e}"));
+
+    // Won; then the record is replaced by a list: a proclaim is refused, naming it, and
+    // leaves it as it is.
+    let mut leadership = campaign().await.unwrap_or_else(|e| panic!("{e}"));
+    redis
+        .cmd(&["DEL", record])
+        .unwrap_or_else(|e| panic!("{e}"));
+    redis
+        .cmd(&["RPUSH", record, "not ours"])
+        .unwrap_or_else(|e| panic!("{e}"));
+    let before = common::dumps(&redis, &[record]);
+    match leadership.proclaim("b").await {
+        Err(Error::WrongType { key, found, .. }) => {
+            assert_eq!((key.as_str(), found.as_str()), (record, "a list"));
+        }
+        other => panic!("expected WrongType, got {other:?}"),
+    }
+    assert_eq!(
+        common::dumps(&redis, &[record]),
+        before,
+        "the list was written"
+    );
+    // With the record back as a hash of another term, a proclaim writes this term's, with
+    // the time it proclaims as the term's start.
+    redis
+        .cmd(&["DEL", record])
+        .unwrap_or_else(|e| panic!("{e}"));
+    redis
+        .cmd(&["HSET", record, "term", "1", "since", "1", "value", "x"])
+        .unwrap_or_else(|e| panic!("{e}"));
+    leadership
+        .proclaim("c")
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let fields = common::hash_fields(&redis, record);
+    assert_eq!(
+        fields.get("term"),
+        Some(&leadership.term().to_string()),
+        "{fields:?}"
+    );
+    assert_eq!(fields.get("value").map(String::as_str), Some("c"));
+    let since: u64 = fields
+        .get("since")
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("no since in {fields:?}"));
+    assert!(since > 1, "the other term's start was kept: {fields:?}");
+    assert!(leadership.resign().await.unwrap_or_else(|e| panic!("{e}")));
+}
