@@ -20,6 +20,7 @@ pub mod lease;
 pub mod multi;
 mod mutants;
 pub mod once;
+pub mod reentrant;
 pub mod redlock;
 mod scripts;
 pub mod semaphore;

@@ -231,5 +231,7 @@ mod lease;
 mod multi;
 #[path = "check/redlock.rs"]
 mod redlock;
+#[path = "check/reentrant.rs"]
+mod reentrant;
 #[path = "check/semaphore.rs"]
 mod semaphore;
