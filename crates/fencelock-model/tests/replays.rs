@@ -11,3 +11,4 @@ mod conformance_fair;
 mod conformance_line;
 mod conformance_once;
 mod conformance_semaphore;
+mod conformance_reentrant;
