@@ -21,6 +21,7 @@ pub mod multi;
 mod mutants;
 pub mod once;
 pub mod reentrant;
+pub mod rwlock;
 pub mod redlock;
 mod scripts;
 pub mod semaphore;

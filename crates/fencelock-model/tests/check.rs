@@ -233,5 +233,7 @@ mod multi;
 mod redlock;
 #[path = "check/reentrant.rs"]
 mod reentrant;
+#[path = "check/rwlock.rs"]
+mod rwlock;
 #[path = "check/semaphore.rs"]
 mod semaphore;
