@@ -12,3 +12,4 @@ mod conformance_line;
 mod conformance_once;
 mod conformance_semaphore;
 mod conformance_reentrant;
+mod conformance_rwlock;
