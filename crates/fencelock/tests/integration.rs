@@ -20,6 +20,7 @@ mod faults;
 mod fenced;
 mod int_format;
 mod kinds;
+mod kinds_foreign;
 mod labels;
 mod lock;
 mod lock_delay;

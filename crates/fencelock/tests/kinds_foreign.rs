@@ -1,0 +1,75 @@
+//! Every kind of lock against keys it did not write: a fence key that is not a number is named
+//! and nothing is written; a release that finds its lock's key replaced by a value of another
+//! type answers that it no longer held it (or names the key) and leaves that value alone.
+
+use crate::common;
+
+use fencelock::Error;
+
+use common::{client, dumps, lock_key, lock_subkey, request, server};
+
+const KINDS: [&str; 6] = ["lock", "fair", "reentrant", "read", "write", "semaphore"];
+
+#[tokio::test]
+async fn a_fence_key_that_is_not_a_number_is_named_by_every_kind_and_nothing_is_written() {
+    let redis = server();
+    let a = client(&redis.url());
+    for kind in KINDS {
+        let name = format!("fence-{kind}");
+        let (key, fence) = (lock_key(&name), lock_subkey(&name, "fence"));
+        redis
+            .cmd(&["SET", &fence, "twelve"])
+            .unwrap_or_else(|e| panic!("{e}"));
+        let before = dumps(&redis, &[&key, &fence]);
+        match request(&a, kind, &name).try_acquire().await {
+            Err(e @ Error::WrongType { .. }) => {
+                let text = e.to_string();
+                assert!(
+                    text.contains(&fence) && text.contains(&name),
+                    "{kind}: {text}"
+                );
+            }
+            other => panic!("{kind}: expected WrongType, got {other:?}"),
+        }
+        assert_eq!(
+            dumps(&redis, &[&key, &fence]),
+            before,
+            "{kind}: a key was written"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_release_that_finds_its_key_replaced_by_another_type_leaves_it_alone() {
+    let redis = server();
+    let a = client(&redis.url());
+    for kind in KINDS {
+        let name = format!("replaced-{kind}");
+        let key = lock_key(&name);
+        let guard = request(&a, kind, &name)
+            .try_acquire()
+            .await
+            .unwrap_or_else(|e| panic!("{kind}: {e}"))
+            .unwrap_or_else(|| panic!("{kind}: busy"));
+        // The string kinds' key becomes a list, the hash kinds' a string.
+        redis.cmd(&["DEL", &key]).unwrap_or_else(|e| panic!("{e}"));
+        let foreign = match kind {
+            "lock" | "fair" => redis.cmd(&["RPUSH", &key, "not ours"]),
+            _ => redis.cmd(&["SET", &key, "not ours"]),
+        };
+        foreign.unwrap_or_else(|e| panic!("{e}"));
+        let before = dumps(&redis, &[&key]);
+        match guard.release().await {
+            Ok(false) => {}
+            Err(e @ Error::WrongType { .. }) => {
+                assert!(e.to_string().contains(&key), "{kind}: {e}");
+            }
+            other => panic!("{kind}: expected Ok(false) or WrongType, got {other:?}"),
+        }
+        assert_eq!(
+            dumps(&redis, &[&key]),
+            before,
+            "{kind}: the foreign value changed"
+        );
+    }
+}
