@@ -7,6 +7,7 @@ use crate::common;
 use std::time::Duration;
 
 use fencelock::Error;
+use futures_util::StreamExt as _;
 
 use common::server;
 
@@ -206,5 +207,104 @@ async fn a_campaign_or_a_proclaim_that_finds_a_key_of_another_type_is_refused_an
         .and_then(|s| s.parse().ok())
         .unwrap_or_else(|| panic!("no since in {fields:?}"));
     assert!(since > 1, "the other term's start was kept: {fields:?}");
+    assert!(leadership.resign().await.unwrap_or_else(|e| panic!("{e}")));
+}
+
+/// A campaign whose reply is lost (its connection cut after the server granted it) is retried
+/// with the same token: the retry finds the term held by this candidate and confirms it. The
+/// term is the one granted, its record is kept, and the leader is announced once.
+#[tokio::test]
+async fn a_campaign_whose_reply_is_lost_is_confirmed_by_its_retry_and_announced_once() {
+    let redis = server();
+    let proxy = fencelock_testkit::FaultProxy::start(redis.addr())
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    // Patient: the answer is lost to the cut below, not to a timeout.
+    let through_proxy = fencelock::Client::builder(&proxy.url())
+        .command_timeout(Duration::from_secs(10))
+        .build()
+        .unwrap_or_else(|e| panic!("{e}"));
+    // Warm the connection and the script cache up: the campaign below is one EVALSHA, run as
+    // soon as it arrives.
+    let warm = through_proxy
+        .election("warm-up")
+        .campaign("w")
+        .no_wait()
+        .campaign()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(warm.resign().await.unwrap_or_else(|e| panic!("{e}")));
+    let mut announcements = redis::Client::open(redis.url())
+        .unwrap_or_else(|e| panic!("{e}"))
+        .get_async_pubsub()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    announcements
+        .subscribe("fencelock:{seat}:announce")
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    // Replies take two seconds: the campaign is granted on the server long before its answer
+    // comes back, and the connection is cut in between, late enough that the retry's renewal
+    // of the record shows.
+    proxy.set_latency(Duration::from_secs(2));
+    let campaign = tokio::spawn(async move {
+        through_proxy
+            .election("seat")
+            .campaign("a")
+            .ttl(Duration::from_secs(30))
+            .no_wait()
+            .campaign()
+            .await
+    });
+    let lock = "fencelock:{seat}";
+    common::wait_for_count("the campaign granted", 1, Duration::from_secs(10), || {
+        common::integer_reply(&redis, &["EXISTS", lock])
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    proxy.set_latency(Duration::ZERO);
+    proxy.cut_all();
+    let leadership = tokio::time::timeout(Duration::from_secs(20), campaign)
+        .await
+        .unwrap_or_else(|_| panic!("the campaign hung"))
+        .unwrap_or_else(|e| panic!("{e}"))
+        .unwrap_or_else(|e| panic!("the retried campaign: {e}"));
+    let value = match redis.cmd(&["GET", lock]).unwrap_or_else(|e| panic!("{e}")) {
+        redis::Value::BulkString(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+        other => panic!("the lock: {other:?}"),
+    };
+    assert!(
+        value.ends_with(&format!(":{}", leadership.term())),
+        "the lock holds {value}, the leadership's term is {}",
+        leadership.term()
+    );
+    // The retry renewed the lease and the record with it: the record outlasts the lease by
+    // the record's margin (a second), not by what was left of it since the first grant.
+    let lease = common::integer_reply(&redis, &["PTTL", lock]);
+    let kept = common::integer_reply(&redis, &["PTTL", "fencelock:{seat}:leader"]);
+    assert!(
+        (900..=1100).contains(&(kept - lease)),
+        "the record's expiry ({kept} ms) against the lease's ({lease} ms)"
+    );
+    let fields = common::hash_fields(&redis, "fencelock:{seat}:leader");
+    assert_eq!(
+        fields.get("term"),
+        Some(&leadership.term().to_string()),
+        "{fields:?}"
+    );
+    // One announcement of the term, none for the retry.
+    let mut stream = announcements.on_message();
+    let first = tokio::time::timeout(Duration::from_secs(5), stream.next())
+        .await
+        .unwrap_or_else(|_| panic!("no announcement"))
+        .unwrap_or_else(|| panic!("the subscription ended"));
+    let first: String = first.get_payload().unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        first.starts_with(&format!("leader:{}:", leadership.term())),
+        "{first}"
+    );
+    let again = tokio::time::timeout(Duration::from_millis(300), stream.next()).await;
+    assert!(again.is_err(), "announced again: {again:?}");
+    drop(stream);
     assert!(leadership.resign().await.unwrap_or_else(|e| panic!("{e}")));
 }
