@@ -38,6 +38,7 @@ mod reentrant;
 mod replicas;
 mod revoke;
 mod rwlock;
+mod rwlock_retry;
 mod semaphore;
 mod sentinel;
 mod ticks;

@@ -1,6 +1,7 @@
 //! Every kind of lock against keys it did not write: a fence key that is not a number is named
-//! and nothing is written; a release that finds its lock's key replaced by a value of another
-//! type answers that it no longer held it (or names the key) and leaves that value alone.
+//! and nothing is written; a renewal or a release that finds its lock's key replaced by a value
+//! of another type is refused (or answers that it no longer held it, or names the key) and
+//! leaves that value alone.
 
 use crate::common;
 
@@ -70,6 +71,48 @@ async fn a_release_that_finds_its_key_replaced_by_another_type_leaves_it_alone()
             dumps(&redis, &[&key]),
             before,
             "{kind}: the foreign value changed"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_renewal_that_finds_its_key_replaced_by_another_type_is_refused_and_leaves_it_alone() {
+    let redis = server();
+    let a = client(&redis.url());
+    for kind in KINDS {
+        let name = format!("renewed-{kind}");
+        let key = lock_key(&name);
+        let guard = request(&a, kind, &name)
+            .auto_renew(false)
+            .try_acquire()
+            .await
+            .unwrap_or_else(|e| panic!("{kind}: {e}"))
+            .unwrap_or_else(|| panic!("{kind}: busy"));
+        redis.cmd(&["DEL", &key]).unwrap_or_else(|e| panic!("{e}"));
+        let foreign = match kind {
+            "lock" | "fair" => redis.cmd(&["RPUSH", &key, "not ours"]),
+            _ => redis.cmd(&["SET", &key, "not ours"]),
+        };
+        foreign.unwrap_or_else(|e| panic!("{e}"));
+        let before = dumps(&redis, &[&key]);
+        match guard.extend(std::time::Duration::from_secs(30)).await {
+            Err(Error::NotHeld { .. }) => {}
+            other => panic!("{kind}: expected NotHeld, got {other:?}"),
+        }
+        assert!(
+            !guard.is_held(),
+            "{kind}: still held after a refused renewal"
+        );
+        assert_eq!(
+            dumps(&redis, &[&key]),
+            before,
+            "{kind}: the foreign value changed"
+        );
+        let _ = guard.release().await;
+        assert_eq!(
+            dumps(&redis, &[&key]),
+            before,
+            "{kind}: the release changed it"
         );
     }
 }
