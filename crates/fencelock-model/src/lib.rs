@@ -15,6 +15,7 @@
 //! [`Mutants`] names is a flag; `tests/` asserts that the checker finds each one.
 
 pub mod election;
+pub mod entries;
 pub mod fair;
 pub mod lease;
 pub mod multi;

@@ -14,6 +14,7 @@
 
 use stateright::{Model, Property};
 
+use crate::entries::{self, EntryAction, EntryPhase, Leased};
 use crate::{CLOCK_BASE, STEP_US};
 
 /// A lease, in time steps.
@@ -102,19 +103,18 @@ pub struct RwEntry {
     pub fence: u32,
 }
 
-/// What a client believes and does.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum RwPhase {
-    /// Holds nothing, waits for nothing.
-    Idle,
-    /// Waits with `token`; tries again at step `wake`.
-    Waiting { token: u8, wake: u8 },
-    /// Believes it holds until `deadline`; `fence` is a writer's fence, or the last write's
-    /// fence a reader was answered.
-    Holding { token: u8, fence: u32, deadline: u8 },
-    /// Crashed.
-    Dead,
+impl Leased for RwEntry {
+    fn token(&self) -> u8 {
+        self.token
+    }
+
+    fn expires(&mut self) -> &mut u8 {
+        &mut self.expires
+    }
 }
+
+/// What a client believes and does (a reader holding is answered the last write's fence).
+pub type RwPhase = EntryPhase;
 
 /// The state.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -180,20 +180,8 @@ impl RwState {
     }
 }
 
-/// One step.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum RwAction {
-    /// Client `i` runs `read.lua` or `write.lua` (a new request, or a waiter's try).
-    Acquire(u8),
-    /// Client `i` runs `entry_extend.lua`.
-    Renew(u8),
-    /// Client `i` runs `release.lua`.
-    Release(u8),
-    /// Client `i` crashes.
-    Crash(u8),
-    /// One time step passes.
-    Tick,
-}
+/// One step (`Acquire` runs `read.lua` or `write.lua`, `Renew` `entry_extend.lua`).
+pub type RwAction = EntryAction;
 
 impl RwModel {
     /// `read.lua` or `write.lua` for client `i`'s request (new, or waiting).
@@ -336,28 +324,8 @@ impl Model for RwModel {
     }
 
     fn actions(&self, s: &RwState, actions: &mut Vec<RwAction>) {
-        let mut due = false;
-        for (i, phase) in s.clients.iter().enumerate() {
-            let i = u8::try_from(i).unwrap_or(u8::MAX);
-            match *phase {
-                RwPhase::Idle => actions.push(RwAction::Acquire(i)),
-                RwPhase::Waiting { wake, .. } => {
-                    actions.push(RwAction::Acquire(i));
-                    due |= wake <= s.now;
-                }
-                RwPhase::Holding { .. } => {
-                    actions.push(RwAction::Renew(i));
-                    actions.push(RwAction::Release(i));
-                }
-                RwPhase::Dead => continue,
-            }
-            if s.crashes < self.crashes {
-                actions.push(RwAction::Crash(i));
-            }
-        }
-        if s.now < self.max_time && !due {
-            actions.push(RwAction::Tick);
-        }
+        let crash = s.crashes < self.crashes;
+        actions.extend(entries::actions(&s.clients, crash, s.now, self.max_time));
     }
 
     fn next_state(&self, s: &RwState, action: RwAction) -> Option<RwState> {
@@ -367,33 +335,11 @@ impl Model for RwModel {
             RwAction::Acquire(i) => self.acquire(&mut n, i),
             RwAction::Renew(i) => {
                 let c = usize::from(i);
-                let RwPhase::Holding { token, fence, .. } = n.clients[c] else {
-                    return None;
-                };
-                let at = n.entries.iter().position(|e| e.token == token);
-                match at {
-                    Some(m) if n.entries[m].expires > now => {
-                        n.entries[m].expires = now + RW_LEASE;
-                        n.clients[c] = RwPhase::Holding {
-                            token,
-                            fence,
-                            deadline: now + RW_LEASE,
-                        };
-                    }
-                    Some(m) => {
-                        n.entries.remove(m);
-                        n.clients[c] = RwPhase::Idle;
-                    }
-                    None => n.clients[c] = RwPhase::Idle,
-                }
+                entries::renew(&mut n.entries, &mut n.clients[c], now, RW_LEASE)?;
             }
             RwAction::Release(i) => {
                 let c = usize::from(i);
-                let RwPhase::Holding { token, .. } = n.clients[c] else {
-                    return None;
-                };
-                n.entries.retain(|e| e.token != token);
-                n.clients[c] = RwPhase::Idle;
+                entries::release(&mut n.entries, &mut n.clients[c])?;
             }
             RwAction::Crash(i) => {
                 n.clients[usize::from(i)] = RwPhase::Dead;

@@ -13,6 +13,7 @@ use std::hash::Hash;
 
 use stateright::{Model, Property};
 
+use crate::entries::{self, EntryAction, EntryPhase, Leased};
 use crate::{CLOCK_BASE, STEP_US};
 
 /// A lease, in time steps.
@@ -82,6 +83,16 @@ pub struct SemHold {
     pub fence: u32,
 }
 
+impl Leased for SemHold {
+    fn token(&self) -> u8 {
+        self.token
+    }
+
+    fn expires(&mut self) -> &mut u8 {
+        &mut self.expires
+    }
+}
+
 /// A waiting request: `w:<token>` = `<lapses>:<k>:<arrival>` (the model keeps the places in
 /// arrival order instead of the arrival's millisecond).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -97,17 +108,7 @@ pub struct SemPlace {
 }
 
 /// What a client believes and does.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum SemPhase {
-    /// Holds nothing, waits for nothing.
-    Idle,
-    /// Waits with `token`; tries again at step `wake`.
-    Waiting { token: u8, wake: u8 },
-    /// Believes it holds its permits until `deadline`.
-    Holding { token: u8, fence: u32, deadline: u8 },
-    /// Crashed.
-    Dead,
-}
+pub type SemPhase = EntryPhase;
 
 /// The state.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -167,20 +168,8 @@ impl SemState {
     }
 }
 
-/// One step.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum SemAction {
-    /// Client `i` runs `acquire.lua` (a new request, or a waiter's try).
-    Acquire(u8),
-    /// Client `i` runs `extend.lua`.
-    Renew(u8),
-    /// Client `i` runs `release.lua`.
-    Release(u8),
-    /// Client `i` crashes.
-    Crash(u8),
-    /// One time step passes.
-    Tick,
-}
+/// One step (the kind's scripts: `acquire.lua`, `extend.lua`, `release.lua`).
+pub type SemAction = EntryAction;
 
 impl SemModel {
     /// `acquire.lua` for a request that waits, run by client `i`.
@@ -303,28 +292,8 @@ impl Model for SemModel {
     }
 
     fn actions(&self, s: &SemState, actions: &mut Vec<SemAction>) {
-        let mut due = false;
-        for (i, phase) in s.clients.iter().enumerate() {
-            let i = u8::try_from(i).unwrap_or(u8::MAX);
-            match *phase {
-                SemPhase::Idle => actions.push(SemAction::Acquire(i)),
-                SemPhase::Waiting { wake, .. } => {
-                    actions.push(SemAction::Acquire(i));
-                    due |= wake <= s.now;
-                }
-                SemPhase::Holding { .. } => {
-                    actions.push(SemAction::Renew(i));
-                    actions.push(SemAction::Release(i));
-                }
-                SemPhase::Dead => continue,
-            }
-            if s.crashes < self.crashes {
-                actions.push(SemAction::Crash(i));
-            }
-        }
-        if s.now < self.max_time && !due {
-            actions.push(SemAction::Tick);
-        }
+        let crash = s.crashes < self.crashes;
+        actions.extend(entries::actions(&s.clients, crash, s.now, self.max_time));
     }
 
     fn next_state(&self, s: &SemState, action: SemAction) -> Option<SemState> {
@@ -334,34 +303,12 @@ impl Model for SemModel {
             SemAction::Acquire(i) => self.acquire(&mut n, i),
             SemAction::Renew(i) => {
                 let c = usize::from(i);
-                let SemPhase::Holding { token, fence, .. } = n.clients[c] else {
-                    return None;
-                };
-                let at = n.holds.iter().position(|h| h.token == token);
-                match at {
-                    Some(m) if n.holds[m].expires > now => {
-                        n.holds[m].expires = now + SEM_LEASE;
-                        n.clients[c] = SemPhase::Holding {
-                            token,
-                            fence,
-                            deadline: now + SEM_LEASE,
-                        };
-                    }
-                    Some(m) => {
-                        n.holds.remove(m);
-                        n.clients[c] = SemPhase::Idle;
-                    }
-                    None => n.clients[c] = SemPhase::Idle,
-                }
+                entries::renew(&mut n.holds, &mut n.clients[c], now, SEM_LEASE)?;
             }
             SemAction::Release(i) => {
                 let c = usize::from(i);
-                let SemPhase::Holding { token, .. } = n.clients[c] else {
-                    return None;
-                };
-                n.holds.retain(|h| h.token != token);
+                let token = entries::release(&mut n.holds, &mut n.clients[c])?;
                 n.places.retain(|p| p.token != token);
-                n.clients[c] = SemPhase::Idle;
             }
             SemAction::Crash(i) => {
                 n.clients[usize::from(i)] = SemPhase::Dead;

@@ -40,26 +40,39 @@ async fn a_fence_key_that_is_not_a_number_is_named_by_every_kind_and_nothing_is_
     }
 }
 
+/// `kind` taken as `name` (not renewed), then its key replaced by a value of another type (the
+/// string kinds' key becomes a list, the hash kinds' a string): the guard, the key and what
+/// the key holds (`DUMP`).
+async fn held_then_replaced(
+    redis: &fencelock_testkit::RedisServer,
+    client: &fencelock::Client,
+    kind: &str,
+    name: &str,
+) -> (fencelock::LockGuard, String, Vec<redis::Value>) {
+    let key = lock_key(name);
+    let guard = request(client, kind, name)
+        .auto_renew(false)
+        .try_acquire()
+        .await
+        .unwrap_or_else(|e| panic!("{kind}: {e}"))
+        .unwrap_or_else(|| panic!("{kind}: busy"));
+    redis.cmd(&["DEL", &key]).unwrap_or_else(|e| panic!("{e}"));
+    let foreign = match kind {
+        "lock" | "fair" => redis.cmd(&["RPUSH", &key, "not ours"]),
+        _ => redis.cmd(&["SET", &key, "not ours"]),
+    };
+    foreign.unwrap_or_else(|e| panic!("{e}"));
+    let before = dumps(redis, &[&key]);
+    (guard, key, before)
+}
+
 #[tokio::test]
 async fn a_release_that_finds_its_key_replaced_by_another_type_leaves_it_alone() {
     let redis = server();
     let a = client(&redis.url());
     for kind in KINDS {
-        let name = format!("replaced-{kind}");
-        let key = lock_key(&name);
-        let guard = request(&a, kind, &name)
-            .try_acquire()
-            .await
-            .unwrap_or_else(|e| panic!("{kind}: {e}"))
-            .unwrap_or_else(|| panic!("{kind}: busy"));
-        // The string kinds' key becomes a list, the hash kinds' a string.
-        redis.cmd(&["DEL", &key]).unwrap_or_else(|e| panic!("{e}"));
-        let foreign = match kind {
-            "lock" | "fair" => redis.cmd(&["RPUSH", &key, "not ours"]),
-            _ => redis.cmd(&["SET", &key, "not ours"]),
-        };
-        foreign.unwrap_or_else(|e| panic!("{e}"));
-        let before = dumps(&redis, &[&key]);
+        let (guard, key, before) =
+            held_then_replaced(&redis, &a, kind, &format!("replaced-{kind}")).await;
         match guard.release().await {
             Ok(false) => {}
             Err(e @ Error::WrongType { .. }) => {
@@ -80,21 +93,8 @@ async fn a_renewal_that_finds_its_key_replaced_by_another_type_is_refused_and_le
     let redis = server();
     let a = client(&redis.url());
     for kind in KINDS {
-        let name = format!("renewed-{kind}");
-        let key = lock_key(&name);
-        let guard = request(&a, kind, &name)
-            .auto_renew(false)
-            .try_acquire()
-            .await
-            .unwrap_or_else(|e| panic!("{kind}: {e}"))
-            .unwrap_or_else(|| panic!("{kind}: busy"));
-        redis.cmd(&["DEL", &key]).unwrap_or_else(|e| panic!("{e}"));
-        let foreign = match kind {
-            "lock" | "fair" => redis.cmd(&["RPUSH", &key, "not ours"]),
-            _ => redis.cmd(&["SET", &key, "not ours"]),
-        };
-        foreign.unwrap_or_else(|e| panic!("{e}"));
-        let before = dumps(&redis, &[&key]);
+        let (guard, key, before) =
+            held_then_replaced(&redis, &a, kind, &format!("renewed-{kind}")).await;
         match guard.extend(std::time::Duration::from_secs(30)).await {
             Err(Error::NotHeld { .. }) => {}
             other => panic!("{kind}: expected NotHeld, got {other:?}"),

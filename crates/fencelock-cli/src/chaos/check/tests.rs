@@ -282,15 +282,17 @@ fn no_grant_long_after_a_fault_is_a_liveness_violation() {
 /// the nemesis killed it (its line at 15 ms is written first).
 #[test]
 fn lines_that_reach_the_history_late_are_read_in_the_order_they_happened() {
-    let kill = at(
-        15,
-        None,
-        What::Fault {
-            kind: "kill-worker".into(),
-            target: "worker 1".into(),
-            phase: Phase::Start,
-        },
-    );
+    let kill = || {
+        at(
+            15,
+            None,
+            What::Fault {
+                kind: "kill-worker".into(),
+                target: "worker 1".into(),
+                phase: Phase::Start,
+            },
+        )
+    };
     let mut worker_1 = cycle(1, 0, 1, 10);
     let release = worker_1.pop().expect("a release");
     let mut h = worker_1;
@@ -299,7 +301,7 @@ fn lines_that_reach_the_history_late_are_read_in_the_order_they_happened() {
     let grant_2 = h
         .iter()
         .position(|e| matches!(e.what, What::Granted { fence: 2 }));
-    h.insert(grant_2.expect("worker 2's grant"), kill);
+    h.insert(grant_2.expect("worker 2's grant"), kill());
     h.push(release);
     let v = check(&h, &bounds());
     assert!(v.violations.is_empty(), "{:?}", v.violations);
@@ -308,14 +310,6 @@ fn lines_that_reach_the_history_late_are_read_in_the_order_they_happened() {
     let mut h = cycle(1, 0, 1, 10);
     h.pop();
     h.extend(cycle(2, 11, 2, 40));
-    h.push(at(
-        15,
-        None,
-        What::Fault {
-            kind: "kill-worker".into(),
-            target: "worker 1".into(),
-            phase: Phase::Start,
-        },
-    ));
+    h.push(kill());
     assert_eq!(kinds(&check(&h, &bounds())), ["silent overlap"]);
 }
