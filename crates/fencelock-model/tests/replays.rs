@@ -13,3 +13,4 @@ mod conformance_once;
 mod conformance_semaphore;
 mod conformance_reentrant;
 mod conformance_rwlock;
+mod conformance_redlock;

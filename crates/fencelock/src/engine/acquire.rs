@@ -135,6 +135,7 @@ impl LockRequest {
             token: OwnerToken::for_lock(&self.name)?,
             linger: self.lock_delay,
             marked: Default::default(),
+            releasing: Default::default(),
             holder_label: self.label.clone(),
         }))
     }

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use crate::engine::ops::{self, Extended};
 use crate::engine::protocol::Hold;
+use crate::engine::release;
 use crate::quorum::Instances;
 
 /// What one extension of one lock amounts to, over every instance.
@@ -74,11 +75,27 @@ pub(crate) fn judge_extension(
     }
 }
 
+/// Puts the hold back, in the background, on the instances in `missing` (none: nothing), which
+/// answered a renewal that a majority had already extended, finding the key gone.
+pub(crate) fn reassert_late(
+    instances: &Arc<Instances>,
+    hold: Arc<Hold>,
+    fence: u64,
+    ttl: Duration,
+    missing: Vec<usize>,
+) {
+    if !missing.is_empty() && !instances.is_single() {
+        reassert_in_background(instances, hold, fence, ttl, missing);
+    }
+}
+
 /// Puts the hold back, in the background, on the instances in `missing` (over Redlock, after a
 /// renewal found their key gone while a majority still held it), if its kind does that. Safe
 /// with fencing: it only ever fills an empty key with the current holder's own value (never
 /// takes a lock held by anyone else), and it raises the instance's fence key to the holder's
-/// fence, so an instance that restarted empty stops handing out fences below it.
+/// fence, so an instance that restarted empty stops handing out fences below it. Nothing is put
+/// back once the hold's release has begun, and what was put back while it began is given back
+/// (the release may have reached that instance first).
 fn reassert_in_background(
     instances: &Arc<Instances>,
     hold: Arc<Hold>,
@@ -91,6 +108,9 @@ fn reassert_in_background(
     }
     let all = instances.clone();
     instances.spawn(async move {
+        if hold.is_releasing() {
+            return;
+        }
         let limit = all.limit(ttl);
         let answers = all
             .on_all(
@@ -99,10 +119,12 @@ fn reassert_in_background(
                 |_| false,
             )
             .await;
-        let restored = answers
-            .iter()
-            .filter(|a| matches!(a, Some(Ok(true))))
-            .count();
-        tracing::debug!(lock = %hold.name, restored, "re-asserted the hold on instances that had lost it");
+        let restored: Vec<usize> = (0..answers.len())
+            .filter(|i| matches!(answers.get(*i), Some(Some(Ok(true)))))
+            .collect();
+        tracing::debug!(lock = %hold.name, restored = restored.len(), "re-asserted the hold on instances that had lost it");
+        if hold.is_releasing() && !restored.is_empty() {
+            release::release_on(&all, &hold, None, Some(&restored), limit, false).await;
+        }
     });
 }

@@ -175,18 +175,53 @@ impl LockGuard {
         let limit = instances.limit(ttl);
         // On one server, the value holds the grant's fence (see `native.rs`).
         let fence = instances.is_single().then_some(self.fence);
+        // The call returns once a majority settled it; the instances still to answer go on, and
+        // tell `late` what they found (every instance is called, in order: its number).
+        let (late, mut heard) = tokio::sync::mpsc::unbounded_channel();
+        let next = std::sync::atomic::AtomicUsize::new(0);
         let answers = instances
             .on_all(
                 None,
-                |server| ops::extend(server.clone(), self.hold.clone(), fence, ttl, limit),
+                |server| {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let (late, call) = (
+                        late.clone(),
+                        ops::extend(server.clone(), self.hold.clone(), fence, ttl, limit),
+                    );
+                    async move {
+                        let answer = call.await;
+                        if let Ok(found) = &answer {
+                            let _ = late.send((i, *found));
+                        }
+                        answer
+                    }
+                },
                 |answers| extend::settled(instances, &usable(answers)),
             )
             .await;
+        drop(late);
         let usable = usable(&answers);
         let tally = judge_extension(&shared.instances, &usable, &self.hold, self.fence, ttl);
         match tally.verdict {
             Verdict::Extended => {
                 confirm(&self.lease, sent_at, ttl, &shared.drift);
+                // An instance that answers after the majority did, finding the key gone, gets
+                // the hold back too, as the watchdog's renewals (which hear every instance) do.
+                let unanswered: Vec<usize> = (0..usable.len())
+                    .filter(|i| usable.get(*i).is_some_and(Option::is_none))
+                    .collect();
+                if !unanswered.is_empty() {
+                    let (all, hold, fence) = (instances.clone(), self.hold.clone(), self.fence);
+                    instances.spawn(async move {
+                        let mut missing = Vec::new();
+                        while let Some((i, found)) = heard.recv().await {
+                            if found == Extended::Missing && unanswered.contains(&i) {
+                                missing.push(i);
+                            }
+                        }
+                        extend::reassert_late(&all, hold, fence, ttl, missing);
+                    });
+                }
                 Ok(())
             }
             Verdict::Lost => {

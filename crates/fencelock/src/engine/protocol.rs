@@ -181,12 +181,28 @@ pub(crate) struct Hold {
     /// (`native.rs`) compares with the marked value from then on. A mark is never taken back
     /// while the hold lasts.
     pub(crate) marked: std::sync::atomic::AtomicBool,
+    /// A release of this hold has begun (its guard's, or the give-back of a round that lost):
+    /// a try of it answered after that (a Redlock instance's call that ran on past the round's
+    /// outcome, sent once the instance was reachable again) is given back where it was
+    /// granted, or it would hold that instance for a lease with nobody to release it.
+    pub(crate) releasing: std::sync::atomic::AtomicBool,
     /// Who holds it, in the holder's words (`LockRequest::label`; see `label.rs`): `None`, the
     /// default, sends nothing more than an unlabelled hold ever did.
     pub(crate) holder_label: Option<Arc<str>>,
 }
 
 impl Hold {
+    /// Marks a release of this hold as begun (before its calls are sent).
+    pub(crate) fn begin_release(&self) {
+        self.releasing
+            .store(true, std::sync::atomic::Ordering::Release);
+    }
+
+    /// Whether a release of this hold has begun.
+    pub(crate) fn is_releasing(&self) -> bool {
+        self.releasing.load(std::sync::atomic::Ordering::Acquire)
+    }
+
     /// The token as a script argument.
     pub(crate) fn token_arg(&self) -> Arg<'_> {
         Arg::Str(self.token.as_str())

@@ -22,6 +22,8 @@ pub(crate) async fn release_on(
     limit: Duration,
     until_majority: bool,
 ) -> Vec<Answer<bool>> {
+    // Before anything is sent: a try of this hold answered from now on gives itself back.
+    hold.begin_release();
     let quorum = instances.quorum();
     // The write-back matters only over Redlock; on a single instance the fence key already
     // holds this fence (or a larger one), and the lock's value holds it too, so the script can

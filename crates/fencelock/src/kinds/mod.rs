@@ -87,6 +87,7 @@ mod tests {
             token: OwnerToken::generate().unwrap(),
             linger: Duration::ZERO,
             marked: Default::default(),
+            releasing: Default::default(),
             holder_label: None,
         }
     }

@@ -54,26 +54,23 @@ pub(crate) async fn acquire(
     // for) and in the caller's clean-up (if any), until the reply is delivered or given back.
     let undelivered = || -> Undelivered {
         let (server, hold) = (server.clone(), hold.clone());
-        let client = background.ticket();
-        let own = crate::background::own_ticket();
+        let tickets = (background.ticket(), crate::background::own_ticket());
         Box::new(move |value: Value| {
-            if reply::is_grant(&value)
-                || matches!(value.as_sequence(), Some([Value::Int(reply::HELD), _, _]))
-            {
-                tokio::spawn(async move {
-                    if let Err(err) =
-                        release(server, hold.clone(), ReleaseFence::Unknown, limit).await
-                    {
-                        tracing::debug!(lock = %hold.name, %err, "could not give back a grant nobody took");
-                    }
-                    drop((own, client));
-                });
+            if holds_something(&value) {
+                give_back_late(server, hold, limit, tickets);
             }
         })
     };
     let value = server
         .run_coalesced(&hold.acquire_call(attempt), limit, undelivered)
         .await?;
+    if hold.is_releasing() && holds_something(&value) {
+        // Answered after the hold's release began (over Redlock, a call that ran on past its
+        // round's outcome and reached an instance that was away): what it took goes back,
+        // after it on the same connection. The caller reads the answer as usual.
+        let tickets = (background.ticket(), crate::background::own_ticket());
+        give_back_late(server.clone(), hold.clone(), limit, tickets);
+    }
     if reply::is_grant(&value) {
         return Ok(AcquireReply::Granted {
             fence: as_u64(&value)?,
@@ -111,6 +108,23 @@ pub(crate) async fn acquire(
         }
         _ => Err(unexpected("acquire", &reply)),
     }
+}
+
+/// Whether an acquire's reply took something on the server: a grant, or a place in line.
+fn holds_something(value: &Value) -> bool {
+    reply::is_grant(value) || matches!(value.as_sequence(), Some([Value::Int(reply::HELD), _, _]))
+}
+
+/// Gives back, in the background, what a try of `hold` took on `server` though nobody will
+/// use it (its caller went away, or the hold's release had begun); `tickets` count it in the
+/// client's background work and in the caller's clean-up until it ends.
+fn give_back_late<T: Send + 'static>(server: Server, hold: Arc<Hold>, limit: Duration, tickets: T) {
+    tokio::spawn(async move {
+        if let Err(err) = release(server, hold.clone(), ReleaseFence::Unknown, limit).await {
+            tracing::debug!(lock = %hold.name, %err, "could not give back a grant nobody took");
+        }
+        drop(tickets);
+    });
 }
 
 /// Releases `hold` if it is still there (raising the fence key to at least the fence first, over

@@ -31,6 +31,7 @@ fn plain(keys: &LockKeys) -> Arc<Hold> {
         token: OwnerToken::generate().unwrap(),
         linger: Duration::ZERO,
         marked: Default::default(),
+        releasing: Default::default(),
         holder_label: None,
     })
 }
@@ -134,6 +135,7 @@ async fn extend_many_answers_per_lock_in_one_pipeline() {
         token: OwnerToken::generate().unwrap(),
         linger: Duration::ZERO,
         marked: Default::default(),
+        releasing: Default::default(),
         holder_label: None,
     });
     for hold in [&held, &permit] {

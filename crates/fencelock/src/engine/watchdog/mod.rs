@@ -348,6 +348,7 @@ mod tests {
                     token: OwnerToken::generate().unwrap(),
                     linger: Duration::ZERO,
                     marked: Default::default(),
+                    releasing: Default::default(),
                     holder_label: None,
                 }),
                 fence: 1,
