@@ -1,6 +1,7 @@
-//! A read whose reply is lost is retried with its token: the retry finds its reader's entry and
-//! confirms it, even with a writer waiting that arrived in between (a new reader would wait
-//! behind that writer; this one holds the lock already, and the writer waits for it).
+//! A read or a write whose reply is lost is retried with its token: the retry finds its own
+//! entry and confirms it (a read even with a writer waiting that arrived in between: a new
+//! reader would wait behind that writer, this one holds the lock already). And over Redlock a
+//! writer's release writes its fence back to every instance.
 
 use crate::common;
 
@@ -83,4 +84,99 @@ async fn a_read_whose_reply_is_lost_is_confirmed_by_its_retry_though_a_writer_wa
         .unwrap_or_else(|e| panic!("{e}"))
         .unwrap_or_else(|e| panic!("the write: {e}"));
     assert!(write.release().await.unwrap_or_else(|e| panic!("{e}")));
+}
+
+/// A write whose reply is lost is retried with its token: the retry finds its own writer's
+/// entry, confirms the fence it was given and re-arms its lease.
+#[tokio::test]
+async fn a_write_whose_reply_is_lost_is_confirmed_by_its_retry() {
+    let redis = server();
+    let proxy = FaultProxy::start(redis.addr())
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let writer_client = fencelock::Client::builder(&proxy.url())
+        .command_timeout(Duration::from_secs(10))
+        .build()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let key = lock_key("page");
+    let warm = writer_client
+        .read_write_lock("warm-up")
+        .write()
+        .no_wait()
+        .acquire()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(warm.release().await.unwrap_or_else(|e| panic!("{e}")));
+    proxy.set_latency(Duration::from_secs(2));
+    let writer = tokio::spawn(async move {
+        writer_client
+            .read_write_lock("page")
+            .write()
+            .ttl(Duration::from_secs(30))
+            .no_wait()
+            .acquire()
+            .await
+    });
+    let entry = || fields_starting(&redis, &key, "w:");
+    wait_for_count("the write granted", 1, Duration::from_secs(10), || {
+        entry().len()
+    })
+    .await;
+    // The retry comes well after the grant: its re-armed lease shows.
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    proxy.set_latency(Duration::ZERO);
+    proxy.cut_all();
+    let write = tokio::time::timeout(Duration::from_secs(20), writer)
+        .await
+        .unwrap_or_else(|_| panic!("the write hung"))
+        .unwrap_or_else(|e| panic!("{e}"))
+        .unwrap_or_else(|e| panic!("the retried write: {e}"));
+    let field = entry().pop().unwrap_or_else(|| panic!("no writer's entry"));
+    let value = common::hash_fields(&redis, &key)
+        .remove(&field)
+        .unwrap_or_else(|| panic!("no {field}"));
+    // `<expiry ms>:<owner>:<fence>`: the fence granted, the lease from the retry.
+    let parts: Vec<&str> = value.split(':').collect();
+    assert_eq!(
+        parts.last().copied(),
+        Some(write.fence().to_string().as_str()),
+        "{value}"
+    );
+    let expiry: u64 = parts[0].parse().unwrap_or_else(|e| panic!("{value}: {e}"));
+    let lease_left = expiry.saturating_sub(common::server_ms(&redis));
+    assert!(
+        lease_left > 29_500,
+        "the retry did not re-arm the lease: {lease_left} ms left of 30 s"
+    );
+    assert!(write.release().await.unwrap_or_else(|e| panic!("{e}")));
+}
+
+/// Over Redlock a writer's release writes its fence back to every instance it held, so that
+/// whichever majority grants the next write knows it: here one instance's counter is far
+/// ahead, the fence comes from it, and the others learn it when the writer lets go.
+#[tokio::test]
+async fn a_writers_release_over_redlock_writes_its_fence_back() {
+    let (servers, urls) = common::redlock_servers(3);
+    let client = common::redlock_client(&urls, Duration::from_millis(500));
+    let ahead = "4000000000000000";
+    servers[0]
+        .cmd(&["SET", "fencelock:{ledger}:fence", ahead])
+        .unwrap_or_else(|e| panic!("{e}"));
+    let write = client
+        .read_write_lock("ledger")
+        .write()
+        .no_wait()
+        .acquire()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(write.fence(), 4_000_000_000_000_001);
+    assert!(write.release().await.unwrap_or_else(|e| panic!("{e}")));
+    for (i, server) in servers.iter().enumerate() {
+        let fence = server.cmd(&["GET", "fencelock:{ledger}:fence"]);
+        let fence = match fence {
+            Ok(redis::Value::BulkString(bytes)) => String::from_utf8_lossy(&bytes).into_owned(),
+            other => panic!("instance {i}'s fence key: {other:?}"),
+        };
+        assert_eq!(fence, "4000000000000001", "instance {i}'s fence key");
+    }
 }

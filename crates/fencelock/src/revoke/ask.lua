@@ -3,9 +3,10 @@
 -- the holders that listen. Takes nothing from anyone.
 -- KEYS[1] the lock key, KEYS[2] its fence key, KEYS[3] the request key; ARGV[1] the request
 -- channel
--- Reply: 1 asked, 0 the lock is free (nothing recorded)
+-- Reply: 1 asked, 0 the lock is free or its lease ends within the millisecond (nothing
+-- recorded: `SET ... PX 0` would be refused)
 local lasts = redis.call('pttl', KEYS[1])
-if lasts < 0 then
+if lasts <= 0 then
   return 0
 end
 publish(ARGV[1], WAKE_ALL)
