@@ -25,6 +25,7 @@ mod labels;
 mod lock;
 mod lock_delay;
 mod lost;
+mod lost_replies;
 mod multi;
 mod native;
 mod once;
@@ -38,7 +39,7 @@ mod reentrant;
 mod replicas;
 mod revoke;
 mod rwlock;
-mod rwlock_retry;
+
 mod semaphore;
 mod sentinel;
 mod ticks;

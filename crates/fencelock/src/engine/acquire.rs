@@ -136,6 +136,7 @@ impl LockRequest {
             linger: self.lock_delay,
             marked: Default::default(),
             releasing: Default::default(),
+            released_fence: Default::default(),
             holder_label: self.label.clone(),
         }))
     }

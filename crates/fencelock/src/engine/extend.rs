@@ -124,7 +124,8 @@ fn reassert_in_background(
             .collect();
         tracing::debug!(lock = %hold.name, restored = restored.len(), "re-asserted the hold on instances that had lost it");
         if hold.is_releasing() && !restored.is_empty() {
-            release::release_on(&all, &hold, None, Some(&restored), limit, false).await;
+            let fence = hold.released_fence();
+            release::release_on(&all, &hold, fence, Some(&restored), limit, false).await;
         }
     });
 }

@@ -186,16 +186,31 @@ pub(crate) struct Hold {
     /// outcome, sent once the instance was reachable again) is given back where it was
     /// granted, or it would hold that instance for a lease with nobody to release it.
     pub(crate) releasing: std::sync::atomic::AtomicBool,
+    /// The fence that release writes back (over Redlock; 0: none), for such a try's give-back.
+    pub(crate) released_fence: std::sync::atomic::AtomicU64,
     /// Who holds it, in the holder's words (`LockRequest::label`; see `label.rs`): `None`, the
     /// default, sends nothing more than an unlabelled hold ever did.
     pub(crate) holder_label: Option<Arc<str>>,
 }
 
 impl Hold {
-    /// Marks a release of this hold as begun (before its calls are sent).
-    pub(crate) fn begin_release(&self) {
+    /// Marks a release of this hold as begun (before its calls are sent), with the fence it
+    /// writes back, if any.
+    pub(crate) fn begin_release(&self, fence: Option<u64>) {
+        if let Some(fence) = fence {
+            self.released_fence
+                .fetch_max(fence, std::sync::atomic::Ordering::AcqRel);
+        }
         self.releasing
             .store(true, std::sync::atomic::Ordering::Release);
+    }
+
+    /// The fence a release of this hold writes back (see [`Hold::begin_release`]).
+    pub(crate) fn released_fence(&self) -> Option<u64> {
+        let fence = self
+            .released_fence
+            .load(std::sync::atomic::Ordering::Acquire);
+        (fence > 0).then_some(fence)
     }
 
     /// Whether a release of this hold has begun.

@@ -23,17 +23,13 @@ pub(crate) async fn release_on(
     until_majority: bool,
 ) -> Vec<Answer<bool>> {
     // Before anything is sent: a try of this hold answered from now on gives itself back.
-    hold.begin_release();
+    let fence = release_fence(instances, hold, fence);
+    if let ReleaseFence::WriteBack(back) = fence {
+        hold.begin_release(Some(back));
+    } else {
+        hold.begin_release(None);
+    }
     let quorum = instances.quorum();
-    // The write-back matters only over Redlock; on a single instance the fence key already
-    // holds this fence (or a larger one), and the lock's value holds it too, so the script can
-    // compare the whole value.
-    let fence = match fence {
-        None => ReleaseFence::Unknown,
-        Some(fence) if instances.is_single() => ReleaseFence::Held(fence),
-        Some(fence) if hold.protocol.writes_fence_back() => ReleaseFence::WriteBack(fence),
-        Some(_) => ReleaseFence::Unknown,
-    };
     instances
         .on_all(
             only,
@@ -41,6 +37,22 @@ pub(crate) async fn release_on(
             |answers| until_majority && quorum.reached(released(answers)),
         )
         .await
+}
+
+/// What a release of `hold` with `fence` (if known) sends: the write-back matters only over
+/// Redlock; on a single instance the fence key already holds this fence (or a larger one), and
+/// the lock's value holds it too, so the script can compare the whole value.
+pub(crate) fn release_fence(
+    instances: &Instances,
+    hold: &Hold,
+    fence: Option<u64>,
+) -> ReleaseFence {
+    match fence {
+        None => ReleaseFence::Unknown,
+        Some(fence) if instances.is_single() => ReleaseFence::Held(fence),
+        Some(fence) if hold.protocol.writes_fence_back() => ReleaseFence::WriteBack(fence),
+        Some(_) => ReleaseFence::Unknown,
+    }
 }
 
 /// How many answers say "released".

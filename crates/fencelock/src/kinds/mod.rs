@@ -88,6 +88,7 @@ mod tests {
             linger: Duration::ZERO,
             marked: Default::default(),
             releasing: Default::default(),
+            released_fence: Default::default(),
             holder_label: None,
         }
     }

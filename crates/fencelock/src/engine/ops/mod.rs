@@ -120,7 +120,13 @@ fn holds_something(value: &Value) -> bool {
 /// client's background work and in the caller's clean-up until it ends.
 fn give_back_late<T: Send + 'static>(server: Server, hold: Arc<Hold>, limit: Duration, tickets: T) {
     tokio::spawn(async move {
-        if let Err(err) = release(server, hold.clone(), ReleaseFence::Unknown, limit).await {
+        // With the fence its hold's release writes back (over Redlock), if that release has
+        // begun: whichever of the two reaches the instance first raises its fence key.
+        let fence = match hold.released_fence() {
+            Some(fence) if hold.protocol.writes_fence_back() => ReleaseFence::WriteBack(fence),
+            _ => ReleaseFence::Unknown,
+        };
+        if let Err(err) = release(server, hold.clone(), fence, limit).await {
             tracing::debug!(lock = %hold.name, %err, "could not give back a grant nobody took");
         }
         drop(tickets);

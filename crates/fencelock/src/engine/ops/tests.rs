@@ -32,6 +32,7 @@ fn plain(keys: &LockKeys) -> Arc<Hold> {
         linger: Duration::ZERO,
         marked: Default::default(),
         releasing: Default::default(),
+        released_fence: Default::default(),
         holder_label: None,
     })
 }
@@ -136,6 +137,7 @@ async fn extend_many_answers_per_lock_in_one_pipeline() {
         linger: Duration::ZERO,
         marked: Default::default(),
         releasing: Default::default(),
+        released_fence: Default::default(),
         holder_label: None,
     });
     for hold in [&held, &permit] {

@@ -349,6 +349,7 @@ mod tests {
                     linger: Duration::ZERO,
                     marked: Default::default(),
                     releasing: Default::default(),
+                    released_fence: Default::default(),
                     holder_label: None,
                 }),
                 fence: 1,

@@ -151,17 +151,21 @@ async fn a_write_whose_reply_is_lost_is_confirmed_by_its_retry() {
     assert!(write.release().await.unwrap_or_else(|e| panic!("{e}")));
 }
 
-/// Over Redlock a writer's release writes its fence back to every instance it held, so that
-/// whichever majority grants the next write knows it: here one instance's counter is far
-/// ahead, the fence comes from it, and the others learn it when the writer lets go.
+/// Over Redlock a writer's release writes its fence back to every instance it holds, so that
+/// whichever majority grants the next write knows it: here each instance's counter is far
+/// ahead of the clock and the first one's the lowest, so the fence (the largest of a majority's)
+/// is above the first one's own, and the first learns it when the writer lets go.
 #[tokio::test]
 async fn a_writers_release_over_redlock_writes_its_fence_back() {
+    const AHEAD: u64 = 4_000_000_000_000_000;
     let (servers, urls) = common::redlock_servers(3);
     let client = common::redlock_client(&urls, Duration::from_millis(500));
-    let ahead = "4000000000000000";
-    servers[0]
-        .cmd(&["SET", "fencelock:{ledger}:fence", ahead])
-        .unwrap_or_else(|e| panic!("{e}"));
+    for (i, server) in servers.iter().enumerate() {
+        let counter = (AHEAD + 10 * i as u64).to_string();
+        server
+            .cmd(&["SET", "fencelock:{ledger}:fence", &counter])
+            .unwrap_or_else(|e| panic!("{e}"));
+    }
     let write = client
         .read_write_lock("ledger")
         .write()
@@ -169,14 +173,80 @@ async fn a_writers_release_over_redlock_writes_its_fence_back() {
         .acquire()
         .await
         .unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(write.fence(), 4_000_000_000_000_001);
+    let fence = write.fence();
+    assert!(fence > AHEAD + 10, "{fence}");
+    // Granted at a majority: the last instance's grant may still be on its way.
+    let writers = || -> Vec<usize> {
+        servers
+            .iter()
+            .map(|server| fields_starting(server, "fencelock:{ledger}", "w:").len())
+            .collect()
+    };
+    wait_for_count(
+        "the writer on every instance",
+        vec![1; 3],
+        Duration::from_secs(5),
+        writers,
+    )
+    .await;
     assert!(write.release().await.unwrap_or_else(|e| panic!("{e}")));
-    for (i, server) in servers.iter().enumerate() {
-        let fence = server.cmd(&["GET", "fencelock:{ledger}:fence"]);
-        let fence = match fence {
-            Ok(redis::Value::BulkString(bytes)) => String::from_utf8_lossy(&bytes).into_owned(),
-            other => panic!("instance {i}'s fence key: {other:?}"),
-        };
-        assert_eq!(fence, "4000000000000001", "instance {i}'s fence key");
-    }
+    // The release returns at a majority; the last instance's share may still be on its way.
+    let raised = || -> Vec<bool> {
+        servers
+            .iter()
+            .map(
+                |server| match server.cmd(&["GET", "fencelock:{ledger}:fence"]) {
+                    Ok(redis::Value::BulkString(bytes)) => String::from_utf8_lossy(&bytes)
+                        .parse::<u64>()
+                        .is_ok_and(|f| f >= fence),
+                    _ => false,
+                },
+            )
+            .collect()
+    };
+    wait_for_count(
+        "every fence key at the writer's fence",
+        vec![true; 3],
+        Duration::from_secs(5),
+        raised,
+    )
+    .await;
+}
+
+/// A reentrant lock's acquisition whose reply is lost is retried with its hold's token: the
+/// retry finds that hold and confirms it, even at the re-entry limit (a new hold there would be
+/// refused).
+#[tokio::test]
+async fn a_reentrant_acquisition_whose_reply_is_lost_is_confirmed_at_the_limit() {
+    let redis = server();
+    let proxy = FaultProxy::start(redis.addr())
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let client = fencelock::Client::builder(&proxy.url())
+        .command_timeout(Duration::from_secs(10))
+        .build()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let key = lock_key("vault");
+    let warm = client
+        .reentrant_lock("warm-up")
+        .acquire()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(warm.release().await.unwrap_or_else(|e| panic!("{e}")));
+    proxy.set_latency(Duration::from_secs(2));
+    let vault = client.reentrant_lock("vault").max_reentry(1);
+    let taking = tokio::spawn(async move { vault.request().no_wait().acquire().await });
+    wait_for_count("the hold granted", 1, Duration::from_secs(10), || {
+        fields_starting(&redis, &key, "h:").len()
+    })
+    .await;
+    proxy.set_latency(Duration::ZERO);
+    proxy.cut_all();
+    let hold = tokio::time::timeout(Duration::from_secs(20), taking)
+        .await
+        .unwrap_or_else(|_| panic!("the acquisition hung"))
+        .unwrap_or_else(|e| panic!("{e}"))
+        .unwrap_or_else(|e| panic!("the retried acquisition: {e}"));
+    assert_eq!(fields_starting(&redis, &key, "h:").len(), 1, "one hold");
+    assert!(hold.release().await.unwrap_or_else(|e| panic!("{e}")));
 }
