@@ -329,10 +329,9 @@ impl Model for ReModel {
                 "one owner believes it holds the lock at a time",
                 |_, s: &ReState| s.believers() <= 1,
             ),
-            Property::always(
-                "fences of grants strictly increase",
-                |_, s: &ReState| !s.fence_regressed,
-            ),
+            Property::always("fences of grants strictly increase", |_, s: &ReState| {
+                !s.fence_regressed
+            }),
             Property::always(
                 "every hold a client believes is in the lock's hash",
                 |_, s: &ReState| {

@@ -337,7 +337,7 @@ async fn random_walks_of_redlock_match_the_real_scripts() {
     let start = async |walk: usize| {
         let name = format!("redlock{walk}");
         // Absent or behind the clocks, in turn (see the module's comment).
-        let start = if walk % 2 == 0 {
+        let start = if walk.is_multiple_of(2) {
             Start::Fresh
         } else {
             Start::Behind
