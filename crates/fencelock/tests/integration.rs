@@ -16,6 +16,7 @@ mod coalesce;
 mod election;
 mod election_record;
 mod fair;
+mod fair_try;
 mod faults;
 mod fenced;
 mod int_format;
