@@ -86,3 +86,59 @@ async fn a_try_on_a_free_lock_waits_for_a_live_waiter_and_not_for_a_dead_one() {
     assert_eq!(members(&redis, queue), 0, "the dead waiter's place stayed");
     assert!(taken.release().await.unwrap_or_else(|e| panic!("{e}")));
 }
+
+/// A release that passes the fair lock to the head of the queue gives it a fence of its own by
+/// the fence rule, max(last + 1, clock): after the counter when it is ahead of the server's
+/// clock, the clock when it is behind.
+#[tokio::test]
+async fn a_pass_takes_the_next_fence_whether_the_counter_is_ahead_of_the_clock_or_behind() {
+    let redis = server();
+    let (a, b) = (client(&redis.url()), client(&redis.url()));
+    for (name, counter) in [("ahead", "4000000000000000"), ("behind", "1000")] {
+        redis
+            .cmd(&["SET", &format!("fencelock:{{{name}}}:fence"), counter])
+            .unwrap_or_else(|e| panic!("{e}"));
+        let first = a
+            .fair_lock(name)
+            .try_acquire()
+            .await
+            .unwrap_or_else(|e| panic!("{e}"))
+            .unwrap_or_else(|| panic!("{name}: not taken"));
+        let waiting = tokio::spawn({
+            let b = b.clone();
+            let name = name.to_owned();
+            async move {
+                b.fair_lock(name)
+                    .wait_up_to(std::time::Duration::from_secs(10))
+                    .acquire()
+                    .await
+            }
+        });
+        let queue = format!("fencelock:{{{name}}}:queue");
+        common::wait_for_count(
+            &format!("{name}: a waiter queued"),
+            1,
+            std::time::Duration::from_secs(5),
+            || members(&redis, &queue),
+        )
+        .await;
+        let clock_us = common::server_ms(&redis) * 1000;
+        let first_fence = first.fence();
+        assert!(first.release().await.unwrap_or_else(|e| panic!("{e}")));
+        let second = waiting
+            .await
+            .unwrap_or_else(|e| panic!("{e}"))
+            .unwrap_or_else(|e| panic!("{name}: the waiter: {e}"));
+        if name == "ahead" {
+            assert_eq!(second.fence(), first_fence + 1, "{name}: the passed fence");
+        } else {
+            // The clock, read before the release: not the counter's `last + 1`.
+            assert!(
+                second.fence() >= clock_us && second.fence() > first_fence,
+                "{name}: the passed fence {} (the first {first_fence}, the clock {clock_us})",
+                second.fence()
+            );
+        }
+        assert!(second.release().await.unwrap_or_else(|e| panic!("{e}")));
+    }
+}
