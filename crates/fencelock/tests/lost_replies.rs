@@ -1,7 +1,7 @@
-//! A read or a write whose reply is lost is retried with its token: the retry finds its own
-//! entry and confirms it (a read even with a writer waiting that arrived in between: a new
-//! reader would wait behind that writer, this one holds the lock already). And over Redlock a
-//! writer's release writes its fence back to every instance.
+//! A read, a write, a reentrant hold or a semaphore take whose reply is lost is retried with its
+//! token: the retry finds what it took and confirms it (a read even with a writer waiting that
+//! arrived in between: a new reader would wait behind that writer, this one holds the lock
+//! already). And over Redlock a writer's release writes its fence back to every instance.
 
 use crate::common;
 
@@ -249,4 +249,67 @@ async fn a_reentrant_acquisition_whose_reply_is_lost_is_confirmed_at_the_limit()
         .unwrap_or_else(|e| panic!("the retried acquisition: {e}"));
     assert_eq!(fields_starting(&redis, &key, "h:").len(), 1, "one hold");
     assert!(hold.release().await.unwrap_or_else(|e| panic!("{e}")));
+}
+
+/// A semaphore's take whose reply is lost is retried with its token: the retry finds its
+/// permits and confirms them (none taken twice), with their fence and the lease re-armed.
+#[tokio::test]
+async fn a_semaphore_take_whose_reply_is_lost_is_confirmed_by_its_retry() {
+    let redis = server();
+    let proxy = FaultProxy::start(redis.addr())
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let client = fencelock::Client::builder(&proxy.url())
+        .command_timeout(Duration::from_secs(10))
+        .build()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let key = lock_key("seats");
+    let warm = client
+        .semaphore("warm-up", 3)
+        .no_wait()
+        .acquire()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(warm.release().await.unwrap_or_else(|e| panic!("{e}")));
+    proxy.set_latency(Duration::from_secs(2));
+    let taking = tokio::spawn({
+        let client = client.clone();
+        async move {
+            client
+                .semaphore("seats", 3)
+                .take(2)
+                .ttl(Duration::from_secs(30))
+                .no_wait()
+                .acquire()
+                .await
+        }
+    });
+    let permits = || fields_starting(&redis, &key, "p:");
+    wait_for_count("the permits taken", 2, Duration::from_secs(10), || {
+        permits().len()
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    proxy.set_latency(Duration::ZERO);
+    proxy.cut_all();
+    let taken = tokio::time::timeout(Duration::from_secs(20), taking)
+        .await
+        .unwrap_or_else(|_| panic!("the take hung"))
+        .unwrap_or_else(|e| panic!("{e}"))
+        .unwrap_or_else(|e| panic!("the retried take: {e}"));
+    let fields = common::hash_fields(&redis, &key);
+    let held: Vec<&String> = fields.keys().filter(|f| f.starts_with("p:")).collect();
+    assert_eq!(held.len(), 2, "permits taken twice? {fields:?}");
+    let now = common::server_ms(&redis);
+    for field in held {
+        let value = &fields[field];
+        let (expiry, fence) = value.split_once(':').unwrap_or_else(|| panic!("{value}"));
+        assert_eq!(fence, taken.fence().to_string(), "{field}: {value}");
+        let left = expiry.parse::<u64>().unwrap_or(0).saturating_sub(now);
+        assert!(
+            left > 29_500,
+            "{field}: the retry did not re-arm the lease: {left} ms left"
+        );
+    }
+    assert!(taken.release().await.unwrap_or_else(|e| panic!("{e}")));
 }
