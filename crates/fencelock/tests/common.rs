@@ -488,3 +488,44 @@ pub fn closed<T: std::fmt::Debug>(result: fencelock::Result<T>, lock: &str) {
         other => panic!("Closed naming {lock:?} expected, got {other:?}"),
     }
 }
+
+/// A client of `proxy` that waits up to 10 s for a reply: a reply is lost to a cut of the
+/// proxy's connections, not to a timeout (see [`reply_lost`]).
+pub fn patient_client(proxy: &fencelock_testkit::FaultProxy) -> Client {
+    match Client::builder(&proxy.url())
+        .command_timeout(Duration::from_secs(10))
+        .build()
+    {
+        Ok(client) => client,
+        Err(e) => panic!("{e}"),
+    }
+}
+
+/// Runs `call` (through a [`patient_client`] of `proxy`, its script already loaded) with
+/// replies two seconds late; once `ran` shows that the server ran it, and `meanwhile` is done,
+/// every connection of the proxy is cut: the reply is lost and the library tries again with the
+/// same token. Answers what the call answered in the end, and what `meanwhile` did.
+pub async fn reply_lost<T: Send + 'static, M>(
+    proxy: &fencelock_testkit::FaultProxy,
+    call: impl Future<Output = T> + Send + 'static,
+    ran: impl FnMut() -> bool,
+    meanwhile: impl Future<Output = M>,
+) -> (T, M) {
+    proxy.set_latency(Duration::from_secs(2));
+    let call = tokio::spawn(call);
+    wait_for_count(
+        "the call run on the server",
+        true,
+        Duration::from_secs(10),
+        ran,
+    )
+    .await;
+    let done = meanwhile.await;
+    proxy.set_latency(Duration::ZERO);
+    proxy.cut_all();
+    match tokio::time::timeout(Duration::from_secs(20), call).await {
+        Ok(Ok(answer)) => (answer, done),
+        Ok(Err(e)) => panic!("the call: {e}"),
+        Err(_) => panic!("the call hung after its reply was lost"),
+    }
+}

@@ -219,11 +219,7 @@ async fn a_campaign_whose_reply_is_lost_is_confirmed_by_its_retry_and_announced_
     let proxy = fencelock_testkit::FaultProxy::start(redis.addr())
         .await
         .unwrap_or_else(|e| panic!("{e}"));
-    // Patient: the answer is lost to the cut below, not to a timeout.
-    let through_proxy = fencelock::Client::builder(&proxy.url())
-        .command_timeout(Duration::from_secs(10))
-        .build()
-        .unwrap_or_else(|e| panic!("{e}"));
+    let through_proxy = common::patient_client(&proxy);
     // Warm the connection and the script cache up: the campaign below is one EVALSHA, run as
     // soon as it arrives.
     let warm = through_proxy
@@ -243,32 +239,18 @@ async fn a_campaign_whose_reply_is_lost_is_confirmed_by_its_retry_and_announced_
         .subscribe("fencelock:{seat}:announce")
         .await
         .unwrap_or_else(|e| panic!("{e}"));
-    // Replies take two seconds: the campaign is granted on the server long before its answer
-    // comes back, and the connection is cut in between, late enough that the retry's renewal
-    // of the record shows.
-    proxy.set_latency(Duration::from_secs(2));
-    let campaign = tokio::spawn(async move {
-        through_proxy
-            .election("seat")
-            .campaign("a")
-            .ttl(Duration::from_secs(30))
-            .no_wait()
-            .campaign()
-            .await
-    });
+    // The campaign's reply is lost, late enough that the retry's renewal of the record shows.
     let lock = "fencelock:{seat}";
-    common::wait_for_count("the campaign granted", 1, Duration::from_secs(10), || {
-        common::integer_reply(&redis, &["EXISTS", lock])
-    })
-    .await;
-    tokio::time::sleep(Duration::from_millis(800)).await;
-    proxy.set_latency(Duration::ZERO);
-    proxy.cut_all();
-    let leadership = tokio::time::timeout(Duration::from_secs(20), campaign)
-        .await
-        .unwrap_or_else(|_| panic!("the campaign hung"))
-        .unwrap_or_else(|e| panic!("{e}"))
-        .unwrap_or_else(|e| panic!("the retried campaign: {e}"));
+    let campaign = through_proxy
+        .election("seat")
+        .campaign("a")
+        .ttl(Duration::from_secs(30))
+        .no_wait()
+        .campaign();
+    let ran = || common::integer_reply(&redis, &["EXISTS", lock]) == 1;
+    let later = tokio::time::sleep(Duration::from_millis(800));
+    let (leadership, ()) = common::reply_lost(&proxy, campaign, ran, later).await;
+    let leadership = leadership.unwrap_or_else(|e| panic!("the retried campaign: {e}"));
     let value = match redis.cmd(&["GET", lock]).unwrap_or_else(|e| panic!("{e}")) {
         redis::Value::BulkString(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
         other => panic!("the lock: {other:?}"),

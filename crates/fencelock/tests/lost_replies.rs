@@ -7,67 +7,76 @@ use crate::common;
 
 use std::time::Duration;
 
-use fencelock_testkit::FaultProxy;
+use fencelock::{Client, LockGuard, LockRequest};
+use fencelock_testkit::{FaultProxy, RedisServer};
 
-use common::{fields_starting, lock_key, server, wait_for_count};
+use common::{fields_starting, lock_key, patient_client, reply_lost, server, wait_for_count};
 
-#[tokio::test]
-async fn a_read_whose_reply_is_lost_is_confirmed_by_its_retry_though_a_writer_waits() {
-    let redis = server();
+/// A proxy in front of `redis` and a patient client through it, its connection made and the
+/// script of `request` loaded (taken on another name and given back): the call under test is
+/// one `EVALSHA`, run as soon as it arrives.
+async fn through_a_proxy(
+    redis: &RedisServer,
+    request: impl FnOnce(&Client) -> LockRequest,
+) -> (FaultProxy, Client) {
     let proxy = FaultProxy::start(redis.addr())
         .await
         .unwrap_or_else(|e| panic!("{e}"));
-    // Patient: the answer is lost to the cut below, not to a timeout.
-    let reader_client = fencelock::Client::builder(&proxy.url())
-        .command_timeout(Duration::from_secs(10))
-        .build()
-        .unwrap_or_else(|e| panic!("{e}"));
-    let writer_client = common::client(&redis.url());
-    let key = lock_key("book");
-    let count = |role: &str| fields_starting(&redis, &key, role).len();
-    // Warm the connection and the script cache up: the read below is one EVALSHA.
-    let warm = reader_client
-        .read_write_lock("warm-up")
-        .read()
+    let client = patient_client(&proxy);
+    let warm = request(&client)
         .no_wait()
         .acquire()
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     assert!(warm.release().await.unwrap_or_else(|e| panic!("{e}")));
-    proxy.set_latency(Duration::from_secs(2));
-    let reader = tokio::spawn(async move {
-        reader_client
-            .read_write_lock("book")
-            .read()
-            .ttl(Duration::from_secs(30))
-            .wait_up_to(Duration::from_secs(3))
-            .acquire()
-            .await
-    });
-    wait_for_count("the read granted", 1, Duration::from_secs(10), || {
-        count("r:")
-    })
-    .await;
-    // A writer arrives and waits for the reader.
-    let writer = tokio::spawn(async move {
-        writer_client
-            .read_write_lock("book")
-            .write()
-            .wait_up_to(Duration::from_secs(20))
-            .acquire()
-            .await
-    });
-    wait_for_count("the writer waiting", 1, Duration::from_secs(10), || {
-        count("i:")
-    })
-    .await;
-    proxy.set_latency(Duration::ZERO);
-    proxy.cut_all();
-    let read = tokio::time::timeout(Duration::from_secs(20), reader)
-        .await
-        .unwrap_or_else(|_| panic!("the read hung"))
-        .unwrap_or_else(|e| panic!("{e}"))
-        .unwrap_or_else(|e| panic!("the retried read: {e}"));
+    (proxy, client)
+}
+
+/// What `granted` answered, its error named.
+fn held(granted: fencelock::Result<LockGuard>) -> LockGuard {
+    granted.unwrap_or_else(|e| panic!("the retried call: {e}"))
+}
+
+/// The lease left on the holder entry `value` (`<expiry ms>:...`) of `redis`'s clock.
+fn lease_left(redis: &RedisServer, value: &str) -> u64 {
+    let expiry = value.split(':').next().and_then(|e| e.parse::<u64>().ok());
+    expiry
+        .unwrap_or_else(|| panic!("no expiry in {value}"))
+        .saturating_sub(common::server_ms(redis))
+}
+
+#[tokio::test]
+async fn a_read_whose_reply_is_lost_is_confirmed_by_its_retry_though_a_writer_waits() {
+    let redis = server();
+    let (proxy, reader_client) =
+        through_a_proxy(&redis, |c| c.read_write_lock("warm-up").read()).await;
+    let writer_client = common::client(&redis.url());
+    let key = lock_key("book");
+    let count = |role: &str| fields_starting(&redis, &key, role).len();
+    let read = reader_client
+        .read_write_lock("book")
+        .read()
+        .ttl(Duration::from_secs(30))
+        .wait_up_to(Duration::from_secs(3));
+    // Before the cut, a writer arrives and waits for the reader.
+    let writer_arrives = async {
+        let writer = tokio::spawn(async move {
+            writer_client
+                .read_write_lock("book")
+                .write()
+                .wait_up_to(Duration::from_secs(20))
+                .acquire()
+                .await
+        });
+        wait_for_count("the writer waiting", 1, Duration::from_secs(10), || {
+            count("i:")
+        })
+        .await;
+        writer
+    };
+    let (read, writer) =
+        reply_lost(&proxy, read.acquire(), || count("r:") == 1, writer_arrives).await;
+    let read = held(read);
     assert_eq!(
         (count("r:"), count("i:")),
         (1, 1),
@@ -87,66 +96,40 @@ async fn a_read_whose_reply_is_lost_is_confirmed_by_its_retry_though_a_writer_wa
 }
 
 /// A write whose reply is lost is retried with its token: the retry finds its own writer's
-/// entry, confirms the fence it was given and re-arms its lease.
+/// entry, confirms the fence it was given and re-arms its lease (the retry comes well after the
+/// grant, so the re-armed lease shows).
 #[tokio::test]
 async fn a_write_whose_reply_is_lost_is_confirmed_by_its_retry() {
     let redis = server();
-    let proxy = FaultProxy::start(redis.addr())
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    let writer_client = fencelock::Client::builder(&proxy.url())
-        .command_timeout(Duration::from_secs(10))
-        .build()
-        .unwrap_or_else(|e| panic!("{e}"));
+    let (proxy, client) = through_a_proxy(&redis, |c| c.read_write_lock("warm-up").write()).await;
     let key = lock_key("page");
-    let warm = writer_client
-        .read_write_lock("warm-up")
-        .write()
-        .no_wait()
-        .acquire()
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    assert!(warm.release().await.unwrap_or_else(|e| panic!("{e}")));
-    proxy.set_latency(Duration::from_secs(2));
-    let writer = tokio::spawn(async move {
-        writer_client
-            .read_write_lock("page")
-            .write()
-            .ttl(Duration::from_secs(30))
-            .no_wait()
-            .acquire()
-            .await
-    });
     let entry = || fields_starting(&redis, &key, "w:");
-    wait_for_count("the write granted", 1, Duration::from_secs(10), || {
-        entry().len()
-    })
-    .await;
-    // The retry comes well after the grant: its re-armed lease shows.
-    tokio::time::sleep(Duration::from_millis(800)).await;
-    proxy.set_latency(Duration::ZERO);
-    proxy.cut_all();
-    let write = tokio::time::timeout(Duration::from_secs(20), writer)
-        .await
-        .unwrap_or_else(|_| panic!("the write hung"))
-        .unwrap_or_else(|e| panic!("{e}"))
-        .unwrap_or_else(|e| panic!("the retried write: {e}"));
+    let write = client
+        .read_write_lock("page")
+        .write()
+        .ttl(Duration::from_secs(30))
+        .no_wait()
+        .acquire();
+    let later = tokio::time::sleep(Duration::from_millis(800));
+    let write = held(
+        reply_lost(&proxy, write, || entry().len() == 1, later)
+            .await
+            .0,
+    );
     let field = entry().pop().unwrap_or_else(|| panic!("no writer's entry"));
     let value = common::hash_fields(&redis, &key)
         .remove(&field)
         .unwrap_or_else(|| panic!("no {field}"));
     // `<expiry ms>:<owner>:<fence>`: the fence granted, the lease from the retry.
-    let parts: Vec<&str> = value.split(':').collect();
     assert_eq!(
-        parts.last().copied(),
+        value.rsplit(':').next(),
         Some(write.fence().to_string().as_str()),
         "{value}"
     );
-    let expiry: u64 = parts[0].parse().unwrap_or_else(|e| panic!("{value}: {e}"));
-    let lease_left = expiry.saturating_sub(common::server_ms(&redis));
+    let left = lease_left(&redis, &value);
     assert!(
-        lease_left > 29_500,
-        "the retry did not re-arm the lease: {lease_left} ms left of 30 s"
+        left > 29_500,
+        "the retry did not re-arm the lease: {left} ms left of 30 s"
     );
     assert!(write.release().await.unwrap_or_else(|e| panic!("{e}")));
 }
@@ -219,35 +202,17 @@ async fn a_writers_release_over_redlock_writes_its_fence_back() {
 #[tokio::test]
 async fn a_reentrant_acquisition_whose_reply_is_lost_is_confirmed_at_the_limit() {
     let redis = server();
-    let proxy = FaultProxy::start(redis.addr())
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    let client = fencelock::Client::builder(&proxy.url())
-        .command_timeout(Duration::from_secs(10))
-        .build()
-        .unwrap_or_else(|e| panic!("{e}"));
+    let (proxy, client) = through_a_proxy(&redis, |c| c.reentrant_lock("warm-up").request()).await;
     let key = lock_key("vault");
-    let warm = client
-        .reentrant_lock("warm-up")
-        .acquire()
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    assert!(warm.release().await.unwrap_or_else(|e| panic!("{e}")));
-    proxy.set_latency(Duration::from_secs(2));
-    let vault = client.reentrant_lock("vault").max_reentry(1);
-    let taking = tokio::spawn(async move { vault.request().no_wait().acquire().await });
-    wait_for_count("the hold granted", 1, Duration::from_secs(10), || {
-        fields_starting(&redis, &key, "h:").len()
-    })
-    .await;
-    proxy.set_latency(Duration::ZERO);
-    proxy.cut_all();
-    let hold = tokio::time::timeout(Duration::from_secs(20), taking)
-        .await
-        .unwrap_or_else(|_| panic!("the acquisition hung"))
-        .unwrap_or_else(|e| panic!("{e}"))
-        .unwrap_or_else(|e| panic!("the retried acquisition: {e}"));
-    assert_eq!(fields_starting(&redis, &key, "h:").len(), 1, "one hold");
+    let holds = || fields_starting(&redis, &key, "h:").len();
+    let take = client
+        .reentrant_lock("vault")
+        .max_reentry(1)
+        .request()
+        .no_wait()
+        .acquire();
+    let hold = held(reply_lost(&proxy, take, || holds() == 1, async {}).await.0);
+    assert_eq!(holds(), 1, "one hold");
     assert!(hold.release().await.unwrap_or_else(|e| panic!("{e}")));
 }
 
@@ -256,56 +221,28 @@ async fn a_reentrant_acquisition_whose_reply_is_lost_is_confirmed_at_the_limit()
 #[tokio::test]
 async fn a_semaphore_take_whose_reply_is_lost_is_confirmed_by_its_retry() {
     let redis = server();
-    let proxy = FaultProxy::start(redis.addr())
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    let client = fencelock::Client::builder(&proxy.url())
-        .command_timeout(Duration::from_secs(10))
-        .build()
-        .unwrap_or_else(|e| panic!("{e}"));
+    let (proxy, client) = through_a_proxy(&redis, |c| c.semaphore("warm-up", 3)).await;
     let key = lock_key("seats");
-    let warm = client
-        .semaphore("warm-up", 3)
+    let permits = || fields_starting(&redis, &key, "p:").len();
+    let take = client
+        .semaphore("seats", 3)
+        .take(2)
+        .ttl(Duration::from_secs(30))
         .no_wait()
-        .acquire()
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    assert!(warm.release().await.unwrap_or_else(|e| panic!("{e}")));
-    proxy.set_latency(Duration::from_secs(2));
-    let taking = tokio::spawn({
-        let client = client.clone();
-        async move {
-            client
-                .semaphore("seats", 3)
-                .take(2)
-                .ttl(Duration::from_secs(30))
-                .no_wait()
-                .acquire()
-                .await
-        }
-    });
-    let permits = || fields_starting(&redis, &key, "p:");
-    wait_for_count("the permits taken", 2, Duration::from_secs(10), || {
-        permits().len()
-    })
-    .await;
-    tokio::time::sleep(Duration::from_millis(800)).await;
-    proxy.set_latency(Duration::ZERO);
-    proxy.cut_all();
-    let taken = tokio::time::timeout(Duration::from_secs(20), taking)
-        .await
-        .unwrap_or_else(|_| panic!("the take hung"))
-        .unwrap_or_else(|e| panic!("{e}"))
-        .unwrap_or_else(|e| panic!("the retried take: {e}"));
+        .acquire();
+    let later = tokio::time::sleep(Duration::from_millis(800));
+    let taken = held(reply_lost(&proxy, take, || permits() == 2, later).await.0);
     let fields = common::hash_fields(&redis, &key);
     let held: Vec<&String> = fields.keys().filter(|f| f.starts_with("p:")).collect();
     assert_eq!(held.len(), 2, "permits taken twice? {fields:?}");
-    let now = common::server_ms(&redis);
     for field in held {
         let value = &fields[field];
-        let (expiry, fence) = value.split_once(':').unwrap_or_else(|| panic!("{value}"));
-        assert_eq!(fence, taken.fence().to_string(), "{field}: {value}");
-        let left = expiry.parse::<u64>().unwrap_or(0).saturating_sub(now);
+        assert_eq!(
+            value.rsplit(':').next(),
+            Some(taken.fence().to_string().as_str()),
+            "{field}: {value}"
+        );
+        let left = lease_left(&redis, value);
         assert!(
             left > 29_500,
             "{field}: the retry did not re-arm the lease: {left} ms left"
