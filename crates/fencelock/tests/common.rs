@@ -502,7 +502,8 @@ pub fn patient_client(proxy: &fencelock_testkit::FaultProxy) -> Client {
 }
 
 /// Runs `call` (through a [`patient_client`] of `proxy`, its script already loaded) with
-/// replies two seconds late; once `ran` shows that the server ran it, and `meanwhile` is done,
+/// replies two seconds late; once `ran` shows that the server ran it, and `meanwhile` (started
+/// only then: an `async` block) is done,
 /// every connection of the proxy is cut: the reply is lost and the library tries again with the
 /// same token. Answers what the call answered in the end, and what `meanwhile` did.
 pub async fn reply_lost<T: Send + 'static, M>(

@@ -248,7 +248,7 @@ async fn a_campaign_whose_reply_is_lost_is_confirmed_by_its_retry_and_announced_
         .no_wait()
         .campaign();
     let ran = || common::integer_reply(&redis, &["EXISTS", lock]) == 1;
-    let later = tokio::time::sleep(Duration::from_millis(800));
+    let later = async { tokio::time::sleep(Duration::from_millis(800)).await };
     let (leadership, ()) = common::reply_lost(&proxy, campaign, ran, later).await;
     let leadership = leadership.unwrap_or_else(|e| panic!("the retried campaign: {e}"));
     let value = match redis.cmd(&["GET", lock]).unwrap_or_else(|e| panic!("{e}")) {

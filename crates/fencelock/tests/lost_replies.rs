@@ -110,7 +110,7 @@ async fn a_write_whose_reply_is_lost_is_confirmed_by_its_retry() {
         .ttl(Duration::from_secs(30))
         .no_wait()
         .acquire();
-    let later = tokio::time::sleep(Duration::from_millis(800));
+    let later = async { tokio::time::sleep(Duration::from_millis(800)).await };
     let write = held(
         reply_lost(&proxy, write, || entry().len() == 1, later)
             .await
@@ -230,7 +230,7 @@ async fn a_semaphore_take_whose_reply_is_lost_is_confirmed_by_its_retry() {
         .ttl(Duration::from_secs(30))
         .no_wait()
         .acquire();
-    let later = tokio::time::sleep(Duration::from_millis(800));
+    let later = async { tokio::time::sleep(Duration::from_millis(800)).await };
     let taken = held(reply_lost(&proxy, take, || permits() == 2, later).await.0);
     let fields = common::hash_fields(&redis, &key);
     let held: Vec<&String> = fields.keys().filter(|f| f.starts_with("p:")).collect();
