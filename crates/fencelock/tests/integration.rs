@@ -16,7 +16,7 @@ mod coalesce;
 mod election;
 mod election_record;
 mod fair;
-mod fair_try;
+
 mod faults;
 mod fenced;
 mod int_format;
@@ -44,5 +44,6 @@ mod rwlock;
 mod semaphore;
 mod sentinel;
 mod ticks;
+mod tries;
 mod tls;
 mod waiters;

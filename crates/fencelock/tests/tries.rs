@@ -1,5 +1,6 @@
-//! A fair lock asked without waiting (`try_acquire`, `no_wait`): it takes no place in the queue,
-//! takes a free lock only when no live waiter is queued ahead of it, and never takes a held one.
+//! Requests that do not wait (`try_acquire`, `no_wait`): they take no place among the waiters
+//! and never a held lock; a fair lock's takes a free lock only when no live waiter is queued
+//! ahead of it, and its pass takes the next fence.
 
 use crate::common;
 
@@ -141,4 +142,30 @@ async fn a_pass_takes_the_next_fence_whether_the_counter_is_ahead_of_the_clock_o
         }
         assert!(second.release().await.unwrap_or_else(|e| panic!("{e}")));
     }
+}
+
+/// A semaphore's try, for one permit or several (their count and the place's length travel
+/// together), takes no place among the waiters.
+#[tokio::test]
+async fn a_semaphore_try_takes_no_place_among_the_waiters() {
+    let redis = server();
+    let (a, b) = (client(&redis.url()), client(&redis.url()));
+    let key = "fencelock:{pool}";
+    let held = a
+        .semaphore("pool", 2)
+        .take(2)
+        .try_acquire()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"))
+        .unwrap_or_else(|| panic!("the free permits were not taken"));
+    for take in [1, 2] {
+        let tried = b.semaphore("pool", 2).take(take).try_acquire().await;
+        assert!(matches!(tried, Ok(None)), "take {take}: {tried:?}");
+        let waiting = common::fields_starting(&redis, key, "w:");
+        assert!(
+            waiting.is_empty(),
+            "a try of {take} took a place: {waiting:?}"
+        );
+    }
+    assert!(held.release().await.unwrap_or_else(|e| panic!("{e}")));
 }
