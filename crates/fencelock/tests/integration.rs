@@ -44,6 +44,6 @@ mod rwlock;
 mod semaphore;
 mod sentinel;
 mod ticks;
-mod tries;
 mod tls;
+mod tries;
 mod waiters;
