@@ -530,3 +530,16 @@ pub async fn reply_lost<T: Send + 'static, M>(
         Err(_) => panic!("the call hung after its reply was lost"),
     }
 }
+
+/// The members of the sorted set `key`, lowest score first.
+pub fn members(redis: &RedisServer, key: &str) -> Vec<String> {
+    match redis.cmd(&["ZRANGE", key, "0", "-1"]) {
+        Ok(redis::Value::Array(items)) => items
+            .into_iter()
+            .map(|item| {
+                redis::from_redis_value::<String>(item).unwrap_or_else(|e| panic!("{key}: {e}"))
+            })
+            .collect(),
+        other => panic!("ZRANGE {key}: {other:?}"),
+    }
+}

@@ -11,7 +11,7 @@ use fencelock_testkit::{RedisServer, require_test_child, spawn_test_child};
 use tokio::time::Instant;
 
 use common::{
-    NAME_ENV, TTL_ENV, URL_ENV, calls, client, fence_of, integer_reply, keys, server,
+    NAME_ENV, TTL_ENV, URL_ENV, calls, client, fence_of, integer_reply, keys, members, server,
     wait_for_count,
 };
 
@@ -345,19 +345,6 @@ async fn a_killed_waiter_leaves_the_queue_after_its_queue_timeout() {
     );
     assert!(guard.release().await.unwrap());
     assert_eq!(keys(&redis), vec!["fencelock:{dead-waiter}:fence"]);
-}
-
-/// The members of a sorted set, in order.
-fn members(redis: &RedisServer, key: &str) -> Vec<String> {
-    match redis.cmd(&["ZRANGE", key, "0", "-1"]) {
-        Ok(redis::Value::Array(items)) => items
-            .into_iter()
-            .map(|item| {
-                redis::from_redis_value::<String>(item).unwrap_or_else(|e| panic!("{key}: {e}"))
-            })
-            .collect(),
-        other => panic!("ZRANGE {key}: {other:?}"),
-    }
 }
 
 /// A head of the queue killed after its last refresh (its place, 5 s, still live) is passed the

@@ -16,6 +16,7 @@ mod coalesce;
 mod election;
 mod election_record;
 mod fair;
+mod fair_release;
 
 mod faults;
 mod fenced;

@@ -1,0 +1,181 @@
+//! The fair lock's release script beyond the pass: a head that gives up while another holds the
+//! lock, and a release that finds the queue's keys of another type or a place without liveness.
+
+use crate::common;
+
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use redis::Value;
+
+use common::{client, integer_reply, keys, members, server, wait_for_count};
+
+/// What GET answers for `key` (`None` for no key).
+fn get(redis: &fencelock_testkit::RedisServer, key: &str) -> Option<String> {
+    match redis.cmd(&["GET", key]) {
+        Ok(Value::BulkString(v)) => Some(String::from_utf8_lossy(&v).into_owned()),
+        Ok(Value::Nil) => None,
+        other => panic!("GET {key}: {other:?}"),
+    }
+}
+
+/// A head of the queue that gives up (its request cancelled) while another owner holds the lock
+/// leaves the queue, and the waiter behind it, the new head, is told so by its token (`to:<token>`,
+/// nothing else: not the wake of every waiter, not a pass): the holder keeps the lock as it was,
+/// and the new head is granted only once it is released.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_head_that_gives_up_wakes_the_one_behind_by_its_token_and_the_holder_keeps_the_lock() {
+    let redis = server();
+    let (a, b, c) = (
+        client(&redis.url()),
+        client(&redis.url()),
+        client(&redis.url()),
+    );
+    let name = "giving-up";
+    let lock_key = common::lock_key(name);
+    let queue_key = common::lock_subkey(name, "queue");
+    let holder = a
+        .fair_lock(name)
+        .ttl(Duration::from_secs(30))
+        .acquire()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let held_as = get(&redis, &lock_key);
+    let waiter = |client: fencelock::Client| {
+        tokio::spawn(async move {
+            client
+                .fair_lock(name)
+                .ttl(Duration::from_secs(30))
+                .queue_timeout(Duration::from_secs(30))
+                .wait_up_to(Duration::from_secs(30))
+                .acquire()
+                .await
+        })
+    };
+    let queued = |count| {
+        let redis = &redis;
+        let queue_key = &queue_key;
+        wait_for_count(
+            "places in the queue",
+            count,
+            Duration::from_secs(10),
+            move || members(redis, queue_key).len(),
+        )
+    };
+    let head = waiter(b);
+    queued(1).await;
+    let behind = waiter(c);
+    queued(2).await;
+    let [head_token, behind_token] = &members(&redis, &queue_key)[..] else {
+        panic!("two places expected");
+    };
+    // Every message on the lock's channels: the lock's own, and each waiter's.
+    let listener = redis::Client::open(redis.url()).unwrap_or_else(|e| panic!("{e}"));
+    let mut heard = listener
+        .get_async_pubsub()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    heard
+        .psubscribe(format!("fencelock:{{{name}}}:released*"))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut heard = heard.into_on_message();
+
+    head.abort();
+    let message = tokio::time::timeout(Duration::from_secs(5), heard.next())
+        .await
+        .unwrap_or_else(|_| panic!("nothing was published when the head gave up"))
+        .unwrap_or_else(|| panic!("the subscription ended"));
+    let payload: String = message.get_payload().unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        (message.get_channel_name(), payload.as_str()),
+        (
+            format!("fencelock:{{{name}}}:released:{behind_token}").as_str(),
+            format!("to:{behind_token}").as_str()
+        ),
+        "the new head was not told by its token"
+    );
+    queued(1).await;
+    assert_eq!(
+        members(&redis, &queue_key),
+        vec![behind_token.clone()],
+        "{head_token} gave up"
+    );
+    // Time for the woken head's try: it finds the lock held, and waits.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(
+        get(&redis, &lock_key),
+        held_as,
+        "the holder's lock changed when a waiter gave up"
+    );
+    assert!(!behind.is_finished(), "the new head went in while held");
+
+    let fence = holder.fence();
+    assert!(holder.release().await.unwrap_or_else(|e| panic!("{e}")));
+    let guard = tokio::time::timeout(Duration::from_secs(10), behind)
+        .await
+        .unwrap_or_else(|_| panic!("the new head was not granted after the release"))
+        .unwrap_or_else(|e| panic!("{e}"))
+        .unwrap_or_else(|e| panic!("the new head: {e}"));
+    assert!(guard.fence() > fence);
+    assert!(guard.release().await.unwrap_or_else(|e| panic!("{e}")));
+    assert_eq!(keys(&redis), vec![format!("fencelock:{{{name}}}:fence")]);
+}
+
+/// A release that finds the queue or its liveness set replaced by a key of another type
+/// releases the lock and leaves that key as it is (the next acquire reports it); one that finds
+/// a place without liveness (left by an eviction) takes it out with the lock.
+#[tokio::test]
+async fn a_release_leaves_queue_keys_of_another_type_alone_and_clears_a_place_without_liveness() {
+    let redis = server();
+    let a = client(&redis.url());
+    let cases: [(&str, &str, &[&str], bool); 3] = [
+        ("q-string", "queue", &["SET", "not a queue"], true),
+        ("q-list", "alive", &["RPUSH", "x"], true),
+        (
+            "q-ghost",
+            "queue",
+            &["ZADD", "1", "0123456789abcdef"],
+            false,
+        ),
+    ];
+    for (name, suffix, write, kept) in cases {
+        let guard = a
+            .fair_lock(name)
+            .acquire()
+            .await
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        let key = common::lock_subkey(name, suffix);
+        let mut command = vec![write[0], key.as_str()];
+        command.extend(&write[1..]);
+        redis
+            .cmd(&command)
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        let before = common::dumps(&redis, &[&key]);
+        assert!(
+            guard
+                .release()
+                .await
+                .unwrap_or_else(|e| panic!("{name}: the release: {e}")),
+            "{name}: not released"
+        );
+        assert_eq!(
+            integer_reply(&redis, &["EXISTS", &common::lock_key(name)]),
+            0,
+            "{name}: the lock is still held"
+        );
+        if kept {
+            assert_eq!(
+                common::dumps(&redis, &[&key]),
+                before,
+                "{name}: the key of another type was changed"
+            );
+        } else {
+            assert_eq!(
+                integer_reply(&redis, &["EXISTS", &key]),
+                0,
+                "{name}: the place without liveness was left in the queue"
+            );
+        }
+    }
+}
