@@ -19,18 +19,14 @@ fn get(redis: &fencelock_testkit::RedisServer, key: &str) -> Option<String> {
     }
 }
 
-/// A head of the queue that gives up (its request cancelled) while another owner holds the lock
-/// leaves the queue, and the waiter behind it, the new head, is told so by its token (`to:<token>`,
-/// nothing else: not the wake of every waiter, not a pass): the holder keeps the lock as it was,
-/// and the new head is granted only once it is released.
+/// A waiter that gives up (its request cancelled) while another owner holds the lock leaves the
+/// queue: behind the head, silently; at the head, the waiter behind it, the new head, is told so
+/// by its token (`to:<token>`, nothing else: not the wake of every waiter, not a pass). The
+/// holder keeps the lock as it was, and the new head is granted only once it is released.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_head_that_gives_up_wakes_the_one_behind_by_its_token_and_the_holder_keeps_the_lock() {
+async fn a_waiter_that_gives_up_leaves_quietly_and_a_head_wakes_the_next_by_its_token() {
     let redis = server();
-    let (a, b, c) = (
-        client(&redis.url()),
-        client(&redis.url()),
-        client(&redis.url()),
-    );
+    let [a, b, c, d] = [(); 4].map(|_| client(&redis.url()));
     let name = "giving-up";
     let lock_key = common::lock_key(name);
     let queue_key = common::lock_subkey(name, "queue");
@@ -66,8 +62,10 @@ async fn a_head_that_gives_up_wakes_the_one_behind_by_its_token_and_the_holder_k
     queued(1).await;
     let behind = waiter(c);
     queued(2).await;
-    let [head_token, behind_token] = &members(&redis, &queue_key)[..] else {
-        panic!("two places expected");
+    let last = waiter(d);
+    queued(3).await;
+    let [head_token, behind_token, _] = &members(&redis, &queue_key)[..] else {
+        panic!("three places expected");
     };
     // Every message on the lock's channels: the lock's own, and each waiter's.
     let listener = redis::Client::open(redis.url()).unwrap_or_else(|e| panic!("{e}"));
@@ -80,6 +78,17 @@ async fn a_head_that_gives_up_wakes_the_one_behind_by_its_token_and_the_holder_k
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     let mut heard = heard.into_on_message();
+
+    // The last in line gives up: its place goes, and nobody is woken.
+    last.abort();
+    queued(2).await;
+    assert_eq!(
+        members(&redis, &queue_key),
+        vec![head_token.clone(), behind_token.clone()]
+    );
+    if let Ok(message) = tokio::time::timeout(Duration::from_millis(300), heard.next()).await {
+        panic!("the last in line gave up, and {message:?} was published");
+    }
 
     head.abort();
     let message = tokio::time::timeout(Duration::from_secs(5), heard.next())
