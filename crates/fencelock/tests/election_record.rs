@@ -162,6 +162,33 @@ async fn a_campaign_or_a_proclaim_that_finds_a_key_of_another_type_is_refused_an
     assert_eq!(common::dumps(&redis, &ours), before, "a key was written");
     redis.cmd(&["DEL", lock]).unwrap_or_else(|e| panic!("{e}"));
 
+    // The lock's key is a list: refused, naming it.
+    redis
+        .cmd(&["RPUSH", lock, "not ours"])
+        .unwrap_or_else(|e| panic!("{e}"));
+    let before = common::dumps(&redis, &ours);
+    match campaign().await {
+        Err(Error::WrongType { key, found, .. }) => {
+            assert_eq!((key.as_str(), found.as_str()), (lock, "a list"));
+        }
+        other => panic!("expected WrongType, got {other:?}"),
+    }
+    assert_eq!(common::dumps(&redis, &ours), before, "a key was written");
+    redis.cmd(&["DEL", lock]).unwrap_or_else(|e| panic!("{e}"));
+
+    // The lock's key looks like a lease but has no expiry (nobody's lease): not taken, and
+    // not marked as waited for either.
+    redis
+        .cmd(&["SET", lock, "0123abcd:5"])
+        .unwrap_or_else(|e| panic!("{e}"));
+    let before = common::dumps(&redis, &ours);
+    assert!(
+        !matches!(campaign().await, Ok(_)),
+        "a campaign took a lease without expiry"
+    );
+    assert_eq!(common::dumps(&redis, &ours), before, "a key was written");
+    redis.cmd(&["DEL", lock]).unwrap_or_else(|e| panic!("{e}"));
+
     // Won; then the record is replaced by a list: a proclaim is refused, naming it, and
     // leaves it as it is.
     let mut leadership = campaign().await.unwrap_or_else(|e| panic!("{e}"));
@@ -207,7 +234,33 @@ async fn a_campaign_or_a_proclaim_that_finds_a_key_of_another_type_is_refused_an
         .and_then(|s| s.parse().ok())
         .unwrap_or_else(|| panic!("no since in {fields:?}"));
     assert!(since > 1, "the other term's start was kept: {fields:?}");
-    assert!(leadership.resign().await.unwrap_or_else(|e| panic!("{e}")));
+    // The record it wrote (over one that had no expiry) outlives the term's lease by a second.
+    let (lease_ms, record_ms) = (
+        common::integer_reply(&redis, &["PTTL", lock]),
+        common::integer_reply(&redis, &["PTTL", record]),
+    );
+    assert!(
+        (lease_ms..=lease_ms + 1050).contains(&record_ms),
+        "the record lives {record_ms} ms, the lease {lease_ms} ms"
+    );
+    // The lock's key is replaced by a list: a proclaim is refused, naming it, and leaves it
+    // (and the record) as they are.
+    redis.cmd(&["DEL", lock]).unwrap_or_else(|e| panic!("{e}"));
+    redis
+        .cmd(&["RPUSH", lock, "not ours"])
+        .unwrap_or_else(|e| panic!("{e}"));
+    let before = common::dumps(&redis, &[lock, record]);
+    match leadership.proclaim("d").await {
+        Err(Error::WrongType { key, found, .. }) => {
+            assert_eq!((key.as_str(), found.as_str()), (lock, "a list"));
+        }
+        other => panic!("expected WrongType, got {other:?}"),
+    }
+    assert_eq!(
+        common::dumps(&redis, &[lock, record]),
+        before,
+        "a key was written"
+    );
 }
 
 /// A campaign whose reply is lost (its connection cut after the server granted it) is retried
