@@ -95,6 +95,18 @@ async fn leader_reads_only_the_held_terms_whole_record_and_a_resignation_deletes
     );
 }
 
+/// `outcome` is a refusal that names `key` as a list (what the test found there).
+fn refused_naming_a_list<T: std::fmt::Debug>(outcome: fencelock::Result<T>, key: &str) {
+    match outcome {
+        Err(Error::WrongType {
+            key: named, found, ..
+        }) => {
+            assert_eq!((named.as_str(), found.as_str()), (key, "a list"));
+        }
+        other => panic!("expected WrongType for {key}, got {other:?}"),
+    }
+}
+
 /// A campaign that finds the election's record, its lock or its fence key holding something
 /// else is refused, naming the key, and writes nothing: no lock, no fence, no record. A
 /// proclaim that finds its record replaced is refused the same way, and so is a leader whose
@@ -122,12 +134,7 @@ async fn a_campaign_or_a_proclaim_that_finds_a_key_of_another_type_is_refused_an
         .cmd(&["RPUSH", record, "not ours"])
         .unwrap_or_else(|e| panic!("{e}"));
     let before = common::dumps(&redis, &ours);
-    match campaign().await {
-        Err(Error::WrongType { key, found, .. }) => {
-            assert_eq!((key.as_str(), found.as_str()), (record, "a list"));
-        }
-        other => panic!("expected WrongType, got {other:?}"),
-    }
+    refused_naming_a_list(campaign().await, record);
     assert_eq!(common::dumps(&redis, &ours), before, "a key was written");
     redis
         .cmd(&["DEL", record])
@@ -167,12 +174,7 @@ async fn a_campaign_or_a_proclaim_that_finds_a_key_of_another_type_is_refused_an
         .cmd(&["RPUSH", lock, "not ours"])
         .unwrap_or_else(|e| panic!("{e}"));
     let before = common::dumps(&redis, &ours);
-    match campaign().await {
-        Err(Error::WrongType { key, found, .. }) => {
-            assert_eq!((key.as_str(), found.as_str()), (lock, "a list"));
-        }
-        other => panic!("expected WrongType, got {other:?}"),
-    }
+    refused_naming_a_list(campaign().await, lock);
     assert_eq!(common::dumps(&redis, &ours), before, "a key was written");
     redis.cmd(&["DEL", lock]).unwrap_or_else(|e| panic!("{e}"));
 
@@ -199,12 +201,7 @@ async fn a_campaign_or_a_proclaim_that_finds_a_key_of_another_type_is_refused_an
         .cmd(&["RPUSH", record, "not ours"])
         .unwrap_or_else(|e| panic!("{e}"));
     let before = common::dumps(&redis, &[record]);
-    match leadership.proclaim("b").await {
-        Err(Error::WrongType { key, found, .. }) => {
-            assert_eq!((key.as_str(), found.as_str()), (record, "a list"));
-        }
-        other => panic!("expected WrongType, got {other:?}"),
-    }
+    refused_naming_a_list(leadership.proclaim("b").await, record);
     assert_eq!(
         common::dumps(&redis, &[record]),
         before,
@@ -250,12 +247,7 @@ async fn a_campaign_or_a_proclaim_that_finds_a_key_of_another_type_is_refused_an
         .cmd(&["RPUSH", lock, "not ours"])
         .unwrap_or_else(|e| panic!("{e}"));
     let before = common::dumps(&redis, &[lock, record]);
-    match leadership.proclaim("d").await {
-        Err(Error::WrongType { key, found, .. }) => {
-            assert_eq!((key.as_str(), found.as_str()), (lock, "a list"));
-        }
-        other => panic!("expected WrongType, got {other:?}"),
-    }
+    refused_naming_a_list(leadership.proclaim("d").await, lock);
     assert_eq!(
         common::dumps(&redis, &[lock, record]),
         before,
