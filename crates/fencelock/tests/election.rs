@@ -600,3 +600,54 @@ async fn the_leaders_record_expires_after_its_lease_and_not_before() {
     }
     std::mem::forget(leadership);
 }
+
+/// An observer that reads on while leaders come and go within a millisecond or two gives every
+/// leader, in order: the read that learns a leader's lease never gives a later leader ahead of
+/// the announcements still on their way (each round, two leaders come and resign, and a third
+/// holds, while the observer reads).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_observer_gives_every_leader_in_order_while_they_come_and_go() {
+    let redis = server();
+    let client = common::client(&redis.url());
+    for round in 0..20 {
+        let election = client.election(format!("quick-{round}"));
+        let mut observer = observe(&election).await;
+        assert!(matches!(observer.next().await, Some(Observation::Vacant)));
+        let reader = tokio::spawn(async move {
+            let mut leaders = Vec::new();
+            while leaders.len() < 3 {
+                match tokio::time::timeout(STEP, observer.next()).await {
+                    Ok(Some(Observation::Leader(leader))) => {
+                        leaders.push((leader.value, leader.term));
+                    }
+                    Ok(Some(Observation::Vacant)) => {}
+                    other => return Err(format!("after {leaders:?}, {other:?}")),
+                }
+            }
+            Ok(leaders)
+        });
+        let mut terms = Vec::new();
+        let mut holder = None;
+        for value in ["a", "b", "c"] {
+            let leadership = election
+                .campaign(value)
+                .wait_up_to(STEP)
+                .await
+                .unwrap_or_else(|e| panic!("campaign {value}: {e}"));
+            terms.push((value.to_string(), leadership.term()));
+            if value == "c" {
+                holder = Some(leadership);
+            } else {
+                assert!(leadership.resign().await.unwrap_or_else(|e| panic!("{e}")));
+            }
+        }
+        let leaders = reader
+            .await
+            .unwrap_or_else(|e| panic!("{e}"))
+            .unwrap_or_else(|e| panic!("round {round}: {e}"));
+        assert_eq!(leaders, terms, "round {round}");
+        if let Some(holder) = holder {
+            assert!(holder.resign().await.unwrap_or_else(|e| panic!("{e}")));
+        }
+    }
+}

@@ -173,9 +173,10 @@ impl Observer {
                 None => Some(self.heard.recv().await),
             };
             let Some(received) = received else {
-                // The lease of the leader last seen is over: it was renewed, or it lapsed.
+                // The lease of the leader last seen is over (it was renewed, or it lapsed), or
+                // it is to be learned.
                 self.recheck = None;
-                if let Some(seen) = self.current().await {
+                if let Some(seen) = self.rechecked().await {
                     return seen;
                 }
                 continue;
@@ -223,6 +224,31 @@ impl Observer {
                 self.recheck_after(leader.as_ref());
                 let after_gap = std::mem::replace(&mut self.in_gap, false);
                 self.seen(leader.map(|(leader, _)| leader), after_gap)
+            }
+            Err(err) => {
+                tracing::debug!(election = %self.election.name, %err, "observer cannot read the leader");
+                self.gap()
+            }
+        }
+    }
+
+    /// The leader now, read when the lease of the leader last seen should be over, or to learn
+    /// it. A vacancy is given (nobody announces a lapse); another leader than the one last
+    /// given is not: every leader is announced when it takes office, so that announcement (and
+    /// those of any leader between) is on its way, and giving the leader read now would skip
+    /// them. Its lease is noted, for the next read. After a gap, as [`current`](Self::current).
+    async fn rechecked(&mut self) -> Option<Observation> {
+        if self.in_gap {
+            return self.current().await;
+        }
+        match self.election.read().await {
+            Ok(Some(found)) => {
+                self.recheck_after(Some(&found));
+                None
+            }
+            Ok(None) => {
+                self.recheck_after(None);
+                self.seen(None, false)
             }
             Err(err) => {
                 tracing::debug!(election = %self.election.name, %err, "observer cannot read the leader");
