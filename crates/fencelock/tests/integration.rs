@@ -43,6 +43,7 @@ mod revoke;
 mod rwlock;
 
 mod semaphore;
+mod semaphore_release;
 mod sentinel;
 mod ticks;
 mod tls;
