@@ -56,8 +56,6 @@ pub fn keeper(env: &Env) -> Result<Arc<Keeper>> {
 /// Stops `keeper`'s waits, gives back what it still holds and the grants not yet settled, and
 /// waits for its background work, at most [`FLUSH`].
 fn end(keeper: &Arc<Keeper>, after: After) {
-    // The calls made in this turn of the event loop first: a release among them must run.
-    crate::bridge::send_calls();
     // On the JavaScript thread, outside the runtime: blocking is what the end is for.
     block_on(keeper.end_all(FLUSH, after));
 }
