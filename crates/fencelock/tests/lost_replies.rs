@@ -1,7 +1,8 @@
-//! A read, a write, a reentrant hold or a semaphore take whose reply is lost is retried with its
-//! token: the retry finds what it took and confirms it (a read even with a writer waiting that
-//! arrived in between: a new reader would wait behind that writer, this one holds the lock
-//! already). And over Redlock a writer's release writes its fence back to every instance.
+//! A read, a write, a reentrant hold, a semaphore take or a fair lock's grant whose reply is
+//! lost is retried with its token: the retry finds what it took and confirms it (a read even
+//! with a writer waiting that arrived in between: a new reader would wait behind that writer,
+//! this one holds the lock already). And over Redlock a writer's release writes its fence back
+//! to every instance.
 
 use crate::common;
 
@@ -253,5 +254,52 @@ async fn a_semaphore_take_whose_reply_is_lost_is_confirmed_by_its_retry() {
             "{field}: the retry did not re-arm the lease: {left} ms left"
         );
     }
+    assert!(taken.release().await.unwrap_or_else(|e| panic!("{e}")));
+}
+
+/// A fair lock's acquisition whose reply is lost is retried with its token: the retry finds the
+/// lock its own and confirms it, with the fence it was given (no second fence is handed out)
+/// and the lease re-armed.
+#[tokio::test]
+async fn a_fair_acquisition_whose_reply_is_lost_is_confirmed_by_its_retry() {
+    let redis = server();
+    let (proxy, client) = through_a_proxy(&redis, |c| c.fair_lock("warm-up")).await;
+    let key = lock_key("fair-seat");
+    let fence_key = common::lock_subkey("fair-seat", "fence");
+    let exists = |key: &str| common::integer_reply(&redis, &["EXISTS", key]) == 1;
+    let take = client
+        .fair_lock("fair-seat")
+        .ttl(Duration::from_secs(30))
+        .no_wait()
+        .acquire();
+    let later = async { tokio::time::sleep(Duration::from_millis(800)).await };
+    let taken = held(reply_lost(&proxy, take, || exists(&key), later).await.0);
+    let value: String = redis::from_redis_value(
+        redis
+            .cmd(&["GET", &key])
+            .unwrap_or_else(|e| panic!("GET: {e}")),
+    )
+    .unwrap_or_else(|e| panic!("GET: {e}"));
+    assert_eq!(
+        value.rsplit(':').next(),
+        Some(taken.fence().to_string().as_str()),
+        "the lock's value {value} against the fence given"
+    );
+    let last: String = redis::from_redis_value(
+        redis
+            .cmd(&["GET", &fence_key])
+            .unwrap_or_else(|e| panic!("GET: {e}")),
+    )
+    .unwrap_or_else(|e| panic!("GET: {e}"));
+    assert_eq!(
+        last,
+        taken.fence().to_string(),
+        "a second fence was handed out"
+    );
+    let left = common::integer_reply(&redis, &["PTTL", &key]);
+    assert!(
+        left > 29_500,
+        "the retry did not re-arm the lease: {left} ms left"
+    );
     assert!(taken.release().await.unwrap_or_else(|e| panic!("{e}")));
 }

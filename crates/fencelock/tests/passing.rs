@@ -645,8 +645,9 @@ async fn a_pass_continues_a_fence_counter_ahead_of_the_clock() {
     assert!(guard.release().await.unwrap());
 }
 
-/// A release whose line holds only places that lapsed passes nothing, and leaves the fence key
-/// as it was: the last fence handed out.
+/// A release whose line holds only places that lapsed passes nothing: it takes the lapsed places
+/// out, leaves the fence key as it was (the last fence handed out), and wakes one waiter of each
+/// client (`one` on the lock's channel), as a release with nobody in line does.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_release_whose_line_has_only_lapsed_places_leaves_the_fence_key_as_it_was() {
     let redis = server();
@@ -671,9 +672,30 @@ async fn a_release_whose_line_has_only_lapsed_places_leaves_the_fence_key_as_it_
         .unwrap();
     // (A try marks the value as waited for.)
     assert!(a.lock(name).try_acquire().await.unwrap().is_none());
+    let listener = redis::Client::open(redis.url()).unwrap();
+    let mut heard = listener.get_async_pubsub().await.unwrap();
+    heard
+        .psubscribe(format!("fencelock:{{{name}}}:released*"))
+        .await
+        .unwrap();
+    let mut heard = heard.into_on_message();
     assert!(held.release().await.unwrap());
     assert_eq!(value(&redis, name), None);
     assert_eq!(redis.cmd(&["GET", &fence_key]).unwrap(), before);
+    assert_eq!(
+        in_line(&redis, name),
+        0,
+        "the lapsed place was left in line"
+    );
+    let message = tokio::time::timeout(Duration::from_secs(5), heard.next())
+        .await
+        .unwrap_or_else(|_| panic!("the release published nothing"))
+        .unwrap_or_else(|| panic!("the subscription ended"));
+    let payload: String = message.get_payload().unwrap();
+    assert_eq!(
+        (message.get_channel_name(), payload.as_str()),
+        (format!("fencelock:{{{name}}}:released").as_str(), "one")
+    );
 }
 
 /// The fair lock passes the same way: its release hands the lock to the head of its queue, which
