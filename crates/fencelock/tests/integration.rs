@@ -20,6 +20,7 @@ mod fair_release;
 
 mod faults;
 mod fenced;
+mod inspect;
 mod int_format;
 mod kinds;
 mod kinds_foreign;

@@ -1,0 +1,160 @@
+//! The operator's view of the lines: `inspect` of a plain lock's line and of a fair lock's queue
+//! (held or free), in their order, without the places that lapsed or have no liveness; and of a
+//! fence key that holds something else.
+
+use crate::common;
+
+use std::time::Duration;
+
+use fencelock::Error;
+use fencelock::admin::LockInfo;
+use fencelock_testkit::RedisServer;
+
+use common::{client, server, server_ms};
+
+/// A waiter's token: `c` 32 times.
+fn token(c: char) -> String {
+    std::iter::repeat_n(c, 32).collect()
+}
+
+/// Each waiter of `info` as (place, how long it waited in whole tenths of a second, the start of
+/// its token).
+fn waiters(info: &LockInfo) -> Vec<(Option<u32>, Option<u128>, String)> {
+    info.waiters
+        .iter()
+        .map(|w| {
+            (
+                w.place,
+                w.waited.map(|d| (d.as_millis() + 50) / 100),
+                w.token_prefix.clone(),
+            )
+        })
+        .collect()
+}
+
+fn zadd(redis: &RedisServer, key: &str, score: u64, member: &str) {
+    redis
+        .cmd(&["ZADD", key, &score.to_string(), member])
+        .unwrap_or_else(|e| panic!("ZADD {key}: {e}"));
+}
+
+/// A plain lock's line, soonest lapse first (the order a release passes the lock on), with no
+/// time waited (the line keeps none), and without the place that lapsed; shown the same once
+/// the lock is free.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plain_locks_line_is_shown_soonest_lapse_first_without_lapsed_places() {
+    let redis = server();
+    let a = client(&redis.url());
+    let name = "i-line";
+    let held = a
+        .lock(name)
+        .ttl(Duration::from_secs(30))
+        .acquire()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let line = common::lock_subkey(name, "waiters");
+    let now = server_ms(&redis);
+    zadd(&redis, &line, now + 20_000, &token('a'));
+    zadd(&redis, &line, now + 10_000, &token('b'));
+    zadd(&redis, &line, now - 1_000, &token('c'));
+    let expected = vec![
+        (Some(1), None, "bbbbbbbb".to_owned()),
+        (Some(2), None, "aaaaaaaa".to_owned()),
+    ];
+    let info = a.inspect(name).await.unwrap_or_else(|e| panic!("{e}"));
+    assert!(info.is_held());
+    assert_eq!(waiters(&info), expected, "held");
+    // The holder's lease ran out (its key gone) before the first in line came back.
+    redis
+        .cmd(&["DEL", &common::lock_key(name)])
+        .unwrap_or_else(|e| panic!("{e}"));
+    let info = a.inspect(name).await.unwrap_or_else(|e| panic!("{e}"));
+    assert!(!info.is_held());
+    assert_eq!(waiters(&info), expected, "free");
+    assert!(!held.release().await.unwrap_or_else(|e| panic!("{e}")));
+}
+
+/// A fair lock's queue, in ticket order, each waiter with the time it waited (from its ticket,
+/// the server millisecond it arrived at; none for a ticket that is no such instant); without a
+/// place whose liveness lapsed or is missing; shown the same once the lock is free; and no
+/// queue at all when its liveness set is something else.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fair_locks_queue_is_shown_in_ticket_order_with_the_time_waited() {
+    let redis = server();
+    let a = client(&redis.url());
+    let name = "i-queue";
+    let held = a
+        .fair_lock(name)
+        .ttl(Duration::from_secs(30))
+        .acquire()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let (queue, alive) = (
+        common::lock_subkey(name, "queue"),
+        common::lock_subkey(name, "alive"),
+    );
+    let now = server_ms(&redis);
+    // Waited 5 s, and live.
+    zadd(&redis, &queue, now - 5_000, &token('1'));
+    zadd(&redis, &alive, now + 20_000, &token('1'));
+    // No liveness.
+    zadd(&redis, &queue, now - 3_000, &token('2'));
+    // Its liveness lapsed.
+    zadd(&redis, &queue, now - 2_000, &token('3'));
+    zadd(&redis, &alive, now - 100, &token('3'));
+    // A ticket ahead of the clock: no arrival instant.
+    zadd(&redis, &queue, now + 60_000, &token('4'));
+    zadd(&redis, &alive, now + 20_000, &token('4'));
+    let within = |info: &LockInfo, what: &str| {
+        let seen = waiters(info);
+        assert_eq!(seen.len(), 2, "{what}: {seen:?}");
+        assert_eq!(seen[0].0, Some(1), "{what}: {seen:?}");
+        assert_eq!(seen[0].2, "11111111", "{what}: {seen:?}");
+        let waited = seen[0]
+            .1
+            .unwrap_or_else(|| panic!("{what}: no time waited: {seen:?}"));
+        // 5 s when it was written, and at most a few seconds later on a slow machine.
+        assert!((50..=80).contains(&waited), "{what}: {seen:?}");
+        assert_eq!(seen[1], (Some(2), None, "44444444".to_owned()), "{what}");
+    };
+    within(
+        &a.inspect(name).await.unwrap_or_else(|e| panic!("{e}")),
+        "held",
+    );
+    redis
+        .cmd(&["DEL", &common::lock_key(name)])
+        .unwrap_or_else(|e| panic!("{e}"));
+    within(
+        &a.inspect(name).await.unwrap_or_else(|e| panic!("{e}")),
+        "free",
+    );
+    redis
+        .cmd(&["DEL", &alive])
+        .unwrap_or_else(|e| panic!("{e}"));
+    redis
+        .cmd(&["SET", &alive, "not a set"])
+        .unwrap_or_else(|e| panic!("{e}"));
+    let info = a.inspect(name).await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(waiters(&info), vec![], "a liveness set of another type");
+    assert!(!held.release().await.unwrap_or_else(|e| panic!("{e}")));
+}
+
+/// A fence key that is not a string is named (its key and what it holds) and left as it is.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fence_key_of_another_type_is_named() {
+    let redis = server();
+    let a = client(&redis.url());
+    let name = "i-fence";
+    let fence_key = common::lock_subkey(name, "fence");
+    redis
+        .cmd(&["RPUSH", &fence_key, "1"])
+        .unwrap_or_else(|e| panic!("{e}"));
+    match a.inspect(name).await {
+        Err(Error::WrongType { lock, key, found }) => {
+            assert_eq!((lock.as_str(), key.as_str()), (name, fence_key.as_str()));
+            assert!(found.contains("list"), "found {found:?}");
+        }
+        other => panic!("expected WrongType, got {other:?}"),
+    }
+    assert_eq!(common::keys(&redis), vec![fence_key]);
+}
