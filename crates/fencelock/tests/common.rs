@@ -543,3 +543,54 @@ pub fn members(redis: &RedisServer, key: &str) -> Vec<String> {
         other => panic!("ZRANGE {key}: {other:?}"),
     }
 }
+
+/// The string at `key` (`None`: no such key).
+pub fn string_at(redis: &RedisServer, key: &str) -> Option<String> {
+    match redis.cmd(&["GET", key]) {
+        Ok(value) => redis::from_redis_value(value).unwrap_or_else(|e| panic!("GET {key}: {e}")),
+        Err(e) => panic!("GET {key}: {e}"),
+    }
+}
+
+/// The messages published on lock `name`'s release channels (its own, and each waiter's), from
+/// now on.
+pub async fn release_messages(
+    redis: &RedisServer,
+    name: &str,
+) -> impl futures_util::Stream<Item = redis::Msg> + Unpin + use<> {
+    let listener = redis::Client::open(redis.url()).unwrap_or_else(|e| panic!("{e}"));
+    let mut pubsub = listener
+        .get_async_pubsub()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    pubsub
+        .psubscribe(format!("fencelock:{{{name}}}:released*"))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    pubsub.into_on_message()
+}
+
+/// The next message of `heard` (its channel and payload), within 5 s of `after`.
+pub async fn next_message(
+    heard: &mut (impl futures_util::Stream<Item = redis::Msg> + Unpin),
+    after: &str,
+) -> (String, String) {
+    use futures_util::StreamExt;
+    let message = tokio::time::timeout(Duration::from_secs(5), heard.next())
+        .await
+        .unwrap_or_else(|_| panic!("nothing was published after {after}"))
+        .unwrap_or_else(|| panic!("the subscription ended"));
+    let payload: String = message.get_payload().unwrap_or_else(|e| panic!("{e}"));
+    (message.get_channel_name().to_owned(), payload)
+}
+
+/// Checks that `heard` hears nothing for 300 ms after `after`.
+pub async fn no_message(
+    heard: &mut (impl futures_util::Stream<Item = redis::Msg> + Unpin),
+    after: &str,
+) {
+    use futures_util::StreamExt;
+    if let Ok(message) = tokio::time::timeout(Duration::from_millis(300), heard.next()).await {
+        panic!("{after}, and {message:?} was published");
+    }
+}

@@ -5,19 +5,7 @@ use crate::common;
 
 use std::time::Duration;
 
-use futures_util::StreamExt;
-use redis::Value;
-
 use common::{client, integer_reply, keys, members, server, wait_for_count};
-
-/// What GET answers for `key` (`None` for no key).
-fn get(redis: &fencelock_testkit::RedisServer, key: &str) -> Option<String> {
-    match redis.cmd(&["GET", key]) {
-        Ok(Value::BulkString(v)) => Some(String::from_utf8_lossy(&v).into_owned()),
-        Ok(Value::Nil) => None,
-        other => panic!("GET {key}: {other:?}"),
-    }
-}
 
 /// A waiter that gives up (its request cancelled) while another owner holds the lock leaves the
 /// queue: behind the head, silently; at the head, the waiter behind it, the new head, is told so
@@ -36,7 +24,7 @@ async fn a_waiter_that_gives_up_leaves_quietly_and_a_head_wakes_the_next_by_its_
         .acquire()
         .await
         .unwrap_or_else(|e| panic!("{e}"));
-    let held_as = get(&redis, &lock_key);
+    let held_as = common::string_at(&redis, &lock_key);
     let waiter = |client: fencelock::Client| {
         tokio::spawn(async move {
             client
@@ -68,16 +56,7 @@ async fn a_waiter_that_gives_up_leaves_quietly_and_a_head_wakes_the_next_by_its_
         panic!("three places expected");
     };
     // Every message on the lock's channels: the lock's own, and each waiter's.
-    let listener = redis::Client::open(redis.url()).unwrap_or_else(|e| panic!("{e}"));
-    let mut heard = listener
-        .get_async_pubsub()
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    heard
-        .psubscribe(format!("fencelock:{{{name}}}:released*"))
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    let mut heard = heard.into_on_message();
+    let mut heard = common::release_messages(&redis, name).await;
 
     // The last in line gives up: its place goes, and nobody is woken.
     last.abort();
@@ -86,21 +65,14 @@ async fn a_waiter_that_gives_up_leaves_quietly_and_a_head_wakes_the_next_by_its_
         members(&redis, &queue_key),
         vec![head_token.clone(), behind_token.clone()]
     );
-    if let Ok(message) = tokio::time::timeout(Duration::from_millis(300), heard.next()).await {
-        panic!("the last in line gave up, and {message:?} was published");
-    }
+    common::no_message(&mut heard, "the last in line gave up").await;
 
     head.abort();
-    let message = tokio::time::timeout(Duration::from_secs(5), heard.next())
-        .await
-        .unwrap_or_else(|_| panic!("nothing was published when the head gave up"))
-        .unwrap_or_else(|| panic!("the subscription ended"));
-    let payload: String = message.get_payload().unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(
-        (message.get_channel_name(), payload.as_str()),
+        common::next_message(&mut heard, "the head gave up").await,
         (
-            format!("fencelock:{{{name}}}:released:{behind_token}").as_str(),
-            format!("to:{behind_token}").as_str()
+            format!("fencelock:{{{name}}}:released:{behind_token}"),
+            format!("to:{behind_token}")
         ),
         "the new head was not told by its token"
     );
@@ -113,7 +85,7 @@ async fn a_waiter_that_gives_up_leaves_quietly_and_a_head_wakes_the_next_by_its_
     // Time for the woken head's try: it finds the lock held, and waits.
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(
-        get(&redis, &lock_key),
+        common::string_at(&redis, &lock_key),
         held_as,
         "the holder's lock changed when a waiter gave up"
     );

@@ -274,26 +274,15 @@ async fn a_fair_acquisition_whose_reply_is_lost_is_confirmed_by_its_retry() {
         .acquire();
     let later = async { tokio::time::sleep(Duration::from_millis(800)).await };
     let taken = held(reply_lost(&proxy, take, || exists(&key), later).await.0);
-    let value: String = redis::from_redis_value(
-        redis
-            .cmd(&["GET", &key])
-            .unwrap_or_else(|e| panic!("GET: {e}")),
-    )
-    .unwrap_or_else(|e| panic!("GET: {e}"));
+    let value = common::string_at(&redis, &key).unwrap_or_else(|| panic!("{key} is gone"));
     assert_eq!(
         value.rsplit(':').next(),
         Some(taken.fence().to_string().as_str()),
         "the lock's value {value} against the fence given"
     );
-    let last: String = redis::from_redis_value(
-        redis
-            .cmd(&["GET", &fence_key])
-            .unwrap_or_else(|e| panic!("GET: {e}")),
-    )
-    .unwrap_or_else(|e| panic!("GET: {e}"));
     assert_eq!(
-        last,
-        taken.fence().to_string(),
+        common::string_at(&redis, &fence_key),
+        Some(taken.fence().to_string()),
         "a second fence was handed out"
     );
     let left = common::integer_reply(&redis, &["PTTL", &key]);

@@ -672,13 +672,7 @@ async fn a_release_whose_line_has_only_lapsed_places_leaves_the_fence_key_as_it_
         .unwrap();
     // (A try marks the value as waited for.)
     assert!(a.lock(name).try_acquire().await.unwrap().is_none());
-    let listener = redis::Client::open(redis.url()).unwrap();
-    let mut heard = listener.get_async_pubsub().await.unwrap();
-    heard
-        .psubscribe(format!("fencelock:{{{name}}}:released*"))
-        .await
-        .unwrap();
-    let mut heard = heard.into_on_message();
+    let mut heard = common::release_messages(&redis, name).await;
     assert!(held.release().await.unwrap());
     assert_eq!(value(&redis, name), None);
     assert_eq!(redis.cmd(&["GET", &fence_key]).unwrap(), before);
@@ -687,14 +681,9 @@ async fn a_release_whose_line_has_only_lapsed_places_leaves_the_fence_key_as_it_
         0,
         "the lapsed place was left in line"
     );
-    let message = tokio::time::timeout(Duration::from_secs(5), heard.next())
-        .await
-        .unwrap_or_else(|_| panic!("the release published nothing"))
-        .unwrap_or_else(|| panic!("the subscription ended"));
-    let payload: String = message.get_payload().unwrap();
     assert_eq!(
-        (message.get_channel_name(), payload.as_str()),
-        (format!("fencelock:{{{name}}}:released").as_str(), "one")
+        common::next_message(&mut heard, "the release").await,
+        (format!("fencelock:{{{name}}}:released"), "one".to_owned())
     );
 }
 

@@ -20,14 +20,6 @@ fn snapshot(redis: &RedisServer, name: &str) -> BTreeMap<String, String> {
     hash_fields(redis, &common::lock_key(name))
 }
 
-/// The value of a string key (`None`: no such key).
-fn get(redis: &RedisServer, key: &str) -> Option<String> {
-    match redis.cmd(&["GET", key]) {
-        Ok(value) => redis::from_redis_value(value).unwrap_or_else(|e| panic!("GET: {e}")),
-        Err(e) => panic!("GET {key}: {e}"),
-    }
-}
-
 /// How many permits the semaphore's hash records (live or not yet dropped).
 fn permit_entries(redis: &RedisServer, name: &str) -> usize {
     fields_starting(redis, &common::lock_key(name), "p:").len()
@@ -111,7 +103,7 @@ async fn never_more_than_n_holders_all_n_used_and_fences_follow_grant_order() {
     }
     // The fence counter in Redis stands at the last (largest) grant.
     assert_eq!(
-        get(&redis, "fencelock:{pool}:fence"),
+        common::string_at(&redis, "fencelock:{pool}:fence"),
         fences.last().map(u64::to_string)
     );
     // Every permit was given back: only the fence counter is left.
@@ -235,7 +227,10 @@ async fn another_number_of_permits_is_refused_while_any_is_held_and_accepted_aft
     let second = a.semaphore("n", 2).ttl(ttl).acquire().await.unwrap();
 
     for requested in [3, 1] {
-        let before = (snapshot(&redis, "n"), get(&redis, "fencelock:{n}:fence"));
+        let before = (
+            snapshot(&redis, "n"),
+            common::string_at(&redis, "fencelock:{n}:fence"),
+        );
         // Also while waiting: a mismatch is an error at once, not a wait.
         let started = Instant::now();
         let err = b
@@ -266,7 +261,10 @@ async fn another_number_of_permits_is_refused_while_any_is_held_and_accepted_aft
             "{text}"
         );
         assert_eq!(
-            (snapshot(&redis, "n"), get(&redis, "fencelock:{n}:fence")),
+            (
+                snapshot(&redis, "n"),
+                common::string_at(&redis, "fencelock:{n}:fence")
+            ),
             before,
             "a refused request changed the semaphore"
         );
@@ -407,7 +405,7 @@ async fn waiting_on_a_full_semaphore_is_bounded_and_leaves_nothing_behind() {
     let only = a.semaphore("one", 1).acquire().await.unwrap();
     let before = (
         snapshot(&redis, "one"),
-        get(&redis, "fencelock:{one}:fence"),
+        common::string_at(&redis, "fencelock:{one}:fence"),
     );
 
     assert!(b.semaphore("one", 1).try_acquire().await.unwrap().is_none());
@@ -434,7 +432,7 @@ async fn waiting_on_a_full_semaphore_is_bounded_and_leaves_nothing_behind() {
     assert_eq!(
         (
             snapshot(&redis, "one"),
-            get(&redis, "fencelock:{one}:fence")
+            common::string_at(&redis, "fencelock:{one}:fence")
         ),
         before
     );

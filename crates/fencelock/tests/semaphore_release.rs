@@ -7,47 +7,14 @@ use std::time::Duration;
 
 use fencelock::{Client, LockGuard};
 use fencelock_testkit::RedisServer;
-use futures_util::StreamExt;
-use redis::Msg;
 use tokio::task::JoinHandle;
 
-use common::{client, fields_starting, server, wait_for_count};
+use common::{
+    client, fields_starting, next_message as next, no_message as silence,
+    release_messages as listen, server, wait_for_count,
+};
 
 const LONG: Duration = Duration::from_secs(30);
-
-/// The messages published on `name`'s release channels, from now on.
-async fn listen(redis: &RedisServer, name: &str) -> impl futures_util::Stream<Item = Msg> + Unpin {
-    let listener = redis::Client::open(redis.url()).unwrap_or_else(|e| panic!("{e}"));
-    let mut pubsub = listener
-        .get_async_pubsub()
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    pubsub
-        .psubscribe(format!("fencelock:{{{name}}}:released*"))
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    pubsub.into_on_message()
-}
-
-/// The next message heard (its channel and payload), within 5 s.
-async fn next(
-    heard: &mut (impl futures_util::Stream<Item = Msg> + Unpin),
-    after: &str,
-) -> (String, String) {
-    let message = tokio::time::timeout(Duration::from_secs(5), heard.next())
-        .await
-        .unwrap_or_else(|_| panic!("nothing was published after {after}"))
-        .unwrap_or_else(|| panic!("the subscription ended"));
-    let payload: String = message.get_payload().unwrap_or_else(|e| panic!("{e}"));
-    (message.get_channel_name().to_owned(), payload)
-}
-
-/// Nothing heard for 300 ms after `after`.
-async fn silence(heard: &mut (impl futures_util::Stream<Item = Msg> + Unpin), after: &str) {
-    if let Ok(message) = tokio::time::timeout(Duration::from_millis(300), heard.next()).await {
-        panic!("{after}, and {message:?} was published");
-    }
-}
 
 /// A request for `take` of `name`'s `permits` that waits (up to 30 s, its place lasting as
 /// long), in a task of its own.

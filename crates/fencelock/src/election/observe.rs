@@ -225,10 +225,7 @@ impl Observer {
                 let after_gap = std::mem::replace(&mut self.in_gap, false);
                 self.seen(leader.map(|(leader, _)| leader), after_gap)
             }
-            Err(err) => {
-                tracing::debug!(election = %self.election.name, %err, "observer cannot read the leader");
-                self.gap()
-            }
+            Err(err) => self.unreadable(&err),
         }
     }
 
@@ -250,11 +247,14 @@ impl Observer {
                 self.recheck_after(None);
                 self.seen(None, false)
             }
-            Err(err) => {
-                tracing::debug!(election = %self.election.name, %err, "observer cannot read the leader");
-                self.gap()
-            }
+            Err(err) => self.unreadable(&err),
         }
+    }
+
+    /// A read of the leader that failed: a gap, unless one is open already.
+    fn unreadable(&mut self, err: &crate::Error) -> Option<Observation> {
+        tracing::debug!(election = %self.election.name, %err, "observer cannot read the leader");
+        self.gap()
     }
 
     /// When to read the leader again, after a read that found `leader` with what was left of
