@@ -71,6 +71,13 @@ async fn a_plain_locks_line_is_shown_soonest_lapse_first_without_lapsed_places()
     let info = a.inspect(name).await.unwrap_or_else(|e| panic!("{e}"));
     assert!(!info.is_held());
     assert_eq!(waiters(&info), expected, "free");
+    // A line key of another type is no line (the scripts that use it report it).
+    redis.cmd(&["DEL", &line]).unwrap_or_else(|e| panic!("{e}"));
+    redis
+        .cmd(&["SET", &line, "not a line"])
+        .unwrap_or_else(|e| panic!("{e}"));
+    let info = a.inspect(name).await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(waiters(&info), vec![], "a line of another type");
     assert!(!held.release().await.unwrap_or_else(|e| panic!("{e}")));
 }
 
@@ -102,20 +109,24 @@ async fn a_fair_locks_queue_is_shown_in_ticket_order_with_the_time_waited() {
     // Its liveness lapsed.
     zadd(&redis, &queue, now - 2_000, &token('3'));
     zadd(&redis, &alive, now - 100, &token('3'));
-    // A ticket ahead of the clock: no arrival instant.
+    // A ticket that is no server millisecond (below 10^12): no arrival instant.
+    zadd(&redis, &queue, 7, &token('5'));
+    zadd(&redis, &alive, now + 20_000, &token('5'));
+    // A ticket ahead of the clock: no arrival instant either.
     zadd(&redis, &queue, now + 60_000, &token('4'));
     zadd(&redis, &alive, now + 20_000, &token('4'));
     let within = |info: &LockInfo, what: &str| {
         let seen = waiters(info);
-        assert_eq!(seen.len(), 2, "{what}: {seen:?}");
-        assert_eq!(seen[0].0, Some(1), "{what}: {seen:?}");
-        assert_eq!(seen[0].2, "11111111", "{what}: {seen:?}");
-        let waited = seen[0]
+        assert_eq!(seen.len(), 3, "{what}: {seen:?}");
+        assert_eq!(seen[0], (Some(1), None, "55555555".to_owned()), "{what}");
+        assert_eq!(seen[1].0, Some(2), "{what}: {seen:?}");
+        assert_eq!(seen[1].2, "11111111", "{what}: {seen:?}");
+        let waited = seen[1]
             .1
             .unwrap_or_else(|| panic!("{what}: no time waited: {seen:?}"));
         // 5 s when it was written, and at most a few seconds later on a slow machine.
         assert!((50..=80).contains(&waited), "{what}: {seen:?}");
-        assert_eq!(seen[1], (Some(2), None, "44444444".to_owned()), "{what}");
+        assert_eq!(seen[2], (Some(3), None, "44444444".to_owned()), "{what}");
     };
     within(
         &a.inspect(name).await.unwrap_or_else(|e| panic!("{e}")),
