@@ -1,6 +1,7 @@
-//! The operator's view of the lines: `inspect` of a plain lock's line and of a fair lock's queue
-//! (held or free), in their order, without the places that lapsed or have no liveness; and of a
-//! fence key that holds something else.
+//! The operator's view of what waits and holds: `inspect` of a plain lock's line and of a fair
+//! lock's queue (held or free), in their order, without the places that lapsed or have no
+//! liveness; of a semaphore's waiters by arrival, without a lapsed permit; of a reentrant lock's
+//! owner; and of a fence key that holds something else.
 
 use crate::common;
 
@@ -168,4 +169,87 @@ async fn a_fence_key_of_another_type_is_named() {
         other => panic!("expected WrongType, got {other:?}"),
     }
     assert_eq!(common::keys(&redis), vec![fence_key]);
+}
+
+fn hset(redis: &RedisServer, key: &str, field: &str, value: &str) {
+    redis
+        .cmd(&["HSET", key, field, value])
+        .unwrap_or_else(|e| panic!("HSET {key}: {e}"));
+}
+
+/// A semaphore's waiting requests, by arrival (one whose arrival is not known first), each with
+/// the time it waited; a permit whose lease ran out is shown neither as a holder nor as a
+/// waiter.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_semaphores_waiters_are_shown_by_arrival_and_a_lapsed_permit_not_at_all() {
+    let redis = server();
+    let a = client(&redis.url());
+    let name = "i-sem";
+    let held = a
+        .semaphore(name, 2)
+        .ttl(Duration::from_secs(30))
+        .acquire()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let key = common::lock_key(name);
+    let now = server_ms(&redis);
+    hset(
+        &redis,
+        &key,
+        &format!("p:{}", token('d')),
+        &format!("{}:7", now - 1_000),
+    );
+    hset(
+        &redis,
+        &key,
+        &format!("w:{}", token('e')),
+        &format!("{}:1:{}", now + 20_000, now - 4_000),
+    );
+    hset(
+        &redis,
+        &key,
+        &format!("w:{}", token('f')),
+        &format!("{}:1:0", now + 20_000),
+    );
+    let info = a.inspect(name).await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(info.shared.len(), 1, "holders: {:?}", info.shared);
+    assert_ne!(info.shared[0].token_prefix, "dddddddd", "{info:?}");
+    let seen = waiters(&info);
+    assert_eq!(seen.len(), 2, "{seen:?}");
+    assert_eq!(seen[0], (Some(1), None, "ffffffff".to_owned()));
+    assert_eq!((seen[1].0, seen[1].2.as_str()), (Some(2), "eeeeeeee"));
+    let waited = seen[1]
+        .1
+        .unwrap_or_else(|| panic!("no time waited: {seen:?}"));
+    // 4 s when it was written, and at most a few seconds later on a slow machine.
+    assert!((40..=70).contains(&waited), "{seen:?}");
+    assert!(held.release().await.unwrap_or_else(|e| panic!("{e}")));
+}
+
+/// A reentrant lock's holder is its owner (the start of the owner's token, as stored).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reentrant_locks_holder_is_its_owner() {
+    let redis = server();
+    let a = client(&redis.url());
+    let name = "i-owner";
+    let handle = a.reentrant_lock(name);
+    let held = handle
+        .request()
+        .ttl(Duration::from_secs(30))
+        .acquire()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let owner: Option<String> = redis::from_redis_value(
+        redis
+            .cmd(&["HGET", &common::lock_key(name), "owner"])
+            .unwrap_or_else(|e| panic!("{e}")),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let owner = owner.unwrap_or_else(|| panic!("no owner recorded"));
+    let info = a.inspect(name).await.unwrap_or_else(|e| panic!("{e}"));
+    let holder = info
+        .holder
+        .unwrap_or_else(|| panic!("no holder shown: {:?}", info.shared));
+    assert_eq!(holder.token_prefix, owner[..8]);
+    assert!(held.release().await.unwrap_or_else(|e| panic!("{e}")));
 }
