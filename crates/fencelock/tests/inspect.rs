@@ -1,14 +1,14 @@
 //! The operator's view of what waits and holds: `inspect` of a plain lock's line and of a fair
 //! lock's queue (held or free), in their order, without the places that lapsed or have no
-//! liveness; of a semaphore's waiters by arrival, without a lapsed permit; of a reentrant lock's
-//! owner; and of a fence key that holds something else.
+//! liveness; of a semaphore's and a read-write lock's waiters by arrival, without a lapsed
+//! permit; of a reentrant lock's owner; and of a fence key that holds something else.
 
 use crate::common;
 
 use std::time::Duration;
 
 use fencelock::Error;
-use fencelock::admin::LockInfo;
+use fencelock::admin::{LockInfo, Side};
 use fencelock_testkit::RedisServer;
 
 use common::{client, server, server_ms};
@@ -252,4 +252,67 @@ async fn a_reentrant_locks_holder_is_its_owner() {
         .unwrap_or_else(|| panic!("no holder shown: {:?}", info.shared));
     assert_eq!(holder.token_prefix, owner[..8]);
     assert!(held.release().await.unwrap_or_else(|e| panic!("{e}")));
+}
+
+/// A read-write lock's waiters, in arrival order, each with what it waits for and how long it
+/// has waited.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_write_locks_waiters_are_shown_by_arrival_with_their_side() {
+    let redis = server();
+    let [a, b, c] = [(); 3].map(|_| client(&redis.url()));
+    let name = "i-rw";
+    let writer = a
+        .read_write_lock(name)
+        .write()
+        .ttl(Duration::from_secs(30))
+        .acquire()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let key = common::lock_key(name);
+    let waiting = |count: usize| {
+        let (redis, key) = (&redis, &key);
+        common::wait_for_count(
+            "waiting entries",
+            count,
+            Duration::from_secs(10),
+            move || {
+                common::fields_starting(redis, key, "i:").len()
+                    + common::fields_starting(redis, key, "q:").len()
+            },
+        )
+    };
+    let wait = |client: fencelock::Client, write: bool| {
+        let lock = client.read_write_lock(name);
+        let request = if write { lock.write() } else { lock.read() };
+        let request = request
+            .ttl(Duration::from_secs(30))
+            .queue_timeout(Duration::from_secs(30))
+            .wait_up_to(Duration::from_secs(30));
+        tokio::spawn(async move { request.acquire().await })
+    };
+    let next_writer = wait(b, true);
+    waiting(1).await;
+    // Arrivals are server milliseconds: the reader comes in a later one.
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let reader = wait(c, false);
+    waiting(2).await;
+    let info = a.inspect(name).await.unwrap_or_else(|e| panic!("{e}"));
+    let seen: Vec<(Option<u32>, Option<Side>, bool)> = info
+        .waiters
+        .iter()
+        .map(|w| (w.place, w.side, w.waited.is_some()))
+        .collect();
+    assert_eq!(
+        seen,
+        vec![
+            (Some(1), Some(Side::Writer), true),
+            (Some(2), Some(Side::Reader), true)
+        ],
+        "{:?}",
+        info.waiters
+    );
+    next_writer.abort();
+    reader.abort();
+    waiting(0).await;
+    assert!(writer.release().await.unwrap_or_else(|e| panic!("{e}")));
 }
