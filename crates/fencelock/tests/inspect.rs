@@ -216,6 +216,11 @@ async fn a_semaphores_waiters_are_shown_by_arrival_and_a_lapsed_permit_not_at_al
     assert_ne!(info.shared[0].token_prefix, "dddddddd", "{info:?}");
     let seen = waiters(&info);
     assert_eq!(seen.len(), 2, "{seen:?}");
+    assert!(
+        info.waiters.iter().all(|w| w.side.is_none()),
+        "a semaphore's waiter shown with a side: {:?}",
+        info.waiters
+    );
     assert_eq!(seen[0], (Some(1), None, "ffffffff".to_owned()));
     assert_eq!((seen[1].0, seen[1].2.as_str()), (Some(2), "eeeeeeee"));
     let waited = seen[1]
