@@ -636,3 +636,38 @@ async fn a_large_request_is_not_starved_by_a_stream_of_small_ones() {
         grants.len()
     );
 }
+
+/// A hold of several permits extended by hand re-arms every one of its permits' leases.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_extension_by_hand_re_arms_every_permit_of_the_hold() {
+    let redis = server();
+    let a = client(&redis.url());
+    let held = a
+        .semaphore("stretch", 3)
+        .take(2)
+        .ttl(Duration::from_secs(5))
+        .auto_renew(false)
+        .acquire()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    held.extend(Duration::from_secs(60))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let now = common::server_ms(&redis);
+    let fields = hash_fields(&redis, &common::lock_key("stretch"));
+    let permits: Vec<(&String, &String)> =
+        fields.iter().filter(|(f, _)| f.starts_with("p:")).collect();
+    assert_eq!(permits.len(), 2, "{fields:?}");
+    for (field, value) in permits {
+        let expiry: u64 = value
+            .split(':')
+            .next()
+            .and_then(|e| e.parse().ok())
+            .unwrap_or_else(|| panic!("{field}: {value}"));
+        assert!(
+            expiry > now + 50_000,
+            "{field} was not re-armed: {value}, now {now}"
+        );
+    }
+    assert!(held.release().await.unwrap_or_else(|e| panic!("{e}")));
+}
