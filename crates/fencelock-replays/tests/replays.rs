@@ -1,7 +1,7 @@
 //! The models against the real scripts, one module a replay, in one test binary (one build and
 //! one link instead of one per replay): random walks of each model replayed on a real
 //! `redis-server` through the library, compared with the model after every step.
-//! `cargo test -p fencelock-model --test replays conformance_fair::` runs one replay.
+//! `cargo test -p fencelock-replays conformance_fair::` runs one replay.
 
 mod common;
 
