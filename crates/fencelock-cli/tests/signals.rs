@@ -118,8 +118,7 @@ impl Files {
     }
 
     fn wait_pid(&self) -> Pid {
-        wait_for_file(&self.pid, LIMIT);
-        self.pid().expect("a pid in the file")
+        wait_for_pid(&self.pid)
     }
 
     fn got(&self) -> Vec<i32> {
@@ -553,6 +552,22 @@ fn a_ctrl_c_right_after_the_start_ends_the_run_and_never_the_launcher() {
     }
 }
 
+/// The process number a shell writes to `path` (`echo $$ > path`), once the file holds one
+/// whole: it exists, empty, for a moment before.
+fn wait_for_pid(path: &Path) -> Pid {
+    let read = || {
+        std::fs::read_to_string(path)
+            .ok()
+            .and_then(|text| text.trim().parse().ok())
+    };
+    wait_until(
+        LIMIT,
+        &format!("a process number in {}", path.display()),
+        || read().is_some(),
+    );
+    Pid::from_raw(read().unwrap_or_else(|| panic!("{} lost its process number", path.display())))
+}
+
 /// While what the command left is being stopped, its launcher (the process group's leader) is a
 /// zombie, not collected: its number, the group's, cannot be given to a new process group that
 /// the ladder's signals would then reach.
@@ -580,14 +595,7 @@ fn the_launcher_stays_uncollected_while_its_group_may_be_signalled() {
         "-c",
         &script,
     ]));
-    wait_for_file(Path::new(&survivor), LIMIT);
-    let survivor: Pid = Pid::from_raw(
-        std::fs::read_to_string(&survivor)
-            .unwrap()
-            .trim()
-            .parse()
-            .unwrap(),
-    );
+    let survivor = wait_for_pid(Path::new(&survivor));
     let launcher = children_of(running.pid());
     assert_eq!(launcher.len(), 1, "{launcher:?}");
     let launcher = launcher[0];
