@@ -1,8 +1,9 @@
 //! Throwaway servers for integration tests (made for `fencelock`, useful to any Redis user):
 //! real `redis-server` processes on free ports, Redis Cluster and Sentinel sets, PostgreSQL,
 //! fault injection (pause, kill, restart, `CLIENT PAUSE`, `DEBUG SLEEP`), a
-//! user-space TCP fault proxy, and re-running the current test binary as a
-//! child process.
+//! user-space TCP fault proxy, a server whose clock the test sets
+//! ([`ClockedServer`]), and re-running the current test binary as a child
+//! process.
 //!
 //! # Rules this crate follows
 //!
@@ -41,6 +42,7 @@
 #![warn(missing_docs)]
 
 mod child;
+mod clocked;
 mod cluster;
 mod postgres;
 mod proc;
@@ -51,6 +53,7 @@ mod tls;
 mod wrapper;
 
 pub use child::{CHILD_ENV, ChildGuard, is_test_child, require_test_child, spawn_test_child};
+pub use clocked::{CLOCKED_SERVER_ENV, ClockedServer, LIBFAKETIME_ENV};
 pub use cluster::RedisCluster;
 pub use postgres::{PG_BIN_ENV, PostgresServer};
 pub use proc::pid_alive;

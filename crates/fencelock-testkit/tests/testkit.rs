@@ -7,8 +7,8 @@ use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 use fencelock_testkit::{
-    CHILD_ENV, FaultProxy, RedisCluster, RedisServer, free_port, pid_alive, redis_server_in_path,
-    require_test_child, spawn_test_child,
+    CHILD_ENV, ClockedServer, FaultProxy, RedisCluster, RedisServer, free_port, pid_alive,
+    redis_server_in_path, require_test_child, spawn_test_child,
 };
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -612,5 +612,33 @@ fn a_cluster_forms_serves_every_slot_and_fails_over_to_a_replica() -> TestResult
         replica.cmd(&["GET", key])?,
         redis::Value::BulkString(b"v".to_vec())
     );
+    Ok(())
+}
+
+/// A clocked server's time is the one set, to the millisecond, standing still in between: a
+/// key lasts exactly its lease of that clock (`PTTL` 0 in its last millisecond), and the
+/// clock goes back as readily.
+#[test]
+fn a_clocked_server_keeps_the_time_it_is_set_to() -> TestResult {
+    let start = 1_767_225_600_250;
+    let mut server = ClockedServer::start(start)?;
+    assert_eq!(server.server_ms()?, start);
+    std::thread::sleep(Duration::from_millis(20));
+    assert_eq!(server.server_ms()?, start, "the clock moved on its own");
+    server.cmd(&["SET", "k", "v", "PX", "5"])?;
+    server.advance(Duration::from_millis(5))?;
+    assert_eq!(server.now_ms(), start + 5);
+    assert_eq!(server.server_ms()?, start + 5);
+    assert_eq!(
+        redis::from_redis_value::<i64>(server.cmd(&["PTTL", "k"])?)?,
+        0
+    );
+    server.advance(Duration::from_millis(1))?;
+    assert_eq!(
+        redis::from_redis_value::<i64>(server.cmd(&["PTTL", "k"])?)?,
+        -2
+    );
+    server.set(start - 60_000)?;
+    assert_eq!(server.server_ms()?, start - 60_000);
     Ok(())
 }

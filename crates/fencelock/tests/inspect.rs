@@ -14,7 +14,7 @@ use fencelock_testkit::RedisServer;
 use common::{client, server, server_ms};
 
 /// A waiter's token: `c` 32 times.
-fn token(c: char) -> String {
+pub(crate) fn token(c: char) -> String {
     std::iter::repeat_n(c, 32).collect()
 }
 
@@ -33,7 +33,7 @@ fn waiters(info: &LockInfo) -> Vec<(Option<u32>, Option<u128>, String)> {
         .collect()
 }
 
-fn zadd(redis: &RedisServer, key: &str, score: u64, member: &str) {
+pub(crate) fn zadd(redis: &RedisServer, key: &str, score: u64, member: &str) {
     redis
         .cmd(&["ZADD", key, &score.to_string(), member])
         .unwrap_or_else(|e| panic!("ZADD {key}: {e}"));
@@ -171,7 +171,7 @@ async fn a_fence_key_of_another_type_is_named() {
     assert_eq!(common::keys(&redis), vec![fence_key]);
 }
 
-fn hset(redis: &RedisServer, key: &str, field: &str, value: &str) {
+pub(crate) fn hset(redis: &RedisServer, key: &str, field: &str, value: &str) {
     redis
         .cmd(&["HSET", key, field, value])
         .unwrap_or_else(|e| panic!("HSET {key}: {e}"));

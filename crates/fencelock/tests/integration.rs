@@ -9,6 +9,7 @@ mod common;
 mod acl;
 mod blocking;
 mod client;
+mod clocked;
 mod cluster;
 mod cluster_failover;
 mod cluster_subscriptions;

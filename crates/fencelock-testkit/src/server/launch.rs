@@ -27,8 +27,10 @@ impl RedisServer {
     pub(super) fn spawn_and_wait(&mut self) -> Result<(), StartError> {
         let log = self.dir.path().join(LOG_FILE);
         let log_offset = std::fs::metadata(&log).map(|m| m.len()).unwrap_or(0);
+        let mut sh = Command::new("/bin/sh");
+        sh.envs(self.env.iter().map(|(k, v)| (k, v)));
         let (wrapper, pid) = Wrapper::spawn(
-            Command::new("/bin/sh"),
+            sh,
             "fencelock-redis-wrapper",
             &self.dir.path().join(OUT_FILE),
             &self.bin,

@@ -11,6 +11,7 @@ mod faults;
 mod launch;
 mod locate;
 
+use std::ffi::OsString;
 use std::io;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
@@ -55,6 +56,8 @@ pub struct RedisServer {
     extra_args: Vec<String>,
     /// A Sentinel's configuration file (in `dir`), given first on the command line.
     sentinel_config: Option<PathBuf>,
+    /// Variables added to the server's environment (a clocked server's libfaketime).
+    env: Vec<(OsString, OsString)>,
     dir: tempfile::TempDir,
 }
 
@@ -103,6 +106,16 @@ impl RedisServer {
     }
 
     fn start_inner(bin: PathBuf, args: &[&str], sentinel: Option<&str>) -> io::Result<RedisServer> {
+        Self::start_with_env(bin, args, sentinel, Vec::new())
+    }
+
+    /// Starts `bin` with `env` added to its environment.
+    pub(crate) fn start_with_env(
+        bin: PathBuf,
+        args: &[&str],
+        sentinel: Option<&str>,
+        env: Vec<(OsString, OsString)>,
+    ) -> io::Result<RedisServer> {
         let dir = tempfile::Builder::new()
             .prefix("fencelock-redis-")
             .tempdir()?;
@@ -121,6 +134,7 @@ impl RedisServer {
             bin,
             extra_args: args.iter().map(|a| (*a).to_string()).collect(),
             sentinel_config,
+            env,
             dir,
         };
         let mut last_err = None;

@@ -1,0 +1,368 @@
+//! The scripts on a server whose clock stands still where the test puts it
+//! ([`ClockedServer`]): what a real clock makes a race is a plain case here. Fences keep
+//! growing while the server's clock does not move (the counter equal to the clock's
+//! microsecond), and a lease that ends in the very millisecond a script reads the clock is
+//! over: another request gets its permit, an extension or a renewal finds it gone, a release
+//! finds it lost.
+
+use crate::common;
+
+use std::time::Duration;
+
+use fencelock::{Client, Error, LockGuard, LostReason};
+use fencelock_testkit::ClockedServer;
+
+use crate::inspect::{hset, token, zadd};
+
+/// 2026-01-01 00:00:00 UTC, in milliseconds.
+const START_MS: u64 = 1_767_225_600_000;
+/// A lease long enough that the client's own deadline never comes into a test.
+const LEASE: Duration = Duration::from_secs(60);
+
+/// A server whose clock stands at [`START_MS`] (the `valkey-server` that
+/// `FENCELOCK_CLOCKED_SERVER` names: `scripts/test` sets it).
+fn clocked() -> ClockedServer {
+    ClockedServer::start(START_MS)
+        .unwrap_or_else(|e| panic!("cannot start a server with a clock of its own: {e}"))
+}
+
+fn client(server: &ClockedServer) -> Client {
+    common::client(&server.url())
+}
+
+fn held(result: fencelock::Result<LockGuard>, what: &str) -> LockGuard {
+    result.unwrap_or_else(|e| panic!("{what}: {e}"))
+}
+
+/// Fences handed out one after another while the server's clock stands still: the counter
+/// meets the clock's microsecond, and each fence must still be past the one before.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fences_keep_growing_while_the_servers_clock_stands_still() {
+    let server = clocked();
+    let client = client(&server);
+    let clock_micros = START_MS * 1000;
+    // The plain lock (its own fence rule), the semaphore (the shared one), the fair lock (the
+    // shared one on a grant, its release's own on a pass).
+    for (kind, request) in [
+        ("plain", client.lock("still-plain")),
+        ("semaphore", client.semaphore("still-semaphore", 1)),
+        ("fair", client.fair_lock("still-fair")),
+    ] {
+        let mut last = 0;
+        for round in 0..3 {
+            let guard = held(
+                request.clone().ttl(LEASE).no_wait().acquire().await,
+                &format!("{kind} round {round}"),
+            );
+            let fence = guard.fence();
+            assert!(
+                fence > last && fence >= clock_micros,
+                "{kind}: round {round}'s fence {fence} is not past {last} (the clock stands at \
+                 {clock_micros} µs)"
+            );
+            last = fence;
+            assert!(held_release(guard).await, "{kind} round {round}");
+        }
+    }
+    // The fair lock's pass: a waiter at the head gets the lock from the release, with a fence
+    // past the holder's, in the same microsecond.
+    let holder = held(
+        client.fair_lock("still-pass").ttl(LEASE).acquire().await,
+        "the fair lock's holder",
+    );
+    let waiter = {
+        let request = client
+            .fair_lock("still-pass")
+            .ttl(LEASE)
+            .queue_timeout(LEASE)
+            .wait_up_to(LEASE);
+        tokio::spawn(async move { request.acquire().await })
+    };
+    let queue = common::lock_subkey("still-pass", "queue");
+    common::wait_for_count("waiters in the queue", 1, Duration::from_secs(10), || {
+        common::members(&server, &queue).len()
+    })
+    .await;
+    let holders_fence = holder.fence();
+    assert!(held_release(holder).await, "the fair lock's holder");
+    let passed = match tokio::time::timeout(Duration::from_secs(10), waiter).await {
+        Ok(Ok(result)) => held(result, "the waiter passed the lock"),
+        Ok(Err(e)) => panic!("the waiter's task: {e}"),
+        Err(_) => panic!("the waiter was not passed the lock within 10 s"),
+    };
+    assert!(
+        passed.fence() > holders_fence,
+        "the pass's fence {} is not past the holder's {holders_fence}",
+        passed.fence()
+    );
+    assert!(held_release(passed).await, "the waiter passed the lock");
+    // The election: a term is a fence.
+    let mut last = 0;
+    for round in 0..3 {
+        let leadership = client
+            .election("still-election")
+            .campaign(format!("node-{round}"))
+            .ttl(LEASE)
+            .no_wait()
+            .await
+            .unwrap_or_else(|e| panic!("campaign {round}: {e}"));
+        let term = leadership.term();
+        assert!(
+            term > last,
+            "campaign {round}'s term {term} is not past {last} (the clock stands still)"
+        );
+        last = term;
+        assert!(
+            leadership
+                .resign()
+                .await
+                .unwrap_or_else(|e| panic!("resign {round}: {e}")),
+            "campaign {round}: the resignation found the term gone"
+        );
+    }
+}
+
+async fn held_release(guard: LockGuard) -> bool {
+    let name = guard.name().to_owned();
+    guard
+        .release()
+        .await
+        .unwrap_or_else(|e| panic!("release of {name}: {e}"))
+}
+
+/// A permit, a read-write lock's hold or a fair lock's lease whose end is the very
+/// millisecond the server's clock stands at is over: the next request gets in (a millisecond
+/// earlier it is refused), an extension by hand finds it gone, a release finds it lost.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hold_that_ends_this_very_millisecond_is_over() {
+    let mut server = clocked();
+    let client = client(&server);
+    let semaphore = |name: &str| client.semaphore(name, 1).ttl(LEASE).auto_renew(false);
+    let writer = |name: &str| {
+        client
+            .read_write_lock(name)
+            .write()
+            .ttl(LEASE)
+            .auto_renew(false)
+    };
+    let fair = |name: &str| client.fair_lock(name).ttl(LEASE).auto_renew(false);
+
+    // Released at its end: lost (a semaphore's permit, a writer's hold).
+    let permit = held(
+        semaphore("end-release").no_wait().acquire().await,
+        "a permit",
+    );
+    let write = held(
+        writer("end-release-rw").no_wait().acquire().await,
+        "a write",
+    );
+    advance(&mut server, LEASE);
+    assert!(
+        !held_release(permit).await,
+        "a permit released at its very end was still held"
+    );
+    assert!(
+        !held_release(write).await,
+        "a write released at its very end was still held"
+    );
+
+    // Extended by hand at its end: gone (a hold of one permit, re-armed as any entry of a hash;
+    // a hold of two, re-armed by the semaphore's own script).
+    let one = held(
+        semaphore("end-extend").no_wait().acquire().await,
+        "a permit",
+    );
+    let two = held(
+        client
+            .semaphore("end-extend-2", 3)
+            .take(2)
+            .ttl(LEASE)
+            .auto_renew(false)
+            .no_wait()
+            .acquire()
+            .await,
+        "two permits",
+    );
+    advance(&mut server, LEASE);
+    for (what, guard) in [("a permit", &one), ("two permits", &two)] {
+        let extended = guard.extend(LEASE).await;
+        assert!(
+            matches!(
+                extended,
+                Err(Error::NotHeld {
+                    reason: LostReason::NotOwner,
+                    ..
+                })
+            ),
+            "{what} extended at the very end: {extended:?}"
+        );
+    }
+
+    // The next request: refused a millisecond before the end, let in at it.
+    let permit = held(semaphore("end-next").no_wait().acquire().await, "a permit");
+    let write = held(writer("end-next-rw").no_wait().acquire().await, "a write");
+    let lease = held(
+        fair("end-next-fair").no_wait().acquire().await,
+        "a fair lock",
+    );
+    advance(&mut server, LEASE - Duration::from_millis(1));
+    assert!(
+        tried(semaphore("end-next")).await.is_none(),
+        "a permit was let in a millisecond before the holder's end"
+    );
+    assert!(
+        tried(writer("end-next-rw")).await.is_none(),
+        "a write was let in a millisecond before the holder's end"
+    );
+    advance(&mut server, Duration::from_millis(1));
+    assert!(
+        tried(semaphore("end-next")).await.is_some(),
+        "a permit that ends this very millisecond kept the next request out"
+    );
+    assert!(
+        tried(writer("end-next-rw")).await.is_some(),
+        "a write that ends this very millisecond kept the next writer out"
+    );
+    // The fair lock's key is still there (`PTTL` 0, not yet expired): a lease like any other,
+    // the request is refused, not told of a key without expiry.
+    let fair_try = fair("end-next-fair").no_wait().try_acquire().await;
+    assert!(
+        matches!(fair_try, Ok(None)),
+        "a try on a fair lock whose lease ends this very millisecond: {fair_try:?}"
+    );
+    for guard in [permit, write, lease] {
+        drop(guard);
+    }
+}
+
+/// A renewal by the watchdog in the very millisecond the lease ends finds it gone: the guard
+/// is told, by the server (not by its own deadline, a lease away).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_renewal_in_the_very_millisecond_of_the_end_finds_the_permit_gone() {
+    let mut server = clocked();
+    let client = client(&server);
+    let lease = Duration::from_secs(9);
+    let permit = held(
+        client
+            .semaphore("end-renewal", 1)
+            .ttl(lease)
+            .acquire()
+            .await,
+        "a permit",
+    );
+    // Every renewal from now on reads the clock at the lease's end.
+    advance(&mut server, lease);
+    let lost = tokio::time::timeout(Duration::from_millis(7_500), permit.lost()).await;
+    assert!(
+        matches!(lost, Ok(LostReason::NotOwner)),
+        "a permit renewed at its very end: {lost:?} (the renewal re-armed it, or the guard's \
+         own deadline told first)"
+    );
+}
+
+fn advance(server: &mut ClockedServer, by: Duration) {
+    server
+        .advance(by)
+        .unwrap_or_else(|e| panic!("cannot move the server's clock: {e}"));
+}
+
+async fn tried(request: fencelock::LockRequest) -> Option<LockGuard> {
+    request
+        .no_wait()
+        .try_acquire()
+        .await
+        .unwrap_or_else(|e| panic!("a try: {e}"))
+}
+
+/// The operator's view at the very millisecond of a lapse or an arrival: a permit that ends
+/// now, and a fair lock's place whose liveness lapses now, are not shown; one with a
+/// millisecond left is; a waiter that arrived now has waited no time (not an unknown time).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn inspect_at_the_very_millisecond_of_a_lapse_or_an_arrival() {
+    let server = clocked();
+    let client = client(&server);
+    let now = server.now_ms();
+
+    let name = "view-sem";
+    let holder = held(
+        client
+            .semaphore(name, 3)
+            .ttl(LEASE)
+            .auto_renew(false)
+            .acquire()
+            .await,
+        "a permit",
+    );
+    let key = common::lock_key(name);
+    hset(
+        &server,
+        &key,
+        &format!("p:{}", token('a')),
+        &format!("{now}:7"),
+    );
+    hset(
+        &server,
+        &key,
+        &format!("p:{}", token('b')),
+        &format!("{}:8", now + 1),
+    );
+    hset(
+        &server,
+        &key,
+        &format!("w:{}", token('c')),
+        &format!("{}:1:{now}", now + 20_000),
+    );
+    let info = client.inspect(name).await.unwrap_or_else(|e| panic!("{e}"));
+    let holders: Vec<&str> = info
+        .shared
+        .iter()
+        .map(|h| h.token_prefix.as_str())
+        .collect();
+    assert!(
+        !holders.contains(&"aaaaaaaa") && holders.contains(&"bbbbbbbb"),
+        "a permit that ends now shown, or one with a millisecond left not: {holders:?}"
+    );
+    let waited: Vec<_> = info
+        .waiters
+        .iter()
+        .map(|w| (w.token_prefix.as_str(), w.waited))
+        .collect();
+    assert_eq!(
+        waited,
+        vec![("cccccccc", Some(Duration::ZERO))],
+        "a semaphore's waiter that arrived this very millisecond"
+    );
+    drop(holder);
+
+    let name = "view-fair";
+    let holder = held(
+        client
+            .fair_lock(name)
+            .ttl(LEASE)
+            .auto_renew(false)
+            .acquire()
+            .await,
+        "a fair lock",
+    );
+    let (queue, alive) = (
+        common::lock_subkey(name, "queue"),
+        common::lock_subkey(name, "alive"),
+    );
+    // Arrived now, live; arrived before, its liveness lapsing now.
+    zadd(&server, &queue, now, &token('d'));
+    zadd(&server, &alive, now + 20_000, &token('d'));
+    zadd(&server, &queue, now - 1_000, &token('e'));
+    zadd(&server, &alive, now, &token('e'));
+    let info = client.inspect(name).await.unwrap_or_else(|e| panic!("{e}"));
+    let waited: Vec<_> = info
+        .waiters
+        .iter()
+        .map(|w| (w.token_prefix.as_str(), w.waited))
+        .collect();
+    assert_eq!(
+        waited,
+        vec![("dddddddd", Some(Duration::ZERO))],
+        "a fair lock's queue with a place lapsing this very millisecond and a waiter arrived in it"
+    );
+    drop(holder);
+}
