@@ -107,3 +107,63 @@ async fn a_renewal_without_a_majority_names_the_failed_instances_and_the_other_o
         other => panic!("expected NoQuorum, got {other:?}"),
     }
 }
+
+/// The same count for every kind's renewal by hand: over three instances, one stopped, one
+/// with the lock's key replaced by something that is not this lock (another owner's string)
+/// counts as "held by another owner"; the key gone there does not.
+#[tokio::test]
+async fn every_kinds_renewal_counts_a_key_not_its_lock_apart_from_a_key_gone() {
+    let (mut servers, urls) = common::redlock_servers(3);
+    let client = common::redlock_client(&urls, Duration::from_millis(100));
+    let lease = Duration::from_secs(30);
+    // (A semaphore is never held over Redlock.)
+    let kinds = [("reentrant", "renew-reentrant"), ("write", "renew-write")];
+    let mut guards = Vec::new();
+    for (kind, name) in kinds {
+        let request = match kind {
+            "reentrant" => client.reentrant_lock(name).request(),
+            _ => client.read_write_lock(name).write(),
+        };
+        let guard = request
+            .ttl(lease)
+            .auto_renew(false)
+            .acquire()
+            .await
+            .unwrap_or_else(|e| panic!("{kind}: {e}"));
+        guards.push((kind, name, guard));
+    }
+    servers[0].kill().unwrap_or_else(|e| panic!("{e}"));
+    for (kind, name, guard) in &guards {
+        let key = common::lock_key(name);
+        servers[2]
+            .cmd(&["SET", &key, "another owner's"])
+            .unwrap_or_else(|e| panic!("{e}"));
+        match guard.extend(lease).await {
+            Err(Error::NoQuorum {
+                agreed, details, ..
+            }) => {
+                assert_eq!(agreed, 1, "{kind}: {details}");
+                assert!(
+                    details.contains("1 held by another owner"),
+                    "{kind}: {details}"
+                );
+            }
+            other => panic!("{kind}: expected NoQuorum, got {other:?}"),
+        }
+        servers[2]
+            .cmd(&["DEL", &key])
+            .unwrap_or_else(|e| panic!("{e}"));
+        match guard.extend(lease).await {
+            Err(Error::NoQuorum {
+                agreed, details, ..
+            }) => {
+                assert_eq!(agreed, 1, "{kind}: {details}");
+                assert!(
+                    !details.contains("held by another owner"),
+                    "{kind}: {details}"
+                );
+            }
+            other => panic!("{kind}: expected NoQuorum, got {other:?}"),
+        }
+    }
+}
