@@ -38,7 +38,7 @@ const CLOCK_FILE: &str = "clock";
 /// derefs to its [`RedisServer`]; dropping it kills the server.
 ///
 /// ```no_run
-/// # fn main() -> std::io::Result<()> {
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// use std::time::Duration;
 /// use fencelock_testkit::ClockedServer;
 ///
