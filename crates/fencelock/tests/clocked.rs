@@ -322,13 +322,8 @@ async fn inspect_at_the_very_millisecond_of_a_lapse_or_an_arrival() {
         !holders.contains(&"aaaaaaaa") && holders.contains(&"bbbbbbbb"),
         "a permit that ends now shown, or one with a millisecond left not: {holders:?}"
     );
-    let waited: Vec<_> = info
-        .waiters
-        .iter()
-        .map(|w| (w.token_prefix.as_str(), w.waited))
-        .collect();
     assert_eq!(
-        waited,
+        waited(&info),
         vec![("cccccccc", Some(Duration::ZERO))],
         "a semaphore's waiter that arrived this very millisecond"
     );
@@ -354,15 +349,18 @@ async fn inspect_at_the_very_millisecond_of_a_lapse_or_an_arrival() {
     zadd(&server, &queue, now - 1_000, &token('e'));
     zadd(&server, &alive, now, &token('e'));
     let info = client.inspect(name).await.unwrap_or_else(|e| panic!("{e}"));
-    let waited: Vec<_> = info
-        .waiters
-        .iter()
-        .map(|w| (w.token_prefix.as_str(), w.waited))
-        .collect();
     assert_eq!(
-        waited,
+        waited(&info),
         vec![("dddddddd", Some(Duration::ZERO))],
         "a fair lock's queue with a place lapsing this very millisecond and a waiter arrived in it"
     );
     drop(holder);
+}
+
+/// Each waiter `inspect` shows, as (the start of its token, the time it waited).
+fn waited(info: &fencelock::admin::LockInfo) -> Vec<(&str, Option<Duration>)> {
+    info.waiters
+        .iter()
+        .map(|w| (w.token_prefix.as_str(), w.waited))
+        .collect()
 }

@@ -138,32 +138,31 @@ async fn every_kinds_renewal_counts_a_key_not_its_lock_apart_from_a_key_gone() {
         servers[2]
             .cmd(&["SET", &key, "another owner's"])
             .unwrap_or_else(|e| panic!("{e}"));
-        match guard.extend(lease).await {
-            Err(Error::NoQuorum {
-                agreed, details, ..
-            }) => {
-                assert_eq!(agreed, 1, "{kind}: {details}");
-                assert!(
-                    details.contains("1 held by another owner"),
-                    "{kind}: {details}"
-                );
-            }
-            other => panic!("{kind}: expected NoQuorum, got {other:?}"),
-        }
+        let details = one_agreed(guard.extend(lease).await, kind);
+        assert!(
+            details.contains("1 held by another owner"),
+            "{kind}: {details}"
+        );
         servers[2]
             .cmd(&["DEL", &key])
             .unwrap_or_else(|e| panic!("{e}"));
-        match guard.extend(lease).await {
-            Err(Error::NoQuorum {
-                agreed, details, ..
-            }) => {
-                assert_eq!(agreed, 1, "{kind}: {details}");
-                assert!(
-                    !details.contains("held by another owner"),
-                    "{kind}: {details}"
-                );
-            }
-            other => panic!("{kind}: expected NoQuorum, got {other:?}"),
+        let details = one_agreed(guard.extend(lease).await, kind);
+        assert!(
+            !details.contains("held by another owner"),
+            "{kind}: {details}"
+        );
+    }
+}
+
+/// The details of a `NoQuorum` error that one instance agreed to.
+fn one_agreed(result: fencelock::Result<()>, kind: &str) -> String {
+    match result {
+        Err(Error::NoQuorum {
+            agreed, details, ..
+        }) => {
+            assert_eq!(agreed, 1, "{kind}: {details}");
+            details
         }
+        other => panic!("{kind}: expected NoQuorum, got {other:?}"),
     }
 }
