@@ -155,6 +155,29 @@ impl ClockedServer {
     }
 }
 
+impl Drop for ClockedServer {
+    /// Kills the server and removes what libfaketime made for it: its shared memory and
+    /// semaphore, named by its process number, which a killed process leaves behind (a later
+    /// process given the same number by the system could then not make its own: the `faketime`
+    /// command fails with "sem_open: File exists").
+    fn drop(&mut self) {
+        // The server and the `sh` wrapper it runs under both run with libfaketime.
+        let pids = [Some(self.server.pid()), self.server.wrapper_pid()];
+        if let Err(e) = self.server.kill() {
+            tracing::warn!(pid = self.server.pid(), error = %e, "failed to stop the clocked server");
+            return;
+        }
+        for pid in pids.into_iter().flatten() {
+            for name in [
+                format!("/dev/shm/faketime_shm_{pid}"),
+                format!("/dev/shm/sem.faketime_sem_{pid}"),
+            ] {
+                let _ = std::fs::remove_file(name);
+            }
+        }
+    }
+}
+
 impl Deref for ClockedServer {
     type Target = RedisServer;
 

@@ -35,6 +35,11 @@ pub(crate) struct Wrapper {
 }
 
 impl Wrapper {
+    /// The wrapper's own process number.
+    pub(crate) fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Runs `program args` under the wrapper, its stdout and stderr written to `out`, and
     /// returns the wrapper and the program's PID. `sh` is the `/bin/sh` command to use (set a
     /// user on it to run the server as that user). The wrapper gets a process group of its

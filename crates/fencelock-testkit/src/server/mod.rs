@@ -165,6 +165,11 @@ impl RedisServer {
         self.pid
     }
 
+    /// The process number of the `sh` wrapper the server runs under, while it runs.
+    pub(crate) fn wrapper_pid(&self) -> Option<u32> {
+        self.wrapper.as_ref().map(Wrapper::pid)
+    }
+
     /// `redis://127.0.0.1:PORT`.
     pub fn url(&self) -> String {
         format!("redis://127.0.0.1:{}", self.port)
