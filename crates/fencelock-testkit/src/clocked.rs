@@ -94,7 +94,7 @@ impl ClockedServer {
             ("TZ".into(), "UTC".into()),
         ];
         let server = RedisServer::start_with_env(bin, &[], None, env)?;
-        let mut clocked = ClockedServer {
+        let clocked = ClockedServer {
             server,
             clock: clock_dir,
             now_ms,
@@ -106,7 +106,6 @@ impl ClockedServer {
                 "the clocked server's clock reads {seen} ms, not the {now_ms} ms set"
             )));
         }
-        clocked.now_ms = seen;
         Ok(clocked)
     }
 
