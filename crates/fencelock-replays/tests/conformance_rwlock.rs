@@ -20,7 +20,8 @@ use crate::common;
 use std::collections::HashMap;
 use std::time::Duration;
 
-use common::{Keys, LEASE, Replay, Request, Seen, Start, Walk};
+use common::{Keys, LEASE, Replay, Request, Runs, Seen, Start, Walk};
+use fencelock::admin::Releases;
 use fencelock::{Client, Error, ReadWriteLock};
 use fencelock_model::rwlock::{Role, RwAction, RwModel, RwPhase, RwState};
 use redis::AsyncCommands;
@@ -47,6 +48,10 @@ struct Real {
     fences: HashMap<u32, u64>,
     start: Start,
     seen: Seen,
+    /// Each client's subscription to the lock's releases, kept for the walk: a request that
+    /// waits then tries as a waiter from its first try, once (no second try after it
+    /// subscribes, which on a loaded machine could run after a later step).
+    _releases: Vec<Releases>,
 }
 
 impl Real {
@@ -149,6 +154,7 @@ impl Real {
         let request = request
             .queue_timeout(LEASE)
             .wait_up_to(Duration::from_secs(120));
+        let before = self.keys.runs().await;
         self.requests[i] = Request::waiting(request.acquire());
         match after.clients[i] {
             RwPhase::Holding { .. } => self.granted(i, after, step).await,
@@ -161,7 +167,7 @@ impl Real {
                 })
                 .await;
                 self.tokens.insert(token, real);
-                tokio::time::sleep(Duration::from_millis(2)).await;
+                self.keys.until_scripts(before.scripts + 1, step).await;
                 self.seen.count("waits");
             }
             phase => panic!("{step}: acquire by {i}: the model {phase:?}"),
@@ -169,8 +175,16 @@ impl Real {
     }
 
     /// Every waiter tries once (woken by `all`): the model's tries in arrival order, and the
-    /// real grants awaited.
-    async fn retry_all(&mut self, state: RwState, walk: &mut Walk<'_, RwModel>) -> RwState {
+    /// real grants awaited. `before` is what the server had run before the step, which made
+    /// `own` script calls (a release's; the wake it published, if it found an entry, is the
+    /// only one sent), and every waiter's try is awaited, so that none runs late.
+    async fn retry_all(
+        &mut self,
+        state: RwState,
+        walk: &mut Walk<'_, RwModel>,
+        before: Runs,
+        own: u64,
+    ) -> RwState {
         let mut state = state;
         let mut waiters: Vec<(u8, u8)> = state
             .entries
@@ -188,8 +202,11 @@ impl Real {
             return state;
         }
         waiters.sort_unstable();
-        let channel = self.keys.key(":released");
-        let _: i64 = self.keys.redis.publish(channel, "all").await.unwrap();
+        if self.keys.runs().await.messages == before.messages {
+            let channel = self.keys.key(":released");
+            let _: i64 = self.keys.redis.publish(channel, "all").await.unwrap();
+        }
+        let tries = u64::try_from(waiters.len()).unwrap();
         for (_, w) in waiters {
             let next = walk.model.next_state(&state, RwAction::Acquire(w)).unwrap();
             walk.push(RwAction::Acquire(w));
@@ -201,6 +218,8 @@ impl Real {
             }
             state = next;
         }
+        let scripts = before.scripts + own + tries;
+        self.keys.until_scripts(scripts, &walk.step()).await;
         state
     }
 
@@ -318,15 +337,16 @@ impl Replay<RwModel> for Real {
         let retry = matches!(action, RwAction::Acquire(i)
             if matches!(state.clients[usize::from(i)], RwPhase::Waiting { .. }));
         let mut state = state;
+        let before = self.keys.runs().await;
         if retry {
-            state = self.retry_all(state, walk).await;
+            state = self.retry_all(state, walk, before, 0).await;
         } else {
             let next = walk.take(&state, action);
             let step = walk.step();
             let wake = self.step(&state, &next, action, &step).await;
             state = next;
             if wake {
-                state = self.retry_all(state, walk).await;
+                state = self.retry_all(state, walk, before, 1).await;
             }
         }
         self.compare(&state, &walk.step()).await;
@@ -352,6 +372,10 @@ async fn random_walks_of_the_read_write_lock_match_the_real_scripts() {
     let clients: Vec<Client> = common::clients(&server, model.writes.len());
     let start = async |walk| {
         let name = format!("rw{walk}");
+        let mut releases = Vec::new();
+        for client in &clients {
+            releases.push(client.releases(&name).await.unwrap());
+        }
         let mut real = Real {
             model: model.clone(),
             handles: clients.iter().map(|c| c.read_write_lock(&name)).collect(),
@@ -361,6 +385,7 @@ async fn random_walks_of_the_read_write_lock_match_the_real_scripts() {
             fences: HashMap::new(),
             start: Start::of(walk),
             seen: Seen::default(),
+            _releases: releases,
         };
         real.start.set(&mut real.keys).await;
         real

@@ -83,6 +83,57 @@ impl Keys {
     pub async fn expire(&mut self, suffix: &str) {
         let _: i64 = self.redis.pexpire_at(self.key(suffix), 1).await.unwrap();
     }
+
+    /// What the server has run so far, from `INFO commandstats`.
+    pub async fn runs(&mut self) -> Runs {
+        let info: String = redis::cmd("INFO")
+            .arg("commandstats")
+            .query_async(&mut self.redis)
+            .await
+            .unwrap();
+        let mut runs = Runs::default();
+        for line in info.lines() {
+            let Some((command, fields)) = line
+                .strip_prefix("cmdstat_")
+                .and_then(|l| l.split_once(':'))
+            else {
+                continue;
+            };
+            let field = |name: &str| -> u64 {
+                fields
+                    .split(',')
+                    .find_map(|f| f.strip_prefix(name)?.strip_prefix('='))
+                    .map_or(0, |n| n.parse().unwrap())
+            };
+            let answered = field("calls") - field("failed_calls");
+            match command {
+                "eval" | "evalsha" => runs.scripts += answered,
+                "publish" => runs.messages += answered,
+                _ => {}
+            }
+        }
+        runs
+    }
+
+    /// Waits until the server has answered `scripts` script calls in all: the tries that
+    /// waiters make on their own (after a release message) have run, so that none runs late,
+    /// after a later step has changed what it finds.
+    pub async fn until_scripts(&mut self, scripts: u64, what: &str) {
+        until(
+            format!("{what}: {scripts} script calls were not all made"),
+            async || (self.runs().await.scripts >= scripts).then_some(()),
+        )
+        .await;
+    }
+}
+
+/// Counts of what a server has run: the script calls answered without an error (`EVALSHA` and
+/// `EVAL`; the `NOSCRIPT` answer the library follows with an `EVAL` is not one), and the
+/// messages published (by scripts too).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Runs {
+    pub scripts: u64,
+    pub messages: u64,
 }
 
 /// Where a walk's fence counter starts: absent, far ahead of the server's clock in µs (as after
