@@ -345,7 +345,7 @@ impl LockRequest {
             release::release_on(&shared.instances, hold, None, Some(&granted), limit, false).await;
         }
         if !unknown.is_empty() {
-            self.abandon(hold, None, Some(unknown));
+            self.abandon(hold, None, Some(unknown.into_vec()));
         }
         gave
     }

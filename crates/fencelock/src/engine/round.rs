@@ -21,7 +21,7 @@ pub(crate) enum Round {
     Won {
         fence: u64,
         sent_at: Instant,
-        granted: Vec<usize>,
+        granted: Indexes,
     },
     /// Held by another owner (on enough instances to deny a majority). `remaining` is the
     /// shortest lease among the holders' instances; `split` is true when this round had
@@ -54,9 +54,13 @@ pub(crate) struct Place {
 /// and those whose answer is unknown (failed or not waited for; the request may still apply).
 #[derive(Default)]
 pub(crate) struct GiveBack {
-    pub(crate) granted: Vec<usize>,
-    pub(crate) unknown: Vec<usize>,
+    pub(crate) granted: Indexes,
+    pub(crate) unknown: Indexes,
 }
+
+/// Indexes of instances: inline up to five (Redlock's usual count), so that a round on one
+/// server allocates nothing for them.
+pub(crate) type Indexes = smallvec::SmallVec<[usize; 5]>;
 
 impl LockRequest {
     /// One acquisition round: the acquire script on every instance at once, decided as soon as
