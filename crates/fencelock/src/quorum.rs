@@ -124,7 +124,10 @@ impl Instances {
                 Endpoint::Cluster(seeds) => {
                     let conn = seeds.connect(command_timeout)?;
                     let pushes = seeds.subscriptions(command_timeout, notifier.router())?;
-                    (Server::cluster(conn, &seeds), Feed::Sharded(pushes))
+                    (
+                        Server::cluster(conn, seeds, command_timeout),
+                        Feed::Sharded(pushes),
+                    )
                 }
                 #[cfg(feature = "sentinel")]
                 Endpoint::Sentinel(set) => {

@@ -1,7 +1,8 @@
 //! Redis Cluster subscriptions through a failover, at scale: a few hundred waiters on a hundred
 //! locks' channels and a few election observers, on a cluster of its own (3 masters, one
 //! replica each). The master that serves most of them fails over gracefully, which unsubscribes
-//! every sharded channel of its slots unasked; right after, every lock is released and every
+//! every sharded channel of its slots unasked, after a pause of it in which every client's
+//! calls to it time out (every client must answer again within seconds); right after, every lock is released and every
 //! leader proclaims a new value. Each waiter must get its lock by a release message (within
 //! seconds, where the fallback, its next try of its own, is 20 s away), and each observer must
 //! hear the new value (where its fallback, a read at the end of the leader's lease, is a minute
@@ -319,6 +320,29 @@ async fn lead_and_observe(
 }
 
 /// Waits until every client answers a command again (at most 60 s); how long that took.
+/// Sends every client's reads of 20 locks on the paused old master; answers how many failed
+/// (timed out) once they all ended.
+fn hold_up(clients: &[&Client], locks: &[String]) -> impl Future<Output = usize> + use<> {
+    let mut reads = Vec::new();
+    for client in clients {
+        for name in locks.iter().take(20) {
+            let (client, name) = ((*client).clone(), name.clone());
+            reads.push(tokio::spawn(
+                async move { client.inspect(name).await.is_err() },
+            ));
+        }
+    }
+    async move {
+        let mut failed = 0;
+        for read in reads {
+            if read.await.unwrap_or_else(|e| panic!("a read: {e}")) {
+                failed += 1;
+            }
+        }
+        failed
+    }
+}
+
 /// Commands of the clients whose requests were on their way to the old master may time out for
 /// seconds (the `redis` crate's slot refresh): the test releases once every client answers, so
 /// that a late grant can only be a lost message.
@@ -421,15 +445,29 @@ async fn every_waiter_and_observer_hears_its_release_after_a_failover() {
     all_in_line(&cluster, &locks).await;
     let (mut leaderships, observers) = lead_and_observe(&holder, &observer, &elections).await;
 
-    // The master of most of them fails over: it unsubscribes their channels.
+    // The master of most of them fails over: it unsubscribes their channels. It is paused
+    // first, with calls of every client on their way to it, which time out: a failover on a
+    // loaded machine (where the old master is slow to hand over) did that, and left the
+    // `redis` crate's cluster connections of the clients with traffic of their own timing out
+    // for minutes against a healthy cluster.
     let replica = cluster
         .replica_of_master(0)
         .unwrap_or_else(|| panic!("no replica"));
+    let clients: Vec<&Client> = waiters.iter().chain([&observer, &holder]).collect();
+    let old = &cluster.masters()[0];
+    old.cmd(&["CLIENT", "PAUSE", "2500", "ALL"])
+        .unwrap_or_else(|e| panic!("CLIENT PAUSE: {e}"));
+    let held_up = hold_up(&clients, &locks);
+    tokio::time::sleep(Duration::from_millis(300)).await;
     let fault = Instant::now();
     tokio::task::block_in_place(|| cluster.failover(replica, false))
         .unwrap_or_else(|e| panic!("CLUSTER FAILOVER: {e}"));
     let failed_over = fault.elapsed();
-    let clients: Vec<&Client> = waiters.iter().chain([&observer, &holder]).collect();
+    let timed_out = held_up.await;
+    assert!(
+        timed_out > 0,
+        "no call timed out: the pause held nothing up"
+    );
     let answering = answering(&clients, &locks[0]).await;
 
     // Everything is released, and every leader proclaims a new value, at once.
@@ -460,8 +498,8 @@ async fn every_waiter_and_observer_hears_its_release_after_a_failover() {
     let worst_hop = hops.iter().map(|(_, hop)| *hop).max().unwrap_or_default();
     let (late, no_gap) = late_or_untold(&elections, &observers, proclaimed, fault);
     eprintln!(
-        "{} waiters, {} observers: failover {} ms, every client answering {} ms later ({} waits \
-         failed and waited again); every waiter granted {} ms after the releases, slowest grant \
+        "{} waiters, {} observers: failover of a paused master {} ms ({timed_out} reads timed \
+         out), every client answering {} ms later ({} waits failed and waited again); every waiter granted {} ms after the releases, slowest grant \
          {} ms after the release before it",
         hops.len(),
         observers.len(),

@@ -8,7 +8,8 @@ use redis::cluster::ClusterClientBuilder;
 use redis::cluster_async::ClusterConnection;
 
 use super::within;
-use std::time::Duration;
+use std::sync::{Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 /// A cluster's seed nodes, as the builder opened them, and the TLS certificates for every
 /// node (the seeds' and the ones found later).
@@ -106,6 +107,72 @@ impl ClusterSeeds {
     }
 }
 
+/// How many command timeouts a cluster connection may go on timing out, with no answer in
+/// between, before it is replaced by a new one.
+const STUCK_TIMEOUTS: u32 = 3;
+
+/// The replacement of a cluster's command connection that keeps timing out while the cluster
+/// may answer again. The `redis` crate's cluster connection can stay stuck after a failover in
+/// which its calls timed out (the old master paused while calls were on their way to it): every
+/// call then times out, for minutes, though every node answers (the old master as a replica,
+/// its replica as the slot's master). A new connection from the seeds finds the cluster as it is
+/// now; the stuck one goes when the calls on their way with it end.
+pub(crate) struct Rebuild {
+    seeds: ClusterSeeds,
+    command_timeout: Duration,
+    /// Since when every call has timed out (`None`: the last call was answered), and when the
+    /// connection was last replaced.
+    state: Mutex<(Option<Instant>, Option<Instant>)>,
+}
+
+impl Rebuild {
+    pub(crate) fn new(seeds: ClusterSeeds, command_timeout: Duration) -> Self {
+        Rebuild {
+            seeds,
+            command_timeout,
+            state: Mutex::new((None, None)),
+        }
+    }
+
+    /// Takes note of a call's outcome: a new connection when calls have timed out, and none
+    /// was answered, for [`STUCK_TIMEOUTS`] command timeouts (and as long since the last
+    /// replacement). Any answer (an error reply too, or a refused connection) is a connection
+    /// that works. Must run inside a Tokio runtime.
+    pub(crate) fn record<T>(&self, result: &redis::RedisResult<T>) -> Option<ClusterConnection> {
+        let timed_out = matches!(result, Err(e) if e.is_timeout());
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let (since, replaced) = &mut *state;
+        if !timed_out {
+            *since = None;
+            return None;
+        }
+        let now = Instant::now();
+        let stuck = self.command_timeout.saturating_mul(STUCK_TIMEOUTS);
+        let started = *since.get_or_insert(now);
+        let due = |at: Instant| now.saturating_duration_since(at) >= stuck;
+        if !due(started) || replaced.is_some_and(|at| !due(at)) {
+            return None;
+        }
+        match self.seeds.connect(self.command_timeout) {
+            Ok(conn) => {
+                *since = None;
+                *replaced = Some(now);
+                tracing::warn!(
+                    cluster = %self.seeds.describe(),
+                    "calls to the cluster timed out for {:?} with no answer: its connection is \
+                     replaced by a new one",
+                    now.saturating_duration_since(started),
+                );
+                Some(conn)
+            }
+            Err(err) => {
+                tracing::warn!(cluster = %self.seeds.describe(), %err, "a new cluster connection failed");
+                None
+            }
+        }
+    }
+}
+
 /// The push sender of a connection that wants none.
 struct NoPushes;
 
@@ -166,5 +233,44 @@ pub(crate) async fn sharded_subscription(
         within(limit, conn.ssubscribe(channel)).await
     } else {
         within(limit, conn.sunsubscribe(channel)).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use redis::IntoConnectionInfo;
+
+    fn timeout() -> redis::RedisResult<()> {
+        Err(super::super::timed_out("no reply".to_owned()))
+    }
+
+    #[tokio::test]
+    async fn a_connection_is_replaced_after_timeouts_with_no_answer_for_three_command_timeouts() {
+        let seeds = ClusterSeeds {
+            nodes: vec!["redis://127.0.0.1:1".into_connection_info().unwrap()],
+            certs: None,
+        };
+        let limit = Duration::from_millis(100);
+        let rebuild = Rebuild::new(seeds, limit);
+        assert!(rebuild.record(&timeout()).is_none(), "the first timeout");
+        tokio::time::sleep(limit).await;
+        assert!(rebuild.record(&timeout()).is_none(), "one timeout in");
+        assert!(rebuild.record(&Ok(())).is_none());
+        tokio::time::sleep(limit * 2).await;
+        assert!(
+            rebuild.record(&timeout()).is_none(),
+            "an answer starts the count again"
+        );
+        tokio::time::sleep(limit * 3).await;
+        assert!(rebuild.record(&timeout()).is_some(), "three timeouts in");
+        assert!(
+            rebuild.record(&timeout()).is_none(),
+            "the new connection gets its own three"
+        );
+        tokio::time::sleep(limit).await;
+        assert!(rebuild.record(&timeout()).is_none(), "one in");
+        tokio::time::sleep(limit * 2).await;
+        assert!(rebuild.record(&timeout()).is_some(), "and three");
     }
 }

@@ -99,6 +99,9 @@ pub(crate) struct Server {
     health: Arc<health::Health>,
     /// The lock commands it lacks (`commands.rs`).
     commands: Arc<commands::Commands>,
+    /// A cluster's command connection, replaced when it keeps timing out (`cluster.rs`).
+    #[cfg(feature = "cluster")]
+    rebuild: Option<Arc<cluster::Rebuild>>,
 }
 
 impl std::fmt::Debug for Server {
@@ -148,12 +151,19 @@ impl Server {
             coalesce: true,
             health: Arc::default(),
             commands: Arc::default(),
+            #[cfg(feature = "cluster")]
+            rebuild: None,
         })
     }
 
-    /// A Redis Cluster, over a connection from [`ClusterSeeds::connect`].
+    /// A Redis Cluster, over a connection from [`ClusterSeeds::connect`] (replaced by a new
+    /// one from `seeds` when its calls keep timing out).
     #[cfg(feature = "cluster")]
-    pub(crate) fn cluster(conn: ClusterConnection, seeds: &ClusterSeeds) -> Self {
+    pub(crate) fn cluster(
+        conn: ClusterConnection,
+        seeds: ClusterSeeds,
+        command_timeout: Duration,
+    ) -> Self {
         Server {
             link: Arc::new(Mutex::new(Some(Link::Cluster(conn)))),
             sharded: true,
@@ -165,6 +175,7 @@ impl Server {
             coalesce: true,
             health: Arc::default(),
             commands: Arc::default(),
+            rebuild: Some(Arc::new(cluster::Rebuild::new(seeds, command_timeout))),
         }
     }
 
@@ -181,6 +192,8 @@ impl Server {
             coalesce: true,
             health: Arc::default(),
             commands: Arc::default(),
+            #[cfg(feature = "cluster")]
+            rebuild: None,
         }
     }
 
@@ -318,8 +331,24 @@ impl Server {
             }
         })
         .await;
-        self.health.record(&result);
+        self.observe(&result);
         result
+    }
+
+    /// Takes note of a call's outcome: the server's health (`health.rs`), and on Redis Cluster
+    /// whether its connection keeps timing out and is replaced (`cluster.rs`).
+    fn observe<T>(&self, result: &redis::RedisResult<T>) {
+        self.health.record(result);
+        #[cfg(feature = "cluster")]
+        if let Some(rebuild) = &self.rebuild
+            && let Some(conn) = rebuild.record(result)
+        {
+            let mut link = self.link.lock().unwrap_or_else(PoisonError::into_inner);
+            // (A closed client stays closed.)
+            if link.is_some() {
+                *link = Some(Link::Cluster(conn));
+            }
+        }
     }
 
     /// Leave to send this server a call now (see `health.rs`): with `skip_suspect`, `None`
@@ -377,7 +406,7 @@ impl Server {
         limit: Duration,
     ) -> redis::RedisResult<T> {
         let result = within(limit, self.send(cmd)).await;
-        self.health.record(&result);
+        self.observe(&result);
         result
     }
 
@@ -448,6 +477,7 @@ impl Server {
                 coalesce: false,
                 health: Arc::default(),
                 commands: Arc::default(),
+                rebuild: None,
             })
             .collect())
     }
