@@ -268,6 +268,7 @@ impl ClientBuilder {
                 replica_ack: self.replica_ack,
                 watchdog,
                 next_id: AtomicU64::new(1),
+                tokens: Default::default(),
             }),
         })
     }

@@ -26,7 +26,6 @@ use crate::lease::{Lease, LeaseState};
 use crate::notify::{Addressed, Pass};
 use crate::quorum::Subscriptions;
 use crate::script::PASS_CLAIM;
-use crate::token::OwnerToken;
 
 impl LockRequest {
     /// Takes the lock if it is free now; `Ok(None)` if another owner holds it.
@@ -132,7 +131,7 @@ impl LockRequest {
             name: name.clone(),
             protocol: self.protocol.clone(),
             keys,
-            token: OwnerToken::for_lock(&self.name)?,
+            token: self.shared.tokens.for_lock(&self.name)?,
             linger: self.lock_delay,
             marked: Default::default(),
             releasing: Default::default(),

@@ -10,6 +10,7 @@ use crate::engine::watchdog::Watchdog;
 use crate::keys::LockKeys;
 use crate::lease::ClockDrift;
 use crate::quorum::Instances;
+use crate::token::Tokens;
 
 pub(crate) struct Shared {
     pub(crate) instances: Arc<Instances>,
@@ -19,6 +20,8 @@ pub(crate) struct Shared {
     pub(crate) replica_ack: Option<ReplicaAck>,
     pub(crate) watchdog: Watchdog,
     pub(crate) next_id: AtomicU64,
+    /// The owner tokens of its acquisitions.
+    pub(crate) tokens: Tokens,
 }
 
 impl Shared {
