@@ -16,14 +16,19 @@ pub(crate) fn timed_out(message: String) -> redis::RedisError {
 }
 
 /// Runs `fut`, failing with [`timed_out`] after `limit`.
-pub(crate) async fn within<T>(
+///
+/// Not an `async fn`: one would keep `fut` twice in its state (the argument, and the timeout
+/// that holds it), and every call's future, and every future that awaits one, that much larger
+/// (and copied whole each time it is moved).
+pub(crate) fn within<T>(
     limit: Duration,
     fut: impl Future<Output = redis::RedisResult<T>>,
-) -> redis::RedisResult<T> {
-    match tokio::time::timeout(limit, fut).await {
+) -> impl Future<Output = redis::RedisResult<T>> {
+    use futures_util::FutureExt;
+    tokio::time::timeout(limit, fut).map(move |result| match result {
         Ok(result) => result,
         Err(_) => Err(timed_out(format!("no reply within {limit:?}"))),
-    }
+    })
 }
 
 /// One server's recent answers.

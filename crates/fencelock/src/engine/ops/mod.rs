@@ -147,8 +147,12 @@ pub(crate) async fn release(
     let value = match label::delete(&hold) {
         None => release.await?,
         Some(cmd) => {
+            // Boxed: joined in place, the two calls would make every release's future (and
+            // every future that awaits one) as large as both.
             let delete = label::send(server.clone(), cmd, &hold.name, limit);
-            futures_util::future::join(release, delete).await.0?
+            Box::pin(futures_util::future::join(release, delete))
+                .await
+                .0?
         }
     };
     match i64::from_redis_value(value).map_err(RedisError::from)? {
