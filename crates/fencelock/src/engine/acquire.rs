@@ -65,9 +65,9 @@ impl LockRequest {
         let kind = self.protocol.label();
         let span = tracing::debug_span!("fencelock.acquire", lock = %self.name, kind = %kind, fence = tracing::field::Empty);
         let started = crate::observe::Started::now(kind, &self.name);
-        // On the heap: the request's state machine is a few kilobytes, and a future is moved
-        // (copied whole) each time it is wrapped or awaited; boxed, only a pointer moves.
-        let inner = Box::pin(self.acquire_inner());
+        // Not boxed: the allocation and the copy into it cost more than the moves of the
+        // state machine in place (callgrind: 3.6 % of the client's instructions per W2 cycle).
+        let inner = self.acquire_inner();
         // A disabled span (no subscriber, or its level filtered out) is not worth entering and
         // leaving at every poll.
         let result = if span.is_disabled() {
