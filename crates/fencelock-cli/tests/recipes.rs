@@ -439,7 +439,11 @@ fn status_shows_the_run_once_records_under_a_name() {
         let clear = format!("to run it again: redis-cli DEL '{}'\n", record(key));
         assert!(text.stdout.contains(&clear), "{clear}\n{}", text.explain());
     }
-    assert!(!text.stdout.contains("migrations/0044"), "{}", text.explain());
+    assert!(
+        !text.stdout.contains("migrations/0044"),
+        "{}",
+        text.explain()
+    );
     assert!(text.stderr.is_empty(), "{}", text.explain());
 
     let json = run(&["status", "--url", &url, "--json", "migrate"]);
