@@ -567,19 +567,22 @@ async fn a_weighted_hold_takes_k_permits_with_one_lease_and_one_fence() {
 
 /// A stream of small requests, each let in as soon as a permit is free, would keep a request
 /// for all the permits waiting; first come, first served lets it in once the small requests
-/// that were waiting before it have had their turn: none that came after overtakes it.
+/// that were waiting before it have had their turn: none that came after overtakes it. Grants
+/// are told apart by their fences (in grant order on the server), counted from the fence
+/// counter as it was once the large request's place was in line, so that a loaded machine's
+/// delays between a grant and its caller's clock do not count.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_large_request_is_not_starved_by_a_stream_of_small_ones() {
     let redis = server();
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let granted_at = Arc::new(Mutex::new(Vec::<Instant>::new()));
+    let fences = Arc::new(Mutex::new(Vec::<u64>::new()));
     let mut small = Vec::new();
     // Three times as many small requests as permits: some always wait, ready to take a permit
     // given back.
     const SMALL: usize = 12;
     for _ in 0..SMALL {
         let client = client(&redis.url());
-        let (stop, granted_at) = (stop.clone(), granted_at.clone());
+        let (stop, fences) = (stop.clone(), fences.clone());
         small.push(tokio::spawn(async move {
             while !stop.load(Ordering::Relaxed) {
                 let permit = client
@@ -589,10 +592,10 @@ async fn a_large_request_is_not_starved_by_a_stream_of_small_ones() {
                     .acquire()
                     .await
                     .unwrap_or_else(|e| panic!("{e}"));
-                granted_at
+                fences
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
-                    .push(Instant::now());
+                    .push(permit.fence());
                 tokio::time::sleep(Duration::from_millis(20)).await;
                 permit.release().await.unwrap_or_else(|e| panic!("{e}"));
             }
@@ -602,38 +605,63 @@ async fn a_large_request_is_not_starved_by_a_stream_of_small_ones() {
     tokio::time::sleep(Duration::from_millis(500)).await;
     let large = client(&redis.url());
     let started = Instant::now();
-    let all = large
-        .semaphore("stream", 4)
-        .take(4)
-        .ttl(Duration::from_secs(10))
-        .wait_up_to(Duration::from_secs(60))
-        .acquire()
+    let request = tokio::spawn(async move {
+        large
+            .semaphore("stream", 4)
+            .take(4)
+            .ttl(Duration::from_secs(10))
+            .wait_up_to(Duration::from_secs(60))
+            .acquire()
+            .await
+            .unwrap_or_else(|e| panic!("the large request: {e}"))
+    });
+    // Its place in line (a waiting entry for 4 permits), then the fence counter.
+    let key = common::lock_key("stream");
+    let in_line = || {
+        common::hash_fields(&redis, &key)
+            .iter()
+            .any(|(field, value)| field.starts_with("w:") && value.split(':').nth(1) == Some("4"))
+    };
+    let mut counter = None;
+    while !request.is_finished() {
+        if in_line() {
+            let value = redis
+                .cmd(&["GET", &common::lock_subkey("stream", "fence")])
+                .unwrap_or_else(|e| panic!("GET the fence counter: {e}"));
+            counter = Some(redis::from_redis_value::<u64>(value).unwrap_or(0));
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    let all = request
         .await
         .unwrap_or_else(|e| panic!("the large request: {e}"));
-    let granted = Instant::now();
+    let waited = started.elapsed();
     // Once granted, it holds every permit: nobody else is in.
     assert_eq!(permit_entries(&redis, "stream"), 4);
+    let granted = all.fence();
     all.release().await.unwrap_or_else(|e| panic!("{e}"));
     stop.store(true, Ordering::Relaxed);
     for task in small {
         task.await.unwrap_or_else(|e| panic!("{e}"));
     }
-    let grants = granted_at.lock().unwrap_or_else(|e| e.into_inner()).clone();
-    let overtaking = grants
+    let fences = fences.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    // (Granted at its first try, it never waited: no grant can have overtaken it.)
+    let since = counter.unwrap_or(granted);
+    let overtaking = fences
         .iter()
-        .filter(|t| **t > started && **t < granted)
+        .filter(|f| **f > since && **f < granted)
         .count();
     // At most the small requests already waiting when it arrived (each once): none that came
     // after it.
     assert!(
         overtaking <= SMALL,
-        "{overtaking} small requests were let in while it waited {:?}",
-        granted - started
+        "{overtaking} small requests were let in while it waited {waited:?}"
     );
     assert!(
-        grants.len() > 20,
+        fences.len() > 20,
         "the stream let in {} small requests only",
-        grants.len()
+        fences.len()
     );
 }
 
