@@ -7,7 +7,9 @@ use redis::aio::AsyncPushSender;
 use redis::cluster::ClusterClientBuilder;
 use redis::cluster_async::ClusterConnection;
 
-use super::within;
+use std::sync::Arc;
+
+use super::{Link, Server, within};
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -170,6 +172,37 @@ impl Rebuild {
                 None
             }
         }
+    }
+}
+
+impl Server {
+    /// Every master of the cluster behind `conn`, each as a `Server` that sends to it alone.
+    pub(super) async fn cluster_masters(
+        &self,
+        conn: &ClusterConnection,
+        limit: Duration,
+    ) -> redis::RedisResult<Vec<Server>> {
+        let masters = within(limit, masters(conn)).await?;
+        Ok(masters
+            .into_iter()
+            .map(|(host, port)| Server {
+                addr: format!("{host}:{port}").into(),
+                tls: self.tls,
+                link: Arc::new(Mutex::new(Some(Link::ClusterNode {
+                    conn: conn.clone(),
+                    host,
+                    port,
+                }))),
+                sharded: true,
+                #[cfg(feature = "sentinel")]
+                followed: None,
+                coalescer: Arc::default(),
+                coalesce: false,
+                health: Arc::default(),
+                commands: Arc::default(),
+                rebuild: None,
+            })
+            .collect())
     }
 }
 

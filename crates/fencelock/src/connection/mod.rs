@@ -452,36 +452,6 @@ impl Server {
         Ok(vec![self.clone()])
     }
 
-    /// Every master of the cluster behind `conn`, each as a `Server` that sends to it alone.
-    #[cfg(feature = "cluster")]
-    async fn cluster_masters(
-        &self,
-        conn: &ClusterConnection,
-        limit: Duration,
-    ) -> redis::RedisResult<Vec<Server>> {
-        let masters = within(limit, cluster::masters(conn)).await?;
-        Ok(masters
-            .into_iter()
-            .map(|(host, port)| Server {
-                addr: format!("{host}:{port}").into(),
-                tls: self.tls,
-                link: Arc::new(Mutex::new(Some(Link::ClusterNode {
-                    conn: conn.clone(),
-                    host,
-                    port,
-                }))),
-                sharded: true,
-                #[cfg(feature = "sentinel")]
-                followed: None,
-                coalescer: Arc::default(),
-                coalesce: false,
-                health: Arc::default(),
-                commands: Arc::default(),
-                rebuild: None,
-            })
-            .collect())
-    }
-
     /// Sends `cmd` without a time limit of its own.
     async fn send<T: FromRedisValue>(&self, cmd: &redis::Cmd) -> redis::RedisResult<T> {
         Self::send_on(self.link()?, cmd).await
