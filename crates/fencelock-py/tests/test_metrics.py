@@ -123,13 +123,17 @@ def run(server) -> Iterator[Run]:
 
         def waiter() -> None:
             started = time.monotonic()
-            waited["guard"] = client.lock(done.lock, ttl=1.0, wait=30.0).acquire()
+            # A lease of 5 s: the place in line lasts as long (the shorter of the lease and
+            # the queue timeout), so a loaded machine's late refresh cannot let it lapse.
+            waited["guard"] = client.lock(done.lock, ttl=5.0, wait=30.0).acquire()
             waited["for"] = time.monotonic() - started
 
         thread = threading.Thread(target=waiter)
         thread.start()
         waiters = key("fencelock_waiters", kind="lock", lock=done.lock)
         wait_for("the waiter in line", lambda: values(fencelock.metrics.snapshot()).get(waiters) == 1, 10)
+        # Its place as Redis has it, so that the release passes the lock rather than frees it.
+        wait_for("the waiter's place", lambda: client.inspect(done.lock).waiting == 1, 10)
         time.sleep(0.3)
         assert first.release() is True
         thread.join(30)
