@@ -6,7 +6,7 @@ use crate::common;
 
 use std::time::Duration;
 
-use fencelock::{Cleanup, Client, Error};
+use fencelock::{Cleanup, Client, Error, LostReason};
 use fencelock_testkit::RedisServer;
 
 use common::{client, server};
@@ -292,6 +292,27 @@ async fn close_drops_the_connections_while_guards_and_requests_exist() {
     let client = client(&redis.url());
     // The command connection and the release listener's.
     common::close_drops_every_connection(client, &[&redis], "closing", 2).await;
+}
+
+/// After `close` nothing can be renewed: a hold still held is reported lost at its deadline,
+/// with the close as the reason.
+#[tokio::test]
+async fn a_hold_of_a_closed_client_is_lost_at_its_deadline_for_that_reason() {
+    let redis = server();
+    let client = client(&redis.url());
+    let ttl = Duration::from_millis(600);
+    let guard = client.lock("closed-hold").ttl(ttl).acquire().await.unwrap();
+    client.close().await;
+    let reason = tokio::time::timeout(ttl * 3, guard.lost())
+        .await
+        .expect("no loss reported after the close");
+    assert_eq!(
+        reason,
+        LostReason::Expired {
+            last_error: Some("the client was closed".to_owned())
+        }
+    );
+    assert!(!guard.is_held());
 }
 
 /// The blocking client's `close` is the same close.

@@ -5,7 +5,7 @@ use crate::common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use fencelock::{Error, LostReason, WaitPolicy};
+use fencelock::{Client, Error, LostReason, WaitPolicy};
 use fencelock_testkit::{require_test_child, spawn_test_child};
 use tokio::time::Instant;
 
@@ -185,6 +185,189 @@ async fn the_watchdog_keeps_a_lock_for_three_times_its_lease() {
     assert!(guard.release().await.unwrap());
 }
 
+/// An idle watchdog sleeps for its tick (a quarter of the command timeout, at most a second):
+/// with a command timeout of 8 s, longer than these leases. A new hold due sooner must wake it,
+/// or its lease runs out before the task looks again.
+#[tokio::test]
+async fn a_new_hold_wakes_the_idle_watchdog_in_time_for_its_first_renewal() {
+    let redis = server();
+    let a = Client::builder(&redis.url())
+        .command_timeout(Duration::from_secs(8))
+        .build()
+        .unwrap();
+    let ttl = Duration::from_millis(400);
+    for i in 0..3 {
+        let guard = a
+            .lock(format!("woken-{i}"))
+            .ttl(ttl)
+            .acquire()
+            .await
+            .unwrap();
+        tokio::time::sleep(ttl * 2).await;
+        assert!(guard.is_held(), "hold {i}: not renewed within its lease");
+        assert!(guard.release().await.unwrap());
+        // The next hold starts at another point of the task's tick.
+        tokio::time::sleep(Duration::from_millis(170)).await;
+    }
+}
+
+/// Between renewals the watchdog sleeps: with a hold kept alive for a second, the thread that
+/// runs the client's tasks (the test's own: a current-thread runtime) uses a small part of it.
+/// A task that woke in a loop would use all of it; a hold renewed again at once after each
+/// renewal would be renewed hundreds of times.
+#[tokio::test]
+async fn the_watchdog_sleeps_between_renewals() {
+    /// This thread's CPU time so far (user and system, `/proc/thread-self/stat`, in clock
+    /// ticks of 10 ms).
+    fn thread_cpu() -> Duration {
+        let stat = std::fs::read_to_string("/proc/thread-self/stat").unwrap();
+        // After the command name (in parentheses): state is the first field, utime the 12th.
+        let fields: Vec<&str> = stat[stat.rfind(')').unwrap() + 2..].split(' ').collect();
+        let ticks: u64 = fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap();
+        Duration::from_millis(ticks * 10)
+    }
+    let redis = server();
+    let a = client(&redis.url());
+    let guard = a
+        .lock("idle")
+        .ttl(Duration::from_millis(600))
+        .acquire()
+        .await
+        .unwrap();
+    log_every_command(&redis);
+    let sent = || lock_commands(&redis);
+    let (before, sent_before) = (thread_cpu(), sent());
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let used = thread_cpu() - before;
+    let renewals = sent() - sent_before;
+    assert!(guard.is_held());
+    // One renewal a third of a lease (200 ms) after the last: five in the second (a loaded
+    // machine's late ones, fewer), not one after the other.
+    assert!(
+        (1..=8).contains(&renewals),
+        "{renewals} renewals of one hold in one second"
+    );
+    assert!(
+        used < Duration::from_millis(100),
+        "the client's tasks used {used:?} of CPU in one idle second"
+    );
+    assert!(guard.release().await.unwrap());
+}
+
+/// From now on, the server's slow log keeps every command (a threshold of 0), with its
+/// arguments.
+fn log_every_command(redis: &fencelock_testkit::RedisServer) {
+    for args in [
+        &["CONFIG", "SET", "slowlog-log-slower-than", "0"][..],
+        &["CONFIG", "SET", "slowlog-max-len", "100000"],
+        &["SLOWLOG", "RESET"],
+    ] {
+        redis.cmd(args).unwrap();
+    }
+}
+
+/// How many of the commands since `log_every_command` were a hold's acquire, renewals and
+/// release: scripts, and a lone renewal's `SET IFEQ` where the server has it.
+fn lock_commands(redis: &fencelock_testkit::RedisServer) -> u64 {
+    let Ok(redis::Value::Array(entries)) = redis.cmd(&["SLOWLOG", "GET", "-1"]) else {
+        panic!("SLOWLOG GET: not a list");
+    };
+    let text = |value: &redis::Value| match value {
+        redis::Value::BulkString(text) => String::from_utf8_lossy(text).to_lowercase(),
+        other => panic!("a slow log entry's argument: {other:?}"),
+    };
+    // An entry: id, time, duration, the command's arguments, ... A script's own calls are in
+    // the log too (no script of the plain lock sends `SET IFEQ`).
+    let sent = |entry: &redis::Value| match entry {
+        redis::Value::Array(fields) => match fields.get(3) {
+            Some(redis::Value::Array(args)) => {
+                let args: Vec<String> = args.iter().map(text).collect();
+                match args.first().map(String::as_str) {
+                    Some("evalsha" | "eval") => true,
+                    Some("set") => args.iter().any(|a| a == "ifeq"),
+                    _ => false,
+                }
+            }
+            other => panic!("a slow log entry's arguments: {other:?}"),
+        },
+        other => panic!("a slow log entry: {other:?}"),
+    };
+    entries.iter().filter(|entry| sent(entry)).count() as u64
+}
+
+/// A hold extended by hand is renewed a third of a lease after that extension, not when its
+/// grant would have had it renewed.
+#[tokio::test]
+async fn a_hold_extended_by_hand_is_renewed_on_its_new_schedule() {
+    let redis = server();
+    let a = client(&redis.url());
+    let ttl = Duration::from_secs(3);
+    log_every_command(&redis);
+    let guard = a.lock("by-hand").ttl(ttl).acquire().await.unwrap();
+    // The grant's schedule: a renewal a second in. Extended by hand half a second in.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    guard.extend(ttl).await.unwrap();
+    let (extended_at, sent_then) = (Instant::now(), lock_commands(&redis));
+    tokio::time::sleep_until(extended_at + Duration::from_millis(700)).await;
+    assert_eq!(
+        lock_commands(&redis) - sent_then,
+        0,
+        "renewed on the grant's schedule, though extended by hand since"
+    );
+    tokio::time::sleep_until(extended_at + Duration::from_secs(2)).await;
+    assert!(
+        lock_commands(&redis) > sent_then,
+        "not renewed a third of a lease after the extension"
+    );
+    assert!(guard.release().await.unwrap());
+}
+
+/// A released hold leaves the watchdog's schedule: nothing is sent for it afterwards (a renewal
+/// would find the key gone, and report a loss to a guard that gave the lock back).
+#[tokio::test]
+async fn a_released_hold_is_never_renewed() {
+    let redis = server();
+    let a = client(&redis.url());
+    common::warm_up(&a).await;
+    let ttl = Duration::from_millis(300);
+    log_every_command(&redis);
+    let sent = || lock_commands(&redis);
+    let before = sent();
+    let guard = a.lock("released").ttl(ttl).acquire().await.unwrap();
+    assert!(guard.release().await.unwrap());
+    // Two leases: a hold still scheduled would have come up for renewal at least once.
+    tokio::time::sleep(ttl * 2).await;
+    assert_eq!(
+        sent() - before,
+        2,
+        "the acquire and the release, and nothing after"
+    );
+}
+
+/// A renewal that fails (Redis stopped past the command timeout) is tried again: a hold whose
+/// server comes back before the deadline is kept, though a renewal failed on the way.
+#[tokio::test]
+async fn a_hold_survives_an_outage_shorter_than_its_lease() {
+    let redis = server();
+    // A command timeout of 500 ms.
+    let a = client(&redis.url());
+    let ttl = Duration::from_secs(3);
+    let guard = a.lock("outage").ttl(ttl).acquire().await.unwrap();
+    // Stopped from before the first renewal (a second in) until after that renewal's time
+    // limit ran out (half a second later).
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    redis.pause().unwrap();
+    tokio::time::sleep(Duration::from_millis(1_000)).await;
+    redis.resume().unwrap();
+    // Past the deadline the first grant set.
+    tokio::time::sleep(ttl).await;
+    assert!(
+        guard.is_held(),
+        "lost after an outage shorter than its lease"
+    );
+    assert!(guard.release().await.unwrap());
+}
+
 #[tokio::test]
 async fn the_lost_signal_fires_when_the_key_is_deleted_behind_the_holders_back() {
     let redis = server();
@@ -215,7 +398,12 @@ async fn the_lost_signal_fires_when_redis_stays_unreachable_past_the_deadline() 
     let waited = started.elapsed();
     redis.resume().unwrap();
     let reason = reason.expect("lost signal did not fire while Redis was stopped");
-    assert!(matches!(reason, LostReason::Expired { .. }), "{reason:?}");
+    // The reason names the last renewal's failure, with the server it failed on.
+    let addr = format!("127.0.0.1:{}: ", redis.port());
+    assert!(
+        matches!(&reason, LostReason::Expired { last_error: Some(e) } if e.contains(&addr)),
+        "{reason:?}"
+    );
     // The last confirmed renewal happened at most a third of a lease before the pause, and the
     // deadline is a lease (less the drift margin) after it.
     assert!(

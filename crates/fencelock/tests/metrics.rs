@@ -73,7 +73,7 @@ async fn locks_are_counted_timed_and_their_losses_reported() {
     };
     let s = &mut seen;
 
-    let redis = common::server();
+    let mut redis = common::server();
     let client = common::client(&redis.url());
     let lock = [("kind", "lock")];
 
@@ -336,5 +336,26 @@ async fn locks_are_counted_timed_and_their_losses_reported() {
             "fencelock_acquisitions_total{kind=\"lock\",outcome=\"granted\",lock=\"account\"} 2\n"
         ),
         "{text}"
+    );
+
+    // A renewal that fails is tried again a tenth of a lease later, not at once: a hold whose
+    // server is gone fails its renewals from a third of the lease in until its deadline.
+    let failed = [("outcome", "failed")];
+    let failed_before = s.counter("fencelock_renewals_total", &failed);
+    let ttl = Duration::from_secs(1);
+    let orphan = client
+        .lock("orphan")
+        .ttl(ttl)
+        .acquire()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    redis.kill().unwrap_or_else(|e| panic!("{e}"));
+    tokio::time::timeout(ttl * 3, orphan.lost())
+        .await
+        .unwrap_or_else(|_| panic!("no loss reported with the server gone"));
+    let retries = s.counter("fencelock_renewals_total", &failed) - failed_before;
+    assert!(
+        (1..=12).contains(&retries),
+        "{retries} failed renewals in the two thirds of a lease before the deadline"
     );
 }

@@ -458,6 +458,12 @@ mod tests {
             "{}",
             schedule.queue.len()
         );
+        // Below that bound a removal leaves the queue alone (O(1)): the stale places go when
+        // they come up, or with the next rebuild.
+        let queued = schedule.queue.len();
+        schedule.remove(9);
+        assert_eq!(schedule.queue.len(), queued);
+        schedule.insert(9, entry(now + Duration::from_millis(9), ttl));
         assert_eq!(schedule.next_wake(), Some(now + ttl / 3));
         let due = ids(schedule.take_due(now + ttl / 3 + Duration::from_millis(9)));
         assert_eq!(due, (0..10).collect::<Vec<u64>>());
