@@ -490,7 +490,39 @@ fn a_job_control_stop_past_the_lease_never_lets_the_command_run_unlocked() {
         );
         assert!(!alive(command), "{}", done.explain());
         assert_eq!(files.ticks(), ticks, "the command ran again after the loss");
+        // Killed stopped: it never ran to handle the ladder's SIGTERM either.
+        assert_eq!(files.got(), Vec::<i32>::new(), "{}", done.explain());
     }
+}
+
+/// A command stopped on its own (SIGSTOP to it, not to `fencelock`) while the lock is held, when
+/// a release is asked for: the ladder continues it, so that it gets the request's SIGTERM and
+/// can end as it chooses, long before the grace runs out.
+#[test]
+fn a_command_stopped_while_held_is_continued_to_get_the_release_request() {
+    let server = server();
+    let url = server.url();
+    let dir = scratch();
+    let name = "signals/stopped-asked";
+    let files = Files::new(dir.path(), "stopped-asked");
+    let command = files.command();
+    let mut args = vec![
+        "run", "--url", &url, "--ttl", "10s", "--grace", "600s", name, "--",
+    ];
+    args.extend(command.iter().map(String::as_str));
+    let running = Running::start(fencelock(&args));
+    let pid = files.wait_pid();
+    ticks_again(&files, "the command runs");
+    kill(pid, Signal::SIGSTOP).unwrap();
+    wait_until(LIMIT, "the command stops", || stopped(pid));
+    let ask = run(&["release", "--url", &url, "--ask", name]);
+    assert_eq!(ask.code, Some(0), "{}", ask.explain());
+    wait_until(LIMIT, "the stopped command gets the request", || {
+        files.got() == [15]
+    });
+    let done = running.finish();
+    assert!(!alive(pid), "{}", done.explain());
+    assert!(!exists(&server, &lock_key(name)), "{}", done.explain());
 }
 
 /// The same for `elect`: a leader stopped past its lease never leads again.
@@ -646,6 +678,12 @@ fn after_a_loss_a_command_that_ignores_sigterm_is_killed_after_a_second() {
     assert_eq!(done.code, Some(74), "{}", done.explain());
     assert!(
         done.stderr.contains("SIGKILL after 1s"),
+        "{}",
+        done.explain()
+    );
+    // What SIGKILL reached is waited for (up to ten seconds), not reported as outliving it.
+    assert!(
+        !done.stderr.contains("still alive after SIGKILL"),
         "{}",
         done.explain()
     );
