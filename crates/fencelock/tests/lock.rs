@@ -262,7 +262,9 @@ fn log_every_command(redis: &fencelock_testkit::RedisServer) {
         &["CONFIG", "SET", "slowlog-max-len", "100000"],
         &["SLOWLOG", "RESET"],
     ] {
-        redis.cmd(args).unwrap();
+        if let Err(e) = redis.cmd(args) {
+            panic!("{args:?}: {e}");
+        }
     }
 }
 
