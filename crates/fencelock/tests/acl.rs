@@ -356,3 +356,79 @@ async fn a_user_that_may_not_publish_releases_a_plain_lock_and_its_waiter_wakes_
         "the wake-up was not refused: this test tests nothing"
     );
 }
+
+/// Calls of one batch (the group commit: a client's concurrent calls of one script go in one
+/// `EVALSHA`) are kept apart: a call that raises an error gets that error, and the others in the
+/// batch go on, each run once. The user may touch every lock key but the fence keys of `no-*`
+/// names, which the acquire script names itself (after it has taken the lock key, which it
+/// deletes again before it refuses): those acquisitions are refused as the server refused them
+/// (`PermissionDenied`), the others granted, and released (a call run twice would find its lock
+/// released already, and say it was not held).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_call_in_a_batch_gets_its_own_error_and_the_others_run_once() {
+    let redis = server();
+    let mut rules = MINIMAL_RULES.to_vec();
+    rules.retain(|rule| *rule != "~fencelock:*");
+    rules.extend(["~fencelock:{*}", "~fencelock:{ok-*}:*"]);
+    let url = acl_user(&redis, "batched", &rules);
+    let batched = client(&url);
+    // The scripts loaded first.
+    let warm = batched.lock("ok-warm").acquire().await.unwrap();
+    assert!(warm.release().await.unwrap());
+    for args in [
+        &["CONFIG", "SET", "slowlog-log-slower-than", "0"][..],
+        &["CONFIG", "SET", "slowlog-max-len", "100000"],
+        &["SLOWLOG", "RESET"],
+    ] {
+        redis.cmd(args).unwrap();
+    }
+    for round in 0..3 {
+        let mut tasks = tokio::task::JoinSet::new();
+        for i in 0..16 {
+            let name = format!("{}-{round}-{i}", if i % 2 == 0 { "ok" } else { "no" });
+            let client = batched.clone();
+            tasks.spawn(async move {
+                let result = client.lock(&name).no_wait().acquire().await;
+                (name, result)
+            });
+        }
+        let mut guards = Vec::new();
+        while let Some(done) = tasks.join_next().await {
+            let (name, result) = done.unwrap();
+            if name.starts_with("ok") {
+                guards.push((
+                    name.clone(),
+                    result.unwrap_or_else(|e| panic!("{name}: {e}")),
+                ));
+            } else {
+                let err = result.map(|_| ()).unwrap_err();
+                assert!(
+                    matches!(&err, Error::PermissionDenied { lock, command: "acquire", .. } if *lock == name),
+                    "{name}: {err:?}"
+                );
+            }
+        }
+        // Released together: their calls go in batches too.
+        let mut releases = tokio::task::JoinSet::new();
+        for (name, guard) in guards {
+            releases.spawn(async move { (name, guard.release_outcome().await) });
+        }
+        while let Some(done) = releases.join_next().await {
+            let (name, outcome) = done.unwrap();
+            let outcome = outcome.unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert!(outcome.is_released(), "{name}: {outcome:?}");
+        }
+    }
+    // Some batch held calls of both kinds (the server's slow log has every command).
+    let Ok(redis::Value::Array(log)) = redis.cmd(&["SLOWLOG", "GET", "-1"]) else {
+        panic!("SLOWLOG GET");
+    };
+    let mixed = log.iter().any(|entry| {
+        let text = format!("{entry:?}");
+        text.contains("{ok-") && text.contains("{no-")
+    });
+    assert!(mixed, "no batch held an allowed and a refused acquisition");
+    // Nothing of a refused acquisition is left.
+    let keys = redis.keys().unwrap();
+    assert!(keys.iter().all(|k| !k.contains("{no-")), "{keys:?}");
+}

@@ -309,7 +309,38 @@ impl Server {
                 &write_args,
             )
         };
-        self.eval(command, limit).await
+        // A batch's reply is one reply per call, and a call's may be an error (a command its
+        // script called was refused): each attempt goes as a pipeline of one command, whose
+        // reply keeps such an error in its call's place. (`Cmd::query_async` makes the first
+        // error anywhere in a reply the error of the whole: the batch would count as refused
+        // before it ran, and each of its calls, which did run, would be sent again.)
+        let deadline = tokio::time::Instant::now() + limit;
+        let attempt = |by_source: bool| {
+            let mut pipe = redis::Pipeline::with_capacity(1);
+            pipe.ignore_errors();
+            pipe.add_command(command(by_source));
+            async move {
+                let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+                let mut replies: Vec<redis::RedisResult<redis::Value>> =
+                    self.pipeline(&pipe, left).await?;
+                replies.pop().unwrap_or_else(|| {
+                    Err(RedisError::from((
+                        redis::ErrorKind::Client,
+                        "no reply to a batch",
+                    )))
+                })
+            }
+        };
+        let result = match attempt(false).await {
+            Err(err)
+                if err.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) =>
+            {
+                attempt(true).await
+            }
+            other => other,
+        };
+        self.observe(&result);
+        result
     }
 
     /// Sends `command(false)` (an `EVALSHA`) within `limit`, and `command(true)` (the `EVAL` of
