@@ -375,13 +375,7 @@ async fn a_refused_call_in_a_batch_gets_its_own_error_and_the_others_run_once() 
     // The scripts loaded first.
     let warm = batched.lock("ok-warm").acquire().await.unwrap();
     assert!(warm.release().await.unwrap());
-    for args in [
-        &["CONFIG", "SET", "slowlog-log-slower-than", "0"][..],
-        &["CONFIG", "SET", "slowlog-max-len", "100000"],
-        &["SLOWLOG", "RESET"],
-    ] {
-        redis.cmd(args).unwrap();
-    }
+    common::log_every_command(&redis);
     for round in 0..3 {
         let mut tasks = tokio::task::JoinSet::new();
         for i in 0..16 {

@@ -594,3 +594,17 @@ pub async fn no_message(
         panic!("{after}, and {message:?} was published");
     }
 }
+
+/// From now on, the server's slow log keeps every command (a threshold of 0), with its
+/// arguments.
+pub fn log_every_command(redis: &RedisServer) {
+    for args in [
+        &["CONFIG", "SET", "slowlog-log-slower-than", "0"][..],
+        &["CONFIG", "SET", "slowlog-max-len", "100000"],
+        &["SLOWLOG", "RESET"],
+    ] {
+        if let Err(e) = redis.cmd(args) {
+            panic!("{args:?}: {e}");
+        }
+    }
+}

@@ -234,7 +234,7 @@ async fn the_watchdog_sleeps_between_renewals() {
         .acquire()
         .await
         .unwrap();
-    log_every_command(&redis);
+    common::log_every_command(&redis);
     let sent = || lock_commands(&redis);
     let (before, sent_before) = (thread_cpu(), sent());
     tokio::time::sleep(Duration::from_secs(1)).await;
@@ -252,20 +252,6 @@ async fn the_watchdog_sleeps_between_renewals() {
         "the client's tasks used {used:?} of CPU in one idle second"
     );
     assert!(guard.release().await.unwrap());
-}
-
-/// From now on, the server's slow log keeps every command (a threshold of 0), with its
-/// arguments.
-fn log_every_command(redis: &fencelock_testkit::RedisServer) {
-    for args in [
-        &["CONFIG", "SET", "slowlog-log-slower-than", "0"][..],
-        &["CONFIG", "SET", "slowlog-max-len", "100000"],
-        &["SLOWLOG", "RESET"],
-    ] {
-        if let Err(e) = redis.cmd(args) {
-            panic!("{args:?}: {e}");
-        }
-    }
 }
 
 /// How many of the commands since `log_every_command` were a hold's acquire, renewals and
@@ -304,7 +290,7 @@ async fn a_hold_extended_by_hand_is_renewed_on_its_new_schedule() {
     let redis = server();
     let a = client(&redis.url());
     let ttl = Duration::from_secs(3);
-    log_every_command(&redis);
+    common::log_every_command(&redis);
     let guard = a.lock("by-hand").ttl(ttl).acquire().await.unwrap();
     // The grant's schedule: a renewal a second in. Extended by hand half a second in.
     tokio::time::sleep(Duration::from_millis(500)).await;
@@ -332,7 +318,7 @@ async fn a_released_hold_is_never_renewed() {
     let a = client(&redis.url());
     common::warm_up(&a).await;
     let ttl = Duration::from_millis(300);
-    log_every_command(&redis);
+    common::log_every_command(&redis);
     let sent = || lock_commands(&redis);
     let before = sent();
     let guard = a.lock("released").ttl(ttl).acquire().await.unwrap();

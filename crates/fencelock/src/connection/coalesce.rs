@@ -249,6 +249,74 @@ enum Sent<'c, 'a> {
 }
 
 impl Server {
+    /// Runs many calls of one script (each with as many keys and arguments) within `limit`, as
+    /// its batch form (`script/batch.lua`), loading it on `NOSCRIPT` as [`Server::run_script`]
+    /// does.
+    async fn run_batch(
+        &self,
+        batch: &Batch,
+        calls: &[&Encoded],
+        limit: Duration,
+    ) -> redis::RedisResult<redis::Value> {
+        let (keys, args) = calls
+            .first()
+            .map_or((0, 0), |c| (c.keys().count(), c.args().count()));
+        let bytes = calls.iter().map(|c| c.len()).sum::<usize>();
+        let write_keys = |c: &mut redis::Cmd| {
+            for key in calls.iter().flat_map(|call| call.keys()) {
+                c.arg(key);
+            }
+        };
+        let write_args = |c: &mut redis::Cmd| {
+            for arg in calls.iter().flat_map(|call| call.args()) {
+                c.arg(arg);
+            }
+        };
+        let shape = (calls.len(), keys, args);
+        let command = |by_source: bool| {
+            batch.command(
+                self.sharded(),
+                by_source,
+                shape,
+                bytes,
+                &write_keys,
+                &write_args,
+            )
+        };
+        // A batch's reply is one reply per call, and a call's may be an error (a command its
+        // script called was refused): each attempt goes as a pipeline of one command, whose
+        // reply keeps such an error in its call's place. (`Cmd::query_async` makes the first
+        // error anywhere in a reply the error of the whole: the batch would count as refused
+        // before it ran, and each of its calls, which did run, would be sent again.)
+        let deadline = tokio::time::Instant::now() + limit;
+        let attempt = |by_source: bool| {
+            let mut pipe = redis::Pipeline::with_capacity(1);
+            pipe.ignore_errors();
+            pipe.add_command(command(by_source));
+            async move {
+                let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+                let mut replies: Vec<redis::RedisResult<redis::Value>> =
+                    self.pipeline(&pipe, left).await?;
+                replies.pop().unwrap_or_else(|| {
+                    Err(RedisError::from((
+                        redis::ErrorKind::Client,
+                        "no reply to a batch",
+                    )))
+                })
+            }
+        };
+        let result = match attempt(false).await {
+            Err(err)
+                if err.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) =>
+            {
+                attempt(true).await
+            }
+            other => other,
+        };
+        self.observe(&result);
+        result
+    }
+
     /// Runs many script calls at once, within `limit`: one pipeline in which the calls of each
     /// script (with as many keys and arguments) go as runs of its batch form, at most
     /// `MOST_PER_BATCH` calls a run, and a call of a script with no batch form goes as it is.
