@@ -3,15 +3,14 @@
 //! pub/sub pushes (RESP3) that wake waiters. Every key of a lock shares its hash tag, so every
 //! script of a lock runs on one node.
 
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
 use redis::aio::AsyncPushSender;
 use redis::cluster::ClusterClientBuilder;
 use redis::cluster_async::ClusterConnection;
 
-use std::sync::Arc;
-
 use super::{Link, Server, within};
-use std::sync::{Mutex, PoisonError};
-use std::time::{Duration, Instant};
 
 /// A cluster's seed nodes, as the builder opened them, and the TLS certificates for every
 /// node (the seeds' and the ones found later).
