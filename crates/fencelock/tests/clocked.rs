@@ -364,3 +364,184 @@ fn waited(info: &fencelock::admin::LockInfo) -> Vec<(&str, Option<Duration>)> {
         .map(|w| (w.token_prefix.as_str(), w.waited))
         .collect()
 }
+
+/// A plain lock's release reads its line of waiters at the clock's millisecond: a place that
+/// lapses in that very millisecond is over (the release takes it out, passes nothing, and wakes
+/// one waiter of each client instead); a place with a millisecond left is passed the lock, for
+/// a claim that ends when that place would have lapsed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_place_in_line_that_lapses_this_very_millisecond_is_passed_nothing() {
+    let server = clocked();
+    let client = client(&server);
+    let now = server.now_ms();
+    let plain = |name: &str| client.lock(name).ttl(LEASE).auto_renew(false).no_wait();
+    // The holder's value marked as waited for (as a waiter's try marks it), and one place.
+    let waited_for = |name: &str, lapses: u64, waiter: char| {
+        let key = common::lock_key(name);
+        let value =
+            common::string_at(&server, &key).unwrap_or_else(|| panic!("{name} is not held"));
+        server
+            .cmd(&["SET", &key, &format!("{value}+"), "KEEPTTL"])
+            .unwrap_or_else(|e| panic!("SET {key}: {e}"));
+        zadd(
+            &server,
+            &common::lock_subkey(name, "waiters"),
+            lapses,
+            &token(waiter),
+        );
+    };
+
+    let name = "line-lapses-now";
+    let holder = held(plain(name).acquire().await, "the holder");
+    waited_for(name, now, 'a');
+    assert!(held_release(holder).await, "the release of {name}");
+    assert_eq!(
+        common::string_at(&server, &common::lock_key(name)),
+        None,
+        "the lock was passed to a place that lapses this very millisecond"
+    );
+    assert_eq!(
+        common::integer_reply(&server, &["EXISTS", &common::lock_subkey(name, "waiters")]),
+        0,
+        "the place that lapsed is still in line"
+    );
+
+    let name = "line-lapses-next";
+    let holder = held(plain(name).acquire().await, "the holder");
+    let fence = holder.fence();
+    waited_for(name, now + 1, 'b');
+    assert!(held_release(holder).await, "the release of {name}");
+    let key = common::lock_key(name);
+    let passed = common::string_at(&server, &key);
+    assert_eq!(
+        passed,
+        Some(format!("{}:{}", token('b'), fence + 1)),
+        "a place with a millisecond left was not passed the lock, with the next fence"
+    );
+    assert_eq!(
+        common::integer_reply(&server, &["PTTL", &key]),
+        1,
+        "the claim of a place that lapses in a millisecond ends with it"
+    );
+
+    // A lapsed place first, then two live ones: the lock goes to the first live one, marked as
+    // waited for (the other is still in line), and the message names the one behind it.
+    let name = "line-lapsed-first";
+    let holder = held(plain(name).acquire().await, "the holder");
+    let fence = holder.fence();
+    waited_for(name, now, 'c');
+    let line = common::lock_subkey(name, "waiters");
+    zadd(&server, &line, now + 10_000, &token('d'));
+    zadd(&server, &line, now + 20_000, &token('e'));
+    let mut heard = common::release_messages(&server, name).await;
+    assert!(held_release(holder).await, "the release of {name}");
+    assert_eq!(
+        common::string_at(&server, &common::lock_key(name)),
+        Some(format!("{}:{}+", token('d'), fence + 1)),
+        "the lock was not passed to the first live place, marked as waited for"
+    );
+    let (channel, message) = common::next_message(&mut heard, "the pass").await;
+    assert!(
+        channel.ends_with(&token('d')) && message.ends_with(&format!(":{}", token('e'))),
+        "the pass's message on {channel} does not name the place behind: {message}"
+    );
+}
+
+/// A plain lock in the very millisecond its lease ends (`PTTL` 0, the key not yet expired) is
+/// still held: a waiting request is refused, takes its place in line and marks the holder's
+/// value as waited for, like any other; once the clock moves on, it takes the lock.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plain_lock_in_its_last_millisecond_is_waited_for_like_any_other() {
+    let mut server = clocked();
+    let client = client(&server);
+    let name = "last-millisecond";
+    let (key, line) = (common::lock_key(name), common::lock_subkey(name, "waiters"));
+    let holder = held(
+        client
+            .lock(name)
+            .ttl(LEASE)
+            .auto_renew(false)
+            .no_wait()
+            .acquire()
+            .await,
+        "the holder",
+    );
+    advance(&mut server, LEASE);
+    assert_eq!(common::integer_reply(&server, &["PTTL", &key]), 0);
+    let waiter = {
+        let request = client.lock(name).ttl(LEASE).wait_up_to(LEASE);
+        tokio::spawn(async move { request.acquire().await })
+    };
+    let until = tokio::time::Instant::now() + Duration::from_secs(10);
+    while common::integer_reply(&server, &["ZCARD", &line]) == 0 {
+        assert!(
+            tokio::time::Instant::now() < until,
+            "a request for a lock in its last millisecond took no place in line"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let value = common::string_at(&server, &key);
+    assert!(
+        value.as_deref().is_some_and(|v| v.ends_with('+')),
+        "the holder's value in its last millisecond was not marked as waited for: {value:?}"
+    );
+    advance(&mut server, Duration::from_millis(1));
+    let granted = tokio::time::timeout(Duration::from_secs(10), waiter).await;
+    let guard = match granted {
+        Ok(Ok(result)) => held(result, "the waiter"),
+        Ok(Err(e)) => panic!("the waiter's task: {e}"),
+        Err(_) => panic!("the waiter did not get the lock once the holder's lease was over"),
+    };
+    assert!(guard.fence() > holder.fence());
+    drop(holder);
+    assert!(held_release(guard).await);
+}
+
+/// A plain lock's line of waiters lives as long as its longest place: a waiter whose place
+/// lasts 2 s, arriving behind one whose place lasts a minute, does not shorten it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plain_locks_line_lives_as_long_as_its_longest_place() {
+    let server = clocked();
+    let client = client(&server);
+    let name = "longest-place";
+    let line = common::lock_subkey(name, "waiters");
+    let holder = held(
+        client
+            .lock(name)
+            .ttl(LEASE)
+            .auto_renew(false)
+            .no_wait()
+            .acquire()
+            .await,
+        "the holder",
+    );
+    let mut waiters = Vec::new();
+    for (places, place_lasts) in [(1, LEASE), (2, Duration::from_secs(2))] {
+        let request = client
+            .lock(name)
+            .ttl(LEASE)
+            .queue_timeout(place_lasts)
+            .wait_up_to(LEASE);
+        waiters.push(tokio::spawn(async move { request.acquire().await }));
+        let until = tokio::time::Instant::now() + Duration::from_secs(10);
+        while common::integer_reply(&server, &["ZCARD", &line]) < places {
+            assert!(
+                tokio::time::Instant::now() < until,
+                "waiter {places} took no place in line"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+    // The short place's waiter refreshes it every two thirds of a second.
+    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    let lasts = common::integer_reply(&server, &["PTTL", &line]);
+    assert_eq!(
+        u128::try_from(lasts).ok(),
+        Some(LEASE.as_millis()),
+        "the line's expiry is not its longest place's"
+    );
+    for waiter in waiters {
+        waiter.abort();
+    }
+    drop(holder);
+}

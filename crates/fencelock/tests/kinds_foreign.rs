@@ -88,6 +88,48 @@ async fn a_release_that_finds_its_key_replaced_by_another_type_leaves_it_alone()
     }
 }
 
+/// A plain lock's release that finds another owner's value (its lease was lost) gives up its
+/// place in line, if it has one: a line key of another type is left alone, and the release
+/// answers that the lock was no longer held.
+#[tokio::test]
+async fn a_release_that_finds_another_owner_leaves_a_line_of_another_type_alone() {
+    let redis = server();
+    let a = client(&redis.url());
+    let name = "line-foreign";
+    let (key, line) = (lock_key(name), lock_subkey(name, "waiters"));
+    let guard = a
+        .lock(name)
+        .auto_renew(false)
+        .try_acquire()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"))
+        .unwrap_or_else(|| panic!("busy"));
+    for planted in [
+        vec![
+            "SET",
+            &key,
+            "0123456789abcdef0123456789abcdef:5",
+            "PX",
+            "60000",
+        ],
+        vec!["RPUSH", &line, "not ours"],
+    ] {
+        redis
+            .cmd(&planted)
+            .unwrap_or_else(|e| panic!("{planted:?}: {e}"));
+    }
+    let before = dumps(&redis, &[&key, &line]);
+    match guard.release().await {
+        Ok(false) => {}
+        other => panic!("expected Ok(false), got {other:?}"),
+    }
+    assert_eq!(
+        dumps(&redis, &[&key, &line]),
+        before,
+        "the other owner's value or the line of another type changed"
+    );
+}
+
 #[tokio::test]
 async fn a_renewal_that_finds_its_key_replaced_by_another_type_is_refused_and_leaves_it_alone() {
     let redis = server();

@@ -577,3 +577,104 @@ async fn a_paused_client_loses_its_lock_to_a_larger_fence() {
     assert!(guard.is_held());
     assert!(guard.release().await.unwrap());
 }
+
+/// Over Redlock no server keeps a line of waiters: two requests of one client wait for a lock
+/// held for a minute. The grant of the first is marked as waited for while the second waits
+/// (the grant marks itself, and the second's tries mark it), so that its release wakes the
+/// second rather than leaving it to sleep out the lease it was told.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_waiters_of_one_client_are_each_woken_by_the_release_before_them() {
+    let (servers, urls) = common::redlock_servers(3);
+    let holder = common::redlock_client(&urls, Duration::from_secs(1));
+    let waiters = common::redlock_client(&urls, Duration::from_secs(1));
+    let name = "marked";
+    let key = common::lock_key(name);
+    let lease = Duration::from_secs(60);
+    let marked = |value: Option<String>| value.is_some_and(|v| v.ends_with('+'));
+    let held = holder.lock(name).ttl(lease).acquire().await;
+    let held = held.unwrap_or_else(|e| panic!("the holder: {e}"));
+    let (granted, mut grants) = tokio::sync::mpsc::unbounded_channel();
+    for _ in 0..2 {
+        let request = waiters.lock(name).ttl(lease).wait_up_to(lease);
+        let granted = granted.clone();
+        tokio::spawn(async move {
+            let _ = granted.send(request.acquire().await);
+        });
+    }
+    // Both wait (their tries marked the holder's value), asleep until its lease would end.
+    assert!(
+        eventually_all(&servers, |s| marked(common::string_at(s, &key))).await,
+        "the waiters' tries did not mark the holder's value"
+    );
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(
+        held.release()
+            .await
+            .unwrap_or_else(|e| panic!("release: {e}"))
+    );
+
+    let first = next_grant(&mut grants, "first").await;
+    // The grant of the first, while the second waits, is marked on every instance it holds.
+    let values: Vec<Option<String>> = servers.iter().map(|s| common::string_at(s, &key)).collect();
+    assert!(
+        values.iter().filter(|v| marked((*v).clone())).count() >= 2,
+        "the grant of a request whose client has another waiting is not marked as waited for \
+         on a majority: {values:?}"
+    );
+    assert!(
+        first
+            .release()
+            .await
+            .unwrap_or_else(|e| panic!("release: {e}"))
+    );
+    let second = next_grant(&mut grants, "second").await;
+    assert!(
+        second
+            .release()
+            .await
+            .unwrap_or_else(|e| panic!("release: {e}"))
+    );
+}
+
+/// A release over Redlock of a hold nobody waited for publishes nothing: an uncontended cycle
+/// costs no message on any instance.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_release_nobody_waited_for_publishes_nothing() {
+    let (servers, urls) = common::redlock_servers(3);
+    let client = common::redlock_client(&urls, Duration::from_secs(1));
+    let name = "quiet";
+    let mut heard = common::release_messages(&servers[0], name).await;
+    let guard = client.lock(name).acquire().await;
+    let guard = guard.unwrap_or_else(|e| panic!("{e}"));
+    assert!(eventually_all(&servers, |s| holds(s, name)).await);
+    assert!(guard.release().await.unwrap_or_else(|e| panic!("{e}")));
+    assert!(eventually_all(&servers, |s| !holds(s, name)).await);
+    // A message of the test's own after the release: the first one heard, unless the release
+    // published before it.
+    let channel = format!("{}:released", common::lock_key(name));
+    servers[0]
+        .cmd(&["PUBLISH", &channel, "marker"])
+        .unwrap_or_else(|e| panic!("PUBLISH: {e}"));
+    let (_, payload) = common::next_message(&mut heard, "the test's marker").await;
+    assert_eq!(
+        payload, "marker",
+        "a release nobody waited for published a message"
+    );
+}
+
+/// The next waiter's guard, at most 10 s after the release before it (a waiter that no release
+/// wakes sleeps out the 60 s lease it was told).
+async fn next_grant(
+    grants: &mut tokio::sync::mpsc::UnboundedReceiver<fencelock::Result<fencelock::LockGuard>>,
+    which: &str,
+) -> fencelock::LockGuard {
+    match tokio::time::timeout(Duration::from_secs(10), grants.recv()).await {
+        Ok(Some(Ok(guard))) => guard,
+        Ok(Some(Err(e))) => panic!("the {which} waiter: {e}"),
+        Ok(None) => panic!("the {which} waiter's task ended"),
+        Err(_) => panic!(
+            "the {which} waiter was not granted within 10 s of the release before it (it sleeps \
+             out the 60 s lease it was told unless a release wakes it)"
+        ),
+    }
+}
