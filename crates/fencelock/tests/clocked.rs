@@ -545,3 +545,56 @@ async fn a_plain_locks_line_lives_as_long_as_its_longest_place() {
     }
     drop(holder);
 }
+
+/// Two requests for a semaphore's permit that arrived in the same millisecond are served in
+/// the order of their tokens, the smaller first: a request behind a waiter that arrived with it
+/// and has the smaller token is refused when a permit comes free; ahead of one with the larger
+/// token, it takes the permit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn waiters_that_arrived_in_the_same_millisecond_go_in_the_order_of_their_tokens() {
+    let server = clocked();
+    let client = client(&server);
+    let now = server.now_ms();
+    for (planted, served) in [('0', false), ('f', true)] {
+        let name = format!("same-arrival-{planted}");
+        let key = common::lock_key(&name);
+        let semaphore = || client.semaphore(&name, 1).ttl(LEASE).auto_renew(false);
+        let holder = held(semaphore().no_wait().acquire().await, "the holder");
+        // A waiter that arrived now, its place good for a minute.
+        hset(
+            &server,
+            &key,
+            &format!("w:{}", token(planted)),
+            &format!("{}:1:{now}", now + 60_000),
+        );
+        // The request arrives in the same millisecond (the clock stands still), and is in
+        // line (its place taken) before the permit comes free.
+        let waiter = {
+            let request = semaphore()
+                .queue_timeout(Duration::from_secs(3))
+                .wait_up_to(Duration::from_secs(4));
+            tokio::spawn(async move { request.acquire().await })
+        };
+        let until = tokio::time::Instant::now() + Duration::from_secs(10);
+        while common::fields_starting(&server, &key, "w:").len() < 2 {
+            assert!(
+                tokio::time::Instant::now() < until,
+                "{name}: the request took no place"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert!(held_release(holder).await, "the release of {name}");
+        let result = match waiter.await {
+            Ok(result) => result,
+            Err(e) => panic!("{name}: the waiter's task: {e}"),
+        };
+        match (served, result) {
+            (true, Ok(_)) | (false, Err(Error::TimedOut { .. })) => {}
+            (_, other) => panic!(
+                "{name}: a request that arrived with a waiter whose token is {} than its own: \
+                 {other:?}",
+                if served { "larger" } else { "smaller" }
+            ),
+        }
+    }
+}
