@@ -374,7 +374,6 @@ async fn a_place_in_line_that_lapses_this_very_millisecond_is_passed_nothing() {
     let server = clocked();
     let client = client(&server);
     let now = server.now_ms();
-    let plain = |name: &str| client.lock(name).ttl(LEASE).auto_renew(false).no_wait();
     // The holder's value marked as waited for (as a waiter's try marks it), and one place.
     let waited_for = |name: &str, lapses: u64, waiter: char| {
         let key = common::lock_key(name);
@@ -392,7 +391,7 @@ async fn a_place_in_line_that_lapses_this_very_millisecond_is_passed_nothing() {
     };
 
     let name = "line-lapses-now";
-    let holder = held(plain(name).acquire().await, "the holder");
+    let holder = plain_holder(&client, name).await;
     waited_for(name, now, 'a');
     assert!(held_release(holder).await, "the release of {name}");
     assert_eq!(
@@ -407,7 +406,7 @@ async fn a_place_in_line_that_lapses_this_very_millisecond_is_passed_nothing() {
     );
 
     let name = "line-lapses-next";
-    let holder = held(plain(name).acquire().await, "the holder");
+    let holder = plain_holder(&client, name).await;
     let fence = holder.fence();
     waited_for(name, now + 1, 'b');
     assert!(held_release(holder).await, "the release of {name}");
@@ -427,7 +426,7 @@ async fn a_place_in_line_that_lapses_this_very_millisecond_is_passed_nothing() {
     // A lapsed place first, then two live ones: the lock goes to the first live one, marked as
     // waited for (the other is still in line), and the message names the one behind it.
     let name = "line-lapsed-first";
-    let holder = held(plain(name).acquire().await, "the holder");
+    let holder = plain_holder(&client, name).await;
     let fence = holder.fence();
     waited_for(name, now, 'c');
     let line = common::lock_subkey(name, "waiters");
@@ -456,30 +455,20 @@ async fn a_plain_lock_in_its_last_millisecond_is_waited_for_like_any_other() {
     let client = client(&server);
     let name = "last-millisecond";
     let (key, line) = (common::lock_key(name), common::lock_subkey(name, "waiters"));
-    let holder = held(
-        client
-            .lock(name)
-            .ttl(LEASE)
-            .auto_renew(false)
-            .no_wait()
-            .acquire()
-            .await,
-        "the holder",
-    );
+    let holder = plain_holder(&client, name).await;
     advance(&mut server, LEASE);
     assert_eq!(common::integer_reply(&server, &["PTTL", &key]), 0);
     let waiter = {
         let request = client.lock(name).ttl(LEASE).wait_up_to(LEASE);
         tokio::spawn(async move { request.acquire().await })
     };
-    let until = tokio::time::Instant::now() + Duration::from_secs(10);
-    while common::integer_reply(&server, &["ZCARD", &line]) == 0 {
-        assert!(
-            tokio::time::Instant::now() < until,
-            "a request for a lock in its last millisecond took no place in line"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    in_line(
+        &server,
+        &line,
+        1,
+        "a request for a lock in its last millisecond",
+    )
+    .await;
     let value = common::string_at(&server, &key);
     assert!(
         value.as_deref().is_some_and(|v| v.ends_with('+')),
@@ -505,16 +494,7 @@ async fn a_plain_locks_line_lives_as_long_as_its_longest_place() {
     let client = client(&server);
     let name = "longest-place";
     let line = common::lock_subkey(name, "waiters");
-    let holder = held(
-        client
-            .lock(name)
-            .ttl(LEASE)
-            .auto_renew(false)
-            .no_wait()
-            .acquire()
-            .await,
-        "the holder",
-    );
+    let holder = plain_holder(&client, name).await;
     let mut waiters = Vec::new();
     for (places, place_lasts) in [(1, LEASE), (2, Duration::from_secs(2))] {
         let request = client
@@ -523,14 +503,7 @@ async fn a_plain_locks_line_lives_as_long_as_its_longest_place() {
             .queue_timeout(place_lasts)
             .wait_up_to(LEASE);
         waiters.push(tokio::spawn(async move { request.acquire().await }));
-        let until = tokio::time::Instant::now() + Duration::from_secs(10);
-        while common::integer_reply(&server, &["ZCARD", &line]) < places {
-            assert!(
-                tokio::time::Instant::now() < until,
-                "waiter {places} took no place in line"
-            );
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
+        in_line(&server, &line, places, &format!("waiter {places}")).await;
     }
     // The short place's waiter refreshes it every two thirds of a second.
     tokio::time::sleep(Duration::from_millis(1_500)).await;
@@ -596,5 +569,23 @@ async fn waiters_that_arrived_in_the_same_millisecond_go_in_the_order_of_their_t
                 if served { "larger" } else { "smaller" }
             ),
         }
+    }
+}
+
+/// A plain lock `name` held for [`LEASE`], not renewed.
+async fn plain_holder(client: &Client, name: &str) -> LockGuard {
+    let request = client.lock(name).ttl(LEASE).auto_renew(false).no_wait();
+    held(request.acquire().await, &format!("the holder of {name}"))
+}
+
+/// Waits (at most 10 s) until the plain lock's line `line` has `places` places.
+async fn in_line(server: &ClockedServer, line: &str, places: i64, who: &str) {
+    let until = tokio::time::Instant::now() + Duration::from_secs(10);
+    while common::integer_reply(server, &["ZCARD", line]) < places {
+        assert!(
+            tokio::time::Instant::now() < until,
+            "{who} took no place in line"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }
