@@ -217,6 +217,43 @@ async fn a_killed_holders_permit_comes_back_after_its_lease_while_the_others_sta
     assert_eq!(keys(&redis), vec!["fencelock:{leased}:fence"]);
 }
 
+/// The number of permits is the holders' to agree on: with none held and only a request
+/// waiting, a request with another number takes a permit, and its number is the semaphore's
+/// from then on.
+#[tokio::test]
+async fn another_number_of_permits_is_accepted_while_only_requests_wait() {
+    let redis = server();
+    let a = client(&redis.url());
+    let name = "waited-n";
+    let key = common::lock_key(name);
+    let now = common::server_ms(&redis);
+    let waiter = (
+        format!("w:{}", "0".repeat(32)),
+        format!("{}:1:{now}", now + 60_000),
+    );
+    redis
+        .cmd(&[
+            "HSET",
+            &key,
+            "kind",
+            "semaphore",
+            "permits",
+            "2",
+            &waiter.0,
+            &waiter.1,
+        ])
+        .unwrap_or_else(|e| panic!("HSET {key}: {e}"));
+    let guard = match a.semaphore(name, 3).try_acquire().await {
+        Ok(Some(guard)) => guard,
+        other => panic!("a request for 3 permits with none held: {other:?}"),
+    };
+    assert_eq!(
+        snapshot(&redis, name).get("permits").map(String::as_str),
+        Some("3")
+    );
+    assert!(guard.release().await.unwrap_or_else(|e| panic!("{e}")));
+}
+
 #[tokio::test]
 async fn another_number_of_permits_is_refused_while_any_is_held_and_accepted_after() {
     let redis = server();
