@@ -590,7 +590,7 @@ async fn two_waiters_of_one_client_are_each_woken_by_the_release_before_them() {
     let name = "marked";
     let key = common::lock_key(name);
     let lease = Duration::from_secs(60);
-    let marked = |value: Option<String>| value.is_some_and(|v| v.ends_with('+'));
+    let marked = |value: &Option<String>| value.as_deref().is_some_and(|v| v.ends_with('+'));
     let held = holder.lock(name).ttl(lease).acquire().await;
     let held = held.unwrap_or_else(|e| panic!("the holder: {e}"));
     let (granted, mut grants) = tokio::sync::mpsc::unbounded_channel();
@@ -601,9 +601,9 @@ async fn two_waiters_of_one_client_are_each_woken_by_the_release_before_them() {
             let _ = granted.send(request.acquire().await);
         });
     }
-    // Both wait (their tries marked the holder's value), asleep until its lease would end.
+    // Both wait: their tries marked the holder's value.
     assert!(
-        eventually_all(&servers, |s| marked(common::string_at(s, &key))).await,
+        eventually_all(&servers, |s| marked(&common::string_at(s, &key))).await,
         "the waiters' tries did not mark the holder's value"
     );
     tokio::time::sleep(Duration::from_millis(500)).await;
@@ -617,7 +617,7 @@ async fn two_waiters_of_one_client_are_each_woken_by_the_release_before_them() {
     // The grant of the first, while the second waits, is marked on every instance it holds.
     let values: Vec<Option<String>> = servers.iter().map(|s| common::string_at(s, &key)).collect();
     assert!(
-        values.iter().filter(|v| marked((*v).clone())).count() >= 2,
+        values.iter().filter(|v| marked(v)).count() >= 2,
         "the grant of a request whose client has another waiting is not marked as waited for \
          on a majority: {values:?}"
     );
