@@ -58,6 +58,12 @@ pub(crate) const RETRY: Backoff =
 pub(crate) const RECONNECT: Backoff =
     Backoff::new(Duration::from_millis(50), 2, Duration::from_secs(2));
 
+/// Checking that the sharded subscriptions of a cluster's listener are still on the connections
+/// they were confirmed on: 250 ms after a sign of trouble (a lost channel, a failed or misrouted
+/// subscription), doubling, then every 10 s.
+pub(crate) const AUDIT: Backoff =
+    Backoff::new(Duration::from_millis(250), 2, Duration::from_secs(10));
+
 /// Asking another sentinel after one failed: 500 ms each time.
 pub(crate) const SENTINEL: Backoff =
     Backoff::new(Duration::from_millis(500), 1, Duration::from_millis(500));

@@ -20,7 +20,7 @@ use crate::connection::within;
 /// elsewhere then, by a map not read again yet, is lost without a word (seen on Redis 7.0: a
 /// few channels of a dozen resubscribed right after a failover, confirmed and checked, on a
 /// connection replaced a moment later).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub(super) struct Placement {
     node: String,
     connection: Option<i64>,

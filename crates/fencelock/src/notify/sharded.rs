@@ -17,6 +17,17 @@
 //! and counts as done only once confirmed and that node still is where the route goes, over the
 //! same connection (the crate may replace one silently, and the subscriptions on it go with it):
 //! a subscription that may sit elsewhere, or be gone, is counted lost and sent again.
+//!
+//! A subscription confirmed and checked can still go without a word: the crate replaces its
+//! connection to a node (one whose `PING` timed out while it read the slots again, or one of
+//! two made at once for the same node) and subscribes the new one again only to the channels
+//! it tracks for that node, which need not be ours (seen on Redis 7.0 after a failover: two
+//! channels checked on a connection to the new master that another connection to it replaced
+//! 16 ms later). So the subscriber keeps where each channel was placed, and checks (an audit)
+//! that the route still goes to that node over that connection, one channel per placement:
+//! 250 ms after a sign of trouble (a lost channel, a failed or misrouted attempt), doubling, and
+//! every 10 s after that. A placement found gone counts every channel on it lost: they are
+//! sent again, and their readers and waiters are told as for any other loss.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -30,7 +41,7 @@ use tokio::time::Instant;
 
 use super::placement::{Placement, refresh_route, serving};
 use super::sleep_until;
-use crate::backoff::{Backoff, RECONNECT};
+use crate::backoff::{AUDIT, Backoff, RECONNECT};
 use crate::connection::sharded_subscription;
 
 use super::registry::{Registry, lock, unsubscribed};
@@ -102,12 +113,27 @@ enum Outcome {
 
 type Attempt = Pin<Box<dyn Future<Output = (String, Outcome)> + Send>>;
 
+/// What an audit found: the placements that are not where the route goes any more, and
+/// whether every node asked answered.
+struct Audited {
+    gone: Vec<Placement>,
+    answered: bool,
+}
+
+type Audit = Pin<Box<dyn Future<Output = Audited> + Send>>;
+
 /// The task that subscribes the channels wanted until each is confirmed.
 pub(super) struct Subscriber {
     conn: ClusterConnection,
     registry: Registry,
     limit: Duration,
     pending: HashMap<String, Pending>,
+    /// The channels confirmed and checked, and where: what an audit checks.
+    placed: HashMap<String, Placement>,
+    /// The gaps between audits, and when the next one is due (`None`: nothing placed, or an
+    /// audit on its way).
+    audits: Backoff,
+    audit_at: Option<Instant>,
 }
 
 /// Where a channel wanted stands now.
@@ -127,6 +153,9 @@ impl Subscriber {
             registry,
             limit,
             pending: HashMap::new(),
+            placed: HashMap::new(),
+            audits: AUDIT,
+            audit_at: None,
         }
     }
 
@@ -137,10 +166,12 @@ impl Subscriber {
         mut stop: oneshot::Receiver<()>,
     ) {
         let mut attempts: FuturesUnordered<Attempt> = FuturesUnordered::new();
+        let mut audit: FuturesUnordered<Audit> = FuturesUnordered::new();
         loop {
             self.send_due(&mut attempts);
             let next = self.next_due();
             let room = attempts.len() < AT_ONCE;
+            let audit_at = self.audit_at.filter(|_| audit.is_empty());
             tokio::select! {
                 _ = &mut stop => return,
                 asked = wanted.recv() => match asked {
@@ -150,6 +181,8 @@ impl Subscriber {
                 Some((channel, outcome)) = attempts.next(), if !attempts.is_empty() => {
                     self.settle(channel, outcome);
                 }
+                Some(audited) = audit.next(), if !audit.is_empty() => self.audited(audited),
+                () = sleep_until(audit_at), if audit_at.is_some() => audit.push(self.audit()),
                 () = sleep_until(next), if next.is_some() && room => {}
             }
         }
@@ -157,9 +190,10 @@ impl Subscriber {
 
     fn want(&mut self, wanted: Wanted) {
         let lost = wanted.confirmed.is_none();
+        let channel = wanted.channel;
         let pending = self
             .pending
-            .entry(wanted.channel)
+            .entry(channel.clone())
             .or_insert_with(|| Pending {
                 backoff: RECONNECT,
                 due: Some(Instant::now() + if lost { QUIET } else { Duration::ZERO }),
@@ -173,6 +207,10 @@ impl Subscriber {
             pending.sent_to = None;
         }
         pending.confirmed.extend(wanted.confirmed);
+        if lost {
+            self.placed.remove(&channel);
+            self.stir();
+        }
     }
 
     fn standing(&self, channel: &str) -> Standing {
@@ -273,6 +311,12 @@ impl Subscriber {
             }
             Outcome::Checked(true) | Outcome::Failed(_) => {}
         }
+        if !matches!(outcome, Outcome::Sent(_) | Outcome::Checked(true)) {
+            self.stir();
+        }
+        let Some(pending) = self.pending.get_mut(&channel) else {
+            return;
+        };
         for confirmed in pending.confirmed.drain(..) {
             let _ = confirmed.send(false);
         }
@@ -296,10 +340,90 @@ impl Subscriber {
     }
 
     fn done(&mut self, channel: &str, subscribed: bool) {
-        if let Some(pending) = self.pending.remove(channel) {
-            for confirmed in pending.confirmed {
-                let _ = confirmed.send(subscribed);
+        let Some(pending) = self.pending.remove(channel) else {
+            return;
+        };
+        for confirmed in pending.confirmed {
+            let _ = confirmed.send(subscribed);
+        }
+        if subscribed && let Some(placement) = pending.sent_to {
+            self.placed.insert(channel.to_owned(), placement);
+            if self.audit_at.is_none() {
+                self.audit_at = Some(Instant::now() + self.audits.next_jittered());
             }
+        }
+    }
+
+    /// A sign of trouble: the next audit comes soon, and the ones after it close together.
+    fn stir(&mut self) {
+        self.audits.reset();
+        let at = Instant::now() + self.audits.next_jittered();
+        self.audit_at = Some(self.audit_at.map_or(at, |due| due.min(at)));
+    }
+
+    /// Checks, for one channel of each placement, that the route to its slot goes to the node
+    /// it was placed on, over the same connection, and that the node still serves the slot as
+    /// its master (see the module's documentation). Channels no longer subscribed (lost since,
+    /// or unsubscribed) are no longer placed.
+    fn audit(&mut self) -> Audit {
+        self.audit_at = None;
+        let registry = lock(&self.registry);
+        self.placed
+            .retain(|channel, _| registry.get(channel).is_some_and(|entry| entry.subscribed));
+        drop(registry);
+        let mut groups: HashMap<Placement, String> = HashMap::new();
+        for (channel, placement) in &self.placed {
+            groups
+                .entry(placement.clone())
+                .or_insert_with(|| channel.clone());
+        }
+        let (conn, limit) = (self.conn.clone(), self.limit);
+        Box::pin(async move {
+            let checks = groups.into_iter().map(|(placement, channel)| {
+                let conn = &conn;
+                async move { (serving(conn, &channel, limit).await, placement) }
+            });
+            let mut audited = Audited {
+                gone: Vec::new(),
+                answered: true,
+            };
+            for (now, placement) in futures_util::future::join_all(checks).await {
+                match now {
+                    Ok(now) if now.as_ref() == Some(&placement) => {}
+                    Ok(_) => audited.gone.push(placement),
+                    Err(err) => {
+                        tracing::debug!(%err, "release listener: sharded subscriptions not checked");
+                        audited.answered = false;
+                    }
+                }
+            }
+            audited
+        })
+    }
+
+    /// An audit came back: every channel on a placement found gone is lost, and sent again.
+    fn audited(&mut self, audited: Audited) {
+        if !audited.gone.is_empty() || !audited.answered {
+            self.stir();
+        }
+        let lost: Vec<String> = self
+            .placed
+            .iter()
+            .filter(|(_, placement)| audited.gone.contains(placement))
+            .map(|(channel, _)| channel.clone())
+            .collect();
+        for channel in lost {
+            self.placed.remove(&channel);
+            tracing::debug!(
+                channel,
+                "release listener: sharded channel's connection replaced, or its slot moved"
+            );
+            if unsubscribed(&self.registry, &channel) {
+                self.want(Wanted::again(channel));
+            }
+        }
+        if self.audit_at.is_none() && !self.placed.is_empty() {
+            self.audit_at = Some(Instant::now() + self.audits.next_jittered());
         }
     }
 
