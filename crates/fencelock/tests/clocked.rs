@@ -589,3 +589,204 @@ async fn in_line(server: &ClockedServer, line: &str, places: i64, who: &str) {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }
+
+/// The scripts a server ran so far (`EVALSHA` and `EVAL`).
+fn scripts_run(server: &ClockedServer) -> u64 {
+    common::calls(server, "evalsha") + common::calls(server, "eval")
+}
+
+/// Waits (at most 10 s) until the fair lock `name`'s queue has `places` places.
+async fn queued(server: &ClockedServer, name: &str, places: i64, who: &str) {
+    in_line(server, &common::lock_subkey(name, "queue"), places, who).await;
+}
+
+/// A fair lock's waiter does not poll: each refusal tells it how long to sleep, and it sleeps
+/// that long (or a third of its place, sooner) unless a release wakes it. Behind a dead head
+/// on a free lock it is told when the head's place lapses; at the head behind a holder, when
+/// the lease ends. The clock stands still, so nothing changes meanwhile: a waiter told 1 ms
+/// (or nothing) would try hundreds of times a second.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fair_waiter_sleeps_until_the_place_or_lease_ahead_of_it_can_end() {
+    let mut server = clocked();
+    let client = client(&server);
+    let now = server.now_ms();
+    let waiter = |name: &str| {
+        let request = client
+            .fair_lock(name)
+            .ttl(LEASE)
+            .queue_timeout(Duration::from_secs(30))
+            .wait_up_to(Duration::from_secs(20));
+        tokio::spawn(async move { request.acquire().await })
+    };
+    // How many scripts the server runs in a second and a half of real time.
+    let tries = |server: &ClockedServer| {
+        let before = scripts_run(server);
+        std::thread::sleep(Duration::from_millis(1500));
+        scripts_run(server) - before
+    };
+
+    // A free lock behind a dead head whose place lapses in 2 s of the server's time.
+    let name = "fair-dead-head";
+    let dead = token('d');
+    zadd(
+        &server,
+        &common::lock_subkey(name, "queue"),
+        now - 10,
+        &dead,
+    );
+    zadd(
+        &server,
+        &common::lock_subkey(name, "alive"),
+        now + 2_000,
+        &dead,
+    );
+    let behind = waiter(name);
+    queued(&server, name, 2, "the waiter behind the dead head").await;
+    let tried = tokio::task::block_in_place(|| tries(&server));
+    assert!(
+        tried <= 3,
+        "behind a dead head whose place lapses in 2 s, the waiter tried {tried} times in 1.5 s"
+    );
+    advance(&mut server, Duration::from_millis(2_000));
+    let guard = match behind.await {
+        Ok(result) => held(result, "the waiter once the dead head's place lapsed"),
+        Err(e) => panic!("the waiter's task: {e}"),
+    };
+    assert!(held_release(guard).await, "the release of {name}");
+
+    // At the head of the queue behind a holder whose lease has a minute left: it sleeps a
+    // third of its place (10 s) at most, and the release wakes it.
+    let name = "fair-held";
+    let holder = held(
+        client
+            .fair_lock(name)
+            .ttl(LEASE)
+            .auto_renew(false)
+            .no_wait()
+            .acquire()
+            .await,
+        "the holder",
+    );
+    let head = waiter(name);
+    queued(&server, name, 1, "the waiter behind the holder").await;
+    let tried = tokio::task::block_in_place(|| tries(&server));
+    assert!(
+        tried <= 2,
+        "at the head behind a lease with a minute left, the waiter tried {tried} times in 1.5 s"
+    );
+    assert!(held_release(holder).await, "the release of {name}");
+    match head.await {
+        Ok(result) => drop(held(result, "the head once the holder released")),
+        Err(e) => panic!("the head's task: {e}"),
+    }
+}
+
+/// Requests for a fair lock that arrive in the same millisecond (the clock stands still) take
+/// tickets one apart, in the order they came: the first the clock's millisecond, each next one
+/// the ticket before it plus one. A ticket equal to the one before would leave their order to
+/// their tokens.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fair_requests_that_arrive_in_the_same_millisecond_keep_their_order() {
+    let server = clocked();
+    let client = client(&server);
+    let now = server.now_ms();
+    let name = "fair-same-ms";
+    let holder = held(
+        client
+            .fair_lock(name)
+            .ttl(LEASE)
+            .auto_renew(false)
+            .no_wait()
+            .acquire()
+            .await,
+        "the holder",
+    );
+    let mut waiters = Vec::new();
+    for i in 1..=3 {
+        let request = client
+            .fair_lock(name)
+            .ttl(LEASE)
+            .auto_renew(false)
+            .queue_timeout(Duration::from_secs(30))
+            .wait_up_to(Duration::from_secs(20));
+        waiters.push(tokio::spawn(async move { request.acquire().await }));
+        queued(&server, name, i, &format!("waiter {i}")).await;
+    }
+    let queue = common::lock_subkey(name, "queue");
+    let tickets: Vec<u64> = match server.cmd(&["ZRANGE", &queue, "0", "-1", "WITHSCORES"]) {
+        Ok(redis::Value::Array(items)) => items
+            .chunks(2)
+            .map(|pair| match pair.get(1) {
+                Some(redis::Value::BulkString(s)) => {
+                    String::from_utf8_lossy(s).parse().unwrap_or(0)
+                }
+                Some(redis::Value::Double(d)) => *d as u64,
+                other => panic!("a ticket: {other:?}"),
+            })
+            .collect(),
+        other => panic!("ZRANGE {queue}: {other:?}"),
+    };
+    assert_eq!(
+        tickets,
+        [now, now + 1, now + 2],
+        "the tickets of three arrivals"
+    );
+
+    // And the lock goes to them in that order.
+    let mut release = holder;
+    for (i, waiter) in waiters.into_iter().enumerate() {
+        assert!(held_release(release).await, "a release of {name}");
+        release = match waiter.await {
+            Ok(result) => held(result, &format!("waiter {}", i + 1)),
+            Err(e) => panic!("waiter {}'s task: {e}", i + 1),
+        };
+    }
+    assert!(held_release(release).await, "the last release of {name}");
+}
+
+/// A fair lock's release passes the lock to the first place that lapses after the very
+/// millisecond of the release: a place ahead of the waiter that lapses in that millisecond is
+/// passed nothing (and taken out), and the live waiter behind it gets the lock at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fair_release_passes_nothing_to_a_place_that_lapses_this_very_millisecond() {
+    let server = clocked();
+    let client = client(&server);
+    let now = server.now_ms();
+    let name = "fair-lapses-now";
+    let holder = held(
+        client
+            .fair_lock(name)
+            .ttl(LEASE)
+            .auto_renew(false)
+            .no_wait()
+            .acquire()
+            .await,
+        "the holder",
+    );
+    let waiter = {
+        let request = client
+            .fair_lock(name)
+            .ttl(LEASE)
+            .auto_renew(false)
+            .queue_timeout(Duration::from_secs(30))
+            .wait_up_to(Duration::from_secs(10));
+        tokio::spawn(async move { request.acquire().await })
+    };
+    queued(&server, name, 1, "the waiter").await;
+    // Ahead of the waiter, a place that lapses in this very millisecond.
+    let lapsing = token('l');
+    let queue = common::lock_subkey(name, "queue");
+    zadd(&server, &queue, now - 10, &lapsing);
+    zadd(&server, &common::lock_subkey(name, "alive"), now, &lapsing);
+    assert!(held_release(holder).await, "the release of {name}");
+    let guard = match waiter.await {
+        Ok(result) => held(result, "the waiter behind the lapsing place"),
+        Err(e) => panic!("the waiter's task: {e}"),
+    };
+    assert_eq!(
+        common::integer_reply(&server, &["ZCARD", &queue]),
+        0,
+        "the lapsed place is taken out"
+    );
+    assert!(held_release(guard).await, "the waiter's release");
+}
