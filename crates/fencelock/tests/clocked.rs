@@ -790,3 +790,49 @@ async fn a_fair_release_passes_nothing_to_a_place_that_lapses_this_very_millisec
     );
     assert!(held_release(guard).await, "the waiter's release");
 }
+
+/// An election's term in its last millisecond (`PTTL` 0) is still the leader's: a proclaim
+/// then keeps the leader's record (an expiry of 0 would delete it), and a rival's campaign is
+/// refused and marks the term as waited for, as any held lock is.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_elections_term_in_its_last_millisecond_is_still_the_leaders() {
+    let mut server = clocked();
+    let client = client(&server);
+    let name = "last-term";
+    let (key, record) = (common::lock_key(name), common::lock_subkey(name, "leader"));
+    let mut leadership = client
+        .election(name)
+        .campaign("first")
+        .ttl(LEASE)
+        .no_wait()
+        .await
+        .unwrap_or_else(|e| panic!("the campaign: {e}"));
+    advance(&mut server, LEASE);
+    assert_eq!(common::integer_reply(&server, &["PTTL", &key]), 0);
+    leadership
+        .proclaim("last")
+        .await
+        .unwrap_or_else(|e| panic!("a proclaim in the term's last millisecond: {e}"));
+    let fields = common::hash_fields(&server, &record);
+    assert_eq!(
+        fields.get("value").map(String::as_str),
+        Some("last"),
+        "the leader's record after a proclaim in the term's last millisecond: {fields:?}"
+    );
+    let rival = client
+        .election(name)
+        .campaign("rival")
+        .ttl(LEASE)
+        .no_wait()
+        .await;
+    assert!(
+        matches!(rival, Err(Error::Busy { .. })),
+        "a rival's campaign in the term's last millisecond: {:?}",
+        rival.map(|l| l.term())
+    );
+    let value = common::string_at(&server, &key);
+    assert!(
+        value.as_deref().is_some_and(|v| v.ends_with('+')),
+        "the term in its last millisecond was not marked as waited for: {value:?}"
+    );
+}
