@@ -595,6 +595,31 @@ fn scripts_run(server: &ClockedServer) -> u64 {
     common::calls(server, "evalsha") + common::calls(server, "eval")
 }
 
+/// A fair lock `name` held for [`LEASE`], not renewed.
+async fn fair_holder(client: &Client, name: &str) -> LockGuard {
+    let request = client
+        .fair_lock(name)
+        .ttl(LEASE)
+        .auto_renew(false)
+        .no_wait();
+    held(request.acquire().await, &format!("the holder of {name}"))
+}
+
+/// A request for the fair lock `name` that waits (20 s at most) with a place that lasts 30 s,
+/// its lease not renewed.
+fn fair_waiter(
+    client: &Client,
+    name: &str,
+) -> tokio::task::JoinHandle<fencelock::Result<LockGuard>> {
+    let request = client
+        .fair_lock(name)
+        .ttl(LEASE)
+        .auto_renew(false)
+        .queue_timeout(Duration::from_secs(30))
+        .wait_up_to(Duration::from_secs(20));
+    tokio::spawn(async move { request.acquire().await })
+}
+
 /// Waits (at most 10 s) until the fair lock `name`'s queue has `places` places.
 async fn queued(server: &ClockedServer, name: &str, places: i64, who: &str) {
     in_line(server, &common::lock_subkey(name, "queue"), places, who).await;
@@ -610,14 +635,6 @@ async fn a_fair_waiter_sleeps_until_the_place_or_lease_ahead_of_it_can_end() {
     let mut server = clocked();
     let client = client(&server);
     let now = server.now_ms();
-    let waiter = |name: &str| {
-        let request = client
-            .fair_lock(name)
-            .ttl(LEASE)
-            .queue_timeout(Duration::from_secs(30))
-            .wait_up_to(Duration::from_secs(20));
-        tokio::spawn(async move { request.acquire().await })
-    };
     // How many scripts the server runs in a second and a half of real time.
     let tries = |server: &ClockedServer| {
         let before = scripts_run(server);
@@ -640,7 +657,7 @@ async fn a_fair_waiter_sleeps_until_the_place_or_lease_ahead_of_it_can_end() {
         now + 2_000,
         &dead,
     );
-    let behind = waiter(name);
+    let behind = fair_waiter(&client, name);
     queued(&server, name, 2, "the waiter behind the dead head").await;
     let tried = tokio::task::block_in_place(|| tries(&server));
     assert!(
@@ -657,17 +674,8 @@ async fn a_fair_waiter_sleeps_until_the_place_or_lease_ahead_of_it_can_end() {
     // At the head of the queue behind a holder whose lease has a minute left: it sleeps a
     // third of its place (10 s) at most, and the release wakes it.
     let name = "fair-held";
-    let holder = held(
-        client
-            .fair_lock(name)
-            .ttl(LEASE)
-            .auto_renew(false)
-            .no_wait()
-            .acquire()
-            .await,
-        "the holder",
-    );
-    let head = waiter(name);
+    let holder = fair_holder(&client, name).await;
+    let head = fair_waiter(&client, name);
     queued(&server, name, 1, "the waiter behind the holder").await;
     let tried = tokio::task::block_in_place(|| tries(&server));
     assert!(
@@ -691,25 +699,10 @@ async fn fair_requests_that_arrive_in_the_same_millisecond_keep_their_order() {
     let client = client(&server);
     let now = server.now_ms();
     let name = "fair-same-ms";
-    let holder = held(
-        client
-            .fair_lock(name)
-            .ttl(LEASE)
-            .auto_renew(false)
-            .no_wait()
-            .acquire()
-            .await,
-        "the holder",
-    );
+    let holder = fair_holder(&client, name).await;
     let mut waiters = Vec::new();
     for i in 1..=3 {
-        let request = client
-            .fair_lock(name)
-            .ttl(LEASE)
-            .auto_renew(false)
-            .queue_timeout(Duration::from_secs(30))
-            .wait_up_to(Duration::from_secs(20));
-        waiters.push(tokio::spawn(async move { request.acquire().await }));
+        waiters.push(fair_waiter(&client, name));
         queued(&server, name, i, &format!("waiter {i}")).await;
     }
     let queue = common::lock_subkey(name, "queue");
@@ -753,25 +746,8 @@ async fn a_fair_release_passes_nothing_to_a_place_that_lapses_this_very_millisec
     let client = client(&server);
     let now = server.now_ms();
     let name = "fair-lapses-now";
-    let holder = held(
-        client
-            .fair_lock(name)
-            .ttl(LEASE)
-            .auto_renew(false)
-            .no_wait()
-            .acquire()
-            .await,
-        "the holder",
-    );
-    let waiter = {
-        let request = client
-            .fair_lock(name)
-            .ttl(LEASE)
-            .auto_renew(false)
-            .queue_timeout(Duration::from_secs(30))
-            .wait_up_to(Duration::from_secs(10));
-        tokio::spawn(async move { request.acquire().await })
-    };
+    let holder = fair_holder(&client, name).await;
+    let waiter = fair_waiter(&client, name);
     queued(&server, name, 1, "the waiter").await;
     // Ahead of the waiter, a place that lapses in this very millisecond.
     let lapsing = token('l');
