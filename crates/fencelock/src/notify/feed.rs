@@ -41,12 +41,12 @@ pub(super) enum Source {
         switches: Option<watch::Receiver<u64>>,
     },
     /// Redis Cluster: subscriptions go to the [`Subscriber`](super::sharded::Subscriber),
-    /// which confirms and retries them, and the rest to the [`Writer`](super::sharded::Writer);
+    /// which confirms and retries them, and the rest to the [`Writer`](super::writer::Writer);
     /// losses are heard by the router, channel by channel.
     #[cfg(feature = "cluster")]
     Sharded {
         wanted: mpsc::UnboundedSender<super::sharded::Wanted>,
-        batches: mpsc::UnboundedSender<super::sharded::Batch>,
+        batches: mpsc::UnboundedSender<super::writer::Batch>,
         /// Dropped with the listener: the subscriber stops (the connection's router, which
         /// the subscriber keeps alive, holds a sender of `wanted` too).
         _stop: tokio::sync::oneshot::Sender<()>,

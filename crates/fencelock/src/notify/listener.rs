@@ -215,7 +215,7 @@ impl Listener {
             Source::Dedicated { .. } => {}
             #[cfg(feature = "cluster")]
             Source::Sharded { batches, .. } => {
-                let _ = batches.send(super::sharded::Batch {
+                let _ = batches.send(super::writer::Batch {
                     subscribe,
                     unsubscribe,
                 });
@@ -245,7 +245,7 @@ impl Listener {
             #[cfg(feature = "cluster")]
             Source::Sharded { batches, .. } => {
                 // A failure leaves a subscription without waiters: harmless.
-                let _ = batches.send(super::sharded::Batch {
+                let _ = batches.send(super::writer::Batch {
                     subscribe: Vec::new(),
                     unsubscribe: vec![channel],
                 });

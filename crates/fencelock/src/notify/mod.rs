@@ -46,6 +46,8 @@ mod registry;
 mod router;
 #[cfg(feature = "cluster")]
 mod sharded;
+#[cfg(feature = "cluster")]
+mod writer;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -196,7 +198,7 @@ impl Prepared {
                 let (stop, stopped) = oneshot::channel();
                 closer.spawn(subscriber.run(asked, stopped));
                 let (batches, to_send) = mpsc::unbounded_channel();
-                let writer = sharded::Writer {
+                let writer = writer::Writer {
                     conn,
                     limit: command_timeout,
                 };

@@ -5,9 +5,9 @@
 //! `SSUBSCRIBE` with whatever confirmation comes first on that node's connection, and a node
 //! that stops serving a slot sends an `sunsubscribe` nobody asked for, which it may take as the
 //! reply. The [`Subscriber`] sends the subscriptions (a waiter's channel, or one lost), many at
-//! once, and sends again with backoff each one that is not confirmed; the [`Writer`] sends the
-//! rest (waiters' own channels, lingering channels' unsubscriptions) in the order asked. Neither
-//! holds up the listener's requests.
+//! once, and sends again with backoff each one that is not confirmed; the [`Writer`](super::writer::Writer) sends the
+//! rest (waiters' own channels, lingering channels' unsubscriptions) in the order asked (`writer.rs`).
+//! Neither holds up the listener's requests.
 //!
 //! A confirmation does not say which node sent it, and the connection's route to a slot may be
 //! stale (it is read again only after a `MOVED`, from whichever node answers first) or fall back
@@ -452,38 +452,6 @@ async fn attempt(conn: &ClusterConnection, channel: &str, lost: bool, limit: Dur
             Outcome::Misrouted
         }
         Err(err) => Outcome::Failed(err),
-    }
-}
-
-/// Sharded (un)subscriptions that need no confirmation: waiters' own channels (see
-/// [`super::Request::Own`]) and lingering channels' unsubscriptions. Each batch goes at once,
-/// batches in the order asked (a waiter's own channel is never unsubscribed before it is
-/// subscribed); a failure is only logged.
-pub(super) struct Batch {
-    pub(super) subscribe: Vec<String>,
-    pub(super) unsubscribe: Vec<String>,
-}
-
-/// The task that sends the [`Batch`]es.
-pub(super) struct Writer {
-    pub(super) conn: ClusterConnection,
-    pub(super) limit: Duration,
-}
-
-impl Writer {
-    pub(super) async fn run(self, mut batches: mpsc::UnboundedReceiver<Batch>) {
-        while let Some(batch) = batches.recv().await {
-            let subscriptions = batch.subscribe.iter().map(|c| (c, true));
-            let unsubscriptions = batch.unsubscribe.iter().map(|c| (c, false));
-            let (conn, limit) = (&self.conn, self.limit);
-            let sent = subscriptions.chain(unsubscriptions).map(|(channel, on)| async move {
-                let result = sharded_subscription(conn, channel, on, limit).await;
-                if let Err(err) = result {
-                    tracing::debug!(channel, on, %err, "release listener: sharded (un)subscription failed");
-                }
-            });
-            futures_util::future::join_all(sent).await;
-        }
     }
 }
 
