@@ -768,8 +768,9 @@ async fn a_fair_release_passes_nothing_to_a_place_that_lapses_this_very_millisec
 }
 
 /// An election's term in its last millisecond (`PTTL` 0) is still the leader's: a proclaim
-/// then keeps the leader's record (an expiry of 0 would delete it), and a rival's campaign is
-/// refused and marks the term as waited for, as any held lock is.
+/// then writes the leader's record, which lapses a second after the lease (also a record the
+/// proclaim writes anew), and a rival's campaign is refused and marks the term as waited for,
+/// as any held lock is.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_elections_term_in_its_last_millisecond_is_still_the_leaders() {
     let mut server = clocked();
@@ -785,6 +786,9 @@ async fn an_elections_term_in_its_last_millisecond_is_still_the_leaders() {
         .unwrap_or_else(|e| panic!("the campaign: {e}"));
     advance(&mut server, LEASE);
     assert_eq!(common::integer_reply(&server, &["PTTL", &key]), 0);
+    // The record gone (evicted, say: it is a key with an expiry): the proclaim writes it anew,
+    // and it lapses a second after the term's lease, as always, not never.
+    assert_eq!(common::integer_reply(&server, &["DEL", &record]), 1);
     leadership
         .proclaim("last")
         .await
@@ -794,6 +798,11 @@ async fn an_elections_term_in_its_last_millisecond_is_still_the_leaders() {
         fields.get("value").map(String::as_str),
         Some("last"),
         "the leader's record after a proclaim in the term's last millisecond: {fields:?}"
+    );
+    assert_eq!(
+        common::integer_reply(&server, &["PTTL", &record]),
+        1000,
+        "the record a proclaim in the term's last millisecond wrote anew: its expiry"
     );
     let rival = client
         .election(name)

@@ -25,8 +25,11 @@ if record[1] ~= ARGV[1] or not since then
 end
 publish(KEYS[1] .. ':announce', 'leader:' .. ARGV[1] .. ':' .. since .. ':' .. ARGV[2])
 redis.call('hset', KEYS[2], 'term', ARGV[1], 'since', since, 'value', ARGV[2])
+-- A lock in its last millisecond (PTTL 0) still holds its term: the record it may just have
+-- written anew lapses a second later all the same. (A lock the campaign wrote always expires:
+-- PTTL is never -1 here, nor -2, since the lock holds this term.)
 local lease = redis.call('pttl', KEYS[1])
-if lease > 0 then
+if lease >= 0 then
   keep_record(KEYS[2], lease)
 end
 return {1, since}
