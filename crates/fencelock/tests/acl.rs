@@ -426,3 +426,101 @@ async fn a_refused_call_in_a_batch_gets_its_own_error_and_the_others_run_once() 
     let keys = redis.keys().unwrap();
     assert!(keys.iter().all(|k| !k.contains("{no-")), "{keys:?}");
 }
+
+/// Releases that pass their locks on but whose wake-up the server refuses (a user that may not
+/// publish) answer "released, untold" (2), in a batch too, where the replies come as one string
+/// of a character per call: each is read as released, and each waiter takes its lock when it
+/// next looks.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn releases_in_one_batch_whose_wake_ups_are_refused_are_each_released() {
+    let redis = server();
+    let mute = client(&acl_user(&redis, "mute-batch", &rules_without_channels()));
+    let other = client(&redis.url());
+    let names: Vec<String> = (0..16).map(|i| format!("mute-batch-{i}")).collect();
+    let mut guards = Vec::new();
+    for name in &names {
+        let guard = mute
+            .lock(name)
+            .ttl(Duration::from_millis(1500))
+            .acquire()
+            .await
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        guards.push((name.clone(), guard));
+    }
+    let mut waiters = tokio::task::JoinSet::new();
+    for name in &names {
+        let (other, name) = (other.clone(), name.clone());
+        waiters.spawn(async move {
+            let granted = other
+                .lock(&name)
+                .wait_up_to(Duration::from_secs(10))
+                .acquire()
+                .await;
+            (name, granted)
+        });
+    }
+    // Every waiter has marked its lock's value: each release passes the lock on.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    for name in &names {
+        let key = format!("fencelock:{{{name}}}");
+        loop {
+            let value = redis.cmd(&["GET", &key]).unwrap();
+            if matches!(&value, redis::Value::BulkString(v) if v.ends_with(b"+")) {
+                break;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "{name}'s waiter did not mark the value: {value:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+    common::log_every_command(&redis);
+    let mut releases = tokio::task::JoinSet::new();
+    for (name, guard) in guards {
+        releases.spawn(async move { (name, guard.release().await) });
+    }
+    while let Some(done) = releases.join_next().await {
+        let (name, released) = done.unwrap();
+        assert!(
+            released.unwrap_or_else(|e| panic!("{name}: {e}")),
+            "{name}: a release whose wake-up was refused said the lock was not held"
+        );
+    }
+    // Some call of the releasing user's held two of the releases (a batch: the server's slow log
+    // has every command), and the wake-ups were refused.
+    let Ok(redis::Value::BulkString(clients)) = redis.cmd(&["CLIENT", "LIST"]) else {
+        panic!("CLIENT LIST");
+    };
+    let mute_addrs: Vec<String> = String::from_utf8_lossy(&clients)
+        .lines()
+        .filter(|line| line.contains(" user=mute-batch "))
+        .filter_map(|line| line.split(' ').find_map(|f| f.strip_prefix("addr=")))
+        .map(str::to_owned)
+        .collect();
+    let Ok(redis::Value::Array(log)) = redis.cmd(&["SLOWLOG", "GET", "-1"]) else {
+        panic!("SLOWLOG GET");
+    };
+    let batched = log.iter().any(|entry| {
+        let text = format!("{entry:?}");
+        let names = names
+            .iter()
+            .filter(|name| text.contains(&format!("{{{name}}}")))
+            .count();
+        names >= 2 && mute_addrs.iter().any(|addr| text.contains(addr.as_str()))
+    });
+    assert!(
+        batched,
+        "no batch held two releases: this test tests nothing"
+    );
+    assert_ne!(
+        redis.cmd(&["ACL", "LOG"]).unwrap(),
+        redis::Value::Array(vec![]),
+        "no wake-up was refused: this test tests nothing"
+    );
+    while let Some(done) = waiters.join_next().await {
+        let (name, granted) = done.unwrap();
+        let granted = granted.unwrap_or_else(|e| panic!("{name}'s waiter: {e}"));
+        assert!(granted.release().await.unwrap(), "{name}");
+    }
+}
