@@ -108,6 +108,7 @@ mod redact;
 mod revoke;
 mod script;
 mod token;
+mod wire;
 
 pub mod blocking;
 
@@ -131,6 +132,10 @@ pub use kind::LockKind;
 pub use kinds::reentrant::{DEFAULT_MAX_REENTRY, ReentrantLock};
 pub use kinds::rwlock::ReadWriteLock;
 pub use lease::{ClockDrift, LostSignal};
+/// Every script by its file, as the library sends it, for the tests of the wire format; not
+/// part of the API.
+#[doc(hidden)]
+pub use wire::script_source;
 
 /// The README's examples, compiled as doctests so that they keep working.
 #[doc = include_str!("../../../README.md")]

@@ -41,6 +41,7 @@ mod redlock;
 mod redlock_defaults;
 mod reentrant;
 mod replicas;
+mod replies;
 mod revoke;
 mod rwlock;
 

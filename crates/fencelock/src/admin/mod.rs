@@ -37,12 +37,12 @@ use crate::kind::LockKind;
 use crate::script::{Lua, lua};
 use stored::{ForceReleaseReply, StoredLock, StoredState};
 
-static INSPECT: LazyLock<Lua> = lua!(
+pub(crate) static INSPECT: LazyLock<Lua> = lua!(
     "../kinds/entries.lua",
     "../kinds/reentrant/fields.lua",
     "inspect.lua"
 );
-static FORCE_RELEASE: LazyLock<Lua> = lua!("force_release.lua");
+pub(crate) static FORCE_RELEASE: LazyLock<Lua> = lua!("force_release.lua");
 
 /// The state of a lock as Redis has it, from [`Client::inspect`].
 #[derive(Debug, Clone, PartialEq, Eq)]

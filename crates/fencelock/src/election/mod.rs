@@ -40,7 +40,7 @@
 pub(crate) mod blocking;
 mod campaign;
 mod observe;
-mod protocol;
+pub(crate) mod protocol;
 
 use std::sync::{Arc, LazyLock};
 use std::time::{Duration, SystemTime};
@@ -57,8 +57,8 @@ use crate::keys;
 use crate::script::reply::{as_string, as_u64, describe_type, unexpected};
 use crate::script::{Arg, Args, Call, Lua, lua};
 
-static ANNOUNCE: LazyLock<Lua> = lua!("leadership.lua", "record.lua", "announce.lua");
-static LEADER: LazyLock<Lua> = lua!("leadership.lua", "leader.lua");
+pub(crate) static ANNOUNCE: LazyLock<Lua> = lua!("leadership.lua", "record.lua", "announce.lua");
+pub(crate) static LEADER: LazyLock<Lua> = lua!("leadership.lua", "leader.lua");
 
 /// One election (see [`Client::election`]): campaign for it, read or follow its leader. Cheap
 /// to clone; it sends nothing until asked.

@@ -14,9 +14,11 @@ use crate::engine::{Attempt, Hold, Protocol, ReleaseFence};
 use crate::kind::LockKind;
 use crate::script::{Arg, Call, Lua, lua};
 
-static CAMPAIGN: LazyLock<Lua> = lua!("../kinds/plain/value.lua", "record.lua", "campaign.lua");
-static EXTEND: LazyLock<Lua> = lua!("../kinds/plain/value.lua", "record.lua", "extend.lua");
-static STEP_DOWN: LazyLock<Lua> = lua!("../kinds/plain/value.lua", "step_down.lua");
+pub(crate) static CAMPAIGN: LazyLock<Lua> =
+    lua!("../kinds/plain/value.lua", "record.lua", "campaign.lua");
+pub(crate) static EXTEND: LazyLock<Lua> =
+    lua!("../kinds/plain/value.lua", "record.lua", "extend.lua");
+pub(crate) static STEP_DOWN: LazyLock<Lua> = lua!("../kinds/plain/value.lua", "step_down.lua");
 
 /// One campaign's protocol: the value it announces, and the election's record key.
 #[derive(Debug)]

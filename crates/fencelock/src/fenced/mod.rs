@@ -40,10 +40,10 @@ use crate::script::{Arg, Args, Call, Lua, lua};
 mod script;
 pub use script::FencedScript;
 
-static WRITE: std::sync::LazyLock<Lua> = lua!("check.lua", "write.lua");
-static SET_ONE: std::sync::LazyLock<Lua> = lua!("check.lua", "set_one.lua");
+pub(crate) static WRITE: std::sync::LazyLock<Lua> = lua!("check.lua", "write.lua");
+pub(crate) static SET_ONE: std::sync::LazyLock<Lua> = lua!("check.lua", "set_one.lua");
 /// The server's clock (see [`FencedStore::server_clock`]).
-static CLOCK: std::sync::LazyLock<Lua> = lua!("clock.lua");
+pub(crate) static CLOCK: std::sync::LazyLock<Lua> = lua!("clock.lua");
 
 /// One write of a fenced call.
 #[derive(Debug, Clone)]

@@ -14,9 +14,9 @@ use crate::fenced::FencedStore;
 use crate::script::{Lua, lua};
 
 /// Records the work as done, if the run's fence is still the newest accepted.
-static RECORD: LazyLock<Lua> = lua!("../fenced/check.lua", "record.lua");
+pub(crate) static RECORD: LazyLock<Lua> = lua!("../fenced/check.lua", "record.lua");
 /// Counts a failed run, if the run's fence is still the newest accepted.
-static FAIL: LazyLock<Lua> = lua!("../fenced/check.lua", "fail.lua");
+pub(crate) static FAIL: LazyLock<Lua> = lua!("../fenced/check.lua", "fail.lua");
 
 /// The lock of a run that has the work to do (see [`Once::begin`]).
 #[derive(Debug)]

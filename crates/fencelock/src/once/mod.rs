@@ -68,7 +68,7 @@ use crate::fenced::FencedStore;
 use crate::script::reply::{as_string, as_u64};
 use crate::script::{Lua, lua};
 
-mod guard;
+pub(crate) mod guard;
 mod outcome;
 mod tick;
 
@@ -78,7 +78,7 @@ pub use tick::Tick;
 
 /// Raises the resource's fence floor to the run's fence and reads the record (and its failed
 /// runs), in one step.
-static BEGIN: LazyLock<Lua> = lua!("../fenced/check.lua", "begin.lua");
+pub(crate) static BEGIN: LazyLock<Lua> = lua!("../fenced/check.lua", "begin.lua");
 
 /// Work to do once (see the [module docs](self)): made by [`Client::once`].
 #[derive(Debug)]

@@ -21,8 +21,8 @@ use crate::keys::{self, LockKeys};
 use crate::script::reply::as_u64;
 use crate::script::{Arg, Args, Call, Lua, lua};
 
-static ASK: LazyLock<Lua> = lua!("ask.lua");
-static ASKED: LazyLock<Lua> = lua!("asked.lua");
+pub(crate) static ASK: LazyLock<Lua> = lua!("ask.lua");
+pub(crate) static ASKED: LazyLock<Lua> = lua!("asked.lua");
 
 /// The request key, which is also the request channel: `PREFIX:{NAME}:revoke`.
 fn request_key(keys: &LockKeys) -> String {

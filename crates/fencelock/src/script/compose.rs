@@ -195,8 +195,7 @@ impl Lua {
         self.batch.as_ref()
     }
 
-    /// The source as one server runs it.
-    #[cfg(test)]
+    /// The source as one server runs it (not Redis Cluster: `PUBLISH`).
     pub(crate) fn source(&self) -> &str {
         &self.plain.source
     }

@@ -63,7 +63,7 @@ pub(super) fn used_paragraphs<'h>(helpers: &'h str, script: &str) -> Vec<&'h str
 /// constant table (`local NAME = {`, the name in capitals), ending with its `end` or `}`; and
 /// nothing in it names `KEYS` or `ARGV` (a helper that did would read the whole batch's in the
 /// batch form). Such a part can run once per batch rather than once per call.
-pub(super) fn helpers_only(part: &str) -> bool {
+pub(crate) fn helpers_only(part: &str) -> bool {
     let code = code_only(part);
     if code.contains("KEYS") || code.contains("ARGV") {
         return false;

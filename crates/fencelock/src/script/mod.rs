@@ -20,6 +20,8 @@ pub(crate) mod reply;
 
 pub(crate) use call::{Arg, Args, Call, Encoded, lease_millis};
 pub(crate) use compose::{Batch, Lua, Variant, compact_replies, lua};
+#[cfg(test)]
+pub(crate) use helpers::helpers_only;
 
 /// The release message that lets exactly one waiter in (a plain lock, a reentrant lock's last
 /// hold, a semaphore permit). Defined once for Rust and Lua (see [`lua!`]).

@@ -26,7 +26,7 @@ use crate::script::{Arg, Call, Lua, lua};
 
 pub(crate) static ACQUIRE: LazyLock<Lua> = lua!("../entries.lua", "fields.lua", "acquire.lua");
 pub(crate) static RELEASE: LazyLock<Lua> = lua!("../entries.lua", "fields.lua", "release.lua");
-static EXTEND: LazyLock<Lua> = lua!("../entries.lua", "fields.lua", "extend.lua");
+pub(crate) static EXTEND: LazyLock<Lua> = lua!("../entries.lua", "fields.lua", "extend.lua");
 
 /// A hold of `take` permits of a counting semaphore of `permits`.
 #[derive(Debug)]

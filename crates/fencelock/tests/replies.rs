@@ -1,0 +1,472 @@
+//! The scripts answer what docs/PROTOCOL.md's tables say, run as another implementation of the
+//! wire format would run them: `EVAL` of the library's own source
+//! (`fencelock::script_source`) on a real server, against keys set by hand. Answers that the
+//! library itself reads alike (a renewal that finds the key gone and one that finds another's
+//! are each a loss) are told apart here, as the document tells them apart, and so are the
+//! writes a script makes or must not make.
+
+use crate::common;
+
+use fencelock_testkit::RedisServer;
+use redis::Value;
+
+use common::server;
+
+/// Runs the script of `file` with `keys` and `args`; its reply, written out (`render`).
+fn eval(redis: &RedisServer, file: &str, keys: &[&str], args: &[&str]) -> String {
+    let source = fencelock::script_source(file).unwrap_or_else(|| panic!("no script {file}"));
+    let count = keys.len().to_string();
+    let mut command = vec!["EVAL", source, count.as_str()];
+    command.extend_from_slice(keys);
+    command.extend_from_slice(args);
+    match redis.cmd(&command) {
+        Ok(reply) => render(&reply),
+        Err(e) => panic!("{file} {keys:?} {args:?}: {e}"),
+    }
+}
+
+/// A reply as text: `1`, `'text'`, `nil`, `[-1, 'key', 'list']`.
+fn render(value: &Value) -> String {
+    match value {
+        Value::Int(n) => n.to_string(),
+        Value::BulkString(b) => format!("'{}'", String::from_utf8_lossy(b)),
+        Value::SimpleString(s) => format!("'{s}'"),
+        Value::Okay => "'OK'".to_owned(),
+        Value::Nil => "nil".to_owned(),
+        Value::Array(items) => {
+            let items: Vec<String> = items.iter().map(render).collect();
+            format!("[{}]", items.join(", "))
+        }
+        other => format!("{other:?}"),
+    }
+}
+
+fn cmd(redis: &RedisServer, args: &[&str]) -> Value {
+    redis.cmd(args).unwrap_or_else(|e| panic!("{args:?}: {e}"))
+}
+
+fn int(redis: &RedisServer, args: &[&str]) -> i64 {
+    match cmd(redis, args) {
+        Value::Int(n) => n,
+        other => panic!("{args:?}: {other:?}"),
+    }
+}
+
+/// A key's whole state: its type, its value (a string's, a hash's fields in order, a list's
+/// items) and whether it expires.
+fn state(redis: &RedisServer, key: &str) -> String {
+    let kind = match cmd(redis, &["TYPE", key]) {
+        Value::SimpleString(s) => s,
+        Value::Okay => "ok".to_owned(),
+        other => panic!("TYPE {key}: {other:?}"),
+    };
+    let value = match kind.as_str() {
+        "none" => String::new(),
+        "string" => render(&cmd(redis, &["GET", key])),
+        "hash" => {
+            let Value::Array(items) = cmd(redis, &["HGETALL", key]) else {
+                panic!("HGETALL {key}");
+            };
+            let mut pairs: Vec<String> = items
+                .chunks(2)
+                .map(|pair| format!("{}={}", render(&pair[0]), render(&pair[1])))
+                .collect();
+            pairs.sort();
+            pairs.join(" ")
+        }
+        "list" => render(&cmd(redis, &["LRANGE", key, "0", "-1"])),
+        other => panic!("{key} is a {other}"),
+    };
+    let expires = int(redis, &["PTTL", key]) >= 0;
+    format!("{kind} {value} expires={expires}")
+}
+
+/// The server's clock in milliseconds.
+fn now_ms(redis: &RedisServer) -> u64 {
+    let Value::Array(parts) = cmd(redis, &["TIME"]) else {
+        panic!("TIME");
+    };
+    let part = |i: usize| match &parts[i] {
+        Value::BulkString(b) => String::from_utf8_lossy(b)
+            .parse::<u64>()
+            .unwrap_or_else(|e| panic!("TIME: {e}")),
+        other => panic!("TIME: {other:?}"),
+    };
+    part(0) * 1000 + part(1) / 1000
+}
+
+/// What each renewal script is asked in each case: its keys past the lock's, its arguments, and
+/// how the lock key is set for "held", "another's" (the key there, not this hold's) and
+/// "lapsed" (the hold's entry there, its lease over: answered as gone, and the entry removed).
+struct Renewal {
+    file: &'static str,
+    more_keys: &'static [&'static str],
+    args: &'static [&'static str],
+    held: &'static [&'static str],
+    another: &'static [&'static str],
+    lapsed: Option<&'static [&'static str]>,
+    /// Another's answer, where the script names it: -1 ("the key is there but not this
+    /// holder's"), or 0 where the kind's document says "the entry is gone".
+    another_answer: &'static str,
+}
+
+/// `LIVE` in a hash field's value stands for an expiry a minute away on the server's clock.
+const LIVE: &str = "LIVE";
+
+const RENEWALS: [Renewal; 5] = [
+    Renewal {
+        file: "kinds/plain/extend.lua",
+        more_keys: &[],
+        args: &["a1b2", "30000"],
+        held: &["SET", "K", "a1b2:5", "PX", "10000"],
+        another: &["SET", "K", "c3d4:6", "PX", "10000"],
+        lapsed: None,
+        another_answer: "-1",
+    },
+    Renewal {
+        file: "election/extend.lua",
+        more_keys: &["fencelock:{renew}:leader"],
+        args: &["a1b2", "30000"],
+        held: &["SET", "K", "a1b2:5", "PX", "10000"],
+        another: &["SET", "K", "c3d4:6", "PX", "10000"],
+        lapsed: None,
+        another_answer: "-1",
+    },
+    Renewal {
+        file: "kinds/reentrant/extend.lua",
+        more_keys: &[],
+        args: &["a1b2", "30000"],
+        held: &[
+            "HSET",
+            "K",
+            "kind",
+            "reentrant",
+            "owner",
+            "o1",
+            "fence",
+            "5",
+            "h:a1b2",
+            "1",
+        ],
+        another: &[
+            "HSET",
+            "K",
+            "kind",
+            "reentrant",
+            "owner",
+            "o2",
+            "fence",
+            "6",
+            "h:c3d4",
+            "1",
+        ],
+        lapsed: None,
+        another_answer: "-1",
+    },
+    Renewal {
+        file: "kinds/entry_extend.lua",
+        more_keys: &[],
+        args: &["p:a1b2", "30000"],
+        held: &[
+            "HSET",
+            "K",
+            "kind",
+            "semaphore",
+            "permits",
+            "2",
+            "p:a1b2",
+            LIVE,
+        ],
+        another: &[
+            "HSET",
+            "K",
+            "kind",
+            "semaphore",
+            "permits",
+            "2",
+            "p:c3d4",
+            LIVE,
+        ],
+        lapsed: Some(&[
+            "HSET",
+            "K",
+            "kind",
+            "semaphore",
+            "permits",
+            "2",
+            "p:a1b2",
+            "1:5",
+        ]),
+        another_answer: "0",
+    },
+    Renewal {
+        file: "kinds/semaphore/extend.lua",
+        more_keys: &[],
+        args: &["a1b2", "30000", "2"],
+        held: &[
+            "HSET",
+            "K",
+            "kind",
+            "semaphore",
+            "permits",
+            "3",
+            "p:a1b2",
+            LIVE,
+            "p:a1b2/2",
+            LIVE,
+        ],
+        another: &[
+            "HSET",
+            "K",
+            "kind",
+            "semaphore",
+            "permits",
+            "3",
+            "p:c3d4",
+            LIVE,
+        ],
+        lapsed: Some(&[
+            "HSET",
+            "K",
+            "kind",
+            "semaphore",
+            "permits",
+            "3",
+            "p:a1b2",
+            "1:5",
+            "p:a1b2/2",
+            "1:5",
+            "p:c3d4",
+            LIVE,
+        ]),
+        another_answer: "0",
+    },
+];
+
+/// Every renewal script answers 1 extended, 0 gone (or, for a hold kept in a hash, its entry
+/// gone or its lease over, which removes the entry), -1 the key there but not this holder's (a
+/// key of another type too), and writes nothing unless it answers 1.
+#[test]
+fn every_renewal_tells_extended_gone_and_anothers_apart_and_writes_only_when_extended() {
+    let redis = server();
+    let key = "fencelock:{renew}";
+    for renewal in &RENEWALS {
+        let file = renewal.file;
+        let keys: Vec<&str> = std::iter::once(key)
+            .chain(renewal.more_keys.iter().copied())
+            .collect();
+        let live = format!("{}:5", now_ms(&redis) + 60_000);
+        let set = |command: &[&str]| {
+            cmd(&redis, &["DEL", key]);
+            let command: Vec<&str> = command
+                .iter()
+                .map(|a| match *a {
+                    "K" => key,
+                    LIVE => live.as_str(),
+                    a => a,
+                })
+                .collect();
+            cmd(&redis, &command);
+            if command[0] == "HSET" {
+                cmd(&redis, &["PEXPIRE", key, "10000"]);
+            }
+        };
+        let untouched = |answer: &str, what: &str| {
+            let before: Vec<String> = keys.iter().map(|k| state(&redis, k)).collect();
+            let ttl = int(&redis, &["PTTL", key]);
+            assert_eq!(
+                eval(&redis, file, &keys, renewal.args),
+                answer,
+                "{file}: {what}"
+            );
+            let after: Vec<String> = keys.iter().map(|k| state(&redis, k)).collect();
+            assert_eq!(after, before, "{file}: {what}: a key changed");
+            assert!(
+                int(&redis, &["PTTL", key]) <= ttl,
+                "{file}: {what}: re-armed"
+            );
+        };
+
+        // Held: re-armed to the lease asked (30 s, where it had 10).
+        set(renewal.held);
+        if let Some(record) = renewal.more_keys.first() {
+            cmd(
+                &redis,
+                &["HSET", record, "term", "5", "since", "1", "value", "v"],
+            );
+            cmd(&redis, &["PEXPIRE", record, "11000"]);
+        }
+        assert_eq!(eval(&redis, file, &keys, renewal.args), "1", "{file}: held");
+        assert!(
+            int(&redis, &["PTTL", key]) > 20_000,
+            "{file}: held, not re-armed"
+        );
+        if let Some(record) = renewal.more_keys.first() {
+            assert!(
+                int(&redis, &["PTTL", record]) > 30_000,
+                "{file}: held, its record not kept a second past the lease"
+            );
+        }
+        if renewal.held[0] == "HSET" && renewal.file != "kinds/reentrant/extend.lua" {
+            let permits: &[&str] = if renewal.file == "kinds/semaphore/extend.lua" {
+                &["p:a1b2", "p:a1b2/2"]
+            } else {
+                &["p:a1b2"]
+            };
+            for field in permits {
+                let Value::BulkString(value) = cmd(&redis, &["HGET", key, field]) else {
+                    panic!("{file}: held: {field} gone");
+                };
+                let value = String::from_utf8_lossy(&value).into_owned();
+                let expiry: u64 = value.split(':').next().unwrap().parse().unwrap();
+                assert!(
+                    expiry > now_ms(&redis) + 20_000 && value.ends_with(":5"),
+                    "{file}: held: {field} = {value}, not re-armed for 30 s with its fence"
+                );
+            }
+        }
+
+        // Another's.
+        set(renewal.another);
+        untouched(renewal.another_answer, "another holder's");
+
+        // A key of another type.
+        cmd(&redis, &["DEL", key]);
+        cmd(&redis, &["RPUSH", key, "a1b2:5"]);
+        untouched("-1", "a list");
+
+        // Gone.
+        cmd(&redis, &["DEL", key]);
+        untouched("0", "gone");
+
+        // The hold's lease over: gone, and its entries removed (the others kept).
+        if let Some(lapsed) = renewal.lapsed {
+            set(lapsed);
+            assert_eq!(
+                eval(&redis, file, &keys, renewal.args),
+                "0",
+                "{file}: lapsed"
+            );
+            let fields = cmd(&redis, &["HKEYS", key]);
+            let fields = render(&fields);
+            assert!(
+                !fields.contains("'p:a1b2"),
+                "{file}: lapsed entries left: {fields}"
+            );
+            assert!(
+                fields.contains("'kind'") && fields.contains("'permits'"),
+                "{file}: lapsed: {fields}"
+            );
+        }
+        cmd(&redis, &["DEL", key]);
+    }
+}
+
+/// Run-once's count of a failed run (`once/fail.lua`, after `fenced/check.lua`): counted with
+/// the run's fence, `{1, fence, failures}`; a count's key of another type is named by its type
+/// and a string that is not a count as such, `{-1, key, found}`, and then nothing is written
+/// (not the fence either); a stale fence is `{0, accepted}`.
+#[test]
+fn a_failed_runs_count_names_what_it_finds_and_writes_nothing_but_a_count() {
+    let redis = server();
+    let (fence_key, count) = ("fencelock:fenced:{job}", "fencelock:once-failed:{job}:k");
+    let file = "once/fail.lua";
+    cmd(&redis, &["SET", fence_key, "100"]);
+    let before = state(&redis, fence_key);
+
+    cmd(&redis, &["RPUSH", count, "x"]);
+    assert_eq!(
+        eval(&redis, file, &[fence_key, count], &["200", "0"]),
+        format!("[-1, '{count}', 'list']")
+    );
+    assert_eq!(
+        state(&redis, fence_key),
+        before,
+        "the fence key after a list"
+    );
+    assert_eq!(state(&redis, count), "list ['x'] expires=false");
+
+    cmd(&redis, &["DEL", count]);
+    cmd(&redis, &["SET", count, "many"]);
+    assert_eq!(
+        eval(&redis, file, &[fence_key, count], &["200", "0"]),
+        format!("[-1, '{count}', 'a string that is not a count']")
+    );
+    assert_eq!(
+        state(&redis, fence_key),
+        before,
+        "the fence key after a non-count"
+    );
+    assert_eq!(state(&redis, count), "string 'many' expires=false");
+
+    cmd(&redis, &["DEL", count]);
+    assert_eq!(
+        eval(&redis, file, &[fence_key, count], &["200", "60000"]),
+        "[1, '200', 1]"
+    );
+    assert_eq!(state(&redis, fence_key), "string '200' expires=false");
+    assert_eq!(state(&redis, count), "string '1' expires=true");
+    assert_eq!(
+        eval(&redis, file, &[fence_key, count], &["150", "60000"]),
+        "[0, '200']"
+    );
+    assert_eq!(state(&redis, count), "string '1' expires=true");
+}
+
+/// A resignation (`election/step_down.lua`) announces `resigned:<term>`, and wakes the waiting
+/// campaigns (`one` on the release channel) only when one waited: the value marked `+`.
+#[test]
+fn a_resignation_wakes_the_campaigns_only_when_one_waited() {
+    let redis = server();
+    let (key, record) = ("fencelock:{vote}", "fencelock:{vote}:leader");
+    let publishes = || {
+        let Value::BulkString(info) = cmd(&redis, &["INFO", "commandstats"]) else {
+            panic!("INFO commandstats");
+        };
+        let info = String::from_utf8_lossy(&info).into_owned();
+        info.lines()
+            .find_map(|line| line.strip_prefix("cmdstat_publish:calls="))
+            .map_or(0, |rest| {
+                rest.split(',')
+                    .next()
+                    .unwrap_or("0")
+                    .parse::<u64>()
+                    .unwrap()
+            })
+    };
+    for (value, woken) in [("a1b2:7", 0), ("a1b2:7+", 1)] {
+        cmd(&redis, &["SET", key, value, "PX", "10000"]);
+        cmd(
+            &redis,
+            &["HSET", record, "term", "7", "since", "1", "value", "v"],
+        );
+        let before = publishes();
+        assert_eq!(
+            eval(
+                &redis,
+                "election/step_down.lua",
+                &[key, record],
+                &["a1b2:7"]
+            ),
+            "1",
+            "{value}"
+        );
+        assert_eq!(publishes() - before, 1 + woken, "publishes for {value}");
+        assert_eq!(state(&redis, key), "none  expires=false", "{value}");
+        assert_eq!(state(&redis, record), "none  expires=false", "{value}");
+    }
+    // Not the holder: nothing.
+    cmd(&redis, &["SET", key, "c3d4:8+", "PX", "10000"]);
+    let before = publishes();
+    assert_eq!(
+        eval(
+            &redis,
+            "election/step_down.lua",
+            &[key, record],
+            &["a1b2:7"]
+        ),
+        "0"
+    );
+    assert_eq!(publishes(), before);
+    assert_eq!(state(&redis, key), "string 'c3d4:8+' expires=true");
+}
