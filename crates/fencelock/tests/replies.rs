@@ -81,6 +81,22 @@ fn state(redis: &RedisServer, key: &str) -> String {
     format!("{kind} {value} expires={expires}")
 }
 
+/// How many `PUBLISH` calls the server has run (scripts' too).
+fn publishes(redis: &RedisServer) -> u64 {
+    let Value::BulkString(info) = cmd(redis, &["INFO", "commandstats"]) else {
+        panic!("INFO commandstats");
+    };
+    let info = String::from_utf8_lossy(&info).into_owned();
+    info.lines()
+        .find_map(|line| line.strip_prefix("cmdstat_publish:calls="))
+        .map_or(0, |rest| {
+            rest.split(',')
+                .next()
+                .and_then(|calls| calls.parse::<u64>().ok())
+                .unwrap_or_else(|| panic!("commandstats: {rest}"))
+        })
+}
+
 /// The server's clock in milliseconds.
 fn now_ms(redis: &RedisServer) -> u64 {
     let Value::Array(parts) = cmd(redis, &["TIME"]) else {
@@ -419,21 +435,7 @@ fn a_failed_runs_count_names_what_it_finds_and_writes_nothing_but_a_count() {
 fn a_resignation_wakes_the_campaigns_only_when_one_waited() {
     let redis = server();
     let (key, record) = ("fencelock:{vote}", "fencelock:{vote}:leader");
-    let publishes = || {
-        let Value::BulkString(info) = cmd(&redis, &["INFO", "commandstats"]) else {
-            panic!("INFO commandstats");
-        };
-        let info = String::from_utf8_lossy(&info).into_owned();
-        info.lines()
-            .find_map(|line| line.strip_prefix("cmdstat_publish:calls="))
-            .map_or(0, |rest| {
-                rest.split(',')
-                    .next()
-                    .unwrap_or("0")
-                    .parse::<u64>()
-                    .unwrap()
-            })
-    };
+    let publishes = || publishes(&redis);
     for (value, woken) in [("a1b2:7", 0), ("a1b2:7+", 1)] {
         cmd(&redis, &["SET", key, value, "PX", "10000"]);
         cmd(
@@ -469,4 +471,51 @@ fn a_resignation_wakes_the_campaigns_only_when_one_waited() {
     );
     assert_eq!(publishes(), before);
     assert_eq!(state(&redis, key), "string 'c3d4:8+' expires=true");
+}
+
+/// The plain lock's release (`kinds/plain/release.lua`, one server: the grant's whole value)
+/// answers 1 released or passed on and 0 not held (nothing touched); it publishes nothing when
+/// nobody waited, `one` on the lock's channel when the value is marked and nobody is in line,
+/// and passes the lock to the first live place in line, telling it (on its own channel, then,
+/// with nobody listening there, on the lock's).
+#[test]
+fn a_plain_release_answers_released_or_not_held_and_wakes_only_who_waited() {
+    let redis = server();
+    let (key, line) = ("fencelock:{give}", "fencelock:{give}:waiters");
+    let file = "kinds/plain/release.lua";
+    let release = || {
+        let before = publishes(&redis);
+        let answer = eval(&redis, file, &[key], &["a1b2:5"]);
+        (answer, publishes(&redis) - before)
+    };
+
+    cmd(&redis, &["SET", key, "a1b2:5", "PX", "10000"]);
+    assert_eq!(release(), ("1".to_owned(), 0), "nobody waited");
+    assert_eq!(state(&redis, key), "none  expires=false");
+
+    cmd(&redis, &["SET", key, "a1b2:5+", "PX", "10000"]);
+    assert_eq!(release(), ("1".to_owned(), 1), "marked, nobody in line");
+    assert_eq!(state(&redis, key), "none  expires=false");
+
+    cmd(&redis, &["SET", key, "a1b2:5+", "PX", "10000"]);
+    let lapses = (now_ms(&redis) + 60_000).to_string();
+    cmd(&redis, &["ZADD", line, &lapses, "e5f6"]);
+    assert_eq!(
+        release(),
+        ("1".to_owned(), 2),
+        "one in line, not listening on its own channel"
+    );
+    let passed = state(&redis, key);
+    assert!(
+        passed.starts_with("string 'e5f6:")
+            && !passed.contains('+')
+            && passed.ends_with("expires=true"),
+        "passed on: {passed}"
+    );
+    assert!(int(&redis, &["PTTL", key]) <= 1000, "the pass's claim");
+
+    cmd(&redis, &["SET", key, "c3d4:6+", "PX", "10000"]);
+    let before = state(&redis, key);
+    assert_eq!(release(), ("0".to_owned(), 0), "another's");
+    assert_eq!(state(&redis, key), before);
 }
