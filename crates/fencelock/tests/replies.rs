@@ -519,3 +519,79 @@ fn a_plain_release_answers_released_or_not_held_and_wakes_only_who_waited() {
     assert_eq!(release(), ("0".to_owned(), 0), "another's");
     assert_eq!(state(&redis, key), before);
 }
+
+/// A plain lock's acquisition (`kinds/plain/acquire.lua`) and a campaign
+/// (`election/campaign.lua`) mark their grant `+` when other requests of the same client wait
+/// (`1` in the argument PROTOCOL.md names), a fresh grant and a holder's confirmation alike, so
+/// that the release wakes them; they leave the value as it is otherwise, and a confirmation
+/// re-arms the lease and answers the fence the grant had.
+#[test]
+fn a_grant_is_marked_when_other_requests_of_its_client_wait_and_only_then() {
+    let redis = server();
+    let (key, fence_key, record) = (
+        "fencelock:{mark}",
+        "fencelock:{mark}:fence",
+        "fencelock:{mark}:leader",
+    );
+    for file in ["kinds/plain/acquire.lua", "election/campaign.lua"] {
+        let take = |mark: &str| {
+            let reply = match file {
+                "kinds/plain/acquire.lua" => eval(&redis, file, &[key], &["a1b2", "30000", mark]),
+                _ => eval(
+                    &redis,
+                    file,
+                    &[key, fence_key, record],
+                    &["a1b2", "30000", "v", mark],
+                ),
+            };
+            let fence = reply.trim_matches('\'').to_owned();
+            assert!(
+                fence.parse::<u64>().is_ok(),
+                "{file} ({mark:?}): not a grant: {reply}"
+            );
+            fence
+        };
+        let value = || match cmd(&redis, &["GET", key]) {
+            Value::BulkString(v) => String::from_utf8_lossy(&v).into_owned(),
+            other => panic!("{file}: the lock's value: {other:?}"),
+        };
+        for (grant_mark, confirm_mark) in [("1", ""), ("", "1")] {
+            cmd(&redis, &["DEL", key, record]);
+            let fence = take(grant_mark);
+            let marked = grant_mark == "1";
+            let suffix = if marked { "+" } else { "" };
+            assert_eq!(
+                value(),
+                format!("a1b2:{fence}{suffix}"),
+                "{file}: the grant"
+            );
+            cmd(&redis, &["PEXPIRE", key, "5000"]);
+            assert_eq!(
+                take(confirm_mark),
+                fence,
+                "{file}: the confirmation's fence"
+            );
+            assert_eq!(
+                value(),
+                format!("a1b2:{fence}+"),
+                "{file}: after a grant {} and a confirmation {}",
+                if marked { "marked" } else { "unmarked" },
+                if confirm_mark == "1" {
+                    "asked to mark"
+                } else {
+                    "not"
+                }
+            );
+            assert!(
+                int(&redis, &["PTTL", key]) > 20_000,
+                "{file}: the confirmation did not re-arm the lease"
+            );
+        }
+        // Never marked: the value stays as the grant wrote it.
+        cmd(&redis, &["DEL", key, record]);
+        let fence = take("");
+        assert_eq!(take(""), fence, "{file}: the confirmation's fence");
+        assert_eq!(value(), format!("a1b2:{fence}"), "{file}: never marked");
+        cmd(&redis, &["DEL", key, record]);
+    }
+}
