@@ -555,7 +555,7 @@ fn a_grant_is_marked_when_other_requests_of_its_client_wait_and_only_then() {
             Value::BulkString(v) => String::from_utf8_lossy(&v).into_owned(),
             other => panic!("{file}: the lock's value: {other:?}"),
         };
-        for (grant_mark, confirm_mark) in [("1", ""), ("", "1")] {
+        for (grant_mark, confirm_mark) in [("1", ""), ("", "1"), ("1", "1")] {
             cmd(&redis, &["DEL", key, record]);
             let fence = take(grant_mark);
             let marked = grant_mark == "1";
