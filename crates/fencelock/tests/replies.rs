@@ -595,3 +595,86 @@ fn a_grant_is_marked_when_other_requests_of_its_client_wait_and_only_then() {
         cmd(&redis, &["DEL", key, record]);
     }
 }
+
+/// A semaphore's refused request (`kinds/semaphore/acquire.lua`) is told how long to wait: until
+/// the soonest permit's lease ends, or, with the permits free but kept for a request that waits
+/// longer, its own place's duration (at least a second), and a waiting request takes its place
+/// with its arrival.
+#[test]
+fn a_refused_semaphore_request_is_told_the_soonest_end_or_its_places_duration() {
+    let redis = server();
+    let (key, fence_key) = ("fencelock:{permits}", "fencelock:{permits}:fence");
+    let file = "kinds/semaphore/acquire.lua";
+    let told = |args: &[&str]| -> i64 {
+        let reply = eval(&redis, file, &[key, fence_key], args);
+        let ms = reply
+            .strip_prefix("[0, ")
+            .and_then(|rest| rest.strip_suffix(']'))
+            .and_then(|ms| ms.parse::<i64>().ok());
+        ms.unwrap_or_else(|| panic!("{args:?}: not a refusal: {reply}"))
+    };
+    let now = now_ms(&redis);
+    let (soon, late) = (format!("{}:5", now + 10_000), format!("{}:6", now + 20_000));
+    for (first, second) in [(&soon, &late), (&late, &soon)] {
+        cmd(&redis, &["DEL", key]);
+        cmd(
+            &redis,
+            &[
+                "HSET",
+                key,
+                "kind",
+                "semaphore",
+                "permits",
+                "2",
+                "p:x1",
+                first,
+                "p:x2",
+                second,
+            ],
+        );
+        cmd(&redis, &["PEXPIRE", key, "30000"]);
+        let ms = told(&["a1b2", "30000", "2"]);
+        assert!(
+            (8_000..=10_000).contains(&ms),
+            "told {ms} ms, not the soonest lease's end"
+        );
+    }
+    // Both permits free, kept for a request that waits longer (it wants both).
+    for (place, expected) in [("5000", 5000), ("500", 1000)] {
+        cmd(&redis, &["DEL", key]);
+        let ahead = format!("{}:2:{}", now + 60_000, now - 100);
+        cmd(
+            &redis,
+            &[
+                "HSET",
+                key,
+                "kind",
+                "semaphore",
+                "permits",
+                "2",
+                "w:y1",
+                &ahead,
+            ],
+        );
+        cmd(&redis, &["PEXPIRE", key, "60000"]);
+        let wants = format!("1:{place}");
+        assert_eq!(
+            told(&["a1b2", "30000", "2", &wants]),
+            expected,
+            "place {place}"
+        );
+        let Value::BulkString(mine) = cmd(&redis, &["HGET", key, "w:a1b2"]) else {
+            panic!("place {place}: no waiting entry");
+        };
+        let mine = String::from_utf8_lossy(&mine).into_owned();
+        let parts: Vec<&str> = mine.split(':').collect();
+        let expiry: u64 = parts[0].parse().unwrap_or(0);
+        let arrival: u64 = parts.get(2).and_then(|a| a.parse().ok()).unwrap_or(0);
+        let lasts: u64 = place.parse().unwrap_or(0);
+        assert!(
+            parts.len() == 3 && parts[1] == "1" && arrival >= now && expiry == arrival + lasts,
+            "place {place}: the waiting entry {mine}"
+        );
+    }
+    cmd(&redis, &["DEL", key, fence_key]);
+}
