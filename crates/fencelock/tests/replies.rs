@@ -678,3 +678,49 @@ fn a_refused_semaphore_request_is_told_the_soonest_end_or_its_places_duration() 
     }
     cmd(&redis, &["DEL", key, fence_key]);
 }
+
+/// A semaphore holder's retry (a lost reply) in the very millisecond its permit's lease ends
+/// (`kinds/semaphore/acquire.lua`, on a server whose clock stands still) is no confirmation: the
+/// permit is over, and the retry is a new grant, with a new fence.
+#[test]
+fn a_semaphore_holders_retry_in_the_millisecond_its_permit_ends_is_a_new_grant() {
+    let now = 1_800_000_000_000_u64;
+    let server = fencelock_testkit::ClockedServer::start(now)
+        .unwrap_or_else(|e| panic!("cannot start a server with a clock of its own: {e}"));
+    let redis: &RedisServer = &server;
+    let (key, fence_key) = ("fencelock:{ending}", "fencelock:{ending}:fence");
+    let file = "kinds/semaphore/acquire.lua";
+    for (expiry, confirmed) in [(now + 1, true), (now, false)] {
+        cmd(redis, &["DEL", key]);
+        let permit = format!("{expiry}:5");
+        cmd(
+            redis,
+            &[
+                "HSET",
+                key,
+                "kind",
+                "semaphore",
+                "permits",
+                "1",
+                "p:a1b2",
+                &permit,
+            ],
+        );
+        cmd(redis, &["PEXPIRE", key, "30000"]);
+        cmd(redis, &["SET", fence_key, "5"]);
+        let reply = eval(redis, file, &[key, fence_key], &["a1b2", "30000", "1"]);
+        let fence = if confirmed {
+            "5".to_owned()
+        } else {
+            format!("{}", now * 1000)
+        };
+        assert_eq!(
+            reply.trim_matches('\''),
+            fence,
+            "a retry with {} ms of the permit left",
+            expiry - now
+        );
+        let held = render(&cmd(redis, &["HGET", key, "p:a1b2"]));
+        assert_eq!(held, format!("'{}:{fence}'", now + 30_000));
+    }
+}
