@@ -724,3 +724,89 @@ fn a_semaphore_holders_retry_in_the_millisecond_its_permit_ends_is_a_new_grant()
         assert_eq!(held, format!("'{}:{fence}'", now + 30_000));
     }
 }
+
+/// A refused read or write request (`kinds/rwlock/read.lua`, `write.lua`) is told how long
+/// until what is in its way can lapse: the soonest reader's lease, the writer's, or the soonest
+/// place of the waiters of the other side that came before it; a request that waits records its
+/// own place, with its arrival after theirs.
+#[test]
+fn a_refused_read_or_write_is_told_the_soonest_lapse_in_its_way() {
+    let redis = server();
+    let (key, fence_key) = ("fencelock:{rw}", "fencelock:{rw}:fence");
+    let told = |file: &str, args: &[&str]| -> i64 {
+        let reply = eval(&redis, file, &[key, fence_key], args);
+        let ms = reply
+            .strip_prefix("[0, ")
+            .and_then(|rest| rest.strip_suffix(']'))
+            .and_then(|ms| ms.parse::<i64>().ok());
+        ms.unwrap_or_else(|| panic!("{file} {args:?}: not a refusal: {reply}"))
+    };
+    let now = now_ms(&redis);
+    let (soon, late) = (now + 10_000, now + 20_000);
+    let set = |fields: &[(&str, String)]| {
+        cmd(&redis, &["DEL", key]);
+        let mut command = vec!["HSET", key, "kind", "rw"];
+        for (field, value) in fields {
+            command.push(field);
+            command.push(value);
+        }
+        cmd(&redis, &command);
+        cmd(&redis, &["PEXPIRE", key, "60000"]);
+    };
+    let write = ["h1", "30000", "o1", "0"];
+    let read = ["h1", "30000", "o1", "0"];
+    let near = |ms: i64, what: &str| {
+        assert!((8_000..=10_000).contains(&ms), "{what}: told {ms} ms");
+    };
+    for (a, b) in [(soon, late), (late, soon)] {
+        // Two readers in a writer's way.
+        set(&[("r:x1", format!("{a}:a0")), ("r:x2", format!("{b}:b0"))]);
+        near(
+            told("kinds/rwlock/write.lua", &write),
+            "a write behind two readers",
+        );
+        // Two readers waiting, who came first, in a writer's way (nobody holds).
+        set(&[
+            ("q:x1", format!("{a}:{}", now - 200)),
+            ("q:x2", format!("{b}:{}", now - 100)),
+        ]);
+        near(
+            told("kinds/rwlock/write.lua", &write),
+            "a write behind two waiting readers",
+        );
+        // Two writers waiting, who came first, in a reader's way.
+        set(&[
+            ("i:x1", format!("{a}:{}", now - 200)),
+            ("i:x2", format!("{b}:{}", now - 100)),
+        ]);
+        near(
+            told("kinds/rwlock/read.lua", &read),
+            "a read behind two waiting writers",
+        );
+    }
+    // A writer in a reader's way.
+    set(&[("w:x1", format!("{soon}:a0:7"))]);
+    near(
+        told("kinds/rwlock/read.lua", &read),
+        "a read behind a writer",
+    );
+    // A reader that waits records its place: a lapse and an arrival after the waiter before it.
+    // (An arrival ahead of the clock: the one after it is then told apart from `now`.)
+    let arrived = now + 60_000;
+    set(&[
+        ("w:x1", format!("{soon}:a0:7")),
+        ("q:x2", format!("{late}:{arrived}")),
+    ]);
+    told("kinds/rwlock/read.lua", &["h1", "30000", "o1", "5000"]);
+    let Value::BulkString(mine) = cmd(&redis, &["HGET", key, "q:h1"]) else {
+        panic!("no waiting entry");
+    };
+    let mine = String::from_utf8_lossy(&mine).into_owned();
+    let (expiry, arrival) = mine.split_once(':').unwrap_or(("", ""));
+    let (expiry, arrival): (u64, u64) = (expiry.parse().unwrap_or(0), arrival.parse().unwrap_or(0));
+    assert!(
+        arrival == arrived + 1 && expiry >= now + 5000 && expiry <= now_ms(&redis) + 5000,
+        "the waiting entry {mine} (arrivals: the other's {arrived})"
+    );
+    cmd(&redis, &["DEL", key, fence_key]);
+}
