@@ -810,3 +810,45 @@ fn a_refused_read_or_write_is_told_the_soonest_lapse_in_its_way() {
     );
     cmd(&redis, &["DEL", key, fence_key]);
 }
+
+/// Asking the holders of a lock to let go (`revoke/ask.lua`) records the last fence for as long
+/// as the hold may last, and wakes them; a lock in its lease's last millisecond (`PTTL` 0, on a
+/// server whose clock stands still) is asked nothing, as a free lock is: the answer is 0, and
+/// nothing is recorded or published.
+#[test]
+fn a_lock_in_its_last_millisecond_is_asked_nothing_as_a_free_lock_is() {
+    let now = 1_800_000_000_000_u64;
+    let mut server = fencelock_testkit::ClockedServer::start(now)
+        .unwrap_or_else(|e| panic!("cannot start a server with a clock of its own: {e}"));
+    let (key, fence_key, asked) = (
+        "fencelock:{ask}",
+        "fencelock:{ask}:fence",
+        "fencelock:{ask}:revoke",
+    );
+    let file = "revoke/ask.lua";
+    let redis: &RedisServer = &server;
+    cmd(redis, &["SET", key, "a1b2:5", "PX", "1"]);
+    cmd(redis, &["SET", fence_key, "5"]);
+    let before = publishes(redis);
+    assert_eq!(eval(redis, file, &[key, fence_key, asked], &["c"]), "1");
+    assert_eq!(publishes(redis) - before, 1);
+    assert_eq!(state(redis, asked), "string '5' expires=true");
+    assert_eq!(int(redis, &["PTTL", asked]), 1);
+    cmd(redis, &["DEL", asked]);
+    server
+        .advance(std::time::Duration::from_millis(1))
+        .unwrap_or_else(|e| panic!("cannot move the server's clock: {e}"));
+    let redis: &RedisServer = &server;
+    assert_eq!(int(redis, &["PTTL", key]), 0);
+    let before = publishes(redis);
+    assert_eq!(eval(redis, file, &[key, fence_key, asked], &["c"]), "0");
+    assert_eq!(
+        publishes(redis),
+        before,
+        "published for a lock in its last millisecond"
+    );
+    assert_eq!(state(redis, asked), "none  expires=false");
+    cmd(redis, &["DEL", key]);
+    assert_eq!(eval(redis, file, &[key, fence_key, asked], &["c"]), "0");
+    assert_eq!(state(redis, asked), "none  expires=false");
+}
