@@ -852,3 +852,53 @@ fn a_lock_in_its_last_millisecond_is_asked_nothing_as_a_free_lock_is() {
     assert_eq!(eval(redis, file, &[key, fence_key, asked], &["c"]), "0");
     assert_eq!(state(redis, asked), "none  expires=false");
 }
+
+/// The operator's view (`admin/inspect.lua`) lists a semaphore's waiting requests in the order
+/// the semaphore grants them: by arrival, and of two that arrived in the same millisecond the
+/// smaller token first.
+#[test]
+fn the_operators_view_lists_waiters_of_one_millisecond_by_token() {
+    let redis = server();
+    let key = "fencelock:{view}";
+    let keys = [
+        key,
+        "fencelock:{view}:fence",
+        "fencelock:{view}:queue",
+        "fencelock:{view}:alive",
+        "fencelock:{view}:waiters",
+    ];
+    let now = now_ms(&redis);
+    let lapses = now + 60_000;
+    let arrived = now - 1000;
+    let (early, tie) = (
+        format!("{lapses}:1:{}", arrived - 1),
+        format!("{lapses}:1:{arrived}"),
+    );
+    for order in [["w:c3", "w:b2", "w:a1"], ["w:a1", "w:b2", "w:c3"]] {
+        cmd(&redis, &["DEL", key]);
+        let mut command = vec!["HSET", key, "kind", "semaphore", "permits", "1"];
+        for field in order {
+            command.push(field);
+            command.push(if field == "w:c3" { &early } else { &tie });
+        }
+        let held = format!("{lapses}:9");
+        command.extend(["p:d4", held.as_str()]);
+        cmd(&redis, &command);
+        cmd(&redis, &["PEXPIRE", key, "60000"]);
+        let reply = eval(&redis, "admin/inspect.lua", &keys, &[]);
+        let waiters: Vec<&str> = reply
+            .split(", ")
+            .filter(|part| part.starts_with("'wait'"))
+            .collect();
+        assert_eq!(waiters.len(), 3, "{reply}");
+        let order: Vec<usize> = ["'c3'", "'a1'", "'b2'"]
+            .iter()
+            .map(|token| reply.find(token).unwrap_or(usize::MAX))
+            .collect();
+        assert!(
+            order[0] < order[1] && order[1] < order[2],
+            "not by arrival, then token: {reply}"
+        );
+    }
+    cmd(&redis, &["DEL", key]);
+}
