@@ -902,3 +902,111 @@ fn the_operators_view_lists_waiters_of_one_millisecond_by_token() {
     }
     cmd(&redis, &["DEL", key]);
 }
+
+/// A release over Redlock (`kinds/plain/release.lua` with the owner's fence) writes that fence
+/// back as a floor: the fence key is raised to it when it is missing or lower, left when it is
+/// higher, and left alone when it is not a number (nothing of another's is overwritten).
+#[test]
+fn a_release_over_redlock_raises_the_fence_key_to_its_fence_and_never_lowers_it() {
+    let redis = server();
+    let (key, fence_key) = ("fencelock:{floor}", "fencelock:{floor}:fence");
+    let file = "kinds/plain/release.lua";
+    let cases: [(Option<&str>, &str); 4] = [
+        (None, "string '9000' expires=false"),
+        (Some("8999"), "string '9000' expires=false"),
+        (Some("9001"), "string '9001' expires=false"),
+        (Some("many"), "string 'many' expires=false"),
+    ];
+    for (before, after) in cases {
+        cmd(&redis, &["DEL", fence_key]);
+        if let Some(before) = before {
+            cmd(&redis, &["SET", fence_key, before]);
+        }
+        cmd(&redis, &["SET", key, "a1b2:9000", "PX", "10000"]);
+        assert_eq!(
+            eval(&redis, file, &[key], &["a1b2", "9000"]),
+            "1",
+            "{before:?}"
+        );
+        assert_eq!(state(&redis, key), "none  expires=false", "{before:?}");
+        assert_eq!(
+            state(&redis, fence_key),
+            after,
+            "the fence key was {before:?}"
+        );
+    }
+    // A fence key of another type: left as it is.
+    cmd(&redis, &["DEL", fence_key]);
+    cmd(&redis, &["RPUSH", fence_key, "x"]);
+    cmd(&redis, &["SET", key, "a1b2:9000", "PX", "10000"]);
+    assert_eq!(eval(&redis, file, &[key], &["a1b2", "9000"]), "1");
+    assert_eq!(state(&redis, fence_key), "list ['x'] expires=false");
+    // No fence to write back (a grant given back unseen): nothing written.
+    cmd(&redis, &["DEL", fence_key]);
+    cmd(&redis, &["SET", key, "a1b2:9000", "PX", "10000"]);
+    assert_eq!(eval(&redis, file, &[key], &["a1b2", ""]), "1");
+    assert_eq!(state(&redis, fence_key), "none  expires=false");
+}
+
+/// A renewal of a lock kept in a hash (`kinds/reentrant/extend.lua`, `kinds/entry_extend.lua`)
+/// lengthens the key's expiry to the lease asked and never shortens it: other holds' leases live
+/// in the same key.
+#[test]
+fn a_renewal_never_shortens_a_shared_keys_expiry() {
+    let redis = server();
+    let key = "fencelock:{shared}";
+    let now = now_ms(&redis);
+    let live = format!("{}:5", now + 60_000);
+    let cases: [(&str, Vec<&str>, [&str; 2]); 2] = [
+        (
+            "kinds/reentrant/extend.lua",
+            vec![
+                "kind",
+                "reentrant",
+                "owner",
+                "o1",
+                "fence",
+                "5",
+                "h:a1b2",
+                "1",
+                "h:c3d4",
+                "1",
+            ],
+            ["a1b2", "30000"],
+        ),
+        (
+            "kinds/entry_extend.lua",
+            vec![
+                "kind",
+                "semaphore",
+                "permits",
+                "2",
+                "p:a1b2",
+                &live,
+                "p:c3d4",
+                &live,
+            ],
+            ["p:a1b2", "30000"],
+        ),
+    ];
+    for (file, fields, args) in cases {
+        for (ttl, longer) in [("60000", false), ("10000", true)] {
+            cmd(&redis, &["DEL", key]);
+            let mut command = vec!["HSET", key];
+            command.extend(fields.iter().copied());
+            cmd(&redis, &command);
+            cmd(&redis, &["PEXPIRE", key, ttl]);
+            assert_eq!(eval(&redis, file, &[key], &args), "1", "{file}, {ttl}");
+            let pttl = int(&redis, &["PTTL", key]);
+            if longer {
+                assert!(
+                    (20_000..=30_000).contains(&pttl),
+                    "{file}: {ttl} ms left, now {pttl}"
+                );
+            } else {
+                assert!(pttl > 50_000, "{file}: shortened from {ttl} ms to {pttl}");
+            }
+        }
+    }
+    cmd(&redis, &["DEL", key]);
+}
