@@ -81,6 +81,31 @@ fn state(redis: &RedisServer, key: &str) -> String {
     format!("{kind} {value} expires={expires}")
 }
 
+/// Sets `key` anew to a hash of `fields` (name, value, ...) that expires in `ttl` ms.
+fn hash(redis: &RedisServer, key: &str, fields: &[&str], ttl: &str) {
+    cmd(redis, &["DEL", key]);
+    let mut command = vec!["HSET", key];
+    command.extend_from_slice(fields);
+    cmd(redis, &command);
+    cmd(redis, &["PEXPIRE", key, ttl]);
+}
+
+/// The wait a refusal `{0, ms}` tells, from the script of `file`.
+fn told(redis: &RedisServer, file: &str, keys: &[&str], args: &[&str]) -> i64 {
+    let reply = eval(redis, file, keys, args);
+    let ms = reply
+        .strip_prefix("[0, ")
+        .and_then(|rest| rest.strip_suffix(']'))
+        .and_then(|ms| ms.parse::<i64>().ok());
+    ms.unwrap_or_else(|| panic!("{file} {args:?}: not a refusal: {reply}"))
+}
+
+/// A server whose clock stands at `now_ms` until the test moves it.
+fn clocked(now_ms: u64) -> fencelock_testkit::ClockedServer {
+    fencelock_testkit::ClockedServer::start(now_ms)
+        .unwrap_or_else(|e| panic!("cannot start a server with a clock of its own: {e}"))
+}
+
 /// How many `PUBLISH` calls the server has run (scripts' too).
 fn publishes(redis: &RedisServer) -> u64 {
     let Value::BulkString(info) = cmd(redis, &["INFO", "commandstats"]) else {
@@ -605,34 +630,21 @@ fn a_refused_semaphore_request_is_told_the_soonest_end_or_its_places_duration() 
     let redis = server();
     let (key, fence_key) = ("fencelock:{permits}", "fencelock:{permits}:fence");
     let file = "kinds/semaphore/acquire.lua";
-    let told = |args: &[&str]| -> i64 {
-        let reply = eval(&redis, file, &[key, fence_key], args);
-        let ms = reply
-            .strip_prefix("[0, ")
-            .and_then(|rest| rest.strip_suffix(']'))
-            .and_then(|ms| ms.parse::<i64>().ok());
-        ms.unwrap_or_else(|| panic!("{args:?}: not a refusal: {reply}"))
-    };
+    let told = |args: &[&str]| told(&redis, file, &[key, fence_key], args);
     let now = now_ms(&redis);
     let (soon, late) = (format!("{}:5", now + 10_000), format!("{}:6", now + 20_000));
     for (first, second) in [(&soon, &late), (&late, &soon)] {
-        cmd(&redis, &["DEL", key]);
-        cmd(
-            &redis,
-            &[
-                "HSET",
-                key,
-                "kind",
-                "semaphore",
-                "permits",
-                "2",
-                "p:x1",
-                first,
-                "p:x2",
-                second,
-            ],
-        );
-        cmd(&redis, &["PEXPIRE", key, "30000"]);
+        let fields = [
+            "kind",
+            "semaphore",
+            "permits",
+            "2",
+            "p:x1",
+            first,
+            "p:x2",
+            second,
+        ];
+        hash(&redis, key, &fields, "30000");
         let ms = told(&["a1b2", "30000", "2"]);
         assert!(
             (8_000..=10_000).contains(&ms),
@@ -641,22 +653,9 @@ fn a_refused_semaphore_request_is_told_the_soonest_end_or_its_places_duration() 
     }
     // Both permits free, kept for a request that waits longer (it wants both).
     for (place, expected) in [("5000", 5000), ("500", 1000)] {
-        cmd(&redis, &["DEL", key]);
         let ahead = format!("{}:2:{}", now + 60_000, now - 100);
-        cmd(
-            &redis,
-            &[
-                "HSET",
-                key,
-                "kind",
-                "semaphore",
-                "permits",
-                "2",
-                "w:y1",
-                &ahead,
-            ],
-        );
-        cmd(&redis, &["PEXPIRE", key, "60000"]);
+        let fields = ["kind", "semaphore", "permits", "2", "w:y1", &ahead];
+        hash(&redis, key, &fields, "60000");
         let wants = format!("1:{place}");
         assert_eq!(
             told(&["a1b2", "30000", "2", &wants]),
@@ -685,28 +684,14 @@ fn a_refused_semaphore_request_is_told_the_soonest_end_or_its_places_duration() 
 #[test]
 fn a_semaphore_holders_retry_in_the_millisecond_its_permit_ends_is_a_new_grant() {
     let now = 1_800_000_000_000_u64;
-    let server = fencelock_testkit::ClockedServer::start(now)
-        .unwrap_or_else(|e| panic!("cannot start a server with a clock of its own: {e}"));
+    let server = clocked(now);
     let redis: &RedisServer = &server;
     let (key, fence_key) = ("fencelock:{ending}", "fencelock:{ending}:fence");
     let file = "kinds/semaphore/acquire.lua";
     for (expiry, confirmed) in [(now + 1, true), (now, false)] {
-        cmd(redis, &["DEL", key]);
         let permit = format!("{expiry}:5");
-        cmd(
-            redis,
-            &[
-                "HSET",
-                key,
-                "kind",
-                "semaphore",
-                "permits",
-                "1",
-                "p:a1b2",
-                &permit,
-            ],
-        );
-        cmd(redis, &["PEXPIRE", key, "30000"]);
+        let fields = ["kind", "semaphore", "permits", "1", "p:a1b2", &permit];
+        hash(redis, key, &fields, "30000");
         cmd(redis, &["SET", fence_key, "5"]);
         let reply = eval(redis, file, &[key, fence_key], &["a1b2", "30000", "1"]);
         let fence = if confirmed {
@@ -733,25 +718,16 @@ fn a_semaphore_holders_retry_in_the_millisecond_its_permit_ends_is_a_new_grant()
 fn a_refused_read_or_write_is_told_the_soonest_lapse_in_its_way() {
     let redis = server();
     let (key, fence_key) = ("fencelock:{rw}", "fencelock:{rw}:fence");
-    let told = |file: &str, args: &[&str]| -> i64 {
-        let reply = eval(&redis, file, &[key, fence_key], args);
-        let ms = reply
-            .strip_prefix("[0, ")
-            .and_then(|rest| rest.strip_suffix(']'))
-            .and_then(|ms| ms.parse::<i64>().ok());
-        ms.unwrap_or_else(|| panic!("{file} {args:?}: not a refusal: {reply}"))
-    };
+    let told = |file: &str, args: &[&str]| told(&redis, file, &[key, fence_key], args);
     let now = now_ms(&redis);
     let (soon, late) = (now + 10_000, now + 20_000);
     let set = |fields: &[(&str, String)]| {
-        cmd(&redis, &["DEL", key]);
-        let mut command = vec!["HSET", key, "kind", "rw"];
+        let mut all = vec!["kind", "rw"];
         for (field, value) in fields {
-            command.push(field);
-            command.push(value);
+            all.push(field);
+            all.push(value);
         }
-        cmd(&redis, &command);
-        cmd(&redis, &["PEXPIRE", key, "60000"]);
+        hash(&redis, key, &all, "60000");
     };
     let write = ["h1", "30000", "o1", "0"];
     let read = ["h1", "30000", "o1", "0"];
@@ -818,8 +794,7 @@ fn a_refused_read_or_write_is_told_the_soonest_lapse_in_its_way() {
 #[test]
 fn a_lock_in_its_last_millisecond_is_asked_nothing_as_a_free_lock_is() {
     let now = 1_800_000_000_000_u64;
-    let mut server = fencelock_testkit::ClockedServer::start(now)
-        .unwrap_or_else(|e| panic!("cannot start a server with a clock of its own: {e}"));
+    let mut server = clocked(now);
     let (key, fence_key, asked) = (
         "fencelock:{ask}",
         "fencelock:{ask}:fence",
@@ -875,16 +850,14 @@ fn the_operators_view_lists_waiters_of_one_millisecond_by_token() {
         format!("{lapses}:1:{arrived}"),
     );
     for order in [["w:c3", "w:b2", "w:a1"], ["w:a1", "w:b2", "w:c3"]] {
-        cmd(&redis, &["DEL", key]);
-        let mut command = vec!["HSET", key, "kind", "semaphore", "permits", "1"];
+        let mut fields = vec!["kind", "semaphore", "permits", "1"];
         for field in order {
-            command.push(field);
-            command.push(if field == "w:c3" { &early } else { &tie });
+            fields.push(field);
+            fields.push(if field == "w:c3" { &early } else { &tie });
         }
         let held = format!("{lapses}:9");
-        command.extend(["p:d4", held.as_str()]);
-        cmd(&redis, &command);
-        cmd(&redis, &["PEXPIRE", key, "60000"]);
+        fields.extend(["p:d4", held.as_str()]);
+        hash(&redis, key, &fields, "60000");
         let reply = eval(&redis, "admin/inspect.lua", &keys, &[]);
         let waiters: Vec<&str> = reply
             .split(", ")
@@ -991,11 +964,7 @@ fn a_renewal_never_shortens_a_shared_keys_expiry() {
     ];
     for (file, fields, args) in cases {
         for (ttl, longer) in [("60000", false), ("10000", true)] {
-            cmd(&redis, &["DEL", key]);
-            let mut command = vec!["HSET", key];
-            command.extend(fields.iter().copied());
-            cmd(&redis, &command);
-            cmd(&redis, &["PEXPIRE", key, ttl]);
+            hash(&redis, key, &fields, ttl);
             assert_eq!(eval(&redis, file, &[key], &args), "1", "{file}, {ttl}");
             let pttl = int(&redis, &["PTTL", key]);
             if longer {
