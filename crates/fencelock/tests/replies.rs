@@ -979,3 +979,65 @@ fn a_renewal_never_shortens_a_shared_keys_expiry() {
     }
     cmd(&redis, &["DEL", key]);
 }
+
+/// A lock key that holds something no fencelock lock writes (`kind_of` in script/prelude.lua)
+/// is named by what it is, `{-1, key, found}`, by the operator's view and, for a key of another
+/// type, by an acquisition (a string is a holder's value to it, `{0, -1}`: held, without expiry),
+/// and left as it is: a hash without `kind` is a `hash`.
+#[test]
+fn a_lock_key_that_is_no_lock_is_named_by_what_it_is() {
+    let redis = server();
+    let key = "fencelock:{foreign}";
+    let keys = [
+        key,
+        "fencelock:{foreign}:fence",
+        "fencelock:{foreign}:queue",
+        "fencelock:{foreign}:alive",
+        "fencelock:{foreign}:waiters",
+    ];
+    let cases: [(&[&str], &str); 3] = [
+        (&["HSET", key, "owner", "someone"], "hash"),
+        (
+            &["SET", key, "not a lock"],
+            "a string that is not a fencelock lock",
+        ),
+        (&["SADD", key, "x"], "set"),
+    ];
+    for (write, found) in cases {
+        cmd(&redis, &["DEL", key]);
+        cmd(&redis, write);
+        let before = state_of_any(&redis, key);
+        let named = format!("[-1, '{key}', '{found}']");
+        let acquired = if write[0] == "SET" {
+            "[0, -1]"
+        } else {
+            named.as_str()
+        };
+        assert_eq!(
+            eval(
+                &redis,
+                "kinds/plain/acquire.lua",
+                &[key],
+                &["a1b2", "30000"]
+            ),
+            acquired,
+            "an acquisition"
+        );
+        assert_eq!(
+            eval(&redis, "admin/inspect.lua", &keys, &[]),
+            named,
+            "the view"
+        );
+        assert_eq!(state_of_any(&redis, key), before, "{found}: changed");
+    }
+    cmd(&redis, &["DEL", key]);
+}
+
+/// A key's type and its dump (any type).
+fn state_of_any(redis: &RedisServer, key: &str) -> String {
+    format!(
+        "{} {}",
+        render(&cmd(redis, &["TYPE", key])),
+        render(&cmd(redis, &["DUMP", key]))
+    )
+}
