@@ -1041,3 +1041,39 @@ fn state_of_any(redis: &RedisServer, key: &str) -> String {
         render(&cmd(redis, &["DUMP", key]))
     )
 }
+
+/// A fence key that holds something else (`last_fence` in script/prelude.lua) is named by what
+/// it is, `{-1, fence key, found}`, by every kind that reads it before its grant, and nothing is
+/// written.
+#[test]
+fn a_fence_key_that_is_no_fence_is_named_by_what_it_is() {
+    let redis = server();
+    let (key, fence_key) = ("fencelock:{nofence}", "fencelock:{nofence}:fence");
+    let grants: [(&str, &[&str]); 3] = [
+        ("kinds/semaphore/acquire.lua", &["a1b2", "30000", "2"]),
+        (
+            "kinds/reentrant/acquire.lua",
+            &["a1b2", "30000", "o1", "10"],
+        ),
+        ("kinds/rwlock/write.lua", &["a1b2", "30000", "o1", "0"]),
+    ];
+    let fences: [(&[&str], &str); 2] = [
+        (&["RPUSH", fence_key, "1"], "list"),
+        (&["SET", fence_key, "many"], "a string that is not a number"),
+    ];
+    for (file, args) in grants {
+        for (write, found) in fences {
+            cmd(&redis, &["DEL", key, fence_key]);
+            cmd(&redis, write);
+            let before = state_of_any(&redis, fence_key);
+            assert_eq!(
+                eval(&redis, file, &[key, fence_key], args),
+                format!("[-1, '{fence_key}', '{found}']"),
+                "{file}"
+            );
+            assert_eq!(state_of_any(&redis, fence_key), before, "{file}: {found}");
+            assert_eq!(state(&redis, key), "none  expires=false", "{file}: {found}");
+        }
+    }
+    cmd(&redis, &["DEL", key, fence_key]);
+}
