@@ -10,7 +10,7 @@ use crate::common;
 use fencelock_testkit::RedisServer;
 use redis::Value;
 
-use common::server;
+use common::{integer_reply as int, server};
 
 /// Runs the script of `file` with `keys` and `args`; its reply, written out (`render`).
 fn eval(redis: &RedisServer, file: &str, keys: &[&str], args: &[&str]) -> String {
@@ -43,13 +43,6 @@ fn render(value: &Value) -> String {
 
 fn cmd(redis: &RedisServer, args: &[&str]) -> Value {
     redis.cmd(args).unwrap_or_else(|e| panic!("{args:?}: {e}"))
-}
-
-fn int(redis: &RedisServer, args: &[&str]) -> i64 {
-    match cmd(redis, args) {
-        Value::Int(n) => n,
-        other => panic!("{args:?}: {other:?}"),
-    }
 }
 
 /// A key's whole state: its type, its value (a string's, a hash's fields in order, a list's
