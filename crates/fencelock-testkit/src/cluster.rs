@@ -66,6 +66,16 @@ impl RedisCluster {
 
     fn form(&self, replicas: usize) -> io::Result<()> {
         let per = SLOTS / u32::try_from(self.masters).map_err(io::Error::other)?;
+        // Each node its own config epoch (1, 2, ...), as `redis-cli --cluster create` gives
+        // them, so the cluster starts without epoch collisions. Left to resolve them itself, it
+        // bumps colliding nodes' epochs one by one over the first second, and a replica that
+        // takes over while it has not yet heard of the last bump (it was paused, say) claims
+        // its master's slots with an epoch no higher than the master's own: the master keeps
+        // its slots, and the takeover is undone (seen in CI as a lock that survived a
+        // `CLUSTER FAILOVER TAKEOVER`).
+        for (epoch, node) in (1_u64..).zip(&self.nodes) {
+            ok(node, &["CLUSTER", "SET-CONFIG-EPOCH", &epoch.to_string()])?;
+        }
         for (i, master) in self.masters().iter().enumerate() {
             let i = u32::try_from(i).map_err(io::Error::other)?;
             let first = i * per;
@@ -110,12 +120,18 @@ impl RedisCluster {
                 ok(replica, &["CLUSTER", "REPLICATE", &id])?;
             }
         }
-        self.wait("state ok, every replica's link up", |node| {
-            let state = info(node, &["CLUSTER", "INFO"])?;
-            let role = info(node, &["INFO", "replication"])?;
-            Ok(state.contains("cluster_state:ok")
-                && (role.contains("role:master") || role.contains("master_link_status:up")))
-        })
+        // Every node has heard of the highest config epoch, so a failover bumps past it.
+        let epoch = format!("cluster_current_epoch:{}", self.nodes.len());
+        self.wait(
+            "state ok, every replica's link up, every node at the last epoch given",
+            |node| {
+                let state = info(node, &["CLUSTER", "INFO"])?;
+                let role = info(node, &["INFO", "replication"])?;
+                Ok(state.contains("cluster_state:ok")
+                    && state.lines().any(|line| line.trim_end() == epoch)
+                    && (role.contains("role:master") || role.contains("master_link_status:up")))
+            },
+        )
     }
 
     /// Waits until `ready` holds on every running node. On timeout the error says what was
@@ -139,8 +155,10 @@ impl RedisCluster {
                     let state = info(node, &["CLUSTER", "INFO"]).unwrap_or_default();
                     let state = state
                         .lines()
-                        .find(|l| l.starts_with("cluster_state:"))
-                        .unwrap_or("cluster_state unknown");
+                        .filter(|l| l.starts_with("cluster_state:") || l.contains("epoch"))
+                        .map(str::trim_end)
+                        .collect::<Vec<_>>()
+                        .join(", ");
                     let nodes = info(node, &["CLUSTER", "NODES"]).unwrap_or_default();
                     format!(
                         ": not yet on port {} ({state}); its CLUSTER NODES:\n{nodes}",

@@ -293,6 +293,8 @@ async fn a_grant_lost_in_a_failover_is_reported_and_its_late_write_refused() {
         tokio::task::block_in_place(|| cluster.wait_promoted(replica))
             .unwrap_or_else(|e| panic!("{e}"));
     }
+    let promoted_after = failover_at.elapsed();
+    let mut held_answers = 0_u32;
 
     // The lock is gone on the new master: another owner gets it at once (the old lease, were
     // it there, would still run for seconds), with a larger fence.
@@ -310,9 +312,12 @@ async fn a_grant_lost_in_a_failover_is_reported_and_its_late_write_refused() {
                     Ok(redis::Value::Int(1)),
                     "the lock survived the failover; the recipe did not lose it"
                 );
+                held_answers += 1;
                 assert!(
                     failover_at.elapsed() < Duration::from_secs(10),
-                    "still routed to the old master 10 s after the takeover"
+                    "still routed to the old master 10 s after the takeover (the cluster agreed \
+                     on the new master after {promoted_after:?}; {held_answers} answers of \
+                     held since)"
                 );
                 tokio::time::sleep(Duration::from_millis(50)).await;
             }
@@ -349,8 +354,9 @@ async fn a_grant_lost_in_a_failover_is_reported_and_its_late_write_refused() {
         .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(value, redis::Value::BulkString(b"new holder".to_vec()));
     eprintln!(
-        "cluster lost-lock failover: new grant {resumed_after:?} after the takeover, old holder \
-         told after {told_after:?} ({reason}); stale write refused"
+        "cluster lost-lock failover: the cluster agreed after {promoted_after:?}, new grant \
+         {resumed_after:?} after the takeover ({held_answers} answers of held before it), old \
+         holder told after {told_after:?} ({reason}); stale write refused"
     );
     assert!(next.release().await.unwrap_or_else(|e| panic!("{e}")));
     assert!(!guard.release().await.unwrap_or_else(|e| panic!("{e}")));
