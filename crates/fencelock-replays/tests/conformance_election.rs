@@ -179,11 +179,14 @@ impl Real {
         // outlives it by RECORD_MARGIN steps.
         let record = s.record.filter(|r| r.expires > s.now);
         if let (Some(lock), Some(record)) = (s.holder(), record) {
-            let lease: i64 = self.keys.redis.pttl(self.keys.key("")).await.unwrap();
-            let kept: i64 = self
-                .keys
-                .redis
+            // Both read in one transaction, at one instant: read one after the other, a pause
+            // between the two (a loaded machine: 159 ms, seen in CI) moved the difference out
+            // of the window.
+            let (lease, kept): (i64, i64) = redis::pipe()
+                .atomic()
+                .pttl(self.keys.key(""))
                 .pttl(self.keys.key(":leader"))
+                .query_async(&mut self.keys.redis)
                 .await
                 .unwrap();
             let margin = i64::from(record.expires) - i64::from(lock.expires);
