@@ -20,7 +20,6 @@ use fencelock_model::election::{
     Candidate, ElectionAction, ElectionModel, ElectionState, RECORD_MARGIN,
 };
 use fencelock_model::trace::Seen as Saw;
-use redis::AsyncCommands;
 use stateright::Model;
 
 const WALKS: usize = 100;
