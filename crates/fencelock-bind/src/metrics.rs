@@ -1,9 +1,10 @@
 //! The process's fencelock metrics, as a package exports them (a Prometheus collector, an
 //! OpenTelemetry meter): one [`Registry`] per process, installed as the recorder the first time
-//! a package asks for it, and read at each scrape. A process that never asks records nothing
-//! (no recorder is installed, and the library's calls find none).
+//! a package asks for it, and read at each scrape. A process that never asks records nothing,
+//! and pays nothing for it: the library's recording is off until then
+//! ([`record_once_enabled`]).
 
-use std::sync::OnceLock;
+use std::sync::{Once, OnceLock};
 
 pub use fencelock::metrics::{
     BUCKETS, INSTRUMENTS, Instrument, InstrumentKind, LockLabels, Observation, Registry, Series,
@@ -34,6 +35,20 @@ impl Names {
 
 static REGISTRY: OnceLock<Result<Registry, String>> = OnceLock::new();
 
+static QUIET: Once = Once::new();
+
+/// Turns the library's recording off until [`enable`] (`fencelock::metrics::set_recording`):
+/// with no recorder installed, every acquisition would still make its series' labels and keys
+/// for nobody. Called as a package is loaded; only the first call does anything, and not
+/// after [`enable`].
+pub fn record_once_enabled() {
+    QUIET.call_once(|| {
+        if REGISTRY.get().is_none() {
+            fencelock::metrics::set_recording(false);
+        }
+    });
+}
+
 /// The process's registry, installed as its recorder on the first call (from then on, the
 /// library records into it), with the `lock` label as `names` says (a later call changes it
 /// for the series recorded after).
@@ -51,6 +66,9 @@ pub fn enable(names: Names) -> Result<&'static Registry, String> {
             .map(|()| registry)
             .map_err(|e| e.to_string())
     });
+    // On, whether or not the registry could be installed: with another recorder installed
+    // first, the series go to it.
+    fencelock::metrics::set_recording(true);
     installed.as_ref().map_err(Clone::clone)
 }
 

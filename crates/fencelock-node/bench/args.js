@@ -30,7 +30,7 @@ function parseArgs (argv) {
 
 function usage (error) {
   const text = 'usage: node bench.js [--seconds S] [--rounds R] [--json FILE] [--only N1,N2,N3,N4,N5] ' +
-    '[--contenders fencelock,redlock,sesame,semaphore]\n'
+    '[--contenders fencelock,baseline,redlock,sesame,semaphore]\n'
   if (error) {
     process.stderr.write(`${error}\n${text}`)
     process.exit(2)

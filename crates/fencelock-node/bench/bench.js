@@ -23,6 +23,9 @@
 //       [--only N1,N2,N3,N4,N5] [--contenders fencelock,redlock,sesame,semaphore]
 //
 // FENCELOCK_NODE_PACKAGE: the fencelock package (default: the directory above this one);
+// FENCELOCK_BASELINE_PACKAGE: another build of it (an earlier commit's checkout, its addon beside
+//   its sources), measured as one more contender, "fencelock (baseline)", for a before and after
+//   in one run (`--contenders` key: baseline);
 // FENCELOCK_TEST_SERVER: the redis-server binary (default: redis-server on PATH).
 
 const fs = require('node:fs')
@@ -112,7 +115,7 @@ function printTables (medians) {
   for (const label of labels) {
     const inRow = all.filter((r) => r.label === label)
     const fl = inRow.find((r) => r.contender === 'fencelock')
-    const peers = inRow.filter((r) => r.contender !== 'fencelock' && !r.hung)
+    const peers = inRow.filter((r) => !r.contender.startsWith('fencelock') && !r.hung)
     if (!fl) continue
     const cell = (field, higherIsBetter) => {
       const valid = peers.filter((p) => typeof p[field] === 'number' && !Number.isNaN(p[field]))
@@ -124,7 +127,19 @@ function printTables (medians) {
     const contendedRow = inRow[0].workload === 'N2' || inRow[0].workload === 'N3'
     console.log(`| ${label} | ${cell('per_s', true)} | ${cell('p50', false)} | ${cell('p99', false)} | ${contendedRow ? cell('cpu', false) : ''} | ${contendedRow ? '' : cell('client', false)} |`)
   }
+  if (!all.some((r) => r.contender === BASELINE)) return
+  console.log('\nfencelock against its baseline build (rate: fencelock ÷ baseline; client CPU: baseline ÷ fencelock).\n')
+  console.log('| workload | rate | client CPU/cycle |')
+  console.log('|---|---:|---:|')
+  for (const label of labels) {
+    const fl = all.find((r) => r.label === label && r.contender === 'fencelock')
+    const base = all.find((r) => r.label === label && r.contender === BASELINE)
+    if (!fl || !base) continue
+    console.log(`| ${label} | ${fmtRatio(fl.per_s / base.per_s)} | ${fmtRatio(base.client / fl.client)} |`)
+  }
 }
+
+const BASELINE = 'fencelock (baseline)'
 
 // ---------------------------------------------------------------------------------------------
 
@@ -156,8 +171,11 @@ async function main () {
     }
     for (let round = 1; round <= args.rounds; round++) {
       process.stderr.write(`round ${round} of ${args.rounds}\n`)
+      // The order turns each round, so that a machine that slows down weighs on each alike.
+      const shift = (round - 1) % contenders.length
+      const order = [...contenders.slice(shift), ...contenders.slice(0, shift)]
       for (const workload of args.only) {
-        for (const contender of contenders) {
+        for (const contender of order) {
           if (workload === 'N1') record('N1', contender.name, await uncontended(contender, ctx, 1))
           if (workload === 'N5') record('N5', contender.name, await uncontended(contender, ctx, 32))
           if (workload === 'N2') record('N2', contender.name, await contended(contender, ctx, 8))

@@ -10,11 +10,35 @@ const { Mutex, RedlockMutex, TimeoutError: SemaphoreTimeout } = require('redis-s
 
 const FENCELOCK_PACKAGE = process.env.FENCELOCK_NODE_PACKAGE || path.resolve(__dirname, '..')
 const fencelock = require(FENCELOCK_PACKAGE)
+// Another build of the package (an earlier commit's checkout, its addon beside its sources), run
+// as one more contender, "fencelock (baseline)": a before and after in one run.
+const BASELINE_PACKAGE = process.env.FENCELOCK_BASELINE_PACKAGE
 
 const { newRedis, closeRedis } = require('./servers')
 
 const TTL = 10000 // ms, every contender's lease
 const WAIT = 60000 // ms, the longest a contended acquire may wait (fencelock, redis-semaphore)
+
+/** fencelock, as the package `pkg` gives it. */
+function fencelockContender (key, name, pkg) {
+  return {
+    key,
+    name,
+    version: pkg.version,
+    // Waiters are woken by the server (no polling); `wait` bounds the wait. Over Redlock each
+    // call to an instance has its own limit (default: 5 % of the lease, here 500 ms).
+    async open (urls) {
+      const client = urls.length === 1 ? new pkg.Client(urls[0]) : pkg.Client.redlock(urls)
+      return {
+        acquire: (key, { wait } = {}) => client.lock(key, { ttl: TTL, wait }).acquire(),
+        release: (guard) => guard.release(),
+        gaveUp: (error) => error instanceof pkg.FencelockError && error.code === 'timed_out',
+        // The package has no close(): its connections go with the client (and the process).
+        close: async () => {}
+      }
+    }
+  }
+}
 
 // ---------------------------------------------------------------------------------------------
 // Contenders. `open(urls)` gives a handle on one client (or, for Redlock, one set of clients):
@@ -56,23 +80,7 @@ function redlockFamily (RedlockClass, LockedError, ExecError) {
 }
 
 const CONTENDERS = [
-  {
-    key: 'fencelock',
-    name: 'fencelock',
-    version: fencelock.version,
-    // Waiters are woken by the server (no polling); `wait` bounds the wait. Over Redlock each
-    // call to an instance has its own limit (default: 5 % of the lease, here 500 ms).
-    async open (urls) {
-      const client = urls.length === 1 ? new fencelock.Client(urls[0]) : fencelock.Client.redlock(urls)
-      return {
-        acquire: (key, { wait } = {}) => client.lock(key, { ttl: TTL, wait }).acquire(),
-        release: (guard) => guard.release(),
-        gaveUp: (error) => error instanceof fencelock.FencelockError && error.code === 'timed_out',
-        // The package has no close(): its connections go with the client (and the process).
-        close: async () => {}
-      }
-    }
-  },
+  fencelockContender('fencelock', 'fencelock', fencelock),
   {
     key: 'redlock',
     name: 'redlock v5',
@@ -117,5 +125,9 @@ const CONTENDERS = [
     }
   }
 ]
+
+if (BASELINE_PACKAGE) {
+  CONTENDERS.splice(1, 0, fencelockContender('baseline', 'fencelock (baseline)', require(path.resolve(BASELINE_PACKAGE))))
+}
 
 module.exports = { WAIT, CONTENDERS, peerVersion }

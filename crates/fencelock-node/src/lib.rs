@@ -48,6 +48,7 @@ fn init() {
         napi::bindgen_prelude::create_custom_tokio_runtime(runtime);
     }
     env::install_logging();
+    fencelock_bind::metrics::record_once_enabled();
 }
 
 /// The package's version.

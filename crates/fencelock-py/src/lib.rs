@@ -53,5 +53,6 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     )?;
     module.add("KIND_CODES", fencelock::LockKind::CODES.to_vec())?;
     logging::install(module.py())?;
+    fencelock_bind::metrics::record_once_enabled();
     Ok(())
 }

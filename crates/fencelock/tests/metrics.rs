@@ -1,8 +1,9 @@
 //! The `metrics` feature: every instrument of `fencelock::metrics::INSTRUMENTS` read back from
 //! fencelock's own `Registry`, installed as this binary's recorder, after a scripted run:
 //! grants, a busy try, a wait that times out, a pass, a loss, a fenced refusal, run-once
-//! outcomes, an election's terms, and the `lock` label by pattern. One test, so that nothing
-//! else records meanwhile. Built only with the feature (`scripts/test` runs it).
+//! outcomes, an election's terms, the `lock` label by pattern, and recording turned off and on.
+//! One test, so that nothing else records meanwhile. Built only with the feature (`scripts/test`
+//! runs it).
 
 mod common;
 
@@ -10,7 +11,9 @@ use std::time::Duration;
 
 use futures_util::StreamExt;
 
-use fencelock::metrics::{INSTRUMENTS, LockLabels, Registry, Series, Value, set_lock_labels};
+use fencelock::metrics::{
+    INSTRUMENTS, LockLabels, Registry, Series, Value, set_lock_labels, set_recording,
+};
 
 /// What the registry holds.
 struct Seen {
@@ -316,6 +319,50 @@ async fn locks_are_counted_timed_and_their_losses_reported() {
         ),
         2
     );
+
+    // Recording off: nothing is recorded. A hold granted and a waiter started while it is off
+    // are not taken out of counts they never entered when they end with recording on again.
+    let counted = |s: &mut Seen| {
+        (
+            s.counter("fencelock_acquisitions_total", &granted),
+            s.counter(
+                "fencelock_acquisitions_total",
+                &[("kind", "lock"), ("outcome", "timed_out")],
+            ),
+            s.samples("fencelock_wait_seconds", &lock),
+            s.samples("fencelock_hold_seconds", &lock),
+        )
+    };
+    let before = counted(s);
+    set_recording(false);
+    let quiet = client
+        .lock("quiet")
+        .acquire()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let waiter = {
+        let client = client.clone();
+        tokio::spawn(async move {
+            client
+                .lock("quiet")
+                .wait_up_to(Duration::from_millis(400))
+                .acquire()
+                .await
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(s.gauge("fencelock_held", &lock), 0.0);
+    assert_eq!(s.gauge("fencelock_waiters", &lock), 0.0);
+    set_recording(true);
+    let timed_out = waiter.await.unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        matches!(timed_out, Err(fencelock::Error::TimedOut { .. })),
+        "{timed_out:?}"
+    );
+    assert!(quiet.release().await.unwrap_or_else(|e| panic!("{e}")));
+    assert_eq!(s.gauge("fencelock_waiters", &lock), 0.0);
+    assert_eq!(s.gauge("fencelock_held", &lock), 0.0);
+    assert_eq!(counted(s), before);
 
     // Every instrument has a series now, and the text format names each once, with its type.
     let text = registry.render();

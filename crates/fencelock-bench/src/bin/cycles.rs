@@ -10,8 +10,10 @@
 //! itself is `fencelock-bench`.
 //!
 //! Built with the feature `metrics` and run with `FENCELOCK_CYCLES_METRICS=1`, it records
-//! fencelock's metrics into fencelock's own registry (the overhead of metrics: two builds side
-//! by side, docs/BENCHMARKS.md).
+//! fencelock's metrics into fencelock's own registry; with `FENCELOCK_CYCLES_METRICS=off`, it
+//! turns the library's recording off (as the Python and Node.js packages do until their metrics
+//! are asked for); unset, no recorder is installed (the overhead of metrics: two builds side by
+//! side, docs/BENCHMARKS.md).
 
 use std::process::ExitCode;
 use std::time::Duration;
@@ -81,19 +83,25 @@ async fn main() -> ExitCode {
     }
 }
 
-/// Installs fencelock's registry if `FENCELOCK_CYCLES_METRICS=1` asks for it.
+/// Installs fencelock's registry if `FENCELOCK_CYCLES_METRICS=1` asks for it, or turns the
+/// library's recording off for `FENCELOCK_CYCLES_METRICS=off`.
 fn metrics() -> Result<(), String> {
-    if std::env::var("FENCELOCK_CYCLES_METRICS").as_deref() != Ok("1") {
+    let asked = std::env::var("FENCELOCK_CYCLES_METRICS");
+    if !matches!(asked.as_deref(), Ok("1" | "off")) {
         return Ok(());
     }
     #[cfg(feature = "metrics")]
     {
+        if asked.as_deref() == Ok("off") {
+            fencelock::metrics::set_recording(false);
+            return Ok(());
+        }
         fencelock::metrics::Registry::new()
             .install()
             .map_err(|e| e.to_string())
     }
     #[cfg(not(feature = "metrics"))]
-    Err("FENCELOCK_CYCLES_METRICS=1 needs a build with the feature `metrics`".into())
+    Err("FENCELOCK_CYCLES_METRICS needs a build with the feature `metrics`".into())
 }
 
 /// W5's load: `KEPT` locks with a lease of `KEPT_LEASE`, kept alive by the watchdog for

@@ -20,6 +20,9 @@
 //! | `fencelock_once_total` | counter | `outcome` (`ran`, `failed`, `already_done`, `too_late`, `gave_up`) |
 //! | `fencelock_terms_total` | counter | `event` (`won`, `lost`, `observed`) |
 //!
+//! [`set_recording`] turns all of it off (and on again): a process that installs its recorder
+//! only later then pays nothing for it meanwhile.
+//!
 //! The lock's name is a label (`lock`) only if [`set_lock_labels`] asks for it: by every name,
 //! or mapped to fewer labels. For a fenced write, the label is the resource's; for a run-once,
 //! the job's (without its tick); for a term, the election's.
@@ -41,6 +44,7 @@
 
 mod instruments;
 mod labels;
+mod recording;
 mod registry;
 mod render;
 
@@ -50,5 +54,6 @@ pub use instruments::{
 };
 pub(crate) use labels::lock_label;
 pub use labels::{LockLabels, OTHER, set_lock_labels};
+pub use recording::{recording, set_recording};
 pub use registry::{InstallError, KEPT_OBSERVATIONS, Observation, Registry, Series, Value};
 pub use render::render;

@@ -11,7 +11,7 @@ use super::Labels;
 /// A hold, reported while it lasts.
 #[derive(Debug)]
 pub(crate) struct Held {
-    /// `None`: nothing to report (no metrics, and the span is disabled).
+    /// `None`: nothing to report (not counted, and the span is disabled).
     inner: Option<Arc<HeldInner>>,
 }
 
@@ -25,8 +25,9 @@ pub(crate) struct HeldEnd {
 struct HeldInner {
     /// Set by [`Held::trace`] once the acquisition returns the guard.
     span: OnceLock<tracing::Span>,
+    /// `None`: not counted (recording was off at the grant).
     #[cfg(feature = "metrics")]
-    counted: Counted,
+    counted: Option<Counted>,
 }
 
 /// The hold's series (registered once, at the grant).
@@ -51,12 +52,11 @@ impl std::fmt::Debug for Counted {
 impl HeldInner {
     fn end(&self) {
         #[cfg(feature = "metrics")]
+        if let Some(c) = &self.counted
+            && !c.ended.swap(true, std::sync::atomic::Ordering::AcqRel)
         {
-            let c = &self.counted;
-            if !c.ended.swap(true, std::sync::atomic::Ordering::AcqRel) {
-                c.held.decrement(1.0);
-                c.hold.record(c.since.elapsed().as_secs_f64());
-            }
+            c.held.decrement(1.0);
+            c.hold.record(c.since.elapsed().as_secs_f64());
         }
     }
 }
@@ -65,34 +65,33 @@ impl Held {
     /// The hold of lock `name` of `kind`.
     pub(crate) fn start(kind: &'static str, name: &str) -> Self {
         #[cfg(feature = "metrics")]
-        {
+        if crate::metrics::recording() {
             let labels = Labels::new(Some(kind), name);
             let series = labels.with(&[]);
             let held = metrics::gauge!(crate::metrics::HELD, series.clone());
             held.increment(1.0);
-            Held {
+            return Held {
                 inner: Some(Arc::new(HeldInner {
                     span: OnceLock::new(),
-                    counted: Counted {
+                    counted: Some(Counted {
                         labels,
                         held,
                         hold: metrics::histogram!(crate::metrics::HOLD, series),
                         since: std::time::Instant::now(),
                         ended: std::sync::atomic::AtomicBool::new(false),
-                    },
+                    }),
                 })),
-            }
+            };
         }
-        #[cfg(not(feature = "metrics"))]
-        {
-            let _ = (kind, name);
-            Held {
-                inner: tracing::enabled!(tracing::Level::DEBUG).then(|| {
-                    Arc::new(HeldInner {
-                        span: OnceLock::new(),
-                    })
-                }),
-            }
+        let _ = (kind, name);
+        Held {
+            inner: tracing::enabled!(tracing::Level::DEBUG).then(|| {
+                Arc::new(HeldInner {
+                    span: OnceLock::new(),
+                    #[cfg(feature = "metrics")]
+                    counted: None,
+                })
+            }),
         }
     }
 
@@ -126,10 +125,10 @@ impl HeldEnd {
         self.inner.span.get()?.id()
     }
 
-    /// The labels of the hold's series.
+    /// The labels of the hold's series, if it is counted.
     #[cfg(feature = "metrics")]
-    pub(crate) fn labels(&self) -> Labels {
-        self.inner.counted.labels.clone()
+    pub(crate) fn labels(&self) -> Option<Labels> {
+        self.inner.counted.as_ref().map(|c| c.labels.clone())
     }
 }
 

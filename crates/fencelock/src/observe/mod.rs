@@ -58,6 +58,12 @@ impl Labels {
     }
 }
 
+/// The labels of lock `name`'s series, if the library records ([`crate::metrics::recording`]).
+#[cfg(feature = "metrics")]
+fn labels_if_recording(kind: Option<&'static str>, name: &str) -> Option<Labels> {
+    crate::metrics::recording().then(|| Labels::new(kind, name))
+}
+
 /// How an acquisition ended, as the `outcome` label says it.
 fn outcome<T>(result: &Result<T, Error>) -> &'static str {
     match result {
@@ -68,13 +74,12 @@ fn outcome<T>(result: &Result<T, Error>) -> &'static str {
 }
 
 /// An acquisition of a lock, from its start, for its count and its wait histogram: without the
-/// `metrics` feature nothing (no clock read on the way in, nor on the way out).
+/// `metrics` feature, or with recording off, nothing (no clock read on the way in, nor on the
+/// way out).
 #[derive(Debug)]
 pub(crate) struct Started {
     #[cfg(feature = "metrics")]
-    at: std::time::Instant,
-    #[cfg(feature = "metrics")]
-    labels: Labels,
+    counted: Option<(std::time::Instant, Labels)>,
 }
 
 impl Started {
@@ -83,8 +88,8 @@ impl Started {
         #[cfg(feature = "metrics")]
         {
             Started {
-                at: std::time::Instant::now(),
-                labels: Labels::new(Some(kind), name),
+                counted: labels_if_recording(Some(kind), name)
+                    .map(|labels| (std::time::Instant::now(), labels)),
             }
         }
         #[cfg(not(feature = "metrics"))]
@@ -99,11 +104,10 @@ impl Started {
 pub(crate) fn acquisition<T>(result: &Result<T, Error>, started: Started) {
     let outcome = outcome(result);
     #[cfg(feature = "metrics")]
-    {
-        let labels = started.labels;
+    if let Some((at, labels)) = started.counted {
         labels.count(crate::metrics::ACQUISITIONS, &[("outcome", outcome)]);
         metrics::histogram!(crate::metrics::WAIT, labels.with(&[]))
-            .record(started.at.elapsed().as_secs_f64());
+            .record(at.elapsed().as_secs_f64());
     }
     #[cfg(not(feature = "metrics"))]
     let _ = (outcome, started);
@@ -112,8 +116,10 @@ pub(crate) fn acquisition<T>(result: &Result<T, Error>, started: Started) {
 /// Counts a renewal.
 pub(crate) fn renewal(ok: bool) {
     #[cfg(feature = "metrics")]
-    metrics::counter!(crate::metrics::RENEWALS, "outcome" => if ok { "ok" } else { "failed" })
-        .increment(1);
+    if crate::metrics::recording() {
+        metrics::counter!(crate::metrics::RENEWALS, "outcome" => if ok { "ok" } else { "failed" })
+            .increment(1);
+    }
     #[cfg(not(feature = "metrics"))]
     let _ = ok;
 }
@@ -122,10 +128,12 @@ pub(crate) fn renewal(ok: bool) {
 /// too late to use, and the waiter tries again).
 pub(crate) fn pass(kind: &'static str, name: &str, taken: bool) {
     #[cfg(feature = "metrics")]
-    Labels::new(Some(kind), name).count(
-        crate::metrics::PASSES,
-        &[("outcome", if taken { "taken" } else { "missed" })],
-    );
+    if let Some(labels) = labels_if_recording(Some(kind), name) {
+        labels.count(
+            crate::metrics::PASSES,
+            &[("outcome", if taken { "taken" } else { "missed" })],
+        );
+    }
     #[cfg(not(feature = "metrics"))]
     let _ = (kind, name, taken);
 }
@@ -139,7 +147,9 @@ pub(crate) fn fenced_write<T>(resource: &str, result: &Result<T, Error>) {
         Err(_) => return,
     };
     #[cfg(feature = "metrics")]
-    Labels::new(None, resource).count(crate::metrics::FENCED_WRITES, &[("outcome", outcome)]);
+    if let Some(labels) = labels_if_recording(None, resource) {
+        labels.count(crate::metrics::FENCED_WRITES, &[("outcome", outcome)]);
+    }
     #[cfg(not(feature = "metrics"))]
     let _ = (resource, outcome);
 }
@@ -148,7 +158,9 @@ pub(crate) fn fenced_write<T>(resource: &str, result: &Result<T, Error>) {
 /// `gave_up`.
 pub(crate) fn once(job: &str, outcome: &'static str) {
     #[cfg(feature = "metrics")]
-    Labels::new(None, job).count(crate::metrics::ONCE, &[("outcome", outcome)]);
+    if let Some(labels) = labels_if_recording(None, job) {
+        labels.count(crate::metrics::ONCE, &[("outcome", outcome)]);
+    }
     #[cfg(not(feature = "metrics"))]
     let _ = (job, outcome);
 }
@@ -156,7 +168,9 @@ pub(crate) fn once(job: &str, outcome: &'static str) {
 /// Counts a term of election `election`: `won`, `lost` or `observed`.
 pub(crate) fn term(election: &str, event: &'static str) {
     #[cfg(feature = "metrics")]
-    Labels::new(None, election).count(crate::metrics::TERMS, &[("event", event)]);
+    if let Some(labels) = labels_if_recording(None, election) {
+        labels.count(crate::metrics::TERMS, &[("event", event)]);
+    }
     #[cfg(not(feature = "metrics"))]
     let _ = (election, event);
 }
@@ -182,10 +196,10 @@ pub(crate) fn ended(
     }
     let code = reason.code();
     #[cfg(feature = "metrics")]
-    {
+    if crate::metrics::recording() {
         let labels = held
             .as_ref()
-            .map(HeldEnd::labels)
+            .and_then(HeldEnd::labels)
             .unwrap_or_else(|| Labels::new(Some(kind), lock));
         labels.count(crate::metrics::LOSSES, &[("reason", code)]);
     }
@@ -202,19 +216,23 @@ pub(crate) fn ended(
     }
 }
 
-/// A request that waits, counted in `fencelock_waiters` while it lives.
+/// A request that waits, counted in `fencelock_waiters` while it lives (if it was counted
+/// when it started: recording on).
 #[derive(Debug)]
 pub(crate) struct Waiting {
     #[cfg(feature = "metrics")]
-    labels: Vec<metrics::Label>,
+    labels: Option<Vec<metrics::Label>>,
 }
 
 impl Waiting {
     pub(crate) fn start(kind: &'static str, name: &str) -> Self {
         #[cfg(feature = "metrics")]
         {
-            let labels = Labels::new(Some(kind), name).with(&[]);
-            metrics::gauge!(crate::metrics::WAITERS, labels.clone()).increment(1.0);
+            let labels = labels_if_recording(Some(kind), name).map(|labels| {
+                let labels = labels.with(&[]);
+                metrics::gauge!(crate::metrics::WAITERS, labels.clone()).increment(1.0);
+                labels
+            });
             Waiting { labels }
         }
         #[cfg(not(feature = "metrics"))]
@@ -228,6 +246,8 @@ impl Waiting {
 impl Drop for Waiting {
     fn drop(&mut self) {
         #[cfg(feature = "metrics")]
-        metrics::gauge!(crate::metrics::WAITERS, std::mem::take(&mut self.labels)).decrement(1.0);
+        if let Some(labels) = self.labels.take() {
+            metrics::gauge!(crate::metrics::WAITERS, labels).decrement(1.0);
+        }
     }
 }
