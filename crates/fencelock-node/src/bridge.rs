@@ -89,9 +89,9 @@ where
     let pending: Function<'_, u32, PromiseRaw<'env, V>> = hooks.get_element(PENDING)?;
     let promise = pending.call(id)?;
     let queue = bridge.queue.clone();
-    // Boxed: the task then moves a pointer, not the future (some kilobytes), as it starts and
-    // as it ends.
-    napi::bindgen_prelude::spawn(Box::pin(async move {
+    // (Not boxed: the library's future is, by the caller, `cancel.rs`; this one is a few
+    // hundred bytes, which the task holds as it is.)
+    napi::bindgen_prelude::spawn(async move {
         let outcome = match AssertUnwindSafe(work).catch_unwind().await {
             Ok(outcome) => outcome,
             Err(_) => Err(Error::new(
@@ -102,7 +102,7 @@ where
         let settle: Settle =
             Box::new(move |env| settle(env, id, outcome.and_then(|v| convert(env, v))));
         queue.call(settle, ThreadsafeFunctionCallMode::NonBlocking);
-    }));
+    });
     Ok(promise)
 }
 

@@ -181,7 +181,10 @@ where
     };
     let mut waiting = token.clone();
     let cleanup = Cleanup::new();
-    let work = cleanup.scope(work);
+    // Boxed at once: the layers below (the select, the bridge's task) then hold and move a
+    // pointer, where each held the library's future (some kilobytes: an acquisition's is over
+    // 4 KB) and copied it as it was made and moved (docs/BENCHMARKS.md).
+    let mut work = Box::pin(cleanup.scope(work));
     let delivering = keeper.clone();
     let running = async move {
         let outcome = match running {
@@ -200,9 +203,11 @@ where
                         aborted = true;
                         None
                     }
-                    outcome = work => Some(outcome),
+                    outcome = &mut work => Some(outcome),
                 };
-                // Counted until the work future is gone.
+                // Counted until the work future is gone (dropped here: an aborted call hands
+                // what it had to the background as it goes).
+                drop(work);
                 drop(running);
                 if aborted {
                     // The dropped call handed what it had to the background (its place in

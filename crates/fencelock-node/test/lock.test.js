@@ -78,6 +78,28 @@ test('an aborted wait rejects with the signal reason, holds nothing and leaves i
   await assert.rejects(client.lock(name).acquire({ signal: AbortSignal.abort('no') }), (e) => e === 'no')
 })
 
+test('an aborted wait rejects only once its place is left, however long leaving takes', async () => {
+  // Writes are paused as the wait is aborted, so leaving the line takes 600 ms: the Promise
+  // rejects after that, not before (the call's future is dropped, and its give-back counted,
+  // before the rejection waits for it).
+  const paused = await startServer()
+  const own = new Client(paused.url)
+  const name = uniqueName()
+  const held = await own.lock(name, { ttl: 30000 }).acquire()
+  const controller = new AbortController()
+  const waiting = own.lock(name).acquire({ signal: controller.signal })
+  await until(async () => (await own.inspect(name)).waiting === 1, 'the request is in line')
+  paused.raw('CLIENT', 'PAUSE', '600', 'WRITE')
+  const reason = new Error('given up')
+  controller.abort(reason)
+  await assert.rejects(waiting, (e) => e === reason)
+  // A read, which the pause lets through.
+  assert.equal(paused.raw('ZCARD', `fencelock:{${name}}:waiters`), '0', 'the place in line is left when the abort rejects')
+  assert.equal(await held.release(), true)
+  await own.close()
+  paused.stop()
+})
+
 test('an aborted wait waits for its own give-back, not for the thread\'s other releases', async () => {
   // Other holds released through a paused server take seconds; the aborted wait's own place
   // in line is left at once (it waited up to 2 s for all of the thread's work before).

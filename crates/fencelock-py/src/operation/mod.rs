@@ -204,23 +204,25 @@ impl Operation {
             cleanup: Cleanup::new(),
         });
         let finished = state.clone();
-        let call = state.cleanup.scope(call);
+        // Boxed at once: the task and its select then hold a pointer, where each held the
+        // library's future (some kilobytes: an acquisition's is over 4 KB) and copied it as it
+        // was made and moved.
+        let mut call = Box::pin(state.cleanup.scope(call));
         // A call that runs to its end whatever happens is background work that exit waits for;
         // one that waits is stopped by exit.
         let busy = (cancel == Cancel::Finish).then(|| process.busy());
         let running = (cancel == Cancel::Abort).then(|| process.keeper().running());
-        // Boxed: the task's cell then holds a pointer, not the whole future, which tokio
-        // copies on its way in and again when the task finishes.
-        let task = process.runtime().spawn(Box::pin(async move {
+        let task = process.runtime().spawn(async move {
             let outcome = match running {
                 None => call.await,
                 Some(mut running) => {
                     let outcome = tokio::select! {
                         biased;
                         () = running.ended() => None,
-                        outcome = call => Some(outcome),
+                        outcome = &mut call => Some(outcome),
                     };
-                    // Counted until the call's future is gone.
+                    // Counted until the call's future is gone (dropped here).
+                    drop(call);
                     drop(running);
                     // Stopped by exit: its future is dropped (a waiter leaves its place), and
                     // its caller's thread parks (no callback is called). A thread that took the
@@ -235,7 +237,7 @@ impl Operation {
             };
             finish(&finished, outcome);
             drop(busy);
-        }));
+        });
         state.inner().task = Some(task);
         Operation {
             state: Owned::new(state),
