@@ -64,6 +64,16 @@ impl Seen {
     }
 }
 
+/// A request for lock `name` that waits up to `wait`, on a task of its own.
+fn spawn_waiter(
+    client: &fencelock::Client,
+    name: &'static str,
+    wait: Duration,
+) -> tokio::task::JoinHandle<fencelock::Result<fencelock::LockGuard>> {
+    let client = client.clone();
+    tokio::spawn(async move { client.lock(name).wait_up_to(wait).acquire().await })
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn locks_are_counted_timed_and_their_losses_reported() {
     // Global: the client's tasks run on the runtime's threads.
@@ -111,16 +121,7 @@ async fn locks_are_counted_timed_and_their_losses_reported() {
         ),
         1
     );
-    let waiter = {
-        let client = client.clone();
-        tokio::spawn(async move {
-            client
-                .lock("m")
-                .wait_up_to(Duration::from_millis(600))
-                .acquire()
-                .await
-        })
-    };
+    let waiter = spawn_waiter(&client, "m", Duration::from_millis(600));
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert_eq!(s.gauge("fencelock_waiters", &lock), 1.0);
     let timed_out = waiter.await.unwrap_or_else(|e| panic!("{e}"));
@@ -199,16 +200,7 @@ async fn locks_are_counted_timed_and_their_losses_reported() {
         .acquire()
         .await
         .unwrap_or_else(|e| panic!("{e}"));
-    let waiter = {
-        let client = client.clone();
-        tokio::spawn(async move {
-            client
-                .lock("p")
-                .wait_up_to(Duration::from_secs(10))
-                .acquire()
-                .await
-        })
-    };
+    let waiter = spawn_waiter(&client, "p", Duration::from_secs(10));
     common::wait_for_count("a waiter", 1, Duration::from_secs(5), || {
         s.gauge("fencelock_waiters", &lock) as u64
     })
@@ -340,16 +332,7 @@ async fn locks_are_counted_timed_and_their_losses_reported() {
         .acquire()
         .await
         .unwrap_or_else(|e| panic!("{e}"));
-    let waiter = {
-        let client = client.clone();
-        tokio::spawn(async move {
-            client
-                .lock("quiet")
-                .wait_up_to(Duration::from_millis(400))
-                .acquire()
-                .await
-        })
-    };
+    let waiter = spawn_waiter(&client, "quiet", Duration::from_millis(400));
     tokio::time::sleep(Duration::from_millis(100)).await;
     assert_eq!(s.gauge("fencelock_held", &lock), 0.0);
     assert_eq!(s.gauge("fencelock_waiters", &lock), 0.0);
