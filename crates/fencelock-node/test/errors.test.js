@@ -66,6 +66,24 @@ test('invalid_argument, before anything is sent', async () => {
   assert.equal(server.raw('EXISTS', 'fencelock:{with{braces}}'), '0')
 })
 
+test('a request is checked whatever valid request came before it', () => {
+  // The package skips the addon's check for options it found valid just before: each option
+  // made invalid after a valid request with the others alike is still refused, by that name.
+  const client = new Client(server.url)
+  const valid = { ttl: 1000, wait: 5, queueTimeout: 100, maxHold: 60000, lockDelay: 10 }
+  for (const [option, bad] of [['ttl', -1], ['wait', -5], ['queueTimeout', Number.NaN], ['maxHold', Infinity], ['lockDelay', -1]]) {
+    client.lock('before', valid)
+    throwsWith(() => client.lock(`after-${option}`, { ...valid, [option]: bad }), 'invalid_argument',
+      (e) => e.lock === `after-${option}` && e.reason.includes(option))
+    client.lock('again', valid)
+  }
+  for (const kind of ['fairLock', 'semaphore']) {
+    const make = kind === 'semaphore' ? (name, options) => client.semaphore(name, 2, options) : (name, options) => client.fairLock(name, options)
+    make('before', valid)
+    throwsWith(() => make('after', { ...valid, ttl: -1 }), 'invalid_argument', (e) => e.lock === 'after')
+  }
+})
+
 test('config, with no lock named', () => {
   throwsWith(() => new Client('http://127.0.0.1:1'), 'config', (e) => e.lock === null)
   throwsWith(() => new Client(server.url, { tls: { cert: 'x' } }), 'config', (e) => /tls.cert and tls.key/.test(e.reason))
