@@ -89,7 +89,7 @@ where
     let pending: Function<'_, u32, PromiseRaw<'env, V>> = hooks.get_element(PENDING)?;
     let promise = pending.call(id)?;
     let queue = bridge.queue.clone();
-    // (Not boxed: the library's future is, by the caller, `cancel.rs`; this one is a few
+    // (Not boxed: the caller, `cancel.rs`, boxes the library's future; this one is a few
     // hundred bytes, which the task holds as it is.)
     napi::bindgen_prelude::spawn(async move {
         let outcome = match AssertUnwindSafe(work).catch_unwind().await {

@@ -332,8 +332,15 @@ async fn locks_are_counted_timed_and_their_losses_reported() {
         .acquire()
         .await
         .unwrap_or_else(|e| panic!("{e}"));
-    let waiter = spawn_waiter(&client, "quiet", Duration::from_millis(400));
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    let waiter = spawn_waiter(&client, "quiet", Duration::from_millis(1500));
+    // In line (its acquisition started before): recording is turned on only then.
+    common::wait_for_count("the waiter in line", true, Duration::from_secs(5), || {
+        matches!(
+            redis.cmd(&["ZCARD", "fencelock:{quiet}:waiters"]),
+            Ok(redis::Value::Int(1))
+        )
+    })
+    .await;
     assert_eq!(s.gauge("fencelock_held", &lock), 0.0);
     assert_eq!(s.gauge("fencelock_waiters", &lock), 0.0);
     set_recording(true);

@@ -64,6 +64,19 @@ fn labels_if_recording(kind: Option<&'static str>, name: &str) -> Option<Labels>
     crate::metrics::recording().then(|| Labels::new(kind, name))
 }
 
+/// Counts one in lock `name`'s counter `counter` with `pairs`, if the library records.
+#[cfg(feature = "metrics")]
+fn count(
+    kind: Option<&'static str>,
+    name: &str,
+    counter: &'static str,
+    pairs: &[(&'static str, &'static str)],
+) {
+    if let Some(labels) = labels_if_recording(kind, name) {
+        labels.count(counter, pairs);
+    }
+}
+
 /// How an acquisition ended, as the `outcome` label says it.
 fn outcome<T>(result: &Result<T, Error>) -> &'static str {
     match result {
@@ -128,12 +141,12 @@ pub(crate) fn renewal(ok: bool) {
 /// too late to use, and the waiter tries again).
 pub(crate) fn pass(kind: &'static str, name: &str, taken: bool) {
     #[cfg(feature = "metrics")]
-    if let Some(labels) = labels_if_recording(Some(kind), name) {
-        labels.count(
-            crate::metrics::PASSES,
-            &[("outcome", if taken { "taken" } else { "missed" })],
-        );
-    }
+    count(
+        Some(kind),
+        name,
+        crate::metrics::PASSES,
+        &[("outcome", if taken { "taken" } else { "missed" })],
+    );
     #[cfg(not(feature = "metrics"))]
     let _ = (kind, name, taken);
 }
@@ -147,9 +160,12 @@ pub(crate) fn fenced_write<T>(resource: &str, result: &Result<T, Error>) {
         Err(_) => return,
     };
     #[cfg(feature = "metrics")]
-    if let Some(labels) = labels_if_recording(None, resource) {
-        labels.count(crate::metrics::FENCED_WRITES, &[("outcome", outcome)]);
-    }
+    count(
+        None,
+        resource,
+        crate::metrics::FENCED_WRITES,
+        &[("outcome", outcome)],
+    );
     #[cfg(not(feature = "metrics"))]
     let _ = (resource, outcome);
 }
@@ -158,9 +174,7 @@ pub(crate) fn fenced_write<T>(resource: &str, result: &Result<T, Error>) {
 /// `gave_up`.
 pub(crate) fn once(job: &str, outcome: &'static str) {
     #[cfg(feature = "metrics")]
-    if let Some(labels) = labels_if_recording(None, job) {
-        labels.count(crate::metrics::ONCE, &[("outcome", outcome)]);
-    }
+    count(None, job, crate::metrics::ONCE, &[("outcome", outcome)]);
     #[cfg(not(feature = "metrics"))]
     let _ = (job, outcome);
 }
@@ -168,9 +182,7 @@ pub(crate) fn once(job: &str, outcome: &'static str) {
 /// Counts a term of election `election`: `won`, `lost` or `observed`.
 pub(crate) fn term(election: &str, event: &'static str) {
     #[cfg(feature = "metrics")]
-    if let Some(labels) = labels_if_recording(None, election) {
-        labels.count(crate::metrics::TERMS, &[("event", event)]);
-    }
+    count(None, election, crate::metrics::TERMS, &[("event", event)]);
     #[cfg(not(feature = "metrics"))]
     let _ = (election, event);
 }
