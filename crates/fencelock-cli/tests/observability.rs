@@ -275,10 +275,13 @@ fn watch_serves_the_locks_it_sees_and_keeps_serving_through_an_outage() {
     let mut addr = String::new();
     wait_until(LIMIT, "watch says where it serves", || {
         let said = std::fs::read_to_string(&err).unwrap_or_default();
+        // Whole once `/metrics` follows it: stderr is unbuffered, and the line may come in
+        // pieces (a loaded machine read `127.0.0.1:4` of a longer port).
         match said
             .split("http://")
             .nth(1)
-            .and_then(|r| r.split('/').next())
+            .and_then(|r| r.split_once("/metrics"))
+            .map(|(a, _)| a)
         {
             Some(a) => {
                 addr = a.to_owned();
